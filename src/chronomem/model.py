@@ -1,0 +1,173 @@
+"""The data model: messages, sessions, entities and sextuple facts.
+
+A :class:`Fact` is REAL's sextuple ``(h, r, t, [τs, τe], c, ι)`` plus
+bookkeeping.  Validity intervals are half-open ``[valid_from, valid_to)`` in
+*event* time; ``recorded_at`` is transaction time, so the graph is bi-temporal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from .timeutil import iso, parse_optional_time, parse_time
+
+
+class Intent(str, Enum):
+    """What kind of knowledge a fact carries (REAL's ι)."""
+
+    FACT = "FACT"
+    CAUSAL = "CAUSAL"
+    TEMPORAL = "TEMPORAL"
+    CONTRAST = "CONTRAST"
+    EVOLUTION = "EVOLUTION"
+
+
+class Origin(str, Enum):
+    """Where a fact came from."""
+
+    STATED = "stated"  # extracted from what a speaker said
+    INFERRED = "inferred"  # extracted, but implied rather than said
+    DERIVED = "derived"  # produced by a rule at read time, never stored
+    IMPORTED = "imported"  # loaded through add_facts / import_
+
+
+@dataclass(slots=True)
+class Fact:
+    """A temporal, confidence-aware edge of the memory graph."""
+
+    id: str
+    user_id: str
+    subject: str
+    relation: str
+    object: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    confidence: float
+    intent: Intent
+    origin: Origin
+    recorded_at: datetime
+    source_ids: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    text: str = ""
+    agent_id: str | None = None
+    closed_by: str | None = None  # id of the fact whose arrival closed this one
+    rule: str | None = None  # for derived facts: the rule that produced it
+    support_ids: list[str] = field(default_factory=list)  # for derived facts
+
+    def is_valid_at(self, when: datetime) -> bool:
+        """Half-open interval test; an unknown start counts as "since ever"."""
+        started = self.valid_from is None or self.valid_from <= when
+        return started and (self.valid_to is None or when < self.valid_to)
+
+    @property
+    def is_open(self) -> bool:
+        return self.valid_to is None
+
+    def render(self) -> str:
+        """The one-line natural-language rendering (``text`` when given)."""
+        if self.text:
+            return self.text
+        return f"{self.subject} {self.relation.replace('_', ' ')} {self.object}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, datetime):
+                v = iso(v)
+            elif isinstance(v, Enum):
+                v = v.value
+            elif isinstance(v, list):
+                v = list(v)
+            out[f.name] = v
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Fact:
+        return cls(
+            id=d["id"],
+            user_id=d["user_id"],
+            subject=d["subject"],
+            relation=d["relation"],
+            object=d["object"],
+            valid_from=parse_optional_time(d.get("valid_from"), "valid_from"),
+            valid_to=parse_optional_time(d.get("valid_to"), "valid_to"),
+            confidence=float(d["confidence"]),
+            intent=Intent(d.get("intent", "FACT")),
+            origin=Origin(d.get("origin", "imported")),
+            recorded_at=parse_time(d["recorded_at"], "recorded_at"),
+            source_ids=list(d.get("source_ids") or []),
+            session_id=d.get("session_id"),
+            text=d.get("text") or "",
+            agent_id=d.get("agent_id"),
+            closed_by=d.get("closed_by"),
+            rule=d.get("rule"),
+            support_ids=list(d.get("support_ids") or []),
+        )
+
+
+@dataclass(slots=True)
+class Entity:
+    """A node of the graph: a person, place, organisation, pet, thing …"""
+
+    id: str
+    user_id: str
+    name: str  # canonical name: the first spelling seen
+    type: str | None = None
+    aliases: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
+
+
+@dataclass(slots=True)
+class Message:
+    """A verbatim conversation turn: the source of truth facts point back to."""
+
+    id: str
+    user_id: str
+    session_id: str
+    speaker: str
+    text: str
+    timestamp: datetime  # event time: when it was said
+    recorded_at: datetime
+    agent_id: str | None = None
+    seq: int = 0  # position inside the session
+    extracted: bool = False  # has the write path processed this turn?
+
+
+@dataclass(slots=True)
+class Session:
+    id: str
+    user_id: str
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    agent_id: str | None = None
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """An Rsum memory ``M_i`` written at the end of a session."""
+
+    user_id: str
+    session_id: str
+    seq: int
+    memory: str
+    created_at: datetime
+    session_time: datetime | None = None
+
+
+@dataclass(slots=True)
+class UpdateReport:
+    """What one write did to the graph (returned by ``add_facts``/``add``)."""
+
+    added: list[Fact] = field(default_factory=list)
+    closed: list[Fact] = field(default_factory=list)
+    reinforced: list[Fact] = field(default_factory=list)
+
+    def merge(self, other: UpdateReport) -> None:
+        self.added.extend(other.added)
+        self.closed.extend(other.closed)
+        self.reinforced.extend(other.reinforced)

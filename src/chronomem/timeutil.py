@@ -1,0 +1,65 @@
+"""Time parsing and conversion.
+
+chronomem stores every time as a timezone-aware UTC ``datetime``.  Naive or
+date-only input means 00:00 UTC (naive datetimes are read as UTC).  Inside the
+stores times are integers: microseconds since the Unix epoch.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from typing import Any
+
+from .errors import ValidationError
+
+UTC = timezone.utc
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def parse_time(value: Any, field: str = "time") -> datetime:
+    """Turn a ``datetime``, ``date`` or ISO-8601 string into an aware UTC datetime.
+
+    Raises :class:`ValidationError` naming ``field`` when the value cannot be read.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, date):
+        dt = datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise ValidationError(field, value, "empty time string")
+        if text.endswith(("Z", "z")):
+            text = text[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError(field, value, "not an ISO-8601 date or datetime") from None
+    else:
+        raise ValidationError(field, value, "expected a datetime, date or ISO-8601 string")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def parse_optional_time(value: Any, field: str) -> datetime | None:
+    return None if value is None else parse_time(value, field)
+
+
+def to_micros(dt: datetime) -> int:
+    delta = dt.astimezone(UTC) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_micros(us: int) -> datetime:
+    from datetime import timedelta
+
+    return _EPOCH + timedelta(microseconds=us)
+
+
+def iso(dt: datetime | None) -> str | None:
+    return None if dt is None else dt.astimezone(UTC).isoformat()
