@@ -1,0 +1,439 @@
+"""Recursive summarisation ("Rsum", Wang et al., arXiv 2308.15022).
+
+After every session the user's memory is rewritten from the previous memory
+and the new session::
+
+    M_i = LLM(S_i, M_{i-1}, P_m),   M_0 = "none"
+
+and a reply is generated from the latest memory and the current context::
+
+    r_t = LLM(C_t, M_N, P_r)
+
+``P_m`` (``prompts/rsum_memory_v1.md``) follows the paper's structure: task
+definition, a four-step procedure, the sentence cap, then the inputs. ``P_r``
+(``prompts/rsum_reply_v1.md``) is a five-step "extract, then use" procedure.
+Every call runs at temperature 0.  The sentence cap is also enforced in code.
+
+Each ``M_i`` is stored as a :class:`~chronomem.model.Checkpoint` (``seq = i``),
+so the memory as it was after any session is available (:meth:`RsumMemory.summary`
+with ``as_of``) and a forgotten session can be replayed out of the chain
+(:meth:`RsumMemory.replay`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..errors import ValidationError
+from ..model import Checkpoint, Message
+from ..providers.base import LLM, CallUsage, ChatResult, Messages
+from ..timeutil import parse_time, utcnow
+from .text import (
+    cap_sentences,
+    clean_model_text,
+    format_transcript,
+    format_turn,
+    load_prompt,
+    render_prompt,
+    session_header,
+)
+
+__all__ = [
+    "NO_MEMORY",
+    "DEFAULT_MAX_SENTENCES",
+    "MEMORY_PROMPT",
+    "REPLY_PROMPT",
+    "RsumStore",
+    "MemoryUpdate",
+    "RsumMemory",
+    "build_memory_messages",
+    "build_reply_messages",
+    "update_memory",
+    "generate_reply",
+]
+
+log = logging.getLogger(__name__)
+
+NO_MEMORY = "none"  # M_0, as in the paper
+DEFAULT_MAX_SENTENCES = 20
+MEMORY_PROMPT = "rsum_memory_v1"
+REPLY_PROMPT = "rsum_reply_v1"
+_TOKENS_PER_SENTENCE = 32  # generation allowance per memory sentence
+_PROMPT_MARGIN = 32  # tokens kept free for the chat template around the prompt
+
+
+class RsumStore(Protocol):
+    """The part of the long-term store Rsum needs."""
+
+    def put_checkpoint(self, cp: Checkpoint) -> None: ...
+
+    def checkpoints(self, user_id: str) -> list[Checkpoint]: ...
+
+    def delete_checkpoints(self, user_id: str, from_seq: int) -> Any: ...
+
+    def messages(self, user_id: str, session_id: str | None = None) -> list[Message]: ...
+
+
+@dataclass(slots=True)
+class MemoryUpdate:
+    """Result of one memory rewrite ``M_i`` (possibly several calls for a long session)."""
+
+    memory: str
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    dropped_sentences: int = 0  # sentences beyond the cap that the code removed
+    usages: list[CallUsage] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+def build_memory_messages(
+    session_text: str,
+    previous_memory: str,
+    *,
+    max_sentences: int = DEFAULT_MAX_SENTENCES,
+    session_time: datetime | None = None,
+    prompt: str = MEMORY_PROMPT,
+) -> Messages:
+    """The chat messages of one memory update ``P_m(S_i, M_{i-1})``."""
+    _check_max_sentences(max_sentences)
+    text = render_prompt(
+        load_prompt(prompt),
+        max_sentences=max_sentences,
+        previous_memory=previous_memory.strip() or NO_MEMORY,
+        session=session_text.strip(),
+        session_header=session_header(session_time),
+    )
+    return [{"role": "user", "content": text}]
+
+
+def build_reply_messages(
+    context: Sequence[Message | Mapping[str, Any]],
+    memory: str,
+    *,
+    speaker: str = "assistant",
+    evidence: str | None = None,
+    prompt: str = REPLY_PROMPT,
+) -> Messages:
+    """The chat messages of one reply ``P_r(C_t, M_N)``.
+
+    ``context`` is the current conversation (chat dicts or :class:`Message`);
+    ``evidence`` is optional extra material (e.g. REAL's serialised subgraph for
+    the hybrid ``real+rsum`` answerer).
+    """
+    if not context:
+        raise ValidationError("context", context, "the current conversation is empty")
+    if not speaker.strip():
+        raise ValidationError("speaker", speaker, "must be a non-empty name")
+    evidence_block = f"\nAdditional evidence:\n{evidence.strip()}\n" if evidence and evidence.strip() else ""
+    text = render_prompt(
+        load_prompt(prompt),
+        speaker=speaker.strip(),
+        memory=memory.strip() or NO_MEMORY,
+        evidence_block=evidence_block,
+        context=format_transcript(context),
+    )
+    return [{"role": "user", "content": text}]
+
+
+# --------------------------------------------------------------------------- model calls
+
+
+def update_memory(
+    llm: LLM,
+    session: Sequence[Message | Mapping[str, Any]],
+    previous_memory: str = NO_MEMORY,
+    *,
+    max_sentences: int = DEFAULT_MAX_SENTENCES,
+    session_time: datetime | None = None,
+    max_tokens: int | None = None,
+    prompt: str = MEMORY_PROMPT,
+) -> MemoryUpdate:
+    """``M_i = LLM(S_i, M_{i-1}, P_m)`` at temperature 0, capped at ``max_sentences``.
+
+    A session too long for the model's context window is fed in consecutive
+    chunks, each one a recursive update of the memory (the paper's recursion
+    at a finer grain).  An empty model answer keeps the previous memory (and
+    is logged): forgetting everything because of one bad generation would be
+    worse.
+    """
+    _check_max_sentences(max_sentences)
+    if not session:
+        raise ValidationError("session", session, "no turns to summarise")
+    gen_tokens = max_tokens or (_TOKENS_PER_SENTENCE * max_sentences + 64)
+    memory = previous_memory.strip() or NO_MEMORY
+    out = MemoryUpdate(memory=memory)
+    for chunk in _chunks(llm, session, memory, max_sentences, session_time, gen_tokens, prompt):
+        messages = build_memory_messages(
+            chunk, memory, max_sentences=max_sentences, session_time=session_time, prompt=prompt
+        )
+        res = llm.chat(messages, max_tokens=gen_tokens, temperature=0.0, purpose="rsum")
+        out.calls += 1
+        out.prompt_tokens += res.usage.prompt_tokens
+        out.completion_tokens += res.usage.completion_tokens
+        out.usages.append(res.usage)
+        capped, dropped = cap_sentences(clean_model_text(res.text), max_sentences)
+        if not capped.strip():
+            log.warning("rsum: the model returned an empty memory; keeping the previous one")
+            continue
+        if dropped:
+            log.info("rsum: dropped %d sentences beyond the cap of %d", dropped, max_sentences)
+        out.dropped_sentences += dropped
+        memory = capped
+    out.memory = memory
+    return out
+
+
+def generate_reply(
+    llm: LLM,
+    context: Sequence[Message | Mapping[str, Any]],
+    memory: str,
+    *,
+    speaker: str = "assistant",
+    evidence: str | None = None,
+    max_tokens: int = 256,
+    prompt: str = REPLY_PROMPT,
+) -> ChatResult:
+    """``r_t = LLM(C_t, M_N, P_r)`` at temperature 0."""
+    messages = build_reply_messages(context, memory, speaker=speaker, evidence=evidence, prompt=prompt)
+    res = llm.chat(messages, max_tokens=max_tokens, temperature=0.0, stop=None, purpose="rsum_reply")
+    return ChatResult(text=clean_model_text(res.text), usage=res.usage, data=res.data)
+
+
+def _chunks(
+    llm: LLM,
+    session: Sequence[Message | Mapping[str, Any]],
+    memory: str,
+    max_sentences: int,
+    session_time: datetime | None,
+    gen_tokens: int,
+    prompt: str,
+) -> list[str]:
+    """Split the session transcript so that each memory prompt fits the context window.
+
+    The room for the transcript leaves space for a memory as long as one
+    generation (it may grow up to that between chunks).
+    """
+    lines = [format_turn(t) for t in session]
+    whole = "\n".join(lines)
+    empty = build_memory_messages("", NO_MEMORY, max_sentences=max_sentences, session_time=session_time, prompt=prompt)
+    fixed = llm.count_tokens(empty[0]["content"])
+    memory_room = max(llm.count_tokens(memory), gen_tokens)  # the memory may grow to the cap between chunks
+    room = llm.context_window - gen_tokens - _PROMPT_MARGIN - fixed - memory_room
+    if llm.count_tokens(whole) <= room:
+        return [whole]
+    if room < 32:
+        raise ValidationError(
+            "max_sentences", max_sentences, f"the memory prompt leaves no room in a {llm.context_window}-token context"
+        )
+    chunks: list[str] = []
+    current: list[str] = []
+    used = 0
+    for line in lines:
+        n = llm.count_tokens(line) + 1
+        if n > room:  # one enormous turn: cut it to what fits
+            line = line[: max(1, len(line) * room // n)]
+            n = room
+        if current and used + n > room:
+            chunks.append("\n".join(current))
+            current, used = [], 0
+        current.append(line)
+        used += n
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
+
+
+def _check_max_sentences(n: int) -> None:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValidationError("max_sentences", n, "must be an integer >= 1")
+
+
+# --------------------------------------------------------------------------- stateful
+
+
+class RsumMemory:
+    """Rsum over a long-term store: one checkpoint ``M_i`` per ended session.
+
+    Checkpoints form a chain per user in the order sessions were ended
+    (``seq`` 1, 2, …; ``M_0`` is implicit).  Updating a session that already
+    has a checkpoint (more turns arrived, or a retried ``end_session``)
+    rewrites the chain from that session on.
+    """
+
+    def __init__(
+        self,
+        store: RsumStore,
+        llm: LLM,
+        *,
+        max_sentences: int = DEFAULT_MAX_SENTENCES,
+        max_tokens: int | None = None,
+        memory_prompt: str = MEMORY_PROMPT,
+        reply_prompt: str = REPLY_PROMPT,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        _check_max_sentences(max_sentences)
+        load_prompt(memory_prompt)  # fail early on a bad prompt name
+        load_prompt(reply_prompt)
+        self.store = store
+        self.llm = llm
+        self.max_sentences = max_sentences
+        self.max_tokens = max_tokens
+        self.memory_prompt = memory_prompt
+        self.reply_prompt = reply_prompt
+        self._clock = clock
+
+    # -- write -------------------------------------------------------------
+
+    def update(self, user_id: str, session_id: str) -> Checkpoint | None:
+        """Fold session ``session_id`` into the user's memory; return its checkpoint.
+
+        Returns ``None`` (and writes nothing) when the session has no stored
+        messages.  Idempotent: calling it again for a checkpointed session
+        recomputes that checkpoint and the ones after it from the stored turns.
+        """
+        _check_id("user_id", user_id)
+        _check_id("session_id", session_id)
+        chain = self.store.checkpoints(user_id)
+        for k, cp in enumerate(chain):
+            if cp.session_id == session_id:
+                rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
+                return next((c for c in rebuilt if c.session_id == session_id), None)
+        turns = self.store.messages(user_id, session_id)
+        if not turns:
+            log.info("rsum: session %r of user %r has no messages; memory unchanged", session_id, user_id)
+            return None
+        prev = chain[-1] if chain else None
+        cp = self._checkpoint(user_id, session_id, turns, prev)
+        self.store.put_checkpoint(cp)
+        return cp
+
+    def replay(
+        self, user_id: str, *, from_session: str | None = None, from_seq: int | None = None
+    ) -> list[Checkpoint]:
+        """Rebuild the chain after turns or sessions were forgotten.
+
+        Without arguments the chain is rebuilt from the first checkpoint whose
+        session lost messages entirely (a deleted session); ``from_session``
+        or ``from_seq`` force a rebuild from that point (e.g. after single
+        turns were deleted, or with a new model).  Sessions left without
+        messages drop out of the chain.  Returns the new checkpoints (empty
+        when nothing had to change).  The new memories are computed before the
+        old checkpoints are replaced, so a failure mid-way leaves the old
+        chain in place.
+        """
+        _check_id("user_id", user_id)
+        chain = self.store.checkpoints(user_id)
+        if not chain:
+            return []
+        if from_session is not None and from_seq is not None:
+            raise ValidationError("from_seq", from_seq, "give from_session or from_seq, not both")
+        if from_session is not None:
+            k = next((i for i, c in enumerate(chain) if c.session_id == from_session), None)
+            if k is None:
+                raise ValidationError("from_session", from_session, "this session has no checkpoint")
+        elif from_seq is not None:
+            k = next((i for i, c in enumerate(chain) if c.seq >= from_seq), None)
+            if k is None:
+                return []
+        else:
+            k = next((i for i, c in enumerate(chain) if not self.store.messages(user_id, c.session_id)), None)
+            if k is None:
+                return []
+        return self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
+
+    # -- read --------------------------------------------------------------
+
+    def checkpoint(self, user_id: str, as_of: datetime | str | None = None) -> Checkpoint | None:
+        """The checkpoint valid at ``as_of`` (event time; default: the latest).
+
+        A checkpoint becomes valid at its session's time (the last turn's
+        timestamp; the creation time when unknown); at ``as_of`` the valid one
+        is the latest in the chain among those already valid.
+        """
+        _check_id("user_id", user_id)
+        chain = self.store.checkpoints(user_id)
+        if as_of is None:
+            return chain[-1] if chain else None
+        when = parse_time(as_of, "as_of")
+        valid = [c for c in chain if (c.session_time or c.created_at) <= when]
+        return max(valid, key=lambda c: c.seq) if valid else None
+
+    def summary(self, user_id: str, as_of: datetime | str | None = None) -> str:
+        """The memory text valid at ``as_of`` (default now); ``""`` before the first session."""
+        cp = self.checkpoint(user_id, as_of)
+        return cp.memory if cp else ""
+
+    def reply(
+        self,
+        user_id: str,
+        context: Sequence[Message | Mapping[str, Any]],
+        *,
+        speaker: str = "assistant",
+        evidence: str | None = None,
+        as_of: datetime | str | None = None,
+        max_tokens: int = 256,
+    ) -> ChatResult:
+        """``r_t = LLM(C_t, M_N, P_r)`` with the user's memory at ``as_of``."""
+        return generate_reply(
+            self.llm,
+            context,
+            self.summary(user_id, as_of) or NO_MEMORY,
+            speaker=speaker,
+            evidence=evidence,
+            max_tokens=max_tokens,
+            prompt=self.reply_prompt,
+        )
+
+    # -- internals ---------------------------------------------------------
+
+    def _checkpoint(
+        self, user_id: str, session_id: str, turns: list[Message], prev: Checkpoint | None
+    ) -> Checkpoint:
+        session_time = max(t.timestamp for t in turns)
+        upd = update_memory(
+            self.llm,
+            turns,
+            prev.memory if prev else NO_MEMORY,
+            max_sentences=self.max_sentences,
+            session_time=session_time,
+            max_tokens=self.max_tokens,
+            prompt=self.memory_prompt,
+        )
+        return Checkpoint(
+            user_id=user_id,
+            session_id=session_id,
+            seq=(prev.seq + 1) if prev else 1,
+            memory=upd.memory,
+            created_at=self._clock(),
+            session_time=session_time,
+        )
+
+    def _rebuild(
+        self, user_id: str, chain: list[Checkpoint], k: int, session_ids: list[str]
+    ) -> list[Checkpoint]:
+        prev = chain[k - 1] if k > 0 else None
+        new: list[Checkpoint] = []
+        for sid in session_ids:
+            turns = self.store.messages(user_id, sid)
+            if not turns:
+                log.info("rsum: session %r of user %r is gone; dropped from the memory chain", sid, user_id)
+                continue
+            cp = self._checkpoint(user_id, sid, turns, prev)
+            new.append(cp)
+            prev = cp
+        self.store.delete_checkpoints(user_id, chain[k].seq)
+        for cp in new:
+            self.store.put_checkpoint(cp)
+        return new
+
+
+def _check_id(name: str, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(name, value, "must be a non-empty string")

@@ -1,0 +1,145 @@
+"""Text helpers shared by Rsum and compaction: prompts, transcripts, sentences.
+
+All functions here are pure (the prompt files are read-only package data).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+from string import Template
+from typing import Any
+
+from ..errors import ValidationError
+from ..model import Message
+
+__all__ = [
+    "load_prompt",
+    "render_prompt",
+    "split_sentences",
+    "cap_sentences",
+    "clean_model_text",
+    "format_turn",
+    "format_transcript",
+]
+
+_PROMPT_NAME = re.compile(r"^[a-z0-9_]+_v[0-9]+$")
+
+
+@lru_cache(maxsize=32)
+def load_prompt(name: str) -> str:
+    """Return the text of the versioned prompt file ``prompts/<name>.md``.
+
+    ``name`` includes the version, e.g. ``"rsum_memory_v1"``.
+    """
+    if not _PROMPT_NAME.match(name):
+        raise ValidationError("prompt", name, "expected a versioned prompt name like 'rsum_memory_v1'")
+    path = resources.files("chronomem.summarize").joinpath("prompts", f"{name}.md")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValidationError("prompt", name, "no such prompt file") from None
+
+
+def render_prompt(template: str, **values: Any) -> str:
+    """Fill ``$name`` placeholders; a missing value is an error, not a silent blank."""
+    try:
+        return Template(template).substitute({k: str(v) for k, v in values.items()})
+    except KeyError as exc:
+        raise ValidationError("prompt", exc.args[0], "placeholder has no value") from None
+
+
+# Abbreviations that end with a period but do not end a sentence.
+_ABBREV = {
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "vs", "etc", "e.g", "i.e",
+    "inc", "ltd", "co", "mt", "no", "jan", "feb", "mar", "apr", "jun", "jul",
+    "aug", "sep", "sept", "oct", "nov", "dec", "u.s", "u.k", "a.m", "p.m",
+}
+_SENT_END = re.compile(r"([.!?]+[\"')\]]*)\s+")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split text into sentences: on line breaks and on ``.``/``!``/``?`` followed by space.
+
+    Bullets and list numbering at the start of a line are removed.  A period
+    after a common abbreviation ("Dr.", "e.g.") or an initial ("J.") does not
+    end a sentence.
+    """
+    out: list[str] = []
+    for raw_line in text.splitlines():
+        line = _strip_bullet(raw_line.strip())
+        if not line:
+            continue
+        start = 0
+        for m in _SENT_END.finditer(line):
+            end = m.end(1)
+            candidate = line[start:end]
+            words = candidate.rstrip(".!?\"')]").split()
+            last_word = words[-1].lower() if words else ""
+            if m.group(1).startswith(".") and (last_word in _ABBREV or (len(last_word) == 1 and last_word.isalpha())):
+                continue
+            if candidate.strip():
+                out.append(candidate.strip())
+            start = m.end()
+        rest = line[start:].strip()
+        if rest:
+            out.append(rest)
+    return out
+
+
+_BULLET = re.compile(r"^(?:[-*•·]+|\(?\d{1,3}[.)](?=\s))\s*")
+
+
+def _strip_bullet(line: str) -> str:
+    return _BULLET.sub("", line, count=1).strip()
+
+
+def cap_sentences(text: str, max_sentences: int) -> tuple[str, int]:
+    """Keep the first ``max_sentences`` sentences, one per line.
+
+    Returns the capped text and how many sentences were dropped.
+    """
+    if max_sentences < 1:
+        raise ValidationError("max_sentences", max_sentences, "must be >= 1")
+    sentences = split_sentences(text)
+    kept = sentences[:max_sentences]
+    return "\n".join(kept), len(sentences) - len(kept)
+
+
+_PREAMBLE = re.compile(
+    r"^\s*(?:#+\s*)?(?:\*\*)?(?:updated memory|memory|summary|new memory)(?:\*\*)?\s*:?\s*(?:\*\*)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def clean_model_text(text: str) -> str:
+    """Remove wrappers small models add around an answer: code fences, a title line."""
+    lines = [ln for ln in text.strip().splitlines() if not ln.strip().startswith("```")]
+    while lines and (_PREAMBLE.match(lines[0]) or not lines[0].strip()):
+        lines.pop(0)
+    return "\n".join(lines).strip()
+
+
+def format_turn(turn: Message | Mapping[str, Any]) -> str:
+    """``"Speaker: text"`` for a :class:`Message` or an OpenAI-shaped chat dict."""
+    if isinstance(turn, Message):
+        speaker, text = turn.speaker, turn.text
+    else:
+        speaker = str(turn.get("name") or turn.get("speaker") or turn.get("role") or "unknown")
+        text = turn.get("content", turn.get("text", ""))
+        if not isinstance(text, str):
+            raise ValidationError("content", text, "message content must be a string")
+    return f"{speaker}: {' '.join(text.split())}"
+
+
+def format_transcript(turns: Sequence[Message | Mapping[str, Any]]) -> str:
+    """One ``"Speaker: text"`` line per turn, in the given order."""
+    return "\n".join(format_turn(t) for t in turns)
+
+
+def session_header(session_time: datetime | None) -> str:
+    """The optional date suffix of the session heading in the memory prompt."""
+    return f" (ended {session_time.date().isoformat()})" if session_time else ""

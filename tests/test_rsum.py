@@ -1,0 +1,357 @@
+"""Rsum: prompts, the recursive update, checkpoints, as_of, replay and replies.
+
+The LLM here is a scripted test double defined below (it records each call and
+answers deterministically from the prompt), so the recursion, the cap and the
+checkpoint chain can be checked exactly.  The store double implements the
+store methods Rsum uses, with the semantics the core store documents.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chronomem.errors import ValidationError
+from chronomem.model import Checkpoint, Message
+from chronomem.providers.base import CallUsage, ChatResult
+from chronomem.summarize.rsum import (
+    NO_MEMORY,
+    RsumMemory,
+    build_memory_messages,
+    build_reply_messages,
+    generate_reply,
+    update_memory,
+)
+from chronomem.summarize.text import cap_sentences, load_prompt, split_sentences
+
+UTC = timezone.utc
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class ScriptedLLM:
+    """Answers with ``respond(prompt_text)``; records every call."""
+
+    respond: Callable[[str], str]
+    context_window: int = 8192
+    name: str = "scripted"
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):
+        prompt = "\n".join(m["content"] for m in messages)
+        self.calls.append(
+            {"prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "purpose": purpose}
+        )
+        text = self.respond(prompt)
+        return ChatResult(
+            text=text,
+            usage=CallUsage(prompt_tokens=self.count_tokens(prompt), completion_tokens=self.count_tokens(text), purpose=purpose),
+        )
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+def _section(prompt: str, title: str, until: str) -> str:
+    return prompt.split(title, 1)[1].split(until, 1)[0].strip()
+
+
+def recursive_fake(prompt: str) -> str:
+    """New memory = previous memory + one sentence naming the session's last turn."""
+    prev = _section(prompt, "Previous memory:", "New session")
+    session = prompt.split("New session", 1)[1].split(":", 1)[1].split("Updated memory:", 1)[0].strip()
+    last = session.splitlines()[-1]
+    lines = [] if prev == NO_MEMORY else prev.splitlines()
+    return "\n".join([*lines, f"Noted {last.split(': ', 1)[1]}"])
+
+
+class FakeStore:
+    """The store methods Rsum uses (``checkpoints`` oldest first; delete from a seq on)."""
+
+    def __init__(self) -> None:
+        self._messages: dict[str, list[Message]] = {}
+        self._cps: dict[str, list[Checkpoint]] = {}
+
+    def add_session(self, user_id: str, session_id: str, texts: list[str], start: datetime) -> None:
+        for i, text in enumerate(texts):
+            self._messages.setdefault(user_id, []).append(
+                Message(
+                    id=f"{session_id}-{i}",
+                    user_id=user_id,
+                    session_id=session_id,
+                    speaker="Ann" if i % 2 == 0 else "Bob",
+                    text=text,
+                    timestamp=start + timedelta(minutes=i),
+                    recorded_at=start,
+                    seq=i,
+                )
+            )
+
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        self._messages[user_id] = [m for m in self._messages[user_id] if m.session_id != session_id]
+
+    def messages(self, user_id: str, session_id: str | None = None) -> list[Message]:
+        return [m for m in self._messages.get(user_id, []) if session_id is None or m.session_id == session_id]
+
+    def put_checkpoint(self, cp: Checkpoint) -> None:
+        cps = [c for c in self._cps.get(cp.user_id, []) if c.seq != cp.seq]
+        self._cps[cp.user_id] = sorted([*cps, cp], key=lambda c: c.seq)
+
+    def checkpoints(self, user_id: str) -> list[Checkpoint]:
+        return list(self._cps.get(user_id, []))
+
+    def delete_checkpoints(self, user_id: str, from_seq: int) -> None:
+        self._cps[user_id] = [c for c in self._cps.get(user_id, []) if c.seq < from_seq]
+
+
+@pytest.fixture()
+def three_sessions() -> FakeStore:
+    store = FakeStore()
+    store.add_session("u1", "s1", ["I live in Oslo.", "Nice!", "I have a dog called Rex."], T0)
+    store.add_session("u1", "s2", ["I started running.", "Good for you.", "I ran 5k today."], T0 + timedelta(days=7))
+    store.add_session("u1", "s3", ["I moved to Bergen.", "Why?", "For a new job."], T0 + timedelta(days=14))
+    store.add_session("u2", "x1", ["I am someone else entirely."], T0)
+    return store
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+def test_memory_prompt_has_the_paper_structure_in_order() -> None:
+    [msg] = build_memory_messages("Ann: I live in Oslo.", NO_MEMORY, max_sentences=7, session_time=T0)
+    text = msg["content"]
+    assert msg["role"] == "user"
+    # task definition, four steps, the sentence cap, then the inputs
+    task = text.index("memory keeper")
+    steps = [text.index(f"\n{i}. ") for i in range(1, 5)]
+    assert "\n5. " not in text
+    cap = text.index("at most 7 sentences")
+    prev = text.index("Previous memory:\nnone")
+    session = text.index("New session (ended 2024-01-01):\nAnn: I live in Oslo.")
+    assert task < steps[0] < steps[1] < steps[2] < steps[3] < cap < prev < session
+    assert "$" not in text  # every placeholder filled
+
+
+def test_reply_prompt_has_five_steps_and_optional_evidence() -> None:
+    context = [{"role": "user", "content": "Where do I live now?"}]
+    [msg] = build_reply_messages(context, "Ann lives in Oslo.", speaker="Bot")
+    text = msg["content"]
+    positions = [text.index(f"\n{i}. ") for i in range(1, 6)]
+    assert positions == sorted(positions) and "\n6. " not in text
+    assert "Memory:\nAnn lives in Oslo." in text
+    assert "user: Where do I live now?" in text and text.rstrip().endswith("Bot:")
+    assert "Additional evidence" not in text
+    [with_ev] = build_reply_messages(context, "", evidence="(Ann, lives_in, Bergen) since 2024-01-15")
+    assert "Additional evidence:\n(Ann, lives_in, Bergen)" in with_ev["content"]
+    assert "Memory:\nnone" in with_ev["content"]
+
+
+def test_prompt_files_are_versioned_and_bad_names_are_rejected() -> None:
+    assert "$max_words" in load_prompt("compact_summary_v1")
+    with pytest.raises(ValidationError) as e:
+        load_prompt("rsum_memory_v9")
+    assert e.value.field == "prompt"
+    with pytest.raises(ValidationError):
+        load_prompt("../etc/passwd")
+
+
+# --------------------------------------------------------------------------- one update
+
+
+def test_update_memory_runs_at_temperature_zero_and_caps_sentences() -> None:
+    many = " ".join(f"Fact number {i} is true." for i in range(30))
+    llm = ScriptedLLM(lambda p: "Updated memory:\n" + many)
+    turns = [{"role": "user", "name": "Ann", "content": "hello there"}]
+    upd = update_memory(llm, turns, NO_MEMORY, max_sentences=20)
+    assert llm.calls[0]["temperature"] == 0.0 and llm.calls[0]["purpose"] == "rsum"
+    assert len(split_sentences(upd.memory)) == 20
+    assert upd.memory.splitlines()[0] == "Fact number 0 is true."  # the title line was removed
+    assert upd.dropped_sentences == 10 and upd.calls == 1
+    assert upd.prompt_tokens > 0 and upd.completion_tokens > 0
+
+
+def test_empty_model_answer_keeps_the_previous_memory() -> None:
+    llm = ScriptedLLM(lambda p: "   ")
+    upd = update_memory(llm, [{"role": "user", "content": "hi"}], "Ann lives in Oslo.")
+    assert upd.memory == "Ann lives in Oslo." and upd.calls == 1
+
+
+def test_long_session_is_folded_in_chunks_that_fit_the_window() -> None:
+    llm = ScriptedLLM(recursive_fake, context_window=700)
+    turns = [{"role": "user", "name": "Ann", "content": f"turn {i} " + "word " * 20} for i in range(60)]
+    upd = update_memory(llm, turns, NO_MEMORY, max_sentences=5, max_tokens=60)
+    assert upd.calls > 1
+    for call in llm.calls:
+        assert llm.count_tokens(call["prompt"]) + call["max_tokens"] <= llm.context_window
+    # every chunk's prompt carries the memory produced by the previous chunk
+    for before, after in zip(llm.calls, llm.calls[1:]):
+        produced = recursive_fake(before["prompt"])
+        capped, _ = cap_sentences(produced, 5)
+        assert _section(after["prompt"], "Previous memory:", "New session") == capped
+    assert len(split_sentences(upd.memory)) <= 5
+    assert "turn 59" in upd.memory
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_bad_max_sentences_is_a_validation_error(bad: Any) -> None:
+    with pytest.raises(ValidationError) as e:
+        update_memory(ScriptedLLM(lambda p: "x."), [{"role": "user", "content": "hi"}], max_sentences=bad)
+    assert e.value.field == "max_sentences"
+
+
+def test_empty_session_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError) as e:
+        update_memory(ScriptedLLM(lambda p: "x."), [])
+    assert e.value.field == "session"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="abc XYZ.!?\n-1", min_size=0, max_size=40), max_size=30), st.integers(1, 8))
+def test_cap_never_exceeds_the_limit(parts: list[str], n: int) -> None:
+    capped, dropped = cap_sentences(" ".join(parts), n)
+    assert len(split_sentences(capped)) <= n
+    assert dropped >= 0
+
+
+# --------------------------------------------------------------------------- the chain
+
+
+def test_recursive_update_keeps_one_checkpoint_per_session(three_sessions: FakeStore) -> None:
+    llm = ScriptedLLM(recursive_fake)
+    rsum = RsumMemory(three_sessions, llm, max_sentences=20, clock=lambda: T0 + timedelta(days=30))
+    cps = [rsum.update("u1", sid) for sid in ("s1", "s2", "s3")]
+    assert [c.seq for c in cps] == [1, 2, 3]
+    assert [c.session_id for c in three_sessions.checkpoints("u1")] == ["s1", "s2", "s3"]
+    # M_1 from M_0 = "none"; M_i from M_{i-1}
+    assert "Previous memory:\nnone" in llm.calls[0]["prompt"]
+    assert f"Previous memory:\n{cps[0].memory}" in llm.calls[1]["prompt"]
+    assert f"Previous memory:\n{cps[1].memory}" in llm.calls[2]["prompt"]
+    assert cps[2].memory.splitlines() == ["Noted I have a dog called Rex.", "Noted I ran 5k today.", "Noted For a new job."]
+    assert cps[2].session_time == T0 + timedelta(days=14, minutes=2)
+    assert all(c["temperature"] == 0.0 for c in llm.calls)
+    # users are isolated
+    assert rsum.summary("u2") == "" and three_sessions.checkpoints("u2") == []
+
+
+def test_summary_as_of_returns_the_checkpoint_valid_then(three_sessions: FakeStore) -> None:
+    rsum = RsumMemory(three_sessions, ScriptedLLM(recursive_fake))
+    for sid in ("s1", "s2", "s3"):
+        rsum.update("u1", sid)
+    cps = three_sessions.checkpoints("u1")
+    assert rsum.summary("u1") == cps[2].memory
+    assert rsum.summary("u1", as_of=T0 - timedelta(days=1)) == ""
+    assert rsum.summary("u1", as_of=T0 + timedelta(days=3)) == cps[0].memory
+    assert rsum.summary("u1", as_of="2024-01-10") == cps[1].memory
+    assert rsum.checkpoint("u1", as_of=T0 + timedelta(days=14, minutes=2)).session_id == "s3"
+    with pytest.raises(ValidationError) as e:
+        rsum.summary("u1", as_of="last tuesday")
+    assert e.value.field == "as_of"
+
+
+def test_updating_a_checkpointed_session_again_rebuilds_from_it(three_sessions: FakeStore) -> None:
+    llm = ScriptedLLM(recursive_fake)
+    rsum = RsumMemory(three_sessions, llm)
+    for sid in ("s1", "s2", "s3"):
+        rsum.update("u1", sid)
+    # a late turn arrives in s2, then end_session(s2) is retried
+    three_sessions.add_session("u1", "s2", ["I ran a marathon."], T0 + timedelta(days=8))
+    cp = rsum.update("u1", "s2")
+    chain = three_sessions.checkpoints("u1")
+    assert [c.session_id for c in chain] == ["s1", "s2", "s3"] and [c.seq for c in chain] == [1, 2, 3]
+    assert cp is not None and cp.session_id == "s2" and "marathon" in cp.memory
+    assert "marathon" in chain[2].memory  # the later memory was rebuilt on top of it
+
+
+def test_replay_after_forgetting_a_session_removes_it_from_every_memory(three_sessions: FakeStore) -> None:
+    llm = ScriptedLLM(recursive_fake)
+    rsum = RsumMemory(three_sessions, llm)
+    for sid in ("s1", "s2", "s3"):
+        rsum.update("u1", sid)
+    assert "5k" in rsum.summary("u1")
+    three_sessions.delete_session("u1", "s2")
+    before = len(llm.calls)
+    new = rsum.replay("u1")
+    assert [c.session_id for c in new] == ["s3"]
+    chain = three_sessions.checkpoints("u1")
+    assert [(c.seq, c.session_id) for c in chain] == [(1, "s1"), (2, "s3")]
+    assert all("5k" not in c.memory for c in chain)
+    assert "Rex" in rsum.summary("u1") and "new job" in rsum.summary("u1")
+    assert len(llm.calls) == before + 1  # only s3 was re-summarised
+    assert rsum.replay("u1") == []  # nothing left to do
+    assert len(llm.calls) == before + 1
+
+
+def test_replay_that_fails_midway_leaves_the_old_chain(three_sessions: FakeStore) -> None:
+    state = {"fail": False}
+
+    def respond(prompt: str) -> str:
+        if state["fail"] and "new job" not in prompt:
+            raise RuntimeError("model went away")
+        return recursive_fake(prompt)
+
+    rsum = RsumMemory(three_sessions, ScriptedLLM(respond))
+    for sid in ("s1", "s2", "s3"):
+        rsum.update("u1", sid)
+    old = three_sessions.checkpoints("u1")
+    state["fail"] = True
+    with pytest.raises(RuntimeError):
+        rsum.replay("u1", from_seq=1)
+    assert three_sessions.checkpoints("u1") == old
+
+
+def test_replay_arguments_are_validated(three_sessions: FakeStore) -> None:
+    rsum = RsumMemory(three_sessions, ScriptedLLM(recursive_fake))
+    rsum.update("u1", "s1")
+    with pytest.raises(ValidationError) as e:
+        rsum.replay("u1", from_session="nope")
+    assert e.value.field == "from_session"
+    with pytest.raises(ValidationError):
+        rsum.replay("u1", from_session="s1", from_seq=1)
+    assert rsum.replay("u1", from_seq=5) == []
+
+
+def test_session_without_messages_writes_no_checkpoint(three_sessions: FakeStore) -> None:
+    rsum = RsumMemory(three_sessions, ScriptedLLM(recursive_fake))
+    assert rsum.update("u1", "never-happened") is None
+    assert three_sessions.checkpoints("u1") == []
+    with pytest.raises(ValidationError) as e:
+        rsum.update("", "s1")
+    assert e.value.field == "user_id"
+
+
+def test_reply_uses_the_latest_memory_at_temperature_zero(three_sessions: FakeStore) -> None:
+    llm = ScriptedLLM(recursive_fake)
+    rsum = RsumMemory(three_sessions, llm)
+    for sid in ("s1", "s2"):
+        rsum.update("u1", sid)
+    llm.respond = lambda p: "You live in Oslo and run a lot."
+    res = rsum.reply("u1", [{"role": "user", "content": "What do you remember about me?"}], speaker="Bob")
+    assert res.text == "You live in Oslo and run a lot."
+    call = llm.calls[-1]
+    assert call["temperature"] == 0.0 and call["purpose"] == "rsum_reply"
+    assert "Noted I ran 5k today." in call["prompt"] and "What do you remember about me?" in call["prompt"]
+    # as_of picks the older memory
+    rsum.reply("u1", [{"role": "user", "content": "Hi"}], as_of=T0 + timedelta(days=1))
+    assert "5k" not in llm.calls[-1]["prompt"] and "Rex" in llm.calls[-1]["prompt"]
+
+
+def test_generate_reply_rejects_an_empty_context() -> None:
+    with pytest.raises(ValidationError) as e:
+        generate_reply(ScriptedLLM(lambda p: "x"), [], "memory")
+    assert e.value.field == "context"
+
+
+def test_split_sentences_handles_bullets_numbers_and_abbreviations() -> None:
+    text = "1. Ann met Dr. Smith in the U.S. in May. She paid 3.5 dollars!\n- Bob is J. R. R. Tolkien's fan?\n\n"
+    assert split_sentences(text) == [
+        "Ann met Dr. Smith in the U.S. in May.",
+        "She paid 3.5 dollars!",
+        "Bob is J. R. R. Tolkien's fan?",
+    ]
+    assert re.sub(r"\s", "", cap_sentences(text, 1)[0]) == "AnnmetDr.SmithintheU.S.inMay."
