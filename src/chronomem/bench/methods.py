@@ -1,0 +1,568 @@
+"""The methods compared on the benchmarks, behind one interface.
+
+A :class:`Method` ingests a conversation once (:meth:`Method.ingest`), then
+answers questions (:meth:`Method.answer`) or continues a dialogue
+(:meth:`Method.reply`, MSC).  Every method answers with the SAME versioned
+prompt (``prompts/answer_v1.txt``, ``prompts/reply_v1.txt``); methods differ
+only in the memory they put into ``{context}``.
+
+Baselines implemented here: ``full_context`` (every turn, truncated to the
+model's window — the oldest turns go first and the answer says so),
+``sliding_window`` (the most recent turns within a token budget), ``bm25`` and
+``dense`` (top-k turn retrieval).  Methods built on chronomem's memory
+(``rsum``, ``bm25+rsum``, ``flat_facts``, ``vanilla_graph``, ``real``,
+``real+rsum`` and the REAL ablations) are registered in :data:`METHODS` with
+the ``Memory`` APIs they need; until those exist and an adapter is written
+here, :func:`make_method` refuses them with :class:`MethodUnavailableError`.
+
+Ingestion is shared: the runner gives every method of one conversation the
+same :class:`SharedIngest`, so indexes (and, later, memories) are built once
+per configuration and reused across methods and questions.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..errors import ConfigError
+from ..providers.base import LLM, CallUsage, Embedder, Messages
+from .datasets import QA, Conversation, Turn
+from .retrievers import BM25Index, DenseIndex
+
+log = logging.getLogger(__name__)
+
+ANSWER_PROMPT = "answer_v1"
+REPLY_PROMPT = "reply_v1"
+ANSWER_MAX_TOKENS = 48
+REPLY_MAX_TOKENS = 96
+#: Tokens kept free in the window for the question (full_context truncation).
+QUESTION_RESERVE_TOKENS = 160
+
+
+class MethodUnavailableError(ConfigError):
+    """The method cannot run in this build (a component it needs does not exist yet)."""
+
+
+# --------------------------------------------------------------------------- prompts
+
+
+@dataclass(frozen=True, slots=True)
+class PromptTemplate:
+    version: str
+    system: str
+    user: str
+
+    def messages(self, **values: str) -> Messages:
+        return [
+            {"role": "system", "content": self.system.format(**values)},
+            {"role": "user", "content": self.user.format(**values)},
+        ]
+
+
+@lru_cache(maxsize=None)
+def load_prompt(version: str) -> PromptTemplate:
+    """Read ``prompts/<version>.txt`` (sections ``### system`` and ``### user``)."""
+    text = resources.files("chronomem.bench").joinpath("prompts", f"{version}.txt").read_text("utf-8")
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        if line.startswith("### "):
+            current = line[4:].strip()
+            sections[current] = []
+        elif current is not None:
+            sections[current].append(line)
+    try:
+        return PromptTemplate(version, "\n".join(sections["system"]).strip(), "\n".join(sections["user"]).strip())
+    except KeyError as exc:
+        raise ConfigError(f"prompt {version!r} lacks a {exc.args[0]!r} section") from None
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(slots=True)
+class UsageSummary:
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def add(self, u: CallUsage) -> None:
+        self.calls += 1
+        self.cached_calls += int(u.cached)
+        self.prompt_tokens += u.prompt_tokens
+        self.completion_tokens += u.completion_tokens
+        self.latency_s += u.latency_s
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["latency_s"] = round(self.latency_s, 3)
+        return d
+
+
+@dataclass(slots=True)
+class Retrieved:
+    """The memory a method puts in front of the question."""
+
+    context: str
+    ids: list[str] = field(default_factory=list)  # dia_ids (or fact source ids), best first
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+    usage: UsageSummary = field(default_factory=UsageSummary)  # LLM calls spent retrieving
+
+
+@dataclass(slots=True)
+class MethodAnswer:
+    text: str
+    context: str
+    context_tokens: int
+    retrieved_ids: list[str]
+    usage: UsageSummary  # every LLM call for this question (retrieval + answer)
+    retrieval_latency_s: float
+    answer_latency_s: float
+    truncated: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class IngestStats:
+    seconds: float = 0.0
+    usage: UsageSummary = field(default_factory=UsageSummary)
+    built: list[str] = field(default_factory=list)  # shared artefacts built (not reused) by this call
+
+
+class SharedIngest:
+    """Per-conversation cache of ingestion artefacts, shared by all methods of one run."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        self.conversation = conversation
+        self._items: dict[str, Any] = {}
+
+    def get_or_build(self, key: str, build: Callable[[], Any], stats: IngestStats | None = None) -> Any:
+        if key not in self._items:
+            t0 = time.perf_counter()
+            self._items[key] = build()
+            if stats is not None:
+                stats.seconds += time.perf_counter() - t0
+                stats.built.append(key)
+            log.debug("built %s for %s", key, self.conversation.sample_id)
+        return self._items[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def render_turns(turns: list[Turn], conversation: Conversation) -> str:
+    """Turns in conversation order, grouped under dated session headers, each with its dia_id."""
+    dates = {s.index: s.date_time_raw for s in conversation.sessions}
+    lines: list[str] = []
+    current: int | None = None
+    for t in turns:
+        if t.session != current:
+            current = t.session
+            when = dates.get(t.session, "")
+            lines.append(f"[Session {t.session}{' — ' + when if when else ''}]")
+        lines.append(f"({t.dia_id}) {t.render()}")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- the interface
+
+
+@dataclass
+class MethodConfig:
+    """Settings shared by all methods of one run (part of each result row)."""
+
+    top_k: int = 10
+    window_tokens: int = 2000  # sliding_window budget
+    answer_prompt: str = ANSWER_PROMPT
+    reply_prompt: str = REPLY_PROMPT
+
+
+class Method(ABC):
+    """A way of giving the model memory of a conversation."""
+
+    name: str = ""
+
+    def __init__(self, llm: LLM, config: MethodConfig | None = None, embedder: Embedder | None = None) -> None:
+        self.llm = llm
+        self.config = config or MethodConfig()
+        self.embedder = embedder
+        self.conversation: Conversation | None = None
+
+    # -- ingestion
+    def ingest(self, conversation: Conversation, shared: SharedIngest | None = None) -> IngestStats:
+        """Make the conversation this method's memory (once per conversation and configuration)."""
+        shared = shared if shared is not None else SharedIngest(conversation)
+        if shared.conversation is not conversation:
+            raise ValueError("SharedIngest belongs to another conversation")
+        stats = IngestStats()
+        self.conversation = conversation
+        self._ingest(conversation, shared, stats)
+        return stats
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        """Build what :meth:`retrieve` needs (default: nothing)."""
+
+    @abstractmethod
+    def retrieve(self, query: str) -> Retrieved:
+        """The memory context for ``query``."""
+
+    def describe(self) -> dict[str, Any]:
+        """Configuration that identifies this method's results."""
+        return {"method": self.name}
+
+    # -- generation (shared by every method; override only if the method answers differently)
+    def answer(self, qa: QA) -> MethodAnswer:
+        if self.conversation is None:
+            raise RuntimeError(f"{self.name}: ingest() a conversation before answer()")
+        t0 = time.perf_counter()
+        ret = self.retrieve(qa.question)
+        t1 = time.perf_counter()
+        prompt = load_prompt(self.config.answer_prompt)
+        messages = prompt.messages(context=ret.context, question=qa.question)
+        res = self.llm.chat(messages, max_tokens=ANSWER_MAX_TOKENS, temperature=0.0, purpose="answer")
+        t2 = time.perf_counter()
+        usage = UsageSummary(**asdict(ret.usage))
+        usage.add(res.usage)
+        return MethodAnswer(
+            text=clean_answer(res.text),
+            context=ret.context,
+            context_tokens=self.llm.count_tokens(ret.context),
+            retrieved_ids=ret.ids,
+            usage=usage,
+            retrieval_latency_s=t1 - t0,
+            answer_latency_s=t2 - t1,
+            truncated=ret.truncated,
+            info=ret.info,
+        )
+
+    def reply(self, dialogue: list[Turn], speaker: str, other: str) -> MethodAnswer:
+        """Next utterance of ``speaker`` after ``dialogue`` (the current session so far)."""
+        if self.conversation is None:
+            raise RuntimeError(f"{self.name}: ingest() a conversation before reply()")
+        query = "\n".join(t.render() for t in dialogue[-2:]) or speaker
+        t0 = time.perf_counter()
+        ret = self.retrieve(query)
+        t1 = time.perf_counter()
+        prompt = load_prompt(self.config.reply_prompt)
+        messages = prompt.messages(
+            context=ret.context,
+            dialogue="\n".join(t.render() for t in dialogue),
+            speaker=speaker,
+            other=other,
+        )
+        res = self.llm.chat(messages, max_tokens=REPLY_MAX_TOKENS, temperature=0.0, stop=["\n"], purpose="reply")
+        t2 = time.perf_counter()
+        usage = UsageSummary(**asdict(ret.usage))
+        usage.add(res.usage)
+        return MethodAnswer(
+            text=res.text.strip(),
+            context=ret.context,
+            context_tokens=self.llm.count_tokens(ret.context),
+            retrieved_ids=ret.ids,
+            usage=usage,
+            retrieval_latency_s=t1 - t0,
+            answer_latency_s=t2 - t1,
+            truncated=ret.truncated,
+            info=ret.info,
+        )
+
+    def memory_text(self) -> str | None:
+        """The method's standing memory (Rsum's summary), if it keeps one; None otherwise."""
+        return None
+
+
+def clean_answer(text: str) -> str:
+    """First non-empty line of the model's reply, without a leading 'Answer:' label."""
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line:
+            low = line.lower()
+            for label in ("short answer:", "answer:"):
+                if low.startswith(label):
+                    line = line[len(label) :].strip()
+                    break
+            return line
+    return ""
+
+
+# --------------------------------------------------------------------------- turn baselines
+
+
+class _TurnMethod(Method):
+    def _turns(self) -> list[Turn]:
+        assert self.conversation is not None
+        return self.conversation.turns
+
+
+class FullContext(_TurnMethod):
+    """Every turn, oldest first; the oldest turns are dropped when the model's window is too small.
+
+    The context does not depend on the question, so it forms a cached prompt
+    prefix on llama.cpp (the question comes last in the prompt).
+    """
+
+    name = "full_context"
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        key = f"full_context:{self.llm.name}:{self.llm.context_window}"
+        self._ret: Retrieved = shared.get_or_build(key, self._build, stats)
+
+    def _budget(self) -> int:
+        prompt = load_prompt(self.config.answer_prompt)
+        overhead = self.llm.count_tokens(prompt.system) + self.llm.count_tokens(prompt.user)
+        return self.llm.context_window - overhead - QUESTION_RESERVE_TOKENS - ANSWER_MAX_TOKENS
+
+    def _build(self) -> Retrieved:
+        assert self.conversation is not None
+        turns = self._turns()
+        budget = self._budget()
+        full = render_turns(turns, self.conversation)
+        total = self.llm.count_tokens(full)
+        if total <= budget:
+            return Retrieved(context=full, ids=[t.dia_id for t in turns], info={"truncated": False, "tokens": total})
+        # drop the oldest turns until the rendering fits (per-line counts, then one exact check)
+        costs = [self.llm.count_tokens(f"({t.dia_id}) {t.render()}") + 1 for t in turns]
+        start, used = len(turns), 0
+        while start > 0 and used + costs[start - 1] + 24 <= budget:  # 24: room for session headers
+            start -= 1
+            used += costs[start]
+        kept = turns[start:]
+        context = render_turns(kept, self.conversation)
+        while kept and self.llm.count_tokens(context) > budget:
+            kept = kept[1:]
+            context = render_turns(kept, self.conversation)
+        dropped = len(turns) - len(kept)
+        log.info("full_context: %s truncated to the model's window, dropped %d oldest turns",
+                 self.conversation.sample_id, dropped)
+        return Retrieved(
+            context=context,
+            ids=[t.dia_id for t in kept],
+            truncated=True,
+            info={
+                "truncated": True,
+                "dropped_turns": dropped,
+                "kept_from": kept[0].dia_id if kept else None,
+                "conversation_tokens": total,
+                "budget_tokens": budget,
+            },
+        )
+
+    def retrieve(self, query: str) -> Retrieved:
+        r = self._ret
+        return Retrieved(context=r.context, ids=list(reversed(r.ids)), truncated=r.truncated, info=dict(r.info))
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "context_window": self.llm.context_window}
+
+
+class SlidingWindow(_TurnMethod):
+    """The most recent turns that fit in ``config.window_tokens``."""
+
+    name = "sliding_window"
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        key = f"sliding_window:{self.llm.name}:{self.config.window_tokens}"
+        self._ret: Retrieved = shared.get_or_build(key, self._build, stats)
+
+    def _build(self) -> Retrieved:
+        assert self.conversation is not None
+        turns = self._turns()
+        kept: list[Turn] = []
+        used = 0
+        for t in reversed(turns):
+            cost = self.llm.count_tokens(f"({t.dia_id}) {t.render()}") + 1
+            if used + cost > self.config.window_tokens:
+                break
+            kept.append(t)
+            used += cost
+        kept.reverse()
+        return Retrieved(
+            context=render_turns(kept, self.conversation),
+            ids=[t.dia_id for t in reversed(kept)],  # most recent first
+            info={"window_tokens": self.config.window_tokens, "turns": len(kept)},
+        )
+
+    def retrieve(self, query: str) -> Retrieved:
+        r = self._ret
+        return Retrieved(context=r.context, ids=list(r.ids), info=dict(r.info))
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "window_tokens": self.config.window_tokens}
+
+
+def turn_index_text(t: Turn) -> str:
+    """What the retrievers index for one turn: speaker, text and image caption."""
+    return t.render()
+
+
+class _TopKTurns(_TurnMethod):
+    def _index(self) -> Any:
+        raise NotImplementedError
+
+    def retrieve(self, query: str) -> Retrieved:
+        assert self.conversation is not None
+        turns = self._turns()
+        hits = self._index().search(query, self.config.top_k)
+        picked = [turns[i] for i, _ in hits]
+        chronological = sorted(picked, key=lambda t: turns.index(t))
+        return Retrieved(
+            context=render_turns(chronological, self.conversation),
+            ids=[t.dia_id for t in picked],
+            info={"scores": [round(s, 4) for _, s in hits]},
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "top_k": self.config.top_k}
+
+
+class BM25Turns(_TopKTurns):
+    """Okapi BM25 over raw turns; the top-k shown in conversation order."""
+
+    name = "bm25"
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        self._bm25: BM25Index = shared.get_or_build(
+            "bm25_turns", lambda: BM25Index.build([turn_index_text(t) for t in conversation.turns]), stats
+        )
+
+    def _index(self) -> BM25Index:
+        return self._bm25
+
+
+class DenseTurns(_TopKTurns):
+    """Cosine similarity of turn embeddings to the question embedding; top-k in conversation order."""
+
+    name = "dense"
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        if self.embedder is None:
+            raise MethodUnavailableError("dense needs an embedder (--embedder)")
+        emb = self.embedder
+        self._dense: DenseIndex = shared.get_or_build(
+            f"dense_turns:{emb.name}",
+            lambda: DenseIndex.build([turn_index_text(t) for t in conversation.turns], emb),
+            stats,
+        )
+
+    def _index(self) -> DenseIndex:
+        return self._dense
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "top_k": self.config.top_k,
+                "embedder": self.embedder.name if self.embedder else None}
+
+
+# --------------------------------------------------------------------------- registry
+
+MethodFactory = Callable[[LLM, MethodConfig, "Embedder | None"], Method]
+
+
+@dataclass(frozen=True, slots=True)
+class MethodInfo:
+    name: str
+    description: str
+    factory: MethodFactory | None = None
+    needs_embedder: bool = False
+    #: ``Memory`` methods the adapter will need; used to explain why it is unavailable.
+    needs_memory_api: tuple[str, ...] = ()
+    needs_options: tuple[str, ...] = ()  # REAL ablation switches the adapter will need
+
+
+def _cls_factory(cls: type[Method]) -> MethodFactory:
+    def make(llm: LLM, config: MethodConfig, embedder: Embedder | None) -> Method:
+        return cls(llm, config, embedder)
+
+    return make
+
+
+#: Every method of DESIGN.md "Methods to compare".  Registration points for the
+#: memory-based methods: when chronomem's Memory grows the listed APIs, write
+#: an adapter (a Method subclass whose _ingest adds the conversation to a
+#: Memory shared through SharedIngest, keyed by its configuration) and set its
+#: ``factory`` here.
+METHODS: dict[str, MethodInfo] = {
+    m.name: m
+    for m in [
+        MethodInfo("full_context", "every turn, truncated to the model's window (oldest dropped)",
+                   _cls_factory(FullContext)),
+        MethodInfo("sliding_window", "the most recent turns within --window-tokens", _cls_factory(SlidingWindow)),
+        MethodInfo("bm25", "BM25 over raw turns, top-k", _cls_factory(BM25Turns)),
+        MethodInfo("dense", "embedding search over raw turns, top-k", _cls_factory(DenseTurns), needs_embedder=True),
+        # --- registration points: memory-based methods (see module docstring)
+        MethodInfo("rsum", "recursive summary memory (Wang et al.)",
+                   needs_memory_api=("add", "end_session", "summary")),
+        MethodInfo("bm25+rsum", "BM25 top-k turns plus the Rsum memory",
+                   needs_memory_api=("add", "end_session", "summary")),
+        MethodInfo("flat_facts", "extracted facts + vector search (Mem0-style)",
+                   needs_memory_api=("add", "search"), needs_options=("flat",)),
+        MethodInfo("vanilla_graph", "triples without time, confidence, intents or counterfactuals",
+                   needs_memory_api=("add", "search"), needs_options=("vanilla_graph",)),
+        MethodInfo("real", "REAL temporal graph retrieval", needs_memory_api=("add", "end_session", "answer")),
+        MethodInfo("real+rsum", "REAL retrieval plus the Rsum memory",
+                   needs_memory_api=("add", "end_session", "answer", "summary")),
+        MethodInfo("real-no-intervals", "REAL ablation: no validity intervals",
+                   needs_memory_api=("add", "answer"), needs_options=("no_intervals",)),
+        MethodInfo("real-no-confidence", "REAL ablation: no confidence stratification",
+                   needs_memory_api=("add", "answer"), needs_options=("no_confidence",)),
+        MethodInfo("real-no-intents", "REAL ablation: no intent decoupling",
+                   needs_memory_api=("add", "answer"), needs_options=("no_intents",)),
+        MethodInfo("real-no-evaluator", "REAL ablation: no semantic evaluator",
+                   needs_memory_api=("add", "answer"), needs_options=("no_evaluator",)),
+        MethodInfo("real-no-counterfactuals", "REAL ablation: no counterfactual inference",
+                   needs_memory_api=("add", "answer"), needs_options=("no_counterfactuals",)),
+    ]
+}
+
+
+def unavailable_reason(name: str) -> str | None:
+    """Why ``name`` cannot run in this build, or None when it can."""
+    info = METHODS.get(name)
+    if info is None:
+        return f"unknown method {name!r}; known: {', '.join(METHODS)}"
+    if info.factory is not None:
+        return None
+    try:
+        import chronomem
+
+        memory_cls = getattr(chronomem, "Memory", None)
+    except ImportError:  # pragma: no cover - chronomem itself always imports
+        memory_cls = None
+    if memory_cls is None:
+        have: set[str] = set()
+    else:
+        have = {a for a in info.needs_memory_api if callable(getattr(memory_cls, a, None))}
+    missing = [a for a in info.needs_memory_api if a not in have]
+    if missing:
+        return (f"{name} is not available yet: it needs chronomem.Memory."
+                f"{', Memory.'.join(missing)}, which this build does not have")
+    return (f"{name} is not available yet: the Memory APIs exist but the benchmark adapter "
+            f"has not been written (chronomem.bench.methods.METHODS[{name!r}].factory)")
+
+
+def available_methods() -> list[str]:
+    return [n for n in METHODS if unavailable_reason(n) is None]
+
+
+def make_method(name: str, llm: LLM, config: MethodConfig | None = None, embedder: Embedder | None = None) -> Method:
+    """Instantiate a registered method, or raise :class:`MethodUnavailableError` saying why not."""
+    reason = unavailable_reason(name)
+    if reason is not None:
+        raise MethodUnavailableError(reason)
+    info = METHODS[name]
+    if info.needs_embedder and embedder is None:
+        raise MethodUnavailableError(f"{name} needs an embedder (--embedder)")
+    assert info.factory is not None
+    return info.factory(llm, config or MethodConfig(), embedder)

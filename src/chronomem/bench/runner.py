@@ -1,0 +1,407 @@
+"""Run methods over benchmark questions, resumably.
+
+Per-question results are appended to ``results.jsonl`` in the output folder
+as they are produced; a re-run with the same configuration skips every
+(method, configuration, question) already there, so a run interrupted at any
+point resumes where it stopped.  Ingestion is done once per conversation and
+method configuration, sharing artefacts across methods (:class:`SharedIngest`),
+and only when the conversation still has pending questions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ChronomemError
+from ..providers.base import LLM, Embedder
+from . import metrics
+from .datasets import QA, Conversation, MscEpisode
+from .methods import Method, MethodConfig, SharedIngest, load_prompt, make_method
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE = "results.jsonl"
+INGEST_FILE = "ingest.jsonl"
+RUNS_FILE = "runs.jsonl"
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def allocate(counts: dict[int, int], n: int) -> dict[int, int]:
+    """Split ``n`` over strata proportionally to ``counts`` (largest remainder), at least one each when n allows."""
+    total = sum(counts.values())
+    if n >= total:
+        return dict(counts)
+    keys = sorted(counts)
+    quota = {k: n * counts[k] / total for k in keys}
+    floor_one = n >= len(keys)
+    alloc = {k: min(counts[k], max(int(quota[k]), 1 if floor_one else 0)) for k in keys}
+    while sum(alloc.values()) < n:
+        k = max((k for k in keys if alloc[k] < counts[k]), key=lambda k: (quota[k] - alloc[k], -k))
+        alloc[k] += 1
+    while sum(alloc.values()) > n:
+        k = min((k for k in keys if alloc[k] > (1 if floor_one else 0)), key=lambda k: (quota[k] - alloc[k], k))
+        alloc[k] -= 1
+    return alloc
+
+
+def select_questions(
+    conversation: Conversation,
+    categories: Iterable[int] = (1, 2, 3, 4),
+    sample: int | None = None,
+    seed: int = 0,
+) -> list[QA]:
+    """The conversation's questions of ``categories``; with ``sample``, a stratified sample by category.
+
+    The sample is a pure function of (conversation, categories, sample, seed):
+    each category draws with its own seeded generator, and the result keeps
+    the file's question order.
+    """
+    cats = set(categories)
+    qs = [q for q in conversation.qa if q.category in cats]
+    if sample is None or sample >= len(qs):
+        return qs
+    by_cat: dict[int, list[QA]] = {}
+    for q in qs:
+        by_cat.setdefault(q.category, []).append(q)
+    alloc = allocate({c: len(v) for c, v in by_cat.items()}, sample)
+    chosen: set[str] = set()
+    for cat, items in by_cat.items():
+        rng = random.Random(f"{seed}:{conversation.sample_id}:{cat}")
+        chosen.update(q.qid for q in rng.sample(items, alloc[cat]))
+    return [q for q in qs if q.qid in chosen]
+
+
+# --------------------------------------------------------------------------- result files
+
+
+def config_key(method: Method, llm: LLM, prompt: str) -> str:
+    """Short stable hash of what determines a method's answers."""
+    ident = {"describe": method.describe(), "llm": llm.name, "prompt": prompt}
+    return hashlib.sha1(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
+
+
+class JsonlLog:
+    """Append-only JSONL file; each row is flushed as soon as it is written."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return read_jsonl(self.path)
+
+    def append(self, row: dict[str, Any]) -> None:
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            fh.flush()
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Rows of a JSONL file; a torn last line (interrupted write) is ignored."""
+    if not path.exists():
+        return []
+    out: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                log.warning("%s:%d: skipping unreadable line", path, n)
+    return out
+
+
+# --------------------------------------------------------------------------- progress
+
+
+class ProgressSink(Protocol):
+    def start(self, total: int, done: int) -> None: ...
+    def advance(self, description: str) -> None: ...
+    def note(self, message: str) -> None: ...
+    def close(self) -> None: ...
+
+
+class NullProgress:
+    def start(self, total: int, done: int) -> None:
+        pass
+
+    def advance(self, description: str) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        log.info("%s", message)
+
+    def close(self) -> None:
+        pass
+
+
+class RichProgress:
+    """A rich progress bar with elapsed time and ETA (used by the CLI)."""
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+        )
+        self._task: Any = None
+
+    def start(self, total: int, done: int) -> None:
+        self._progress.start()
+        # already-done questions are not counted in the ETA: the bar covers pending work only
+        self._task = self._progress.add_task(f"{done} done earlier", total=max(total - done, 0))
+
+    def advance(self, description: str) -> None:
+        self._progress.update(self._task, advance=1, description=description)
+
+    def note(self, message: str) -> None:
+        self._progress.console.log(message)
+
+    def close(self) -> None:
+        self._progress.stop()
+
+
+# --------------------------------------------------------------------------- LoCoMo
+
+
+@dataclass
+class RunSummary:
+    out_dir: Path
+    planned: int = 0
+    skipped_done: int = 0
+    answered: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def judge_answer(judge: LLM, qa: QA, prediction: str) -> float:
+    """LLM judge: 1.0 for CORRECT, 0.0 for WRONG (generous matching, as in the Mem0 paper)."""
+    prompt = load_prompt("judge_v1")
+    res = judge.chat(
+        prompt.messages(question=qa.question, gold=qa.answer, prediction=prediction),
+        max_tokens=4, temperature=0.0, purpose="judge",
+    )
+    return 1.0 if "correct" in res.text.lower() and "incorrect" not in res.text.lower() else 0.0
+
+
+def score_row(qa: QA, prediction: str, retrieved_ids: Sequence[str], top_k: int) -> dict[str, Any]:
+    gold = qa.answer if qa.category != 5 else (qa.adversarial_answer or qa.answer)
+    return {
+        "locomo_f1": metrics.locomo_f1(prediction, qa.answer, qa.category),
+        "mem0_f1": metrics.mem0_f1(prediction, gold) if qa.category != 5 else None,
+        "bleu1": metrics.bleu1(prediction, gold) if qa.category != 5 else None,
+        "recall_at_k": metrics.evidence_recall(qa.evidence, retrieved_ids, top_k),
+        "recall_context": metrics.evidence_recall(qa.evidence, retrieved_ids, None),
+    }
+
+
+def run_locomo(
+    conversations: Sequence[Conversation],
+    method_names: Sequence[str],
+    llm: LLM,
+    out_dir: str | Path,
+    *,
+    embedder: Embedder | None = None,
+    config: MethodConfig | None = None,
+    categories: Iterable[int] = (1, 2, 3, 4),
+    sample: int | None = None,
+    seed: int = 0,
+    judge: LLM | None = None,
+    progress: ProgressSink | None = None,
+    command: str = "",
+) -> RunSummary:
+    """Answer the selected questions of every conversation with every method; append rows; resume."""
+    config = config or MethodConfig()
+    out = Path(out_dir)
+    progress = progress or NullProgress()
+    results = JsonlLog(out / RESULTS_FILE)
+    ingest_log = JsonlLog(out / INGEST_FILE)
+    cats = tuple(sorted(set(categories)))
+    methods = [make_method(n, llm, config, embedder) for n in method_names]  # fails fast on unavailable ones
+    keys = {m.name: config_key(m, llm, config.answer_prompt) for m in methods}
+    done = {(r.get("config_key"), r.get("qid")) for r in results.rows() if r.get("dataset") == "locomo"}
+    plan = {c.sample_id: select_questions(c, cats, sample, seed) for c in conversations}
+    summary = RunSummary(out_dir=out)
+    summary.planned = sum(len(v) for v in plan.values()) * len(methods)
+    summary.skipped_done = sum(1 for c in conversations for m in methods for q in plan[c.sample_id]
+                               if (keys[m.name], q.qid) in done)
+    JsonlLog(out / RUNS_FILE).append({
+        "started": _now(), "dataset": "locomo", "command": command, "llm": llm.name,
+        "embedder": embedder.name if embedder else None, "methods": list(method_names),
+        "conversations": [c.sample_id for c in conversations], "categories": list(cats),
+        "sample": sample, "seed": seed, "top_k": config.top_k, "window_tokens": config.window_tokens,
+        "prompt": config.answer_prompt, "planned": summary.planned, "already_done": summary.skipped_done,
+    })
+    t_start = time.perf_counter()
+    progress.start(summary.planned, summary.skipped_done)
+    try:
+        for conv in conversations:
+            shared = SharedIngest(conv)
+            for method in methods:
+                key = keys[method.name]
+                pending = [q for q in plan[conv.sample_id] if (key, q.qid) not in done]
+                if not pending:
+                    continue
+                stats = method.ingest(conv, shared)
+                ingest_log.append({
+                    "time": _now(), "dataset": "locomo", "method": method.name, "config_key": key,
+                    "sample_id": conv.sample_id, "seconds": round(stats.seconds, 3), "built": stats.built,
+                    "usage": stats.usage.as_dict(),
+                })
+                for q in pending:
+                    try:
+                        ans = method.answer(q)
+                    except ChronomemError as exc:  # a failed model call: leave the question pending
+                        summary.failed += 1
+                        summary.failures.append(f"{method.name} {q.qid}: {exc}")
+                        log.error("%s %s failed: %s", method.name, q.qid, exc)
+                        progress.advance(f"{method.name} {conv.sample_id} (failed {q.qid})")
+                        continue
+                    row = {
+                        "time": _now(), "dataset": "locomo", "method": method.name, "config_key": key,
+                        "config": method.describe(), "llm": llm.name, "prompt": config.answer_prompt,
+                        "sample_id": conv.sample_id, "qid": q.qid, "category": q.category,
+                        "question": q.question, "gold": q.answer, "adversarial_answer": q.adversarial_answer,
+                        "evidence": list(q.evidence), "prediction": ans.text,
+                        "scores": score_row(q, ans.text, ans.retrieved_ids, config.top_k),
+                        "context_tokens": ans.context_tokens, "retrieved_ids": ans.retrieved_ids[: max(config.top_k, 50)],
+                        "truncated": ans.truncated, "usage": ans.usage.as_dict(),
+                        "retrieval_latency_s": round(ans.retrieval_latency_s, 4),
+                        "answer_latency_s": round(ans.answer_latency_s, 4),
+                    }
+                    if ans.truncated:
+                        row["truncation"] = ans.info
+                    if judge is not None:
+                        row["scores"]["judge"] = judge_answer(judge, q, ans.text) if q.category != 5 else None
+                    results.append(row)
+                    done.add((key, q.qid))
+                    summary.answered += 1
+                    progress.advance(f"{method.name} {conv.sample_id}")
+    finally:
+        progress.close()
+        summary.seconds = time.perf_counter() - t_start
+    return summary
+
+
+# --------------------------------------------------------------------------- MSC
+
+
+def run_msc(
+    episodes: Sequence[MscEpisode],
+    method_names: Sequence[str],
+    llm: LLM,
+    out_dir: str | Path,
+    *,
+    embedder: Embedder | None = None,
+    config: MethodConfig | None = None,
+    speaker: str = "Speaker 2",
+    max_replies: int | None = None,
+    progress: ProgressSink | None = None,
+    command: str = "",
+) -> RunSummary:
+    """Generate ``speaker``'s next-session replies with every method and score them against the gold replies.
+
+    Per reply: token F1 (LoCoMo normalisation) and BLEU-1 against the gold
+    utterance.  Per (method, episode), for methods that keep a standing memory
+    (Rsum): recall of the speaker's gold persona facts in that memory.
+    """
+    config = config or MethodConfig()
+    out = Path(out_dir)
+    progress = progress or NullProgress()
+    results = JsonlLog(out / RESULTS_FILE)
+    methods = [make_method(n, llm, config, embedder) for n in method_names]
+    keys = {m.name: config_key(m, llm, config.reply_prompt) for m in methods}
+    done = {(r.get("config_key"), r.get("qid")) for r in results.rows() if r.get("dataset") == "msc"}
+    other = "Speaker 1" if speaker == "Speaker 2" else "Speaker 2"
+
+    def targets(ep: MscEpisode) -> list[int]:
+        idx = [i for i, t in enumerate(ep.next_session) if t.speaker == speaker and i > 0]
+        return idx[:max_replies] if max_replies is not None else idx
+
+    summary = RunSummary(out_dir=out)
+    summary.planned = sum(len(targets(e)) + 1 for e in episodes) * len(methods)
+    summary.skipped_done = sum(1 for e in episodes for m in methods
+                               for qid in [f"{e.episode_id}:memory"] + [f"{e.episode_id}:r{i}" for i in targets(e)]
+                               if (keys[m.name], qid) in done)
+    JsonlLog(out / RUNS_FILE).append({
+        "started": _now(), "dataset": "msc", "command": command, "llm": llm.name, "methods": list(method_names),
+        "episodes": len(episodes), "speaker": speaker, "max_replies": max_replies, "prompt": config.reply_prompt,
+        "planned": summary.planned, "already_done": summary.skipped_done,
+    })
+    t_start = time.perf_counter()
+    progress.start(summary.planned, summary.skipped_done)
+    try:
+        for ep in episodes:
+            conv = ep.conversation
+            shared = SharedIngest(conv)
+            for method in methods:
+                key = keys[method.name]
+                mem_qid = f"{ep.episode_id}:memory"
+                pending = [i for i in targets(ep) if (key, f"{ep.episode_id}:r{i}") not in done]
+                if not pending and (key, mem_qid) in done:
+                    continue
+                method.ingest(conv, shared)
+                base = {"dataset": "msc", "method": method.name, "config_key": key, "config": method.describe(),
+                        "llm": llm.name, "prompt": config.reply_prompt, "sample_id": ep.episode_id}
+                if (key, mem_qid) not in done:
+                    memory = method.memory_text()
+                    facts = ep.persona_facts_session_4.get(speaker, [])
+                    rec = metrics.persona_recall(memory, facts) if memory is not None else None
+                    results.append({**base, "time": _now(), "qid": mem_qid, "kind": "memory",
+                                    "memory": memory, "persona_facts": facts,
+                                    "scores": {"persona_coverage": rec[0] if rec else None,
+                                               "persona_recall": rec[1] if rec else None}})
+                    done.add((key, mem_qid))
+                    summary.answered += 1
+                    progress.advance(f"{method.name} {ep.episode_id} memory")
+                for i in pending:
+                    gold = ep.next_session[i]
+                    try:
+                        ans = method.reply(ep.next_session[:i], speaker, other)
+                    except ChronomemError as exc:
+                        summary.failed += 1
+                        summary.failures.append(f"{method.name} {ep.episode_id}:r{i}: {exc}")
+                        progress.advance(f"{method.name} {ep.episode_id} (failed)")
+                        continue
+                    results.append({
+                        **base, "time": _now(), "qid": f"{ep.episode_id}:r{i}", "kind": "reply",
+                        "gold": gold.text, "prediction": ans.text,
+                        "scores": {"reply_f1": metrics.token_f1(ans.text, gold.text),
+                                   "bleu1": metrics.bleu1(ans.text, gold.text)},
+                        "context_tokens": ans.context_tokens, "truncated": ans.truncated,
+                        "usage": ans.usage.as_dict(),
+                        "retrieval_latency_s": round(ans.retrieval_latency_s, 4),
+                        "answer_latency_s": round(ans.answer_latency_s, 4),
+                    })
+                    done.add((key, f"{ep.episode_id}:r{i}"))
+                    summary.answered += 1
+                    progress.advance(f"{method.name} {ep.episode_id}")
+    finally:
+        progress.close()
+        summary.seconds = time.perf_counter() - t_start
+    return summary
+
+
+def category_counts(qs: Iterable[QA]) -> dict[int, int]:
+    return dict(sorted(Counter(q.category for q in qs).items()))

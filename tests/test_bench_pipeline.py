@@ -1,0 +1,181 @@
+"""CI-sized smoke run of the benchmark pipeline with a deterministic test double for the LLM.
+
+Checks the plumbing (rows, report, plots, resume, truncation, refusal of
+methods that do not exist yet), not the scores.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import math
+from pathlib import Path
+
+import pytest
+
+from chronomem.bench.datasets import load_locomo, load_msc
+from chronomem.bench.methods import (FullContext, MethodConfig, MethodUnavailableError, SharedIngest,
+                                     available_methods, make_method)
+from chronomem.bench.report import PLOT_BY_CATEGORY, PLOT_VS_TOKENS, write_report
+from chronomem.bench.runner import allocate, read_jsonl, run_locomo, run_msc, select_questions
+from chronomem.providers.base import CallUsage, ChatResult
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = ROOT / "../shared/data/locomo/locomo_dev.json"
+MSC = ROOT / "../shared/data/msc/msc_episodes_dev.json"
+pytestmark = pytest.mark.skipif(not (LOCOMO.exists() and MSC.exists()), reason="shared data not present")
+
+
+class FirstTurnLLM:
+    """Implements the LLM protocol: answers with the text of the first turn in its memory."""
+
+    name = "test-first-turn"
+
+    def __init__(self, context_window: int = 100_000) -> None:
+        self.context_window = context_window
+        self.calls: list[list[dict[str, str]]] = []
+
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):  # type: ignore[no-untyped-def]
+        self.calls.append(messages)
+        user = messages[-1]["content"]
+        answer = "Not mentioned"
+        for line in user.splitlines():
+            if line.startswith("(D"):
+                answer = line.split(": ", 1)[-1]
+                break
+        return ChatResult(text=answer, usage=CallUsage(prompt_tokens=self.count_tokens(user),
+                                                      completion_tokens=self.count_tokens(answer),
+                                                      latency_s=0.001, purpose=purpose))
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+class HashEmbedder:
+    name = "test-hash"
+    dim = 32
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        out = []
+        for t in texts:
+            v = [0.0] * self.dim
+            for w in t.lower().split():
+                v[sum(map(ord, w)) % self.dim] += 1.0
+            n = math.sqrt(sum(x * x for x in v)) or 1.0
+            out.append([x / n for x in v])
+        return out
+
+
+@pytest.fixture(scope="module")
+def conv30():  # type: ignore[no-untyped-def]
+    return load_locomo(LOCOMO, ["conv-30"])
+
+
+def test_allocate_is_proportional_with_one_per_stratum() -> None:
+    assert allocate({1: 11, 2: 26, 4: 44}, 8) == {1: 1, 2: 3, 4: 4}
+    assert sum(allocate({1: 11, 2: 26, 3: 3, 4: 44}, 40).values()) == 40
+    assert allocate({1: 2, 2: 3}, 10) == {1: 2, 2: 3}
+    # fewer questions than strata: pure largest remainder
+    assert allocate({1: 1, 2: 1, 3: 98}, 2) == {1: 0, 2: 0, 3: 2}
+    assert allocate({1: 11, 2: 26, 3: 3, 4: 44}, 40) == {1: 5, 2: 12, 3: 2, 4: 21}
+
+
+def test_stratified_sample_is_seeded_and_covers_categories(conv30) -> None:  # type: ignore[no-untyped-def]
+    a = select_questions(conv30[0], (1, 2, 4), sample=8, seed=1)
+    b = select_questions(conv30[0], (1, 2, 4), sample=8, seed=1)
+    c = select_questions(conv30[0], (1, 2, 4), sample=8, seed=2)
+    assert [q.qid for q in a] == [q.qid for q in b]
+    assert [q.qid for q in a] != [q.qid for q in c]
+    assert len(a) == 8 and {q.category for q in a} == {1, 2, 4}
+    assert len(select_questions(conv30[0], (1, 2, 4))) == 81
+
+
+def test_locomo_run_report_and_resume(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
+    llm = FirstTurnLLM()
+    methods = ["full_context", "sliding_window", "bm25", "dense"]
+    cfg = MethodConfig(top_k=5, window_tokens=300)
+    summary = run_locomo(conv30, methods, llm, tmp_path, embedder=HashEmbedder(), config=cfg,
+                         categories=(1, 2, 4, 5), sample=5, seed=0, command="pytest")
+    assert summary.planned == 20 and summary.answered == 20 and summary.failed == 0
+    rows = read_jsonl(tmp_path / "results.jsonl")
+    assert len(rows) == 20
+    assert {r["method"] for r in rows} == set(methods)
+    assert len({r["qid"] for r in rows}) == 5
+    bm25 = [r for r in rows if r["method"] == "bm25"]
+    assert all(len(r["retrieved_ids"]) <= 5 for r in bm25)
+    assert all(r["context_tokens"] > 0 and r["usage"]["calls"] == 1 for r in rows)
+    assert all(0.0 <= r["scores"]["locomo_f1"] <= 1.0 for r in rows)
+    # the full context holds every turn: all gold evidence is in it
+    full = [r for r in rows if r["method"] == "full_context" and r["evidence"]]
+    assert all(r["scores"]["recall_context"] == 1.0 and not r["truncated"] for r in full)
+    # the answer comes from the memory (first turn shown), so the prompt really carried it
+    assert all(r["prediction"] for r in rows)
+    # every method saw the same prompt template: system message identical
+    assert len({tuple(m[0]["content"] for m in [c]) for c in llm.calls}) == 1
+
+    report = write_report(tmp_path)
+    text = report.read_text()
+    assert "overall 1–4" in text and "5 adversarial" in text
+    for m in methods:
+        assert f"| {m} |" in text
+    assert (tmp_path / PLOT_BY_CATEGORY).stat().st_size > 1000
+    assert (tmp_path / PLOT_VS_TOKENS).stat().st_size > 1000
+    assert set(json.loads((tmp_path / "summary.json").read_text())) == set(methods)
+
+    # resume: nothing left to do, no model call, no new row
+    n_calls = len(llm.calls)
+    again = run_locomo(conv30, methods, llm, tmp_path, embedder=HashEmbedder(), config=cfg,
+                       categories=(1, 2, 4, 5), sample=5, seed=0)
+    assert again.answered == 0 and again.skipped_done == 20
+    assert len(llm.calls) == n_calls
+    assert len(read_jsonl(tmp_path / "results.jsonl")) == 20
+
+    # a torn last line (killed mid-write) is ignored and that question is redone
+    with open(tmp_path / "results.jsonl", "a") as fh:
+        fh.write('{"dataset": "locomo", "method": "bm25", "qi')
+    more = run_locomo(conv30, ["bm25"], llm, tmp_path, config=cfg, categories=(1, 2, 4, 5), sample=6, seed=0)
+    assert more.skipped_done == 5 and more.answered == 1
+
+
+def test_full_context_truncates_to_the_window_and_says_so(conv30) -> None:  # type: ignore[no-untyped-def]
+    llm = FirstTurnLLM(context_window=1500)
+    method = make_method("full_context", llm)
+    assert isinstance(method, FullContext)
+    method.ingest(conv30[0], SharedIngest(conv30[0]))
+    q = conv30[0].qa[0]
+    ans = method.answer(q)
+    assert ans.truncated and ans.info["dropped_turns"] > 0
+    assert ans.context_tokens <= 1500
+    # the newest turn is kept, the oldest dropped
+    last = conv30[0].turns[-1].dia_id
+    assert f"({last})" in ans.context and "(D1:1)" not in ans.context
+    assert ans.info["kept_from"] == ans.retrieved_ids[-1]
+
+
+def test_memory_methods_are_refused_until_they_exist() -> None:
+    llm = FirstTurnLLM()
+    assert {"full_context", "sliding_window", "bm25", "dense"} <= set(available_methods())
+    for name in ("rsum", "real", "real+rsum", "flat_facts", "real-no-intents"):
+        if name in available_methods():
+            continue
+        with pytest.raises(MethodUnavailableError, match=re.escape(name)):
+            make_method(name, llm)
+    with pytest.raises(MethodUnavailableError, match="unknown method"):
+        make_method("nope", llm)
+    with pytest.raises(MethodUnavailableError, match="embedder"):
+        make_method("dense", llm)
+
+
+def test_msc_run_and_report(tmp_path: Path) -> None:
+    eps = load_msc(MSC, limit=2)
+    llm = FirstTurnLLM()
+    s = run_msc(eps, ["bm25", "sliding_window"], llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2)
+    rows = read_jsonl(tmp_path / "results.jsonl")
+    replies = [r for r in rows if r["kind"] == "reply"]
+    assert s.answered == len(rows) and len(replies) == 2 * 2 * 2
+    assert all(0.0 <= r["scores"]["reply_f1"] <= 1.0 and r["gold"] for r in replies)
+    # baselines keep no standing memory: persona recall is not invented for them
+    assert all(r["scores"]["persona_recall"] is None for r in rows if r["kind"] == "memory")
+    assert "MSC" in write_report(tmp_path).read_text()
+    assert run_msc(eps, ["bm25", "sliding_window"], llm, tmp_path, config=MethodConfig(top_k=3),
+                   max_replies=2).answered == 0
