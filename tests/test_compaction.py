@@ -1,0 +1,226 @@
+"""In-session compaction: three strategies, the memory system message, the budget."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chronomem.errors import ValidationError
+from chronomem.providers.base import CallUsage, ChatResult
+from chronomem.summarize.compaction import (
+    MEMORY_HEADER,
+    MESSAGE_OVERHEAD,
+    SUMMARY_HEADER,
+    Strategy,
+    compact,
+    count_message_tokens,
+    memory_system_message,
+)
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+@dataclass
+class SummaryLLM:
+    """Test double: the 'summary' is the first word of every older line, as sentences."""
+
+    context_window: int = 4096
+    name: str = "summary-double"
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):
+        prompt = messages[-1]["content"]
+        self.calls.append({"prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "purpose": purpose})
+        body = prompt.split("Earlier messages:", 1)[1].split("Summary:", 1)[0]
+        lines = [ln for ln in body.strip().splitlines() if ": " in ln and not ln.startswith("(Summary")]
+        text = " ".join(f"{ln.split(': ', 1)[1].split()[0]} was said." for ln in lines)
+        return ChatResult(text=text, usage=CallUsage(prompt_tokens=words(prompt), completion_tokens=words(text)))
+
+    def count_tokens(self, text: str) -> int:
+        return words(text)
+
+
+def conversation(n: int, size: int = 10) -> list[dict[str, str]]:
+    msgs = [{"role": "system", "content": "You are a helpful assistant."}]
+    for i in range(n):
+        role = "user" if i % 2 == 0 else "assistant"
+        msgs.append({"role": role, "content": f"t{i} " + "x " * (size - 1)})
+    if msgs[-1]["role"] != "user":
+        msgs.append({"role": "user", "content": "final question please"})
+    return msgs
+
+
+MEMORY = "Ann lives in Oslo. Ann has a dog called Rex. Ann started running in May."
+
+
+@pytest.mark.parametrize("strategy", ["sliding_window", "token_budget", "summary"])
+def test_memory_system_message_comes_first_and_newest_user_turn_last(strategy: str) -> None:
+    msgs = conversation(20)
+    res = compact(msgs, MEMORY, budget_tokens=120, strategy=strategy, llm=SummaryLLM(), count_tokens=words)
+    first = res.messages[0]
+    assert first["role"] == "system"
+    assert first["content"].startswith("You are a helpful assistant.")
+    assert MEMORY_HEADER + "\nAnn lives in Oslo.\nAnn has a dog called Rex.\nAnn started running in May." in first["content"]
+    assert res.messages[-1] == msgs[-1]
+    assert res.tokens == count_message_tokens(res.messages, words) <= 120
+    assert res.original_tokens > res.tokens and res.saved_tokens == res.original_tokens - res.tokens
+    # what is kept verbatim is a contiguous suffix of the conversation
+    kept = res.messages[1:]
+    assert kept == msgs[len(msgs) - len(kept) :]
+    assert res.strategy is Strategy(strategy)
+
+
+def test_sliding_window_keeps_the_last_k_turns() -> None:
+    msgs = conversation(20)
+    res = compact(msgs, None, budget_tokens=10_000, strategy="sliding_window", count_tokens=words, keep_turns=4)
+    assert res.messages[1:] == msgs[-5:]  # 4 turns before the newest user turn, plus it
+    assert res.kept_turns == 5 and res.dropped_turns == 21 - 5
+    assert MEMORY_HEADER not in res.messages[0]["content"]
+
+
+def test_token_budget_keeps_as_many_turns_as_fit() -> None:
+    msgs = conversation(20)
+    per_turn = 10 + MESSAGE_OVERHEAD
+    header = words("You are a helpful assistant.") + MESSAGE_OVERHEAD
+    newest = words(msgs[-1]["content"]) + MESSAGE_OVERHEAD
+    budget = header + newest + 3 * per_turn + per_turn // 2
+    res = compact(msgs, None, budget_tokens=budget, strategy="token_budget", count_tokens=words)
+    assert res.messages[1:] == msgs[-4:]
+    assert res.tokens == header + newest + 3 * per_turn <= budget
+    wide = compact(msgs, None, budget_tokens=10_000, strategy="token_budget", count_tokens=words)
+    assert wide.messages == msgs and wide.dropped_turns == 0 and wide.saved_tokens == 0
+
+
+def test_summary_strategy_summarises_older_turns_and_keeps_recent_verbatim() -> None:
+    llm = SummaryLLM()
+    msgs = conversation(20)
+    res = compact(msgs, MEMORY, budget_tokens=400, strategy="summary", llm=llm, count_tokens=words, keep_turns=4)
+    assert len(llm.calls) == 1 and llm.calls[0]["temperature"] == 0.0 and llm.calls[0]["purpose"] == "compact"
+    assert res.messages[1:] == msgs[-5:]
+    assert res.summarized_turns == 16 and res.dropped_turns == 0
+    assert SUMMARY_HEADER + "\nt0 was said. t1 was said." in res.messages[0]["content"]
+    assert "t15 was said." in res.summary and "t16" not in res.summary
+    # the summary is placed after the memory
+    content = res.messages[0]["content"]
+    assert content.index(MEMORY_HEADER) < content.index(SUMMARY_HEADER)
+    assert res.tokens <= 400 and len(res.usage) == 1
+
+
+def test_summary_prefix_moves_in_whole_blocks_so_prompts_repeat() -> None:
+    llm = SummaryLLM()
+    msgs = conversation(18)  # 18 turns before the newest user turn: 14 do not fit the window of 4
+    first = compact(msgs, None, budget_tokens=400, strategy="summary", llm=llm, count_tokens=words, keep_turns=4)
+    assert first.summarized_turns == 16 and len(first.messages) == 1 + 2 + 1  # rounded up to a block of 4
+    turn = [{"role": "assistant", "content": "sure"}, {"role": "user", "content": "and another question"}]
+    second = compact(msgs + turn, None, budget_tokens=400, strategy="summary", llm=llm, count_tokens=words,
+                     keep_turns=4)
+    assert second.summarized_turns == 16 and len(second.messages) == 1 + 4 + 1
+    assert llm.calls[0]["prompt"] == llm.calls[1]["prompt"]  # a response cache answers the second
+    compact(msgs + turn + turn, None, budget_tokens=400, strategy="summary", llm=llm, count_tokens=words,
+            keep_turns=4)
+    assert llm.calls[2]["prompt"] != llm.calls[1]["prompt"]  # the next block moved on
+
+
+def test_summary_is_trimmed_to_the_budget() -> None:
+    llm = SummaryLLM()
+    msgs = conversation(30)
+    res = compact(msgs, None, budget_tokens=90, strategy="summary", llm=llm, count_tokens=words, keep_turns=2,
+                  summary_max_tokens=500)
+    assert res.tokens <= 90
+    assert res.messages[-1] == msgs[-1]
+
+
+def test_memory_is_cut_by_whole_sentences_when_the_budget_is_tight() -> None:
+    msgs = [{"role": "user", "content": "hello"}]
+    need_all = count_message_tokens([memory_system_message(MEMORY), msgs[0]], words)
+    res = compact(msgs, MEMORY, budget_tokens=need_all - 1, strategy="token_budget", count_tokens=words)
+    assert res.memory_sentences == 2 and res.memory_sentences_dropped == 1
+    assert "running" not in res.messages[0]["content"]
+    tiny = compact(msgs, MEMORY, budget_tokens=words("hello") + MESSAGE_OVERHEAD, strategy="sliding_window",
+                   count_tokens=words)
+    assert tiny.messages == msgs and tiny.memory_sentences == 0
+
+
+def test_newest_user_turn_that_cannot_fit_is_a_clear_error() -> None:
+    msgs = [{"role": "user", "content": "word " * 50}]
+    with pytest.raises(ValidationError) as e:
+        compact(msgs, MEMORY, budget_tokens=20, strategy="token_budget", count_tokens=words)
+    assert e.value.field == "budget_tokens" and "55 tokens" in str(e.value)
+
+
+def test_tool_results_after_the_newest_user_turn_are_kept() -> None:
+    msgs = [*conversation(6), {"role": "assistant", "content": None}, {"role": "tool", "content": "42"}]
+    res = compact(msgs, None, budget_tokens=40, strategy="token_budget", count_tokens=words)
+    assert res.messages[-3:] == msgs[-3:]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"strategy": "fifo"}, "strategy"),
+        ({"budget_tokens": 0}, "budget_tokens"),
+        ({"budget_tokens": "100"}, "budget_tokens"),
+        ({"keep_turns": -1}, "keep_turns"),
+        ({"count_tokens": None}, "count_tokens"),
+        ({"strategy": "summary"}, "llm"),
+        ({"memory": 42}, "memory"),
+    ],
+)
+def test_bad_arguments_name_the_field(kwargs: dict[str, Any], field: str) -> None:
+    args: dict[str, Any] = {"budget_tokens": 100, "strategy": "token_budget", "count_tokens": words, **kwargs}
+    with pytest.raises(ValidationError) as e:
+        compact([{"role": "user", "content": "hi"}], **args)
+    assert e.value.field == field
+
+
+@pytest.mark.parametrize(
+    ("messages", "field"),
+    [
+        ([], "messages"),
+        ("hello", "messages"),
+        ([{"role": "assistant", "content": "hi"}], "messages"),
+        ([{"role": "wizard", "content": "hi"}], "messages[0].role"),
+        ([{"role": "user", "content": 5}], "messages[0].content"),
+        ([{"role": "user", "content": ""}], "messages[0].content"),
+        (["hi"], "messages[0]"),
+    ],
+)
+def test_bad_messages_name_the_field(messages: Any, field: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        compact(messages, budget_tokens=100, count_tokens=words)
+    assert e.value.field == field
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 40), min_size=1, max_size=25),
+    budget=st.integers(1, 400),
+    strategy=st.sampled_from(list(Strategy)),
+    mem_sentences=st.integers(0, 6),
+    keep=st.integers(0, 8),
+)
+def test_never_exceeds_the_budget_and_never_drops_the_newest_user_turn(
+    sizes: list[int], budget: int, strategy: Strategy, mem_sentences: int, keep: int
+) -> None:
+    msgs = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i} " + "w " * (n - 1)}
+        for i, n in enumerate(sizes)
+    ]
+    if msgs[-1]["role"] != "user":
+        msgs.append({"role": "user", "content": "q"})
+    memory = " ".join(f"Fact {i} holds." for i in range(mem_sentences))
+    needed = words(msgs[-1]["content"]) + MESSAGE_OVERHEAD
+    if needed > budget:
+        with pytest.raises(ValidationError):
+            compact(msgs, memory, budget, strategy, SummaryLLM(), words, keep_turns=keep)
+        return
+    res = compact(msgs, memory, budget, strategy, SummaryLLM(), words, keep_turns=keep)
+    assert count_message_tokens(res.messages, words) == res.tokens <= budget
+    assert res.messages[-1] == msgs[-1]
+    assert res.kept_turns + res.dropped_turns + res.summarized_turns == len(msgs)
