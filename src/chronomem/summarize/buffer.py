@@ -1,0 +1,512 @@
+"""Short-term buffers for the turns of active sessions.
+
+While a session is active its turns live in a :class:`SessionBuffer`: in
+process by default (:class:`InMemorySessionBuffer`), in Redis when
+``CHRONOMEM_REDIS_URL`` is set (:class:`RedisSessionBuffer`; one round trip
+per append or read, sub-millisecond on a local server).  At session end the
+buffer is flushed to the long-term store.
+
+Guarantees of both implementations:
+
+- **idempotent append** — a message id already buffered for the session is
+  ignored (clients may retry);
+- **TTL** — a session without appends for ``ttl_seconds`` is abandoned and
+  expires (its turns are discarded unless flushed before);
+- **listing** — :meth:`SessionBuffer.active_sessions` lists a user's sessions
+  with buffered turns, :meth:`SessionBuffer.pending_sessions` the ones whose
+  flush started but did not finish;
+- **resumable flush** — :meth:`SessionBuffer.flush` first moves the buffered
+  turns to a *pending* area (atomically), then hands them to ``write`` (the
+  long-term write, which must be idempotent by message id, as
+  ``store.add_messages`` is), and deletes the pending turns only after
+  ``write`` returned.  A crash at any point loses nothing: the next ``flush``
+  of that session (or :meth:`SessionBuffer.recover`) writes the pending turns
+  again.  Pending turns never expire.  Turns appended while a flush runs stay
+  buffered for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import quote
+
+from ..errors import ConfigError, StoreError, ValidationError
+from ..model import Message
+from ..timeutil import from_micros, parse_time, to_micros
+
+__all__ = [
+    "ENV_REDIS_URL",
+    "DEFAULT_TTL_SECONDS",
+    "SessionBuffer",
+    "InMemorySessionBuffer",
+    "RedisSessionBuffer",
+    "make_buffer",
+    "message_to_json",
+    "message_from_json",
+]
+
+log = logging.getLogger(__name__)
+
+ENV_REDIS_URL = "CHRONOMEM_REDIS_URL"
+DEFAULT_TTL_SECONDS = 24 * 3600
+
+Writer = Callable[[list[Message]], Any]
+
+
+@runtime_checkable
+class SessionBuffer(Protocol):
+    """Buffered turns of active sessions, keyed by (user_id, session_id)."""
+
+    ttl_seconds: int
+
+    def append(self, message: Message) -> bool:
+        """Buffer one turn (its ``user_id``/``session_id`` say where); False if its id was already there."""
+        ...
+
+    def extend(self, messages: Iterable[Message]) -> int:
+        """Buffer several turns; returns how many were new."""
+        ...
+
+    def read(self, user_id: str, session_id: str) -> list[Message]:
+        """The session's buffered turns in append order (pending ones first)."""
+        ...
+
+    def active_sessions(self, user_id: str) -> list[str]:
+        """Ids of the user's sessions with buffered (or pending) turns, sorted."""
+        ...
+
+    def pending_sessions(self, user_id: str) -> list[str]:
+        """Ids of the user's sessions whose flush started and did not finish."""
+        ...
+
+    def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
+        """Move the turns to pending, ``write`` them, then forget them; returns what was written."""
+        ...
+
+    def recover(self, user_id: str, write: Writer) -> dict[str, int]:
+        """Finish every interrupted flush of the user: ``{session_id: turns written}``."""
+        ...
+
+    def discard(self, user_id: str, session_id: str) -> int:
+        """Drop the session's buffered and pending turns unwritten (forget); returns how many."""
+        ...
+
+
+# --------------------------------------------------------------------------- serialisation
+
+
+def message_to_json(m: Message) -> str:
+    """Compact JSON of a :class:`Message` (times as integer microseconds)."""
+    return json.dumps(
+        {
+            "id": m.id,
+            "u": m.user_id,
+            "s": m.session_id,
+            "sp": m.speaker,
+            "t": m.text,
+            "ts": to_micros(m.timestamp),
+            "rec": to_micros(m.recorded_at),
+            "a": m.agent_id,
+            "seq": m.seq,
+            "x": m.extracted,
+        },
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def message_from_json(raw: str | bytes) -> Message:
+    d = json.loads(raw)
+    return Message(
+        id=d["id"],
+        user_id=d["u"],
+        session_id=d["s"],
+        speaker=d["sp"],
+        text=d["t"],
+        timestamp=from_micros(d["ts"]),
+        recorded_at=from_micros(d["rec"]),
+        agent_id=d.get("a"),
+        seq=d.get("seq", 0),
+        extracted=d.get("x", False),
+    )
+
+
+def _check_message(m: Any) -> Message:
+    if not isinstance(m, Message):
+        raise ValidationError("message", m, "expected a chronomem.model.Message")
+    for name in ("id", "user_id", "session_id", "speaker"):
+        v = getattr(m, name)
+        if not isinstance(v, str) or not v.strip():
+            raise ValidationError(f"message.{name}", v, "must be a non-empty string")
+    if not isinstance(m.text, str):
+        raise ValidationError("message.text", m.text, "must be a string")
+    parse_time(m.timestamp, "message.timestamp")
+    return m
+
+
+def _check_ids(user_id: Any, session_id: Any = "-") -> None:
+    for name, v in (("user_id", user_id), ("session_id", session_id)):
+        if not isinstance(v, str) or not v.strip():
+            raise ValidationError(name, v, "must be a non-empty string")
+
+
+def _check_ttl(ttl_seconds: Any) -> int:
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int) or ttl_seconds < 1:
+        raise ValidationError("ttl_seconds", ttl_seconds, "must be a positive integer (seconds)")
+    return ttl_seconds
+
+
+# --------------------------------------------------------------------------- in process
+
+
+@dataclass
+class _Session:
+    turns: list[Message] = field(default_factory=list)
+    pending: list[Message] = field(default_factory=list)
+    ids: set[str] = field(default_factory=set)
+    touched: float = 0.0
+
+
+class InMemorySessionBuffer:
+    """The default buffer: a dict in this process, guarded by a lock.
+
+    Survives nothing but a failed ``write`` (then the turns stay pending for
+    the next flush); use Redis to survive a process crash.
+    """
+
+    def __init__(self, *, ttl_seconds: int = DEFAULT_TTL_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self.ttl_seconds = _check_ttl(ttl_seconds)
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._sessions: dict[tuple[str, str], _Session] = {}
+
+    def _live(self, key: tuple[str, str]) -> _Session | None:
+        s = self._sessions.get(key)
+        if s is None:
+            return None
+        if not s.pending and self._clock() - s.touched >= self.ttl_seconds:
+            log.info("buffer: session %r of user %r expired with %d unflushed turns", key[1], key[0], len(s.turns))
+            del self._sessions[key]
+            return None
+        return s
+
+    def append(self, message: Message) -> bool:
+        m = _check_message(message)
+        with self._lock:
+            key = (m.user_id, m.session_id)
+            s = self._live(key)
+            if s is None:
+                s = self._sessions[key] = _Session()
+            s.touched = self._clock()
+            if m.id in s.ids:
+                return False
+            s.ids.add(m.id)
+            s.turns.append(m)
+            return True
+
+    def extend(self, messages: Iterable[Message]) -> int:
+        return sum(self.append(m) for m in messages)
+
+    def read(self, user_id: str, session_id: str) -> list[Message]:
+        _check_ids(user_id, session_id)
+        with self._lock:
+            s = self._live((user_id, session_id))
+            return [*s.pending, *s.turns] if s else []
+
+    def active_sessions(self, user_id: str) -> list[str]:
+        _check_ids(user_id)
+        with self._lock:
+            return sorted(sid for (uid, sid) in list(self._sessions) if uid == user_id and self._live((uid, sid)))
+
+    def pending_sessions(self, user_id: str) -> list[str]:
+        _check_ids(user_id)
+        with self._lock:
+            return sorted(sid for (uid, sid), s in self._sessions.items() if uid == user_id and s.pending)
+
+    def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
+        _check_ids(user_id, session_id)
+        key = (user_id, session_id)
+        with self._lock:
+            s = self._live(key)
+            if s is None:
+                return []
+            s.pending.extend(s.turns)
+            s.turns = []
+            batch = list(s.pending)
+        if batch:
+            write(batch)  # an exception leaves the batch pending
+        with self._lock:
+            s = self._sessions.get(key)
+            if s is not None:
+                done = {m.id for m in batch}
+                s.pending = [m for m in s.pending if m.id not in done]
+                if not s.pending and not s.turns:
+                    del self._sessions[key]
+        return batch
+
+    def recover(self, user_id: str, write: Writer) -> dict[str, int]:
+        return {sid: len(self._flush_pending(user_id, sid, write)) for sid in self.pending_sessions(user_id)}
+
+    def _flush_pending(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
+        key = (user_id, session_id)
+        with self._lock:
+            s = self._sessions.get(key)
+            batch = list(s.pending) if s else []
+        if batch:
+            write(batch)
+            with self._lock:
+                s = self._sessions.get(key)
+                if s is not None:
+                    done = {m.id for m in batch}
+                    s.pending = [m for m in s.pending if m.id not in done]
+                    if not s.pending and not s.turns:
+                        del self._sessions[key]
+        return batch
+
+    def discard(self, user_id: str, session_id: str) -> int:
+        _check_ids(user_id, session_id)
+        with self._lock:
+            s = self._sessions.pop((user_id, session_id), None)
+            return len(s.turns) + len(s.pending) if s else 0
+
+
+# --------------------------------------------------------------------------- Redis
+
+# Keys of one user share a Redis Cluster hash slot ("{u:<user>}"), so the Lua
+# scripts may touch several of them.  Components are percent-encoded, so ids
+# containing ':' or '{' cannot collide.
+#   <p>{u:<user>}:buf:<session>   LIST  buffered turns (JSON), append order
+#   <p>{u:<user>}:ids:<session>   SET   ids of the session's turns (idempotency)
+#   <p>{u:<user>}:pend:<session>  LIST  turns of a flush in progress (no TTL)
+#   <p>{u:<user>}:active          ZSET  session -> last append (ms)
+#   <p>{u:<user>}:pending         SET   sessions with a flush in progress
+
+_APPEND = """
+local added = redis.call('SADD', KEYS[2], ARGV[1])
+if added == 1 then redis.call('RPUSH', KEYS[1], ARGV[2]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+return added
+"""
+
+# Move buffered turns behind any already pending ones; mark the session pending.
+_BEGIN_FLUSH = """
+local n = redis.call('LLEN', KEYS[1])
+if n > 0 then
+  local items = redis.call('LRANGE', KEYS[1], 0, -1)
+  for i = 1, #items, 500 do
+    redis.call('RPUSH', KEYS[2], unpack(items, i, math.min(i + 499, #items)))
+  end
+  redis.call('DEL', KEYS[1])
+end
+local p = redis.call('LLEN', KEYS[2])
+if p > 0 then redis.call('SADD', KEYS[3], ARGV[1]) end
+return redis.call('LRANGE', KEYS[2], 0, -1)
+"""
+
+# Remove the pending turns just written (ARGV[2..], matched by value, so a
+# concurrent flush never removes turns it did not write).  When nothing else is
+# left for the session, forget it entirely.
+_END_FLUSH = """
+for i = 2, #ARGV do redis.call('LREM', KEYS[1], 1, ARGV[i]) end
+if redis.call('LLEN', KEYS[1]) == 0 then
+  redis.call('DEL', KEYS[1])
+  redis.call('SREM', KEYS[3], ARGV[1])
+  if redis.call('LLEN', KEYS[2]) == 0 then
+    redis.call('DEL', KEYS[4])
+    redis.call('ZREM', KEYS[5], ARGV[1])
+  end
+end
+return 1
+"""
+
+_READ = """
+local a = redis.call('LRANGE', KEYS[1], 0, -1)
+local b = redis.call('LRANGE', KEYS[2], 0, -1)
+for i = 1, #b do a[#a + 1] = b[i] end
+return a
+"""
+
+
+class RedisSessionBuffer:
+    """Session buffer in Redis; each operation is one atomic script or command."""
+
+    def __init__(
+        self,
+        client: Any,
+        *,
+        ttl_seconds: int = DEFAULT_TTL_SECONDS,
+        prefix: str = "chronomem:",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.ttl_seconds = _check_ttl(ttl_seconds)
+        if not isinstance(prefix, str):
+            raise ValidationError("prefix", prefix, "must be a string")
+        self.prefix = prefix
+        self._r = client
+        self._clock = clock
+        self._append = client.register_script(_APPEND)
+        self._begin = client.register_script(_BEGIN_FLUSH)
+        self._end = client.register_script(_END_FLUSH)
+        self._read = client.register_script(_READ)
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> RedisSessionBuffer:
+        try:
+            import redis
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ConfigError(f"{ENV_REDIS_URL} is set but redis-py is missing: pip install 'chronomem[redis]'") from None
+        try:
+            client = redis.Redis.from_url(url)
+        except ValueError as exc:
+            raise ValidationError("redis_url", url, str(exc)) from None
+        return cls(client, **kwargs)
+
+    # -- keys ----------------------------------------------------------------
+
+    def _user(self, user_id: str) -> str:
+        return f"{self.prefix}{{u:{quote(user_id, safe='')}}}"
+
+    def _keys(self, user_id: str, session_id: str) -> dict[str, str]:
+        u, s = self._user(user_id), quote(session_id, safe="")
+        return {
+            "buf": f"{u}:buf:{s}",
+            "ids": f"{u}:ids:{s}",
+            "pend": f"{u}:pend:{s}",
+            "active": f"{u}:active",
+            "pending": f"{u}:pending",
+        }
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if type(exc).__module__.startswith("redis"):
+                raise StoreError(f"redis session buffer: {exc}") from exc
+            raise
+
+    # -- operations ----------------------------------------------------------
+
+    def append(self, message: Message) -> bool:
+        m = _check_message(message)
+        k = self._keys(m.user_id, m.session_id)
+        added = self._call(
+            self._append,
+            keys=[k["buf"], k["ids"], k["active"]],
+            args=[m.id, message_to_json(m), self.ttl_seconds * 1000, int(self._clock() * 1000), m.session_id],
+        )
+        return bool(added)
+
+    def extend(self, messages: Iterable[Message]) -> int:
+        msgs = [_check_message(m) for m in messages]
+        if not msgs:
+            return 0
+        pipe = self._r.pipeline(transaction=False)
+        now = int(self._clock() * 1000)
+        for m in msgs:
+            k = self._keys(m.user_id, m.session_id)
+            self._append(
+                keys=[k["buf"], k["ids"], k["active"]],
+                args=[m.id, message_to_json(m), self.ttl_seconds * 1000, now, m.session_id],
+                client=pipe,
+            )
+        return sum(int(x) for x in self._call(pipe.execute))
+
+    def read(self, user_id: str, session_id: str) -> list[Message]:
+        _check_ids(user_id, session_id)
+        k = self._keys(user_id, session_id)
+        raw = self._call(self._read, keys=[k["pend"], k["buf"]])
+        return [message_from_json(r) for r in raw]
+
+    def active_sessions(self, user_id: str) -> list[str]:
+        _check_ids(user_id)
+        u = self._user(user_id)
+        members = [_s(x) for x in self._call(self._r.zrange, f"{u}:active", 0, -1)]
+        pending = set(self.pending_sessions(user_id))
+        alive: list[str] = []
+        expired: list[str] = []
+        for sid in members:
+            k = self._keys(user_id, sid)
+            if sid in pending or self._call(self._r.exists, k["buf"]):
+                alive.append(sid)
+            else:
+                expired.append(sid)
+        if expired:  # the turns expired with their TTL; drop the stale index entries
+            self._call(self._r.zrem, f"{u}:active", *expired)
+        return sorted(set(alive) | pending)
+
+    def pending_sessions(self, user_id: str) -> list[str]:
+        _check_ids(user_id)
+        return sorted(_s(x) for x in self._call(self._r.smembers, f"{self._user(user_id)}:pending"))
+
+    def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
+        _check_ids(user_id, session_id)
+        k = self._keys(user_id, session_id)
+        raw = self._call(self._begin, keys=[k["buf"], k["pend"], k["pending"]], args=[session_id])
+        batch = [message_from_json(r) for r in raw]
+        if batch:
+            write(batch)  # an exception leaves the batch pending
+        self._finish(user_id, session_id, raw)
+        return batch
+
+    def _finish(self, user_id: str, session_id: str, raw: list[bytes]) -> None:
+        k = self._keys(user_id, session_id)
+        self._call(
+            self._end,
+            keys=[k["pend"], k["buf"], k["pending"], k["ids"], k["active"]],
+            args=[session_id, *raw],
+        )
+
+    def recover(self, user_id: str, write: Writer) -> dict[str, int]:
+        done: dict[str, int] = {}
+        for sid in self.pending_sessions(user_id):
+            k = self._keys(user_id, sid)
+            raw = self._call(self._r.lrange, k["pend"], 0, -1)
+            batch = [message_from_json(r) for r in raw]
+            if batch:
+                write(batch)
+            self._finish(user_id, sid, raw)
+            done[sid] = len(batch)
+        return done
+
+    def discard(self, user_id: str, session_id: str) -> int:
+        _check_ids(user_id, session_id)
+        k = self._keys(user_id, session_id)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.llen(k["buf"])
+        pipe.llen(k["pend"])
+        pipe.delete(k["buf"], k["pend"], k["ids"])
+        pipe.zrem(k["active"], session_id)
+        pipe.srem(k["pending"], session_id)
+        res = self._call(pipe.execute)
+        return int(res[0]) + int(res[1])
+
+
+def _s(x: bytes | str) -> str:
+    return x.decode() if isinstance(x, bytes) else x
+
+
+# --------------------------------------------------------------------------- factory
+
+
+def make_buffer(
+    redis_url: str | None = None,
+    *,
+    ttl_seconds: int = DEFAULT_TTL_SECONDS,
+    prefix: str = "chronomem:",
+    env: dict[str, str] | None = None,
+) -> SessionBuffer:
+    """Redis buffer when ``redis_url`` (or ``$CHRONOMEM_REDIS_URL``) is set, else in process."""
+    url = redis_url or (env if env is not None else os.environ).get(ENV_REDIS_URL) or None
+    if url:
+        return RedisSessionBuffer.from_url(url, ttl_seconds=ttl_seconds, prefix=prefix)
+    return InMemorySessionBuffer(ttl_seconds=ttl_seconds)

@@ -1,0 +1,336 @@
+"""Session buffers: one contract, run against the in-process buffer and a REAL Redis.
+
+Redis: ``$CHRONOMEM_REDIS_URL`` when set, else 127.0.0.1:6379 when it answers,
+else a ``redis-server`` started here on a free port.  Without any of these the
+Redis tests fail (they are never skipped).  Every test uses its own key
+prefix and deletes its keys afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import redis
+
+from chronomem.errors import ValidationError
+from chronomem.model import Message
+from chronomem.summarize.buffer import (
+    ENV_REDIS_URL,
+    InMemorySessionBuffer,
+    RedisSessionBuffer,
+    SessionBuffer,
+    make_buffer,
+    message_from_json,
+    message_to_json,
+)
+
+UTC = timezone.utc
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5).ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    for url in (os.environ.get(ENV_REDIS_URL), "redis://127.0.0.1:6379/0"):
+        if url and _answers(url):
+            yield url
+            return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.fail("no Redis reachable and no redis-server binary to start one (apt-get install redis-server)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.monotonic() + 10
+        while not _answers(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"redis-server on port {port} did not start")
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture()
+def redis_client(redis_url: str) -> redis.Redis:
+    return redis.Redis.from_url(redis_url)
+
+
+@pytest.fixture()
+def prefix(redis_client: redis.Redis) -> Iterator[str]:
+    p = f"chronomem-test:{uuid.uuid4().hex}:"
+    yield p
+    keys = list(redis_client.scan_iter(match=p + "*", count=1000))
+    if keys:
+        redis_client.delete(*keys)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "redis"])
+def buffer(request: pytest.FixtureRequest) -> SessionBuffer:
+    if request.param == "memory":
+        return InMemorySessionBuffer(ttl_seconds=60)
+    client = request.getfixturevalue("redis_client")
+    return RedisSessionBuffer(client, ttl_seconds=60, prefix=request.getfixturevalue("prefix"))
+
+
+def msg(i: int, user: str = "u1", session: str = "s1", text: str | None = None) -> Message:
+    return Message(
+        id=f"{session}-m{i}",
+        user_id=user,
+        session_id=session,
+        speaker="user" if i % 2 == 0 else "assistant",
+        text=text if text is not None else f"turn {i} ünïcode ✓",
+        timestamp=T0 + timedelta(seconds=i),
+        recorded_at=T0 + timedelta(seconds=i, microseconds=7),
+        seq=i,
+    )
+
+
+class Sink:
+    """An idempotent long-term write, like ``store.add_messages`` (by message id)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], Message] = {}
+        self.calls = 0
+
+    def __call__(self, batch: list[Message]) -> list[Message]:
+        self.calls += 1
+        new = [m for m in batch if (m.user_id, m.id) not in self.rows]
+        for m in batch:
+            self.rows[(m.user_id, m.id)] = m
+        return new
+
+
+# --------------------------------------------------------------------------- contract
+
+
+def test_message_json_round_trip() -> None:
+    m = msg(3)
+    m.agent_id, m.extracted = "agent-7", True
+    assert message_from_json(message_to_json(m)) == m
+
+
+def test_append_is_idempotent_and_read_keeps_order(buffer: SessionBuffer) -> None:
+    assert [buffer.append(msg(i)) for i in range(5)] == [True] * 5
+    assert buffer.append(msg(2)) is False  # a retried append
+    assert buffer.extend([msg(4), msg(5), msg(6)]) == 2
+    got = buffer.read("u1", "s1")
+    assert [m.id for m in got] == [f"s1-m{i}" for i in range(7)]
+    assert got[3] == msg(3)  # every field survives, times to the microsecond
+    assert buffer.read("u1", "other") == [] and buffer.read("u2", "s1") == []
+
+
+def test_active_sessions_are_listed_per_user(buffer: SessionBuffer) -> None:
+    buffer.append(msg(0, session="b"))
+    buffer.append(msg(0, session="a"))
+    buffer.append(msg(0, user="u2", session="c"))
+    assert buffer.active_sessions("u1") == ["a", "b"]
+    assert buffer.active_sessions("u2") == ["c"]
+    assert buffer.active_sessions("nobody") == []
+
+
+def test_ids_with_separators_do_not_collide(buffer: SessionBuffer) -> None:
+    buffer.append(msg(0, user="a:b", session="c"))
+    buffer.append(msg(1, user="a", session="b:c"))
+    buffer.append(msg(2, user="{a}", session="}{"))
+    assert [m.id for m in buffer.read("a:b", "c")] == ["c-m0"]
+    assert [m.id for m in buffer.read("a", "b:c")] == ["b:c-m1"]
+    assert buffer.active_sessions("a") == ["b:c"] and buffer.active_sessions("{a}") == ["}{"]
+
+
+def test_flush_writes_everything_once_and_forgets_the_session(buffer: SessionBuffer) -> None:
+    sink = Sink()
+    buffer.extend(msg(i) for i in range(4))
+    written = buffer.flush("u1", "s1", sink)
+    assert [m.id for m in written] == [f"s1-m{i}" for i in range(4)]
+    assert len(sink.rows) == 4 and sink.calls == 1
+    assert buffer.read("u1", "s1") == [] and buffer.active_sessions("u1") == []
+    assert buffer.pending_sessions("u1") == []
+    assert buffer.flush("u1", "s1", sink) == [] and sink.calls == 1  # nothing to write
+
+
+def test_a_failed_write_loses_nothing_and_the_next_flush_resumes(buffer: SessionBuffer) -> None:
+    buffer.extend(msg(i) for i in range(3))
+
+    def crash(batch: list[Message]) -> None:
+        raise ConnectionError("database went away")
+
+    with pytest.raises(ConnectionError):
+        buffer.flush("u1", "s1", crash)
+    assert buffer.pending_sessions("u1") == ["s1"]
+    assert buffer.active_sessions("u1") == ["s1"]
+    buffer.append(msg(3))  # the session goes on meanwhile
+    assert [m.id for m in buffer.read("u1", "s1")] == [f"s1-m{i}" for i in range(4)]
+    sink = Sink()
+    assert len(buffer.flush("u1", "s1", sink)) == 4
+    assert sorted(m.id for (_, _), m in sink.rows.items()) == [f"s1-m{i}" for i in range(4)]
+    assert buffer.pending_sessions("u1") == [] and buffer.active_sessions("u1") == []
+
+
+def test_a_crash_after_the_write_rewrites_idempotently(buffer: SessionBuffer) -> None:
+    buffer.extend(msg(i) for i in range(3))
+    sink = Sink()
+
+    def write_then_crash(batch: list[Message]) -> None:
+        sink(batch)
+        raise KeyboardInterrupt  # the process dies before the pending turns are deleted
+
+    with pytest.raises(KeyboardInterrupt):
+        buffer.flush("u1", "s1", write_then_crash)
+    assert buffer.recover("u1", sink) == {"s1": 3}
+    assert len(sink.rows) == 3 and sink.calls == 2
+    assert buffer.pending_sessions("u1") == [] and buffer.read("u1", "s1") == []
+
+
+def test_turns_appended_during_a_flush_stay_buffered(buffer: SessionBuffer) -> None:
+    buffer.extend(msg(i) for i in range(2))
+    sink = Sink()
+
+    def write_while_user_types(batch: list[Message]) -> None:
+        buffer.append(msg(9))
+        sink(batch)
+
+    assert len(buffer.flush("u1", "s1", write_while_user_types)) == 2
+    assert [m.id for m in buffer.read("u1", "s1")] == ["s1-m9"]
+    assert buffer.active_sessions("u1") == ["s1"] and buffer.pending_sessions("u1") == []
+    assert buffer.append(msg(9)) is False  # still deduplicated
+    buffer.flush("u1", "s1", sink)
+    assert len(sink.rows) == 3
+
+
+def test_discard_forgets_buffered_and_pending_turns(buffer: SessionBuffer) -> None:
+    buffer.extend(msg(i) for i in range(3))
+    with pytest.raises(RuntimeError):
+        buffer.flush("u1", "s1", lambda b: (_ for _ in ()).throw(RuntimeError("x")))
+    buffer.append(msg(5))
+    assert buffer.discard("u1", "s1") == 4
+    assert buffer.read("u1", "s1") == [] and buffer.active_sessions("u1") == []
+    assert buffer.pending_sessions("u1") == []
+    assert buffer.append(msg(0)) is True  # the id set went too
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ("not a message", "message"),
+        (Message("", "u", "s", "x", "t", T0, T0), "message.id"),
+        (Message("i", " ", "s", "x", "t", T0, T0), "message.user_id"),
+        (Message("i", "u", "", "x", "t", T0, T0), "message.session_id"),
+        (Message("i", "u", "s", "x", None, T0, T0), "message.text"),  # type: ignore[arg-type]
+        (Message("i", "u", "s", "x", "t", "yesterday", T0), "message.timestamp"),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_messages_are_rejected_with_the_field(buffer: SessionBuffer, bad: object, field: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        buffer.append(bad)  # type: ignore[arg-type]
+    assert e.value.field == field
+    with pytest.raises(ValidationError) as e2:
+        buffer.read("", "s1")
+    assert e2.value.field == "user_id"
+
+
+# --------------------------------------------------------------------------- TTL
+
+
+def test_in_memory_ttl_expires_abandoned_sessions_but_not_pending_turns() -> None:
+    clock = Clock()
+    buf = InMemorySessionBuffer(ttl_seconds=60, clock=clock)
+    buf.append(msg(0, session="idle"))
+    buf.append(msg(0, session="flushing"))
+    with pytest.raises(RuntimeError):
+        buf.flush("u1", "flushing", lambda b: (_ for _ in ()).throw(RuntimeError("x")))
+    clock.now += 59
+    buf.append(msg(1, session="busy"))
+    assert buf.active_sessions("u1") == ["busy", "flushing", "idle"]
+    clock.now += 2
+    assert buf.active_sessions("u1") == ["busy", "flushing"]
+    assert buf.read("u1", "idle") == []
+    sink = Sink()
+    assert buf.recover("u1", sink) == {"flushing": 1}
+    with pytest.raises(ValidationError):
+        InMemorySessionBuffer(ttl_seconds=0)
+
+
+def test_redis_ttl_expires_abandoned_sessions_but_not_pending_turns(
+    redis_url: str, redis_client: redis.Redis, prefix: str
+) -> None:
+    buf = RedisSessionBuffer(redis_client, ttl_seconds=1, prefix=prefix)
+    buf.append(msg(0, session="idle"))
+    buf.append(msg(0, session="flushing"))
+    with pytest.raises(RuntimeError):
+        buf.flush("u1", "flushing", lambda b: (_ for _ in ()).throw(RuntimeError("x")))
+    ttls = [redis_client.pttl(k) for k in redis_client.scan_iter(match=prefix + "*:buf:*")]
+    assert ttls and all(0 < t <= 1000 for t in ttls)
+    time.sleep(1.3)
+    assert buf.read("u1", "idle") == []
+    assert buf.active_sessions("u1") == ["flushing"]
+    # a new process (new connection) finds the interrupted flush and finishes it
+    restarted = RedisSessionBuffer(redis.Redis.from_url(redis_url), ttl_seconds=1, prefix=prefix)
+    sink = Sink()
+    assert restarted.recover("u1", sink) == {"flushing": 1}
+    assert [m.id for m in sink.rows.values()] == ["flushing-m0"]
+    assert list(redis_client.scan_iter(match=prefix + "*")) == []
+
+
+# --------------------------------------------------------------------------- Redis specifics
+
+
+def test_redis_append_and_read_are_sub_millisecond(redis_client: redis.Redis, prefix: str) -> None:
+    buf = RedisSessionBuffer(redis_client, prefix=prefix)
+    buf.append(msg(0))  # loads the scripts
+    appends, reads = [], []
+    for i in range(1, 201):
+        t = time.perf_counter()
+        buf.append(msg(i))
+        appends.append(time.perf_counter() - t)
+    for _ in range(50):
+        t = time.perf_counter()
+        buf.read("u1", "s1")
+        reads.append(time.perf_counter() - t)
+    # Medians on a local server are ~0.1 ms (append) and ~0.5 ms (read of 200
+    # turns, decoding included); the bound leaves room for a loaded shared CPU.
+    assert statistics.median(appends) < 0.002
+    assert statistics.median(reads) < 0.005
+
+
+def test_make_buffer_picks_redis_from_the_environment(redis_url: str, prefix: str) -> None:
+    assert isinstance(make_buffer(env={}), InMemorySessionBuffer)
+    buf = make_buffer(env={ENV_REDIS_URL: redis_url}, prefix=prefix, ttl_seconds=30)
+    assert isinstance(buf, RedisSessionBuffer) and buf.ttl_seconds == 30
+    buf.append(msg(0))
+    assert [m.id for m in buf.read("u1", "s1")] == ["s1-m0"]
+    buf.discard("u1", "s1")
+    with pytest.raises(ValidationError) as e:
+        make_buffer("ftp://nowhere")
+    assert e.value.field == "redis_url"
