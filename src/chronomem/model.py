@@ -55,8 +55,11 @@ class Fact:
     text: str = ""
     agent_id: str | None = None
     closed_by: str | None = None  # id of the fact whose arrival closed this one
+    stated_to: datetime | None = None  # the end as its source stated it, before any closure
     rule: str | None = None  # for derived facts: the rule that produced it
     support_ids: list[str] = field(default_factory=list)  # for derived facts
+    subject_id: str | None = None  # entity ids of the endpoints (set by the store)
+    object_id: str | None = None
 
     def is_valid_at(self, when: datetime) -> bool:
         """Half-open interval test; an unknown start counts as "since ever"."""
@@ -105,8 +108,11 @@ class Fact:
             text=d.get("text") or "",
             agent_id=d.get("agent_id"),
             closed_by=d.get("closed_by"),
+            stated_to=parse_optional_time(d.get("stated_to"), "stated_to"),
             rule=d.get("rule"),
             support_ids=list(d.get("support_ids") or []),
+            subject_id=d.get("subject_id"),
+            object_id=d.get("object_id"),
         )
 
 

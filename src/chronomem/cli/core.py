@@ -1,0 +1,147 @@
+"""Core commands: add-facts, facts, history, forget, export, import, demo."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..errors import ValidationError
+from ..memory import Memory
+from .render import console, facts_table
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")]
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="User id")]
+
+
+def read_records(path: Path) -> list[Any]:
+    """Read a JSON array (or object) or JSONL file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ValidationError("file", str(path), f"cannot be read: {e.strerror}") from None
+    stripped = text.lstrip()
+    try:
+        if stripped.startswith("["):
+            data = json.loads(text)
+        elif path.suffix == ".jsonl" or "\n{" in stripped:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        else:
+            data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValidationError("file", str(path), f"is not valid JSON/JSONL: {e}") from None
+    return data if isinstance(data, list) else [data]
+
+
+def add_facts_cmd(file: Path, user: UserOpt, db: DbOpt = None) -> None:
+    """Add structured facts from a JSON or JSONL file."""
+    records = read_records(file)
+    if records and isinstance(records[0], dict) and "facts" in records[0] and len(records) == 1:
+        records = records[0]["facts"]
+    with Memory(db) as mem:
+        rep = mem.add_facts(records, user_id=user)
+    console.print(f"added {len(rep.added)}, closed {len(rep.closed)}, reinforced {len(rep.reinforced)}")
+
+
+def facts_cmd(user: UserOpt, subject: Annotated[Optional[str], typer.Option("--subject", "-s")] = None,
+              relation: Annotated[Optional[str], typer.Option("--relation", "-r")] = None,
+              as_of: Annotated[Optional[str], typer.Option("--as-of", help="ISO date or datetime")] = None,
+              all_: Annotated[bool, typer.Option("--all", help="include unstable (low-confidence) facts")] = False,
+              as_json: Annotated[bool, typer.Option("--json")] = False, db: DbOpt = None) -> None:
+    """Show the facts valid now (or at --as-of)."""
+    with Memory(db) as mem:
+        facts = mem.facts(user_id=user, subject=subject, relation=relation, as_of=as_of, include_unstable=all_)
+        if as_json:
+            console.print_json(json.dumps([f.to_dict() for f in facts]))
+        else:
+            console.print(facts_table(facts, f"facts of {user} valid {as_of or 'now'}", mem.config.theta_stable))
+
+
+def history_cmd(user: UserOpt, subject: str, relation: Annotated[Optional[str], typer.Argument()] = None,
+                as_json: Annotated[bool, typer.Option("--json")] = False, db: DbOpt = None) -> None:
+    """Show every version of SUBJECT's facts (optionally of one RELATION), oldest first."""
+    with Memory(db) as mem:
+        facts = mem.history(user_id=user, subject=subject, relation=relation)
+        if as_json:
+            console.print_json(json.dumps([f.to_dict() for f in facts]))
+        else:
+            console.print(facts_table(facts, f"history of {subject}", mem.config.theta_stable))
+
+
+def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fact")] = None,
+               session: Annotated[Optional[str], typer.Option("--session")] = None,
+               everything: Annotated[bool, typer.Option("--everything")] = False,
+               yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")] = False,
+               db: DbOpt = None) -> None:
+    """Delete a fact, a session or everything of a user, for real."""
+    if everything and not yes:
+        typer.confirm(f"Delete everything stored for {user}?", abort=True)
+    with Memory(db) as mem:
+        res = mem.forget(user_id=user, fact_id=fact, session_id=session, everything=everything)
+    console.print(res)
+
+
+def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
+               db: DbOpt = None) -> None:
+    """Export a user's memory as JSON (stdout or --out)."""
+    with Memory(db) as mem:
+        text = json.dumps(mem.export(user_id=user), ensure_ascii=False, indent=1)
+    if out:
+        out.write_text(text, encoding="utf-8")
+    else:
+        typer.echo(text)
+
+
+def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option("--user", "-u")] = None,
+               db: DbOpt = None) -> None:
+    """Import a JSON export (optionally into another user id)."""
+    records = read_records(file)
+    with Memory(db) as mem:
+        counts = mem.import_(records[0], user_id=user)
+    console.print(counts)
+
+
+def demo_graph(mem: Memory, user: str = "demo") -> None:
+    """Show the temporal graph on the bundled structured sample."""
+    sample = json.loads(resources.files("chronomem.data").joinpath("sample_facts.json").read_text("utf-8"))
+    mem.forget(user_id=user, everything=True)
+    for step in sample["steps"]:
+        rep = mem.add_facts(step["facts"], user_id=user)
+        console.print(f"[bold]{step['said']}[/]  → added {len(rep.added)}, closed "
+                      f"{len(rep.closed)}, reinforced {len(rep.reinforced)}")
+    theta = mem.config.theta_stable
+    console.print(facts_table(mem.facts(user_id=user, subject="Maya"), "What is true about Maya now", theta))
+    console.print(facts_table(mem.facts(user_id=user, subject="Maya", as_of="2019-06-01"),
+                              "…and on 2019-06-01", theta))
+    console.print(facts_table(mem.history(user_id=user, subject="Maya", relation="lives_in"),
+                              "How Maya's residence evolved (history, unstable plans dimmed)", theta))
+    console.print(facts_table(mem.history(user_id=user, subject="Maya", relation="works_at"),
+                              "How Maya's employer evolved", theta))
+
+
+def demo_cmd(db: DbOpt = None) -> None:
+    """Run the demo on the embedded default (SQLite, local model; no key, no server)."""
+    path = db or str(Path(".chronomem") / "demo.db")
+    with Memory(path) as mem:
+        try:  # the model-backed demo, when the write path is present
+            full_demo = importlib.import_module(f"{__package__}.demo")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.demo":
+                raise
+            demo_graph(mem)
+        else:
+            full_demo.run(mem)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("add-facts")(add_facts_cmd)
+    app.command("facts")(facts_cmd)
+    app.command("history")(history_cmd)
+    app.command("forget")(forget_cmd)
+    app.command("export")(export_cmd)
+    app.command("import")(import_cmd)
+    app.command("demo")(demo_cmd)

@@ -1,0 +1,72 @@
+"""Settings and their precedence.
+
+Precedence, highest first: arguments to :class:`~chronomem.Memory` (or the
+CLI's flags) > environment variables > the config file > defaults.  The
+config file is TOML at ``$CHRONOMEM_CONFIG`` or
+``~/.config/chronomem/config.toml``; its ``[memory]`` table holds the keys
+below and ``[[relations]]`` entries define relations.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, ValidationError
+
+ENV_PREFIX = "CHRONOMEM_"
+
+
+def data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "chronomem"
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("CHRONOMEM_CONFIG") or Path.home() / ".config" / "chronomem" / "config.toml")
+
+
+@dataclass
+class Config:
+    """Tunable behaviour of a :class:`~chronomem.Memory`."""
+
+    db: str = ""  # path or URL; empty = $CHRONOMEM_DB or the per-user data dir
+    theta_stable: float = 0.6  # facts below this confidence are kept but left out of default queries
+    llm: str | None = None  # model spec, see chronomem.providers (None = provider default)
+    embedder: str | None = None
+    relations: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.theta_stable <= 1.0:
+            raise ValidationError("theta_stable", self.theta_stable, "must be in (0, 1]")
+
+    @property
+    def db_location(self) -> str:
+        return self.db or os.environ.get("CHRONOMEM_DB") or str(data_dir() / "memory.db")
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Config:
+        """Build the effective configuration: overrides > env > config file > defaults."""
+        values: dict[str, Any] = {}
+        path = config_path()
+        if path.exists():
+            try:
+                doc = tomllib.loads(path.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError) as e:
+                raise ConfigError(f"cannot read config file {path}: {e}") from e
+            values.update(doc.get("memory", {}))
+            if "relations" in doc:
+                values["relations"] = list(doc["relations"])
+        names = {f.name for f in fields(cls)}
+        unknown = set(values) - names
+        if unknown:
+            raise ConfigError(f"unknown keys {sorted(unknown)} in [memory] of {path}")
+        for f in fields(cls):
+            env = os.environ.get(ENV_PREFIX + f.name.upper())
+            if env is not None and f.name != "relations":
+                values[f.name] = float(env) if f.name == "theta_stable" else env
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

@@ -1,0 +1,79 @@
+"""Entity resolution: map a spelling to one node of the user's graph.
+
+The core resolver matches exactly on normalised spellings — canonical names
+and recorded aliases — and creates an entity (canonical name = first spelling
+seen) when nothing matches.  The write path plugs in a stronger resolver
+(fuzzy and embedding matching) with the same interface.  Resolution never
+crosses users: every lookup is scoped by ``user_id`` in the store.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from collections.abc import Sequence
+from typing import Protocol
+
+from .errors import ValidationError
+from .model import Entity
+from .store.base import Store
+from .timeutil import utcnow
+
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = "\"'`.,;:!?()[]{}<>"
+
+
+def normalize_name(name: str) -> str:
+    """Case- and spacing-insensitive form of a spelling: ``" New  York "`` → ``"new york"``."""
+    text = unicodedata.normalize("NFKC", name).casefold().strip().strip(_EDGE_PUNCT).strip()
+    return _SPACE.sub(" ", text)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Resolver(Protocol):
+    def resolve_many(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
+                     create: bool = True) -> dict[str, Entity]:
+        """Resolve ``(spelling, type)`` pairs; returns spelling → entity (missing ones absent if not create)."""
+        ...
+
+
+class ExactResolver:
+    """Exact and alias matching on normalised spellings."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def lookup(self, user_id: str, names: Sequence[str]) -> dict[str, str]:
+        """spelling → entity id for spellings already known (no creation)."""
+        norms = {n: normalize_name(n) for n in names}
+        found = self.store.entity_ids_by_norm(user_id, list(set(norms.values())))
+        return {n: found[v] for n, v in norms.items() if v in found}
+
+    def resolve_many(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
+                     create: bool = True) -> dict[str, Entity]:
+        spellings = list(dict.fromkeys(n for n, _ in names))
+        for s in spellings:
+            if not normalize_name(s):
+                raise ValidationError("entity", s, "name is empty after normalisation")
+        types = {n: t for n, t in names if t}
+        known = self.lookup(user_id, spellings)
+        ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())))}
+        out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}
+        if create:
+            by_norm: dict[str, Entity] = {}
+            for n in spellings:
+                if n in out:
+                    continue
+                norm = normalize_name(n)
+                if norm in by_norm:  # two spellings of one new entity in the same batch
+                    out[n] = by_norm[norm]
+                    continue
+                ent = Entity(id=new_id(), user_id=user_id, name=n.strip(), type=types.get(n),
+                             created_at=utcnow())
+                self.store.insert_entity(ent, norm)
+                by_norm[norm] = out[n] = ent
+        return out

@@ -1,0 +1,268 @@
+"""The public facade: :class:`Memory`.
+
+``Memory`` wires a store, the relation registry, the graph writer and (lazily)
+the models together, validates every public argument and scopes everything
+by ``user_id``.  Each capability lives in its own module; this file only
+delegates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .entities import ExactResolver
+from .errors import NotFoundError, ValidationError
+from .graph import GraphWriter
+from .model import Entity, Fact, UpdateReport
+from .providers.base import Embedder, LLM, UsageTracker
+from .registry import RelationRegistry, RelationSpec
+from .store import Store, open_store
+from .timeutil import iso, parse_time, utcnow
+
+log = logging.getLogger(__name__)
+
+EXPORT_FORMAT = "chronomem.export"
+EXPORT_VERSION = 1
+
+
+def check_user(user_id: Any) -> str:
+    if user_id is None:
+        raise ValidationError("user_id", user_id, "is required: every memory belongs to a user")
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise ValidationError("user_id", user_id, "must be a non-empty string")
+    return user_id
+
+
+@dataclass(slots=True)
+class ForgetResult:
+    facts_deleted: int = 0
+    messages_deleted: int = 0
+    sessions_deleted: int = 0
+    entities_deleted: int = 0
+    reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
+
+
+class Memory:
+    """Long-term memory for one application, many users.
+
+    >>> mem = Memory(":memory:")
+    >>> _ = mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto",
+    ...                     "valid_from": "2018-01-01"}], user_id="u1")
+    >>> [f.object for f in mem.facts(user_id="u1", subject="maya")]
+    ['Porto']
+    """
+
+    def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
+                 embedder: Embedder | str | None = None, config: Config | None = None,
+                 theta_stable: float | None = None,
+                 relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None) -> None:
+        self.config = config or Config.load(theta_stable=theta_stable)
+        if config is not None and theta_stable is not None:
+            self.config = Config(**{**config.__dict__, "theta_stable": theta_stable})
+        loc = str(location) if location is not None else self.config.db_location
+        self.store: Store = open_store(loc)
+        self.registry = RelationRegistry()
+        self.registry.update(self.config.relations)
+        for r in relations or ():
+            if isinstance(r, RelationSpec):
+                self.registry.define(r)
+            else:
+                self.registry.update([r])
+        self.usage = UsageTracker()
+        self.resolver = ExactResolver(self.store)
+        self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)
+        self._llm = llm
+        self._embedder = embedder
+
+    # -- models (created on first use) -----------------------------------------------------
+    @property
+    def llm(self) -> LLM:
+        """The chat model; created from the configured spec on first use."""
+        if self._llm is None or isinstance(self._llm, str):
+            from .providers import make_llm
+
+            self._llm = make_llm(self._llm if isinstance(self._llm, str) else self.config.llm,
+                                 usage=self.usage)
+        return self._llm
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None or isinstance(self._embedder, str):
+            from .providers import make_embedder
+
+            self._embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
+                                           else self.config.embedder)
+        return self._embedder
+
+    # -- relations ---------------------------------------------------------------------------
+    def define_relation(self, name: str, **props: Any) -> RelationSpec:
+        """Define or override a relation: ``define_relation("mentor_of", inverse="mentee_of")``."""
+        return self.registry.define(name, **props)
+
+    # -- writing structured facts ------------------------------------------------------------
+    def add_facts(self, facts: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+                  session_id: str | None = None, agent_id: str | None = None) -> UpdateReport:
+        """Add structured facts through the non-destructive update rules.
+
+        Each fact is a dict with ``subject``, ``relation``, ``object`` and optional
+        ``valid_from``, ``valid_to``, ``confidence`` (default 1.0), ``intent``
+        (default FACT), ``origin`` (default "imported"), ``source_ids``,
+        ``session_id``, ``text``, ``subject_type``, ``object_type``.  The whole
+        batch is validated first and written in one transaction.
+        """
+        user_id = check_user(user_id)
+        if isinstance(facts, Mapping) or not isinstance(facts, Sequence):
+            raise ValidationError("facts", type(facts).__name__, "must be a list of fact dicts")
+        return self.graph.apply(user_id, facts, session_id=session_id, agent_id=agent_id)
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _entity_ids(self, user_id: str, name: str | None, field: str) -> list[str] | None:
+        if name is None:
+            return None
+        if not isinstance(name, str) or not name.strip():
+            raise ValidationError(field, name, "must be a non-empty string")
+        found = self.resolver.lookup(user_id, [name])
+        return [found[name]] if name in found else []
+
+    def facts(self, *, user_id: str | None = None, subject: str | None = None,
+              relation: str | None = None, object: str | None = None,
+              as_of: datetime | str | None = None, include_unstable: bool = False) -> list[Fact]:
+        """Facts valid at ``as_of`` (default: now), oldest first.
+
+        ``subject``/``object`` match names and aliases case-insensitively;
+        ``relation`` accepts synonyms.  Facts below ``theta_stable`` are left out
+        unless ``include_unstable``.
+        """
+        user_id = check_user(user_id)
+        when = utcnow() if as_of is None else parse_time(as_of, "as_of")
+        return self._select(user_id, subject, relation, object, when, include_unstable)
+
+    def history(self, *, user_id: str | None = None, subject: str | None = None,
+                relation: str | None = None, object: str | None = None,
+                include_unstable: bool = True) -> list[Fact]:
+        """Every stored version — open, closed and (by default) unstable — oldest first."""
+        user_id = check_user(user_id)
+        return self._select(user_id, subject, relation, object, None, include_unstable)
+
+    def _select(self, user_id: str, subject: str | None, relation: str | None, obj: str | None,
+                when: datetime | None, include_unstable: bool) -> list[Fact]:
+        subject_ids = self._entity_ids(user_id, subject, "subject")
+        object_ids = self._entity_ids(user_id, obj, "object")
+        relations = None if relation is None else [self.registry.canonical(relation)]
+        return self.store.facts(user_id, subject_ids=subject_ids, object_ids=object_ids,
+                                relations=relations, as_of=when,
+                                min_confidence=None if include_unstable else self.config.theta_stable)
+
+    def entities(self, *, user_id: str | None = None) -> list[Entity]:
+        return self.store.entities(check_user(user_id))
+
+    def alias(self, name: str, alias: str, *, user_id: str | None = None) -> Entity:
+        """Record that ``alias`` names the same entity as ``name`` ("NYC" → "New York City")."""
+        from .entities import normalize_name
+
+        user_id = check_user(user_id)
+        for field, v in (("name", name), ("alias", alias)):
+            if not isinstance(v, str) or not normalize_name(v):
+                raise ValidationError(field, v, "must be a non-empty name")
+        with self.store.transaction(user_id):
+            ent = self.resolver.resolve_many(user_id, [(name, None)])[name]
+            other = self.resolver.lookup(user_id, [alias]).get(alias)
+            if other is not None and other != ent.id:
+                raise ValidationError("alias", alias, f"already names another entity ({other})")
+            self.store.add_alias(user_id, ent.id, alias.strip(), normalize_name(alias))
+        return self.store.entities(user_id, ids=[ent.id])[0]
+
+    # -- forgetting ------------------------------------------------------------------------------
+    def forget(self, *, user_id: str | None = None, fact_id: str | None = None,
+               session_id: str | None = None, everything: bool = False) -> ForgetResult:
+        """Delete for real: a fact, a session (its messages, facts, summaries) or the whole user.
+
+        Nothing forgotten stays in search indexes or vectors.  Facts that a
+        forgotten fact had closed hold again, as if it had never been said.
+        """
+        user_id = check_user(user_id)
+        chosen = [x for x in (fact_id is not None, session_id is not None, everything) if x]
+        if len(chosen) != 1:
+            raise ValidationError("forget", {"fact_id": fact_id, "session_id": session_id,
+                                             "everything": everything},
+                                  "give exactly one of fact_id, session_id or everything=True")
+        res = ForgetResult()
+        store = self.store
+        with store.transaction(user_id):
+            if everything:
+                res.facts_deleted = store.count_facts(user_id)
+                res.messages_deleted = len(store.messages(user_id))
+                res.sessions_deleted = len(store.sessions(user_id))
+                res.entities_deleted = len(store.entities(user_id))
+                store.delete_user(user_id)
+                return res
+            if fact_id is not None:
+                doomed = store.facts(user_id, ids=[fact_id])
+                if not doomed:
+                    raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
+            else:
+                msgs = store.messages(user_id, session_id=session_id)
+                if not msgs and not any(s.id == session_id for s in store.sessions(user_id)):
+                    raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
+                msg_ids = {m.id for m in msgs}
+                doomed, trimmed = [], []
+                for f in store.facts(user_id):
+                    if f.session_id == session_id or (f.source_ids and set(f.source_ids) <= msg_ids):
+                        doomed.append(f)
+                    elif msg_ids & set(f.source_ids):
+                        f.source_ids = [s for s in f.source_ids if s not in msg_ids]
+                        trimmed.append(f)
+                store.update_facts(user_id, trimmed)
+                res.messages_deleted = len(msgs)
+                res.sessions_deleted = 1
+            doomed_ids = {f.id for f in doomed}
+            affected = [f for f in store.facts(user_id, touching=list(
+                {f.subject_id for f in doomed} | {f.object_id for f in doomed}))  # type: ignore[arg-type]
+                if f.closed_by in doomed_ids]
+            res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
+            if session_id is not None:
+                store.delete_session(user_id, session_id)
+            res.reopened = len(self.graph.rebuild(user_id, affected))
+            res.entities_deleted = store.delete_orphan_entities(user_id)
+        return res
+
+    # -- export / import ---------------------------------------------------------------------------
+    def export(self, *, user_id: str | None = None) -> dict[str, Any]:
+        """Everything stored for a user as JSON-ready data; :meth:`import_` restores it losslessly."""
+        user_id = check_user(user_id)
+        return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,
+                "exported_at": iso(utcnow()), "tables": self.store.dump_user(user_id)}
+
+    def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
+        """Load an :meth:`export` (into ``user_id``, default the exported user).  Existing ids are kept."""
+        if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
+            raise ValidationError("data.format", data.get("format") if isinstance(data, Mapping) else data,
+                                  f"not a chronomem export (expected format {EXPORT_FORMAT!r})")
+        if data.get("version") != EXPORT_VERSION:
+            raise ValidationError("data.version", data.get("version"),
+                                  f"unsupported export version (this chronomem reads {EXPORT_VERSION})")
+        tables = data.get("tables")
+        if not isinstance(tables, Mapping):
+            raise ValidationError("data.tables", tables, "missing or not a mapping")
+        target = check_user(user_id if user_id is not None else data.get("user_id"))
+        self.store.load_user(target, dict(tables))
+        return {t: len(rows) for t, rows in tables.items()}
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Memory({self.store.url!r})"

@@ -1,0 +1,172 @@
+"""The relation registry: canonical relations, synonyms and their properties.
+
+A relation is *single-valued* when a subject has at most one value at a time
+(``lives_in``: a new residence ends the old one) and *multi-valued* otherwise
+(``likes``: new likes sit beside old ones).  *Symmetric* relations hold both
+ways (``sibling_of``); *inverse* pairs mirror each other (``parent_of`` /
+``child_of``).  Unknown relations default to multi-valued, so nothing is ever
+closed by a relation the registry does not know.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from .errors import ValidationError
+
+_WORD = re.compile(r"[^0-9a-z]+")
+
+
+def normalize_relation(name: str) -> str:
+    """``"Lives In"`` → ``"lives_in"``; raises on empty input."""
+    if not isinstance(name, str):
+        raise ValidationError("relation", name, "must be a string")
+    norm = _WORD.sub("_", name.strip().lower()).strip("_")
+    if not norm:
+        raise ValidationError("relation", name, "must not be empty")
+    return norm
+
+
+@dataclass(frozen=True, slots=True)
+class RelationSpec:
+    name: str
+    single_valued: bool = False
+    symmetric: bool = False
+    inverse: str | None = None
+    synonyms: tuple[str, ...] = ()
+    # what kind of answer the object is ("place", "person", "organisation",
+    # "time", "thing" …) — used by retrieval's answer-sufficiency checks
+    object_type: str | None = None
+    description: str = ""
+
+
+def _b(name: str, *syn: str, single: bool = False, symmetric: bool = False,
+       inverse: str | None = None, obj: str | None = None, desc: str = "") -> RelationSpec:
+    return RelationSpec(name, single, symmetric, inverse, tuple(syn), obj, desc)
+
+
+BUILTIN_RELATIONS: tuple[RelationSpec, ...] = (
+    _b("lives_in", "resides_in", "lives in", "living_in", "lives_at", "based_in", "home_is",
+       single=True, obj="place", desc="current place of residence"),
+    _b("works_at", "employed_at", "employed_by", "works_for", "job_at", "works at",
+       single=True, obj="organisation", desc="current employer"),
+    _b("job_title", "works_as", "occupation", "profession", "job", "role",
+       single=True, obj="role", desc="current job title or occupation"),
+    _b("studies_at", "student_at", "attends", "enrolled_at", single=True,
+       obj="organisation", desc="current school or university"),
+    _b("married_to", "spouse_of", "wife_of", "husband_of", "spouse", single=True,
+       symmetric=True, obj="person"),
+    _b("partner_of", "dating", "in_relationship_with", "boyfriend_of", "girlfriend_of",
+       single=True, symmetric=True, obj="person"),
+    _b("sibling_of", "brother_of", "sister_of", "sibling", symmetric=True, obj="person"),
+    _b("friend_of", "friends_with", "friend", symmetric=True, obj="person"),
+    _b("parent_of", "mother_of", "father_of", "has_child", "has_son", "has_daughter",
+       inverse="child_of", obj="person"),
+    _b("child_of", "son_of", "daughter_of", "has_parent", "has_mother", "has_father",
+       inverse="parent_of", obj="person"),
+    _b("has_pet", "owns_pet", "pet", obj="animal"),
+    _b("likes", "loves", "enjoys", "fond_of", "favorite", "favourite"),
+    _b("dislikes", "hates", "does_not_like"),
+    _b("owns", "has", "possesses", obj="thing"),
+    _b("hobby", "has_hobby", "hobbies", "pastime", obj="activity"),
+    _b("is_a", "is_an", "instance_of", "type_of", "kind_of", "isa", obj="type"),
+    _b("located_in", "in_country", "part_of_region", "situated_in", single=True, obj="place"),
+    _b("born_in", "birthplace", "place_of_birth", single=True, obj="place"),
+)
+
+
+@dataclass
+class RelationRegistry:
+    """Canonical relations and their properties; copy-on-construct, per ``Memory``.
+
+    >>> reg = RelationRegistry()
+    >>> reg.canonical("Resides in")
+    'lives_in'
+    >>> reg.spec("lives_in").single_valued
+    True
+    """
+
+    specs: dict[str, RelationSpec] = field(default_factory=dict)
+    _synonyms: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        given = list(self.specs.values())
+        self.specs = {}
+        self._synonyms = {}
+        for spec in (*BUILTIN_RELATIONS, *given):
+            self.define(spec)
+
+    # -- definition -------------------------------------------------------
+    def define(self, spec: RelationSpec | str, **props: object) -> RelationSpec:
+        """Add or override a relation.  ``define("mentor_of", inverse="mentee_of")``."""
+        if isinstance(spec, str):
+            name = normalize_relation(spec)
+            base = self.specs.get(name, RelationSpec(name))
+            spec = replace(base, **props)  # type: ignore[arg-type]
+        name = normalize_relation(spec.name)
+        if name != spec.name:
+            spec = replace(spec, name=name)
+        if spec.symmetric and spec.inverse:
+            raise ValidationError("relation", name, "cannot be both symmetric and have an inverse")
+        self.specs[name] = spec
+        self._synonyms[name] = name
+        for syn in spec.synonyms:
+            self._synonyms[normalize_relation(syn)] = name
+        if spec.inverse:
+            inv = normalize_relation(spec.inverse)
+            other = self.specs.get(inv)
+            if other is None or other.inverse != name:
+                other = replace(other or RelationSpec(inv), inverse=name)
+                self.specs[inv] = other
+                self._synonyms.setdefault(inv, inv)
+        return spec
+
+    def update(self, definitions: Iterable[dict[str, object]]) -> None:
+        """Define relations from plain dicts (config files): ``{"name": ..., "single_valued": ...}``."""
+        for d in definitions:
+            d = dict(d)
+            name = d.pop("name", None)
+            if not name:
+                raise ValidationError("relation.name", name, "every relation definition needs a name")
+            if "synonyms" in d:
+                d["synonyms"] = tuple(d["synonyms"])  # type: ignore[arg-type]
+            unknown = set(d) - {f for f in RelationSpec.__dataclass_fields__} - {"name"}
+            if unknown:
+                raise ValidationError("relation", name, f"unknown properties {sorted(unknown)}")
+            self.define(str(name), **d)
+
+    # -- lookup -------------------------------------------------------------
+    def canonical(self, name: str) -> str:
+        """The canonical name for a relation or synonym; unknown names normalised as-is."""
+        norm = normalize_relation(name)
+        return self._synonyms.get(norm, norm)
+
+    def spec(self, name: str) -> RelationSpec:
+        canon = self.canonical(name)
+        return self.specs.get(canon) or RelationSpec(canon)
+
+    def is_known(self, name: str) -> bool:
+        return normalize_relation(name) in self._synonyms
+
+    def names(self) -> list[str]:
+        return sorted(self.specs)
+
+    def learn_synonym(self, synonym: str, canonical: str) -> None:
+        """Record that ``synonym`` means ``canonical`` (e.g. learned from extraction)."""
+        target = self.canonical(canonical)
+        if target not in self.specs:
+            self.define(target)
+        self._synonyms[normalize_relation(synonym)] = target
+
+    def key(self, subject: str, relation: str, obj: str) -> tuple[str, str, str]:
+        """A direction-independent identity for a fact: symmetric facts and
+        inverse pairs map to the same key, so they reinforce instead of duplicate."""
+        spec = self.spec(relation)
+        rel = spec.name
+        if spec.symmetric and obj < subject:
+            subject, obj = obj, subject
+        elif spec.inverse and spec.inverse < rel:
+            subject, rel, obj = obj, spec.inverse, subject
+        return subject, rel, obj

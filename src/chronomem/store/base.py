@@ -1,0 +1,157 @@
+"""The store interface: everything chronomem persists, scoped by ``user_id``.
+
+Every method takes ``user_id`` first and touches only that user's rows; there
+is no method that reads across users except :meth:`Store.users`, which lists
+user ids (for copy/migrate tools).  Implementations: :mod:`.sqlite` (embedded
+default) and :mod:`.postgres`; both derive from :class:`.sql.SQLStore`, which
+holds the one query layer, and pass the same contract tests.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from ..model import Checkpoint, Entity, Fact, Message, Session
+
+
+class Store(ABC):
+    """Abstract persistence for one chronomem memory."""
+
+    url: str
+    has_vector_index: bool = False  # True when k-NN uses an ANN index (pgvector); else exact scan
+
+    # -- lifecycle ---------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def transaction(self, user_id: str) -> AbstractContextManager[None]:
+        """A write transaction that serialises writers of ``user_id``.  Nests."""
+
+    @abstractmethod
+    def users(self) -> list[str]: ...
+
+    # -- sessions & messages --------------------------------------------------
+    @abstractmethod
+    def ensure_session(self, user_id: str, session_id: str, *, started_at: datetime | None = None,
+                       agent_id: str | None = None) -> Session: ...
+
+    @abstractmethod
+    def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None: ...
+
+    @abstractmethod
+    def sessions(self, user_id: str) -> list[Session]: ...
+
+    @abstractmethod
+    def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]:
+        """Store messages idempotently by id; return the ones that were new."""
+
+    @abstractmethod
+    def messages(self, user_id: str, *, session_id: str | None = None,
+                 ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]: ...
+
+    @abstractmethod
+    def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None: ...
+
+    # -- entities --------------------------------------------------------------
+    @abstractmethod
+    def entities(self, user_id: str, ids: Sequence[str] | None = None) -> list[Entity]: ...
+
+    @abstractmethod
+    def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
+        """Map normalised spellings (names and aliases) to entity ids."""
+
+    @abstractmethod
+    def insert_entity(self, entity: Entity, norm: str) -> None: ...
+
+    @abstractmethod
+    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None: ...
+
+    # -- facts -------------------------------------------------------------------
+    @abstractmethod
+    def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None: ...
+
+    @abstractmethod
+    def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
+        """Persist the mutable parts of stored facts (interval, confidence, provenance)."""
+
+    @abstractmethod
+    def facts(self, user_id: str, *, ids: Sequence[str] | None = None,
+              subject_ids: Sequence[str] | None = None, object_ids: Sequence[str] | None = None,
+              touching: Sequence[str] | None = None, relations: Sequence[str] | None = None,
+              as_of: datetime | None = None, min_confidence: float | None = None,
+              session_id: str | None = None, limit: int | None = None) -> list[Fact]:
+        """Facts matching every given filter, oldest ``valid_from`` first.
+
+        ``as_of`` keeps facts valid at that instant; ``touching`` matches either endpoint.
+        """
+
+    @abstractmethod
+    def count_facts(self, user_id: str) -> int: ...
+
+    @abstractmethod
+    def delete_facts(self, user_id: str, ids: Sequence[str]) -> int: ...
+
+    # -- text and vector search ----------------------------------------------------
+    @abstractmethod
+    def search_facts_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
+        """Full-text search over facts: ``(fact_id, score)``, best first."""
+
+    @abstractmethod
+    def search_messages_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]: ...
+
+    @abstractmethod
+    def put_vectors(self, user_id: str, kind: str, items: Sequence[tuple[str, Sequence[float]]],
+                    model: str) -> None: ...
+
+    @abstractmethod
+    def knn(self, user_id: str, kind: str, vector: Sequence[float], k: int = 10,
+            model: str | None = None) -> list[tuple[str, float]]:
+        """Nearest items of ``kind`` for this user: ``(item_id, cosine similarity)``, best first."""
+
+    @abstractmethod
+    def vector_ids(self, user_id: str, kind: str, model: str) -> set[str]: ...
+
+    # -- Rsum checkpoints ------------------------------------------------------------
+    @abstractmethod
+    def put_checkpoint(self, cp: Checkpoint) -> None: ...
+
+    @abstractmethod
+    def checkpoints(self, user_id: str) -> list[Checkpoint]:
+        """Oldest first."""
+
+    @abstractmethod
+    def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int: ...
+
+    # -- forgetting ------------------------------------------------------------------
+    @abstractmethod
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        """Delete a session's messages, checkpoints and row (facts are handled by the caller)."""
+
+    @abstractmethod
+    def delete_orphan_entities(self, user_id: str) -> int:
+        """Delete entities no fact refers to any more (with their names and vectors)."""
+
+    @abstractmethod
+    def delete_user(self, user_id: str) -> None:
+        """Delete every row of the user, including search indexes and vectors."""
+
+    # -- bulk rows for export / import / copy ------------------------------------------
+    @abstractmethod
+    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]: ...
+
+    @abstractmethod
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None: ...
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def iter_users(self) -> Iterator[str]:
+        yield from self.users()

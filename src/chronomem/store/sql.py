@@ -1,0 +1,418 @@
+"""The one query layer shared by the SQL stores.
+
+Dialects (SQLite, PostgreSQL) differ only in how they connect, lock, search
+text and search vectors; everything else — the schema's shape, every query,
+row conversion — lives here once.  Times are stored as integer microseconds
+since the epoch (UTC) in both dialects, so the same comparisons work in both.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
+from typing import Any
+
+from ..model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session
+from ..timeutil import from_micros, to_micros
+from .base import Store
+
+FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
+             "valid_from", "valid_to", "stated_to", "confidence", "intent", "origin",
+             "recorded_at", "session_id", "agent_id", "source_ids", "text", "closed_by")
+MSG_COLS = ("user_id", "id", "session_id", "agent_id", "seq", "speaker", "text", "ts",
+            "recorded_at", "extracted")
+ENT_COLS = ("user_id", "id", "name", "type", "created_at")
+SESSION_COLS = ("user_id", "id", "agent_id", "started_at", "ended_at")
+CP_COLS = ("user_id", "seq", "session_id", "memory", "created_at", "session_time")
+NAME_COLS = ("user_id", "norm", "entity_id", "alias")
+VEC_COLS = ("user_id", "kind", "item_id", "model", "dim", "vec")
+
+# tables in dependency order, with their columns: the unit of dump/load/copy
+TABLES: dict[str, tuple[str, ...]] = {
+    "sessions": SESSION_COLS,
+    "messages": MSG_COLS,
+    "entities": ENT_COLS,
+    "entity_names": NAME_COLS,
+    "facts": FACT_COLS,
+    "checkpoints": CP_COLS,
+    "vectors": VEC_COLS,
+}
+TIME_COLS = {"valid_from", "valid_to", "stated_to", "recorded_at", "ts", "started_at",
+             "ended_at", "created_at", "session_time"}
+
+
+def _us(dt: datetime | None) -> int | None:
+    return None if dt is None else to_micros(dt)
+
+
+def _dt(us: int | None) -> datetime | None:
+    return None if us is None else from_micros(us)
+
+
+def fact_to_row(f: Fact) -> tuple[Any, ...]:
+    return (f.user_id, f.id, f.subject_id, f.subject, f.relation, f.object_id, f.object,
+            _us(f.valid_from), _us(f.valid_to), _us(f.stated_to), f.confidence, f.intent.value,
+            f.origin.value, _us(f.recorded_at), f.session_id, f.agent_id,
+            json.dumps(f.source_ids), f.text, f.closed_by)
+
+
+def row_to_fact(r: Sequence[Any]) -> Fact:
+    return Fact(
+        user_id=r[0], id=r[1], subject_id=r[2], subject=r[3], relation=r[4], object_id=r[5],
+        object=r[6], valid_from=_dt(r[7]), valid_to=_dt(r[8]), stated_to=_dt(r[9]),
+        confidence=r[10], intent=Intent(r[11]), origin=Origin(r[12]),
+        recorded_at=_dt(r[13]),  # type: ignore[arg-type]
+        session_id=r[14], agent_id=r[15], source_ids=json.loads(r[16]), text=r[17],
+        closed_by=r[18],
+    )
+
+
+def row_to_message(r: Sequence[Any]) -> Message:
+    return Message(user_id=r[0], id=r[1], session_id=r[2], agent_id=r[3], seq=r[4], speaker=r[5],
+                   text=r[6], timestamp=_dt(r[7]), recorded_at=_dt(r[8]),  # type: ignore[arg-type]
+                   extracted=bool(r[9] == 1))
+
+
+class SQLStore(Store):
+    """Store logic over a DB-API connection; subclasses supply the dialect hooks."""
+
+    param = "?"  # placeholder style of the driver
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    # -- dialect hooks ------------------------------------------------------------
+    def _connect_for_write(self, user_id: str) -> AbstractContextManager[Any]:
+        """Yield a connection inside a write transaction that serialises ``user_id``'s writers."""
+        raise NotImplementedError
+
+    def _connect_for_read(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def _knn(self, conn: Any, user_id: str, kind: str, vector: Sequence[float], k: int,
+             model: str | None) -> list[tuple[str, float]]:
+        raise NotImplementedError
+
+    def _vec_param(self, vector: Sequence[float]) -> Any:
+        raise NotImplementedError
+
+    def _vec_from_db(self, value: Any) -> list[float]:
+        raise NotImplementedError
+
+    def _upsert_ignore(self, table: str, cols: Sequence[str]) -> str:
+        ph = ", ".join([self.param] * len(cols))
+        return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({ph}) ON CONFLICT DO NOTHING"
+
+    # -- plumbing --------------------------------------------------------------------
+    def _q(self, sql: str) -> str:
+        return sql if self.param == "?" else sql.replace("?", self.param)
+
+    @contextmanager
+    def transaction(self, user_id: str) -> Iterator[None]:
+        if getattr(self._local, "conn", None) is not None:
+            yield  # nested: join the outer transaction
+            return
+        with self._connect_for_write(user_id) as conn:
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def _conn(self, user_id: str | None = None, write: bool = False) -> Iterator[Any]:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            yield conn
+        elif write:
+            assert user_id is not None
+            with self.transaction(user_id):
+                yield self._local.conn
+        else:
+            with self._connect_for_read() as conn:
+                yield conn
+
+    def _all(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._conn() as c:
+            cur = c.execute(self._q(sql), params)
+            return cur.fetchall()
+
+    def _exec(self, user_id: str, sql: str, params: Sequence[Any] = ()) -> int:
+        with self._conn(user_id, write=True) as c:
+            return c.execute(self._q(sql), params).rowcount
+
+    def _many(self, user_id: str, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            with self._conn(user_id, write=True) as c:
+                c.executemany(self._q(sql), rows)
+
+    def _in(self, values: Sequence[Any]) -> str:
+        return "(" + ", ".join("?" * len(values)) + ")"
+
+    # -- users -------------------------------------------------------------------------
+    def users(self) -> list[str]:
+        rows = self._all("SELECT user_id FROM messages UNION SELECT user_id FROM facts "
+                         "UNION SELECT user_id FROM entities UNION SELECT user_id FROM sessions "
+                         "UNION SELECT user_id FROM checkpoints")
+        return sorted(r[0] for r in rows)
+
+    # -- sessions & messages -----------------------------------------------------------
+    def ensure_session(self, user_id: str, session_id: str, *, started_at: datetime | None = None,
+                       agent_id: str | None = None) -> Session:
+        self._exec(user_id, self._upsert_ignore("sessions", SESSION_COLS),
+                   (user_id, session_id, agent_id, _us(started_at), None))
+        if started_at is not None:
+            self._exec(user_id, "UPDATE sessions SET started_at = ? WHERE user_id = ? AND id = ? "
+                       "AND (started_at IS NULL OR started_at > ?)",
+                       (_us(started_at), user_id, session_id, _us(started_at)))
+        return next(s for s in self.sessions(user_id) if s.id == session_id)
+
+    def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None:
+        self._exec(user_id, "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND id = ?",
+                   (_us(ended_at), user_id, session_id))
+
+    def sessions(self, user_id: str) -> list[Session]:
+        rows = self._all(f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE user_id = ? "
+                         "ORDER BY started_at, id", (user_id,))
+        return [Session(user_id=r[0], id=r[1], agent_id=r[2], started_at=_dt(r[3]), ended_at=_dt(r[4]))
+                for r in rows]
+
+    def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]:
+        if not messages:
+            return []
+        with self.transaction(user_id):
+            ids = [m.id for m in messages]
+            existing = {r[0] for r in self._all(
+                f"SELECT id FROM messages WHERE user_id = ? AND id IN {self._in(ids)}", (user_id, *ids))}
+            new = [m for m in messages if m.id not in existing]
+            self._many(user_id, self._upsert_ignore("messages", MSG_COLS), [
+                (user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text,
+                 to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted)) for m in new])
+        return new
+
+    def messages(self, user_id: str, *, session_id: str | None = None,
+                 ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]:
+        sql = f"SELECT {', '.join(MSG_COLS)} FROM messages WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        if ids is not None:
+            if not ids:
+                return []
+            sql += f" AND id IN {self._in(ids)}"
+            params.extend(ids)
+        if pending_only:
+            sql += " AND extracted <> 1"
+        sql += " ORDER BY ts, session_id, seq"
+        return [row_to_message(r) for r in self._all(sql, params)]
+
+    def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:
+        self._many(user_id, "UPDATE messages SET extracted = ? WHERE user_id = ? AND id = ?",
+                   [(state, user_id, i) for i in ids])
+
+    # -- entities -------------------------------------------------------------------------
+    def entities(self, user_id: str, ids: Sequence[str] | None = None) -> list[Entity]:
+        sql = f"SELECT {', '.join(ENT_COLS)} FROM entities WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if ids is not None:
+            if not ids:
+                return []
+            sql += f" AND id IN {self._in(ids)}"
+            params.extend(ids)
+        rows = self._all(sql + " ORDER BY created_at, id", params)
+        aliases: dict[str, list[str]] = {}
+        for eid, alias in self._all("SELECT entity_id, alias FROM entity_names WHERE user_id = ? "
+                                    "ORDER BY alias", (user_id,)):
+            aliases.setdefault(eid, []).append(alias)
+        return [Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]),
+                       aliases=[a for a in aliases.get(r[1], []) if a != r[2]]) for r in rows]
+
+    def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        norms = list(dict.fromkeys(norms))
+        for i in range(0, len(norms), 500):
+            chunk = norms[i:i + 500]
+            out.update(self._all(f"SELECT norm, entity_id FROM entity_names WHERE user_id = ? "
+                                 f"AND norm IN {self._in(chunk)}", (user_id, *chunk)))
+        return out
+
+    def insert_entity(self, entity: Entity, norm: str) -> None:
+        u = entity.user_id
+        with self.transaction(u):
+            self._exec(u, self._upsert_ignore("entities", ENT_COLS),
+                       (u, entity.id, entity.name, entity.type, _us(entity.created_at) or 0))
+            self._exec(u, self._upsert_ignore("entity_names", NAME_COLS), (u, norm, entity.id, entity.name))
+
+    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None:
+        self._exec(user_id, self._upsert_ignore("entity_names", NAME_COLS), (user_id, norm, entity_id, alias))
+
+    # -- facts ----------------------------------------------------------------------------------
+    def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
+        self._many(user_id, f"INSERT INTO facts ({', '.join(FACT_COLS)}) VALUES "
+                   f"({', '.join('?' * len(FACT_COLS))})", [fact_to_row(f) for f in facts])
+
+    def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
+        self._many(user_id, "UPDATE facts SET valid_from = ?, valid_to = ?, stated_to = ?, "
+                   "confidence = ?, source_ids = ?, text = ?, closed_by = ? WHERE user_id = ? AND id = ?",
+                   [(_us(f.valid_from), _us(f.valid_to), _us(f.stated_to), f.confidence,
+                     json.dumps(f.source_ids), f.text, f.closed_by, user_id, f.id) for f in facts])
+
+    def facts(self, user_id: str, *, ids: Sequence[str] | None = None,
+              subject_ids: Sequence[str] | None = None, object_ids: Sequence[str] | None = None,
+              touching: Sequence[str] | None = None, relations: Sequence[str] | None = None,
+              as_of: datetime | None = None, min_confidence: float | None = None,
+              session_id: str | None = None, limit: int | None = None) -> list[Fact]:
+        sql = f"SELECT {', '.join(FACT_COLS)} FROM facts WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        for col, values in (("id", ids), ("subject_id", subject_ids), ("object_id", object_ids),
+                            ("relation", relations)):
+            if values is not None:
+                if not values:
+                    return []
+                sql += f" AND {col} IN {self._in(values)}"
+                params.extend(values)
+        if touching is not None:
+            if not touching:
+                return []
+            sql += f" AND (subject_id IN {self._in(touching)} OR object_id IN {self._in(touching)})"
+            params.extend(touching)
+            params.extend(touching)
+        if as_of is not None:
+            t = to_micros(as_of)
+            sql += " AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
+            params.extend((t, t))
+        if min_confidence is not None:
+            sql += " AND confidence >= ?"
+            params.append(min_confidence)
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        sql += " ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [row_to_fact(r) for r in self._all(sql, params)]
+
+    def count_facts(self, user_id: str) -> int:
+        return int(self._all("SELECT COUNT(*) FROM facts WHERE user_id = ?", (user_id,))[0][0])
+
+    def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        with self.transaction(user_id):
+            n = 0
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i:i + 500])
+                n += self._exec(user_id, f"DELETE FROM facts WHERE user_id = ? AND id IN {self._in(chunk)}",
+                                (user_id, *chunk))
+                self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'fact' "
+                           f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
+        return n
+
+    # -- search -------------------------------------------------------------------------------------
+    def search_facts_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
+        with self._conn() as c:
+            return self._fts(c, "facts", user_id, query, limit)
+
+    def search_messages_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
+        with self._conn() as c:
+            return self._fts(c, "messages", user_id, query, limit)
+
+    def put_vectors(self, user_id: str, kind: str, items: Sequence[tuple[str, Sequence[float]]],
+                    model: str) -> None:
+        rows = [(user_id, kind, item_id, model, len(vec), self._vec_param(vec)) for item_id, vec in items]
+        with self.transaction(user_id):
+            self._many(user_id, "DELETE FROM vectors WHERE user_id = ? AND kind = ? AND item_id = ?",
+                       [(user_id, kind, i) for i, _ in items])
+            self._many(user_id, f"INSERT INTO vectors ({', '.join(VEC_COLS)}) VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def knn(self, user_id: str, kind: str, vector: Sequence[float], k: int = 10,
+            model: str | None = None) -> list[tuple[str, float]]:
+        with self._conn() as c:
+            return self._knn(c, user_id, kind, vector, k, model)
+
+    def vector_ids(self, user_id: str, kind: str, model: str) -> set[str]:
+        return {r[0] for r in self._all("SELECT item_id FROM vectors WHERE user_id = ? AND kind = ? "
+                                        "AND model = ?", (user_id, kind, model))}
+
+    # -- checkpoints ------------------------------------------------------------------------------------
+    def put_checkpoint(self, cp: Checkpoint) -> None:
+        u = cp.user_id
+        with self.transaction(u):
+            self._exec(u, "DELETE FROM checkpoints WHERE user_id = ? AND seq = ?", (u, cp.seq))
+            self._exec(u, f"INSERT INTO checkpoints ({', '.join(CP_COLS)}) VALUES (?, ?, ?, ?, ?, ?)",
+                       (u, cp.seq, cp.session_id, cp.memory, to_micros(cp.created_at), _us(cp.session_time)))
+
+    def checkpoints(self, user_id: str) -> list[Checkpoint]:
+        rows = self._all(f"SELECT {', '.join(CP_COLS)} FROM checkpoints WHERE user_id = ? ORDER BY seq",
+                         (user_id,))
+        return [Checkpoint(user_id=r[0], seq=r[1], session_id=r[2], memory=r[3],
+                           created_at=_dt(r[4]), session_time=_dt(r[5])) for r in rows]  # type: ignore[arg-type]
+
+    def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
+        return self._exec(user_id, "DELETE FROM checkpoints WHERE user_id = ? AND seq >= ?", (user_id, from_seq))
+
+    # -- forgetting ---------------------------------------------------------------------------------------
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        with self.transaction(user_id):
+            ids = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ?",
+                                           (user_id, session_id))]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'message' "
+                           f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
+            self._exec(user_id, "DELETE FROM messages WHERE user_id = ? AND session_id = ?", (user_id, session_id))
+            self._exec(user_id, "DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?",
+                       (user_id, session_id))
+            self._exec(user_id, "DELETE FROM sessions WHERE user_id = ? AND id = ?", (user_id, session_id))
+
+    def delete_orphan_entities(self, user_id: str) -> int:
+        orphan = ("SELECT id FROM entities e WHERE e.user_id = ? AND NOT EXISTS (SELECT 1 FROM facts f "
+                  "WHERE f.user_id = e.user_id AND (f.subject_id = e.id OR f.object_id = e.id))")
+        with self.transaction(user_id):
+            ids = [r[0] for r in self._all(orphan, (user_id,))]
+            for i in range(0, len(ids), 500):
+                chunk = ids[i:i + 500]
+                for table, col in (("entity_names", "entity_id"), ("entities", "id")):
+                    self._exec(user_id, f"DELETE FROM {table} WHERE user_id = ? AND {col} IN {self._in(chunk)}",
+                               (user_id, *chunk))
+                self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'entity' "
+                           f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
+        return len(ids)
+
+    def delete_user(self, user_id: str) -> None:
+        with self.transaction(user_id):
+            for table in reversed(TABLES):
+                self._exec(user_id, f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
+
+    # -- dump / load ------------------------------------------------------------------------------------------
+    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for table, cols in TABLES.items():
+            rows = self._all(f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ? ORDER BY "
+                             f"{', '.join(cols[1:3])}", (user_id,))
+            dicts = []
+            for r in rows:
+                d = dict(zip(cols, r))
+                if table == "vectors":
+                    d["vec"] = self._vec_from_db(d["vec"])
+                dicts.append(d)
+            out[table] = dicts
+        return out
+
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+        with self.transaction(user_id):
+            for table, cols in TABLES.items():
+                batch = []
+                for d in rows.get(table, []):
+                    values = [user_id if c == "user_id" else d.get(c) for c in cols]
+                    if table == "vectors":
+                        values[-1] = self._vec_param(d["vec"])
+                    batch.append(values)
+                self._many(user_id, self._upsert_ignore(table, cols), batch)

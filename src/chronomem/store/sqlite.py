@@ -1,0 +1,225 @@
+"""The embedded default store: one SQLite file (WAL), vectors in the same file.
+
+Uses ``sqlean.py`` (a drop-in ``sqlite3`` with extension loading, bundling a
+recent SQLite with FTS5) rather than the interpreter's ``sqlite3``, which is
+often built without ``enable_load_extension`` — so sqlite-vec always loads.
+Writers are serialised with ``BEGIN IMMEDIATE`` (SQLite has one writer at a
+time); readers never block thanks to WAL.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import struct
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import sqlean as sqlite3
+
+from ..errors import CorruptDatabaseError, StoreError
+from ..timeutil import to_micros, utcnow
+from .sql import SQLStore
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION_KEY = "schema_version"
+APP_KEY = "application"
+APP_NAME = "chronomem"
+
+
+def _migrations(dialect: str) -> list[tuple[int, str]]:
+    folder = resources.files("chronomem.store") / "migrations" / dialect
+    out = []
+    for entry in folder.iterdir():
+        m = re.match(r"(\d+)_.*\.sql$", entry.name)
+        if m:
+            out.append((int(m.group(1)), entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def _fts_query(text: str) -> str:
+    """Turn free text into a safe FTS5 OR-query of its words."""
+    words = re.findall(r"\w+", text.lower())
+    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words) if len(w) > 1)
+
+
+class SQLiteStore(SQLStore):
+    """SQLite implementation of :class:`~chronomem.store.base.Store`."""
+
+    def __init__(self, path: str | Path, *, timeout_s: float = 60.0) -> None:
+        super().__init__()
+        self.path = str(path)
+        self.url = f"sqlite:///{self.path}"
+        if self.path != ":memory:":
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
+                                       check_same_thread=False)
+            self._vec = self._load_sqlite_vec()
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA secure_delete = ON")  # forgotten data is zeroed in the file
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            self._migrate()
+        except sqlite3.DatabaseError as e:
+            self._safe_close()
+            raise CorruptDatabaseError(f"{self.path} is not a usable chronomem database: {e}") from e
+
+    def _safe_close(self) -> None:
+        try:
+            self._db.close()
+        except Exception:  # pragma: no cover - best effort
+            pass
+
+    def _load_sqlite_vec(self) -> bool:
+        try:
+            import sqlite_vec
+
+            self._db.enable_load_extension(True)
+            sqlite_vec.load(self._db)
+            self._db.enable_load_extension(False)
+            return True
+        except Exception as e:  # pragma: no cover - depends on the platform wheel
+            log.warning("sqlite-vec could not be loaded (%s); vector search uses Python", e)
+            return False
+
+    def _migrate(self) -> None:
+        db = self._db
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "chronomem_meta" not in tables:
+            raise CorruptDatabaseError(
+                f"{self.path} is an SQLite database but not a chronomem one "
+                f"(it has tables {sorted(tables)[:5]}); refusing to touch it")
+        current = 0
+        if "chronomem_meta" in tables:
+            meta = dict(db.execute("SELECT key, value FROM chronomem_meta").fetchall())
+            if meta.get(APP_KEY) != APP_NAME:
+                raise CorruptDatabaseError(f"{self.path} is not a chronomem database")
+            current = int(meta.get(SCHEMA_VERSION_KEY, "0"))
+        migrations = _migrations("sqlite")
+        latest = migrations[-1][0]
+        if current > latest:
+            raise StoreError(f"{self.path} has schema version {current}, newer than this chronomem "
+                             f"({latest}); upgrade chronomem")
+        for version, sql in migrations:
+            if version <= current:
+                continue
+            log.info("migrating %s to schema version %d", self.path, version)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                # re-check inside the lock: another process may have migrated meanwhile
+                has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'chronomem_meta'").fetchone()
+                done = 0
+                if has_meta:
+                    row = db.execute("SELECT value FROM chronomem_meta WHERE key = ?",
+                                     (SCHEMA_VERSION_KEY,)).fetchone()
+                    done = int(row[0]) if row else 0
+                if done < version:
+                    for stmt in _split_sql(sql):
+                        db.execute(stmt)
+                    db.execute("INSERT OR REPLACE INTO chronomem_meta (key, value) VALUES (?, ?)",
+                               (APP_KEY, APP_NAME))
+                    db.execute("INSERT OR REPLACE INTO chronomem_meta (key, value) VALUES (?, ?)",
+                               (SCHEMA_VERSION_KEY, str(version)))
+                    db.execute("INSERT OR REPLACE INTO chronomem_meta (key, value) VALUES (?, ?)",
+                               (f"migrated_{version}", str(to_micros(utcnow()))))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    # -- dialect hooks ---------------------------------------------------------------
+    @contextmanager
+    def _connect_for_write(self, user_id: str) -> Iterator[Any]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"cannot start a write transaction on {self.path}: {e}") from e
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            else:
+                self._db.execute("COMMIT")
+
+    @contextmanager
+    def _connect_for_read(self) -> Iterator[Any]:
+        with self._lock:
+            yield self._db
+
+    def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+        q = _fts_query(query)
+        if not q:
+            return []
+        rows = conn.execute(
+            f"SELECT t.id, bm25({table}_fts) AS score FROM {table}_fts "
+            f"JOIN {table} t ON t.rowid = {table}_fts.rowid "
+            f"WHERE {table}_fts MATCH ? AND t.user_id = ? ORDER BY score LIMIT ?",
+            (q, user_id, limit)).fetchall()
+        return [(r[0], -float(r[1])) for r in rows]  # FTS5 bm25 is lower-is-better
+
+    def _vec_param(self, vector: Sequence[float]) -> bytes:
+        return struct.pack(f"{len(vector)}f", *vector)
+
+    def _vec_from_db(self, value: Any) -> list[float]:
+        return list(struct.unpack(f"{len(value) // 4}f", value))
+
+    def _knn(self, conn: Any, user_id: str, kind: str, vector: Sequence[float], k: int,
+             model: str | None) -> list[tuple[str, float]]:
+        sql_model = " AND model = ?" if model else ""
+        params: list[Any] = [user_id, kind, len(vector)] + ([model] if model else [])
+        if self._vec:
+            rows = conn.execute(
+                f"SELECT item_id, vec_distance_cosine(vec, ?) AS d FROM vectors "
+                f"WHERE user_id = ? AND kind = ? AND dim = ?{sql_model} ORDER BY d LIMIT ?",
+                (self._vec_param(vector), *params, k)).fetchall()
+            return [(r[0], 1.0 - float(r[1])) for r in rows]
+        import numpy as np  # exact scan in numpy when the extension is unavailable
+
+        rows = conn.execute(f"SELECT item_id, vec FROM vectors WHERE user_id = ? AND kind = ? "
+                            f"AND dim = ?{sql_model}", params).fetchall()
+        if not rows:
+            return []
+        mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        q = np.asarray(vector, dtype=np.float32)
+        sims = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q) + 1e-12)
+        order = np.argsort(-sims)[:k]
+        return [(rows[i][0], float(sims[i])) for i in order]
+
+    def _upsert_ignore(self, table: str, cols: Sequence[str]) -> str:
+        return f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+
+    def close(self) -> None:
+        with self._lock:
+            self._safe_close()
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    stmts, buf, depth = [], [], 0
+    for line in script.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("--") or not stripped:
+            continue
+        buf.append(line)
+        upper = stripped.upper()
+        if upper.startswith("CREATE TRIGGER"):
+            depth += 1
+        if stripped.endswith(";"):
+            if depth and upper.startswith("END;"):
+                depth -= 1
+            if not depth:
+                stmts.append("\n".join(buf))
+                buf = []
+    if buf:
+        stmts.append("\n".join(buf))
+    return stmts
