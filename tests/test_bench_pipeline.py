@@ -15,7 +15,7 @@ import pytest
 
 from chronomem.bench.datasets import load_locomo, load_msc
 from chronomem.bench.methods import (FullContext, MethodConfig, MethodUnavailableError, SharedIngest,
-                                     available_methods, make_method)
+                                     available_methods, build_rsum, make_method)
 from chronomem.bench.report import PLOT_BY_CATEGORY, PLOT_VS_TOKENS, write_report
 from chronomem.bench.runner import allocate, read_jsonl, run_locomo, run_msc, select_questions
 from chronomem.providers.base import CallUsage, ChatResult
@@ -34,11 +34,18 @@ class FirstTurnLLM:
     def __init__(self, context_window: int = 100_000) -> None:
         self.context_window = context_window
         self.calls: list[list[dict[str, str]]] = []
+        self.purposes: list[str] = []
 
     def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):  # type: ignore[no-untyped-def]
         self.calls.append(messages)
+        self.purposes.append(purpose)
         user = messages[-1]["content"]
         answer = "Not mentioned"
+        if purpose == "rsum":  # memory update: keep the first turn of the new session as the memory
+            session = user.split("New session", 1)[1].splitlines()[1:]
+            answer = next((line for line in session if ": " in line), "none")
+            return ChatResult(text=answer, usage=CallUsage(prompt_tokens=self.count_tokens(user),
+                                                          completion_tokens=1, latency_s=0.001, purpose=purpose))
         for line in user.splitlines():
             if line.startswith("(D"):
                 answer = line.split(": ", 1)[-1]
@@ -166,16 +173,38 @@ def test_memory_methods_are_refused_until_they_exist() -> None:
         make_method("dense", llm)
 
 
+def test_rsum_methods_share_one_memory_build(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
+    llm = FirstTurnLLM()
+    s = run_locomo(conv30, ["rsum", "bm25+rsum"], llm, tmp_path, config=MethodConfig(top_k=3),
+                   categories=(2,), sample=2, seed=0)
+    assert s.answered == 4
+    # one memory update per session, done once for both methods
+    assert llm.purposes.count("rsum") == len(conv30[0].sessions)
+    rows = read_jsonl(tmp_path / "results.jsonl")
+    # the memory after the last session is the first turn of the last session (see the test double),
+    # and every answer prompt of both methods carried it
+    memory = build_rsum(FirstTurnLLM(), conv30[0], 20).memory
+    assert "rehearsing" in memory  # D19:1, "Been rehearsing hard and working on business plans."
+    answers = [c for c, p in zip(llm.calls, llm.purposes) if p == "answer"]
+    assert len(answers) == 4 and all(memory in c[-1]["content"] for c in answers)
+    both = [r for r in rows if r["method"] == "bm25+rsum"]
+    assert all(r["retrieved_ids"] for r in both)
+    ingest = read_jsonl(tmp_path / "ingest.jsonl")
+    assert [i["usage"]["calls"] for i in ingest] == [len(conv30[0].sessions), 0]
+
+
 def test_msc_run_and_report(tmp_path: Path) -> None:
     eps = load_msc(MSC, limit=2)
     llm = FirstTurnLLM()
-    s = run_msc(eps, ["bm25", "sliding_window"], llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2)
+    methods = ["bm25", "sliding_window", "rsum"]
+    s = run_msc(eps, methods, llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2)
     rows = read_jsonl(tmp_path / "results.jsonl")
     replies = [r for r in rows if r["kind"] == "reply"]
-    assert s.answered == len(rows) and len(replies) == 2 * 2 * 2
+    assert s.answered == len(rows) and len(replies) == 2 * 2 * 3
     assert all(0.0 <= r["scores"]["reply_f1"] <= 1.0 and r["gold"] for r in replies)
+    memory = {(r["method"], r["sample_id"]): r for r in rows if r["kind"] == "memory"}
     # baselines keep no standing memory: persona recall is not invented for them
-    assert all(r["scores"]["persona_recall"] is None for r in rows if r["kind"] == "memory")
+    assert all(memory[("bm25", e.episode_id)]["scores"]["persona_recall"] is None for e in eps)
+    assert all(0.0 <= memory[("rsum", e.episode_id)]["scores"]["persona_recall"] <= 1.0 for e in eps)
     assert "MSC" in write_report(tmp_path).read_text()
-    assert run_msc(eps, ["bm25", "sliding_window"], llm, tmp_path, config=MethodConfig(top_k=3),
-                   max_replies=2).answered == 0
+    assert run_msc(eps, methods, llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2).answered == 0

@@ -6,11 +6,12 @@ answers questions (:meth:`Method.answer`) or continues a dialogue
 prompt (``prompts/answer_v1.txt``, ``prompts/reply_v1.txt``); methods differ
 only in the memory they put into ``{context}``.
 
-Baselines implemented here: ``full_context`` (every turn, truncated to the
-model's window — the oldest turns go first and the answer says so),
+Implemented here: ``full_context`` (every turn, truncated to the model's
+window — the oldest turns go first and the answer says so),
 ``sliding_window`` (the most recent turns within a token budget), ``bm25`` and
-``dense`` (top-k turn retrieval).  Methods built on chronomem's memory
-(``rsum``, ``bm25+rsum``, ``flat_facts``, ``vanilla_graph``, ``real``,
+``dense`` (top-k turn retrieval), ``rsum`` (the recursive summary after the
+last session, from :mod:`chronomem.summarize.rsum`) and ``bm25+rsum``.
+Methods built on chronomem's fact memory (``flat_facts``, ``vanilla_graph``, ``real``,
 ``real+rsum`` and the REAL ablations) are registered in :data:`METHODS` with
 the ``Memory`` APIs they need; until those exist and an adapter is written
 here, :func:`make_method` refuses them with :class:`MethodUnavailableError`.
@@ -186,6 +187,7 @@ class MethodConfig:
 
     top_k: int = 10
     window_tokens: int = 2000  # sliding_window budget
+    rsum_max_sentences: int = 20  # Rsum memory cap (the paper's ~20 sentences)
     answer_prompt: str = ANSWER_PROMPT
     reply_prompt: str = REPLY_PROMPT
 
@@ -465,6 +467,89 @@ class DenseTurns(_TopKTurns):
                 "embedder": self.embedder.name if self.embedder else None}
 
 
+# --------------------------------------------------------------------------- Rsum
+
+
+def _rsum_turn(t: Turn) -> dict[str, str]:
+    text = t.text if not t.blip_caption else f"{t.text} [shares an image: {t.blip_caption}]"
+    return {"speaker": t.speaker, "text": text}
+
+
+@dataclass(slots=True)
+class RsumState:
+    memory: str
+    per_session: list[str]  # M_1 … M_N
+    usage: UsageSummary
+
+
+def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> RsumState:
+    """``M_i = LLM(S_i, M_{i-1}, P_m)`` over every session, in order (chronomem.summarize.rsum)."""
+    from ..summarize.rsum import NO_MEMORY, update_memory
+
+    memory = NO_MEMORY
+    usage = UsageSummary()
+    checkpoints: list[str] = []
+    for session in conversation.sessions:
+        if not session.turns:
+            continue
+        upd = update_memory(llm, [_rsum_turn(t) for t in session.turns], memory,
+                            max_sentences=max_sentences, session_time=session.date_time)
+        for u in upd.usages:
+            usage.add(u)
+        memory = upd.memory
+        checkpoints.append(memory)
+    return RsumState(memory=memory, per_session=checkpoints, usage=usage)
+
+
+class RsumMethod(Method):
+    """The recursive-summary memory ``M_N`` after the last session, as the whole context."""
+
+    name = "rsum"
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        key = f"rsum:{self.llm.name}:{self.config.rsum_max_sentences}"
+        built_before = key in shared
+        self._rsum: RsumState = shared.get_or_build(
+            key, lambda: build_rsum(self.llm, conversation, self.config.rsum_max_sentences), stats)
+        if not built_before:
+            stats.usage = self._rsum.usage
+
+    def retrieve(self, query: str) -> Retrieved:
+        return Retrieved(context=self._rsum.memory, info={"memory_sessions": len(self._rsum.per_session)})
+
+    def memory_text(self) -> str | None:
+        return self._rsum.memory
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "max_sentences": self.config.rsum_max_sentences}
+
+
+class BM25RsumMethod(BM25Turns):
+    """BM25 top-k turns plus the Rsum memory (the paper's complementary combination)."""
+
+    name = "bm25+rsum"
+
+    def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
+        super()._ingest(conversation, shared, stats)
+        key = f"rsum:{self.llm.name}:{self.config.rsum_max_sentences}"
+        built_before = key in shared
+        self._rsum: RsumState = shared.get_or_build(
+            key, lambda: build_rsum(self.llm, conversation, self.config.rsum_max_sentences), stats)
+        if not built_before:
+            stats.usage = self._rsum.usage
+
+    def retrieve(self, query: str) -> Retrieved:
+        turns = super().retrieve(query)
+        context = f"Summary of all sessions:\n{self._rsum.memory}\n\nRelevant turns:\n{turns.context}"
+        return Retrieved(context=context, ids=turns.ids, info=turns.info)
+
+    def memory_text(self) -> str | None:
+        return self._rsum.memory
+
+    def describe(self) -> dict[str, Any]:
+        return {"method": self.name, "top_k": self.config.top_k, "max_sentences": self.config.rsum_max_sentences}
+
+
 # --------------------------------------------------------------------------- registry
 
 MethodFactory = Callable[[LLM, MethodConfig, "Embedder | None"], Method]
@@ -502,10 +587,8 @@ METHODS: dict[str, MethodInfo] = {
         MethodInfo("bm25", "BM25 over raw turns, top-k", _cls_factory(BM25Turns)),
         MethodInfo("dense", "embedding search over raw turns, top-k", _cls_factory(DenseTurns), needs_embedder=True),
         # --- registration points: memory-based methods (see module docstring)
-        MethodInfo("rsum", "recursive summary memory (Wang et al.)",
-                   needs_memory_api=("add", "end_session", "summary")),
-        MethodInfo("bm25+rsum", "BM25 top-k turns plus the Rsum memory",
-                   needs_memory_api=("add", "end_session", "summary")),
+        MethodInfo("rsum", "recursive summary memory M_N (Wang et al.)", _cls_factory(RsumMethod)),
+        MethodInfo("bm25+rsum", "BM25 top-k turns plus the Rsum memory", _cls_factory(BM25RsumMethod)),
         MethodInfo("flat_facts", "extracted facts + vector search (Mem0-style)",
                    needs_memory_api=("add", "search"), needs_options=("flat",)),
         MethodInfo("vanilla_graph", "triples without time, confidence, intents or counterfactuals",
