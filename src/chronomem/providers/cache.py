@@ -1,0 +1,232 @@
+"""On-disk caches for model calls: chat responses and embeddings, in one SQLite file.
+
+The file is SQLite through ``sqlean`` (the project's drop-in ``sqlite3``) in
+WAL mode with a busy timeout, so several processes — parallel benchmark
+workers, say — can read and write it at once.  Writes are single
+``INSERT OR REPLACE`` statements, so a crash never leaves half an entry.
+
+- :class:`ResponseCache` maps a hash of (model name, messages, schema,
+  max_tokens, temperature, stop) to the reply text, the parsed data and the
+  token counts of the original call.
+- :class:`EmbeddingCache` maps (embedder name, sha256 of the text) to a
+  float32 vector and records its dimension.
+
+Default location: ``$CHRONOMEM_CACHE_DIR/model-cache.sqlite`` or
+``~/.cache/chronomem/model-cache.sqlite``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlean as sqlite3
+
+from .base import Messages
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    text TEXT NOT NULL,
+    data TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    latency_s REAL NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vec BLOB NOT NULL,
+    PRIMARY KEY (model, text_hash)
+);
+"""
+
+
+def default_cache_path() -> Path:
+    base = os.environ.get("CHRONOMEM_CACHE_DIR")
+    root = Path(base).expanduser() if base else Path.home() / ".cache" / "chronomem"
+    return root / "model-cache.sqlite"
+
+
+class _SQLiteFile:
+    """One connection per process and thread-safe use of it; reopened after fork."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        self._lock = threading.Lock()
+        self._conn: Any = None
+        self._pid = -1
+
+    def _connect(self) -> Any:
+        if self._conn is None or self._pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout=30000")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+            self._conn, self._pid = conn, os.getpid()
+        return self._conn
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._connect().execute(sql, params).fetchall()
+
+    def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(sql, rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+
+@dataclass(slots=True)
+class CachedResponse:
+    text: str
+    data: Any  # JSON value (None when the call had no schema)
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float  # of the original call
+
+
+def response_key(
+    model: str,
+    messages: Messages,
+    *,
+    schema: str | None,
+    max_tokens: int,
+    temperature: float,
+    stop: list[str] | None,
+) -> str:
+    """sha256 over everything that determines a reply."""
+    blob = json.dumps(
+        {
+            "model": model,
+            "messages": messages,
+            "schema": schema,
+            "max_tokens": max_tokens,
+            "temperature": round(float(temperature), 6),
+            "stop": stop or [],
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class ResponseCache:
+    """Chat replies keyed by :func:`response_key`."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._db = _SQLiteFile(path)
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    def get(self, key: str) -> CachedResponse | None:
+        rows = self._db.execute(
+            "SELECT text, data, prompt_tokens, completion_tokens, latency_s FROM responses WHERE key = ?", (key,)
+        )
+        if not rows:
+            return None
+        text, data, pt, ct, lat = rows[0]
+        return CachedResponse(text, json.loads(data) if data is not None else None, pt, ct, lat)
+
+    def put(self, key: str, model: str, resp: CachedResponse) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO responses (key, model, created_at, text, data, prompt_tokens, completion_tokens,"
+            " latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                model,
+                time.time(),
+                resp.text,
+                None if resp.data is None else json.dumps(resp.data, ensure_ascii=False),
+                resp.prompt_tokens,
+                resp.completion_tokens,
+                resp.latency_s,
+            ),
+        )
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM responses")[0][0])
+
+    def clear(self, model: str | None = None) -> None:
+        if model is None:
+            self._db.execute("DELETE FROM responses")
+        else:
+            self._db.execute("DELETE FROM responses WHERE model = ?", (model,))
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors keyed by (embedder name, sha256 of the text); the dimension is stored with each."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._db = _SQLiteFile(path)
+
+    @property
+    def path(self) -> Path:
+        return self._db.path
+
+    def get_many(self, model: str, texts: list[str]) -> dict[str, list[float]]:
+        """Cached vectors for those of ``texts`` that have one, by text hash."""
+        import numpy as np
+
+        hashes = sorted({text_hash(t) for t in texts})
+        found: dict[str, list[float]] = {}
+        for i in range(0, len(hashes), 500):
+            chunk = hashes[i : i + 500]
+            rows = self._db.execute(
+                f"SELECT text_hash, dim, vec FROM embeddings WHERE model = ? AND text_hash IN ({','.join('?' * len(chunk))})",
+                (model, *chunk),
+            )
+            for h, dim, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape[0] == dim:
+                    found[h] = vec.tolist()
+        return found
+
+    def put_many(self, model: str, items: list[tuple[str, list[float]]]) -> None:
+        import numpy as np
+
+        rows = [
+            (model, text_hash(t), len(v), np.asarray(v, dtype=np.float32).tobytes()) for t, v in items
+        ]
+        if rows:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vec) VALUES (?, ?, ?, ?)", rows
+            )
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT count(*) FROM embeddings")[0][0])
+
+    def close(self) -> None:
+        self._db.close()
