@@ -208,3 +208,20 @@ def test_msc_run_and_report(tmp_path: Path) -> None:
     assert all(0.0 <= memory[("rsum", e.episode_id)]["scores"]["persona_recall"] <= 1.0 for e in eps)
     assert "MSC" in write_report(tmp_path).read_text()
     assert run_msc(eps, methods, llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2).answered == 0
+
+
+def test_cli_lists_methods_refuses_unavailable_ones_and_rewrites_reports(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from chronomem.bench.methods import unavailable_reason
+    from chronomem.cli.bench import app
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["methods"])
+    assert listed.exit_code == 0 and "bm25" in listed.output and "real" in listed.output
+    if unavailable_reason("real") is not None:
+        refused = runner.invoke(app, ["locomo", "--methods", "bm25,real", "--data", str(LOCOMO)])
+        assert refused.exit_code != 0 and "real is not available" in str(refused.exception)
+    run_locomo(conv30, ["bm25"], FirstTurnLLM(), tmp_path, categories=(4,), sample=2)
+    rewritten = runner.invoke(app, ["report", "--out", str(tmp_path), "--no-plots"])
+    assert rewritten.exit_code == 0 and "| bm25 |" in rewritten.output

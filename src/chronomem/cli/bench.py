@@ -1,0 +1,165 @@
+"""``chronomem bench``: run the methods side by side on LoCoMo or MSC and write a report.
+
+Examples::
+
+    chronomem bench locomo --conversations conv-30 --categories 1,2,4 --methods bm25,full_context,dense
+    chronomem bench locomo --sample 40 --seed 0 --methods full_context,sliding_window,bm25,dense,rsum
+    chronomem bench msc --episodes 50 --methods rsum,bm25
+    chronomem bench report --out bench-out/locomo
+    chronomem bench methods
+
+Runs append to ``<out>/results.jsonl`` and resume: re-running the same command
+skips every question already answered.
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, load_locomo, load_msc
+from ..bench.methods import METHODS, MethodConfig, available_methods, unavailable_reason
+from ..bench.report import write_report
+from ..bench.runner import RichProgress, RunSummary, run_locomo, run_msc
+from ..errors import ConfigError
+
+app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
+console = Console()
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _default_data(path: Path | None, default: Path) -> Path:
+    if path is not None:
+        return path
+    if default.exists():
+        return default
+    raise typer.BadParameter(f"no --data given and {default} does not exist", param_hint="--data")
+
+
+def _check_methods(names: list[str]) -> None:
+    if not names:
+        raise typer.BadParameter("give at least one method", param_hint="--methods")
+    problems = [r for n in names if (r := unavailable_reason(n))]
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def _models(llm_spec: str | None, embedder_spec: str | None, need_embedder: bool, ctx: int | None,
+            cache: str) -> tuple[Any, Any]:
+    from ..providers import make_embedder, make_llm
+
+    overrides: dict[str, Any] = {}
+    if ctx:
+        overrides["n_ctx"] = ctx
+        overrides["context_window"] = ctx
+    cache_arg: bool | str = False if cache == "off" else (True if cache == "default" else cache)
+    llm = make_llm(llm_spec, cache=cache_arg, **overrides)
+    embedder = make_embedder(embedder_spec, cache=cache_arg) if need_embedder else None
+    return llm, embedder
+
+
+def _finish(summary: RunSummary, out: Path) -> None:
+    console.print(f"answered {summary.answered}, already done {summary.skipped_done}, "
+                  f"failed {summary.failed} of {summary.planned} in {summary.seconds:.0f}s")
+    for f in summary.failures[:10]:
+        console.print(f"[yellow]failed:[/] {f}")
+    report = write_report(out)
+    console.print(f"report: {report}")
+
+
+@app.command("locomo")
+def locomo(
+    methods: str = typer.Option(..., "--methods", help="comma-separated: " + ", ".join(METHODS)),
+    data: Path | None = typer.Option(None, "--data", help=f"LoCoMo JSON (default {DEFAULT_LOCOMO_PATH})"),
+    conversations: str | None = typer.Option(None, "--conversations", help="e.g. conv-26,conv-30 (default: all)"),
+    categories: str = typer.Option("1,2,3,4", "--categories", help="QA categories (5 = adversarial)"),
+    sample: int | None = typer.Option(None, "--sample", help="stratified sample of N questions per conversation"),
+    seed: int = typer.Option(0, "--seed"),
+    llm: str | None = typer.Option(None, "--llm", help="LLM spec (local, local:0.5b, openai:MODEL@URL …)"),
+    embedder: str | None = typer.Option(None, "--embedder", help="embedder spec for dense (default local MiniLM)"),
+    ctx: int | None = typer.Option(None, "--ctx", help="context window of the model (full_context needs ~16k–32k)"),
+    top_k: int = typer.Option(10, "--top-k", help="turns retrieved by bm25/dense"),
+    window_tokens: int = typer.Option(2000, "--window-tokens", help="sliding_window budget"),
+    judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge"),
+    cache: str = typer.Option("default", "--cache", help="response cache: default, off, or a file path"),
+    out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="output folder (results, report, plots)"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Answer LoCoMo questions with each method and score them (official F1, Mem0 F1, BLEU-1, recall@k)."""
+    if verbose:
+        logging.getLogger("chronomem").setLevel(logging.INFO)
+    names = _split(methods)
+    _check_methods(names)
+    convs = load_locomo(_default_data(data, DEFAULT_LOCOMO_PATH), _split(conversations) or None)
+    cats = [int(c) for c in _split(categories)]
+    need_emb = any(METHODS[n].needs_embedder for n in names)
+    model, emb = _models(llm, embedder, need_emb, ctx, cache)
+    judge_llm = _models(judge, None, False, None, cache)[0] if judge else None
+    config = MethodConfig(top_k=top_k, window_tokens=window_tokens)
+    console.print(f"model [bold]{model.name}[/] (window {model.context_window}); methods {', '.join(names)}; "
+                  f"{len(convs)} conversation(s); out {out}")
+    summary = run_locomo(convs, names, model, out, embedder=emb, config=config, categories=cats, sample=sample,
+                         seed=seed, judge=judge_llm, progress=RichProgress(console),
+                         command=shlex.join(["chronomem", *sys.argv[1:]]))
+    _finish(summary, out)
+
+
+@app.command("msc")
+def msc(
+    methods: str = typer.Option(..., "--methods", help="comma-separated: " + ", ".join(METHODS)),
+    data: Path | None = typer.Option(None, "--data", help=f"MSC JSON (default {DEFAULT_MSC_PATH})"),
+    episodes: int | None = typer.Option(None, "--episodes", help="first N episodes (default: all)"),
+    speaker: str = typer.Option("Speaker 2", "--speaker", help="whose replies are generated and scored"),
+    max_replies: int | None = typer.Option(None, "--max-replies", help="replies per episode"),
+    llm: str | None = typer.Option(None, "--llm"),
+    embedder: str | None = typer.Option(None, "--embedder"),
+    ctx: int | None = typer.Option(None, "--ctx"),
+    top_k: int = typer.Option(10, "--top-k"),
+    window_tokens: int = typer.Option(2000, "--window-tokens"),
+    cache: str = typer.Option("default", "--cache"),
+    out: Path = typer.Option(Path("bench-out/msc"), "--out"),
+    verbose: bool = typer.Option(False, "--verbose", "-v"),
+) -> None:
+    """Continue MSC dialogues with each method: reply F1/BLEU-1 and persona-fact recall of the memory."""
+    if verbose:
+        logging.getLogger("chronomem").setLevel(logging.INFO)
+    names = _split(methods)
+    _check_methods(names)
+    eps = load_msc(_default_data(data, DEFAULT_MSC_PATH), episodes)
+    need_emb = any(METHODS[n].needs_embedder for n in names)
+    model, emb = _models(llm, embedder, need_emb, ctx, cache)
+    summary = run_msc(eps, names, model, out, embedder=emb, config=MethodConfig(top_k=top_k, window_tokens=window_tokens),
+                      speaker=speaker, max_replies=max_replies, progress=RichProgress(console),
+                      command=shlex.join(["chronomem", *sys.argv[1:]]))
+    _finish(summary, out)
+
+
+@app.command("report")
+def report(out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="folder holding results.jsonl"),
+           plots: bool = typer.Option(True, "--plots/--no-plots")) -> None:
+    """(Re)write report.md and the plots from a folder's results.jsonl."""
+    if not (out / "results.jsonl").exists():
+        raise typer.BadParameter(f"{out}/results.jsonl does not exist", param_hint="--out")
+    path = write_report(out, plots=plots)
+    console.print(path.read_text())
+
+
+@app.command("methods")
+def list_methods() -> None:
+    """List the methods and whether this build can run them."""
+    table = Table("method", "available", "description / reason")
+    avail = set(available_methods())
+    for name, info in METHODS.items():
+        table.add_row(name, "yes" if name in avail else "no",
+                      info.description if name in avail else (unavailable_reason(name) or ""))
+    console.print(table)
