@@ -94,9 +94,11 @@ class FakeStore:
             )
 
     def delete_session(self, user_id: str, session_id: str) -> None:
+        """Like the core store: the session's messages and its own checkpoint go."""
         self._messages[user_id] = [m for m in self._messages[user_id] if m.session_id != session_id]
+        self._cps[user_id] = [c for c in self._cps.get(user_id, []) if c.session_id != session_id]
 
-    def messages(self, user_id: str, session_id: str | None = None) -> list[Message]:
+    def messages(self, user_id: str, *, session_id: str | None = None) -> list[Message]:
         return [m for m in self._messages.get(user_id, []) if session_id is None or m.session_id == session_id]
 
     def put_checkpoint(self, cp: Checkpoint) -> None:
@@ -355,3 +357,49 @@ def test_split_sentences_handles_bullets_numbers_and_abbreviations() -> None:
         "Bob is J. R. R. Tolkien's fan?",
     ]
     assert re.sub(r"\s", "", cap_sentences(text, 1)[0]) == "AnnmetDr.SmithintheU.S.inMay."
+
+
+def test_replay_when_only_the_messages_of_a_session_are_gone(three_sessions: FakeStore) -> None:
+    rsum = RsumMemory(three_sessions, ScriptedLLM(recursive_fake))
+    for sid in ("s1", "s2", "s3"):
+        rsum.update("u1", sid)
+    three_sessions._messages["u1"] = [m for m in three_sessions._messages["u1"] if m.session_id != "s1"]
+    new = rsum.replay("u1")
+    assert [(c.seq, c.session_id) for c in new] == [(1, "s2"), (2, "s3")]
+    assert "Rex" not in rsum.summary("u1") and three_sessions.checkpoints("u1") == new
+
+
+# --------------------------------------------------------------------------- the real store
+
+
+def test_rsum_over_the_sqlite_store_with_forget_and_replay(tmp_path: Any) -> None:
+    from chronomem.store import open_store
+
+    src = FakeStore()  # only to build the messages
+    src.add_session("u1", "s1", ["I live in Oslo.", "Nice!", "I have a dog called Rex."], T0)
+    src.add_session("u1", "s2", ["I started running.", "Good for you.", "I ran 5k today."], T0 + timedelta(days=7))
+    src.add_session("u1", "s3", ["I moved to Bergen.", "Why?", "For a new job."], T0 + timedelta(days=14))
+    store = open_store(tmp_path / "rsum.db")
+    try:
+        for sid in ("s1", "s2", "s3"):
+            turns = src.messages("u1", session_id=sid)
+            store.ensure_session("u1", sid, started_at=turns[0].timestamp)
+            assert len(store.add_messages("u1", turns)) == 3
+        llm = ScriptedLLM(recursive_fake)
+        rsum = RsumMemory(store, llm)
+        for sid in ("s1", "s2", "s3"):
+            rsum.update("u1", sid)
+        chain = store.checkpoints("u1")
+        assert [(c.seq, c.session_id) for c in chain] == [(1, "s1"), (2, "s2"), (3, "s3")]
+        assert chain[2].session_time == T0 + timedelta(days=14, minutes=2)
+        assert rsum.summary("u1", as_of=T0 + timedelta(days=8)) == chain[1].memory
+        store.delete_session("u1", "s2")  # what Memory.forget(session_id=...) does
+        assert [c.seq for c in store.checkpoints("u1")] == [1, 3]
+        new = rsum.replay("u1")
+        assert [(c.seq, c.session_id) for c in new] == [(2, "s3")]
+        assert [c.session_id for c in store.checkpoints("u1")] == ["s1", "s3"]
+        assert "5k" not in rsum.summary("u1") and "new job" in rsum.summary("u1")
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -75,7 +76,7 @@ class RsumStore(Protocol):
 
     def delete_checkpoints(self, user_id: str, from_seq: int) -> Any: ...
 
-    def messages(self, user_id: str, session_id: str | None = None) -> list[Message]: ...
+    def messages(self, user_id: str, *, session_id: str | None = None) -> list[Message]: ...
 
 
 @dataclass(slots=True)
@@ -305,7 +306,7 @@ class RsumMemory:
             if cp.session_id == session_id:
                 rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
                 return next((c for c in rebuilt if c.session_id == session_id), None)
-        turns = self.store.messages(user_id, session_id)
+        turns = self.store.messages(user_id, session_id=session_id)
         if not turns:
             log.info("rsum: session %r of user %r has no messages; memory unchanged", session_id, user_id)
             return None
@@ -319,14 +320,18 @@ class RsumMemory:
     ) -> list[Checkpoint]:
         """Rebuild the chain after turns or sessions were forgotten.
 
-        Without arguments the chain is rebuilt from the first checkpoint whose
-        session lost messages entirely (a deleted session); ``from_session``
+        Without arguments the chain is rebuilt from the first point where a
+        session was forgotten: a checkpoint whose session has no messages any
+        more, or a gap in the sequence (the store deletes a forgotten
+        session's own checkpoint with it, but the later memories still hold
+        what it said); ``from_session``
         or ``from_seq`` force a rebuild from that point (e.g. after single
         turns were deleted, or with a new model).  Sessions left without
         messages drop out of the chain.  Returns the new checkpoints (empty
         when nothing had to change).  The new memories are computed before the
         old checkpoints are replaced, so a failure mid-way leaves the old
-        chain in place.
+        chain in place; the replacement itself runs in one store transaction
+        when the store offers ``transaction(user_id)``.
         """
         _check_id("user_id", user_id)
         chain = self.store.checkpoints(user_id)
@@ -343,7 +348,15 @@ class RsumMemory:
             if k is None:
                 return []
         else:
-            k = next((i for i, c in enumerate(chain) if not self.store.messages(user_id, c.session_id)), None)
+            k = next(
+                (
+                    i
+                    for i, c in enumerate(chain)
+                    if c.seq != (chain[i - 1].seq + 1 if i else 1)
+                    or not self.store.messages(user_id, session_id=c.session_id)
+                ),
+                None,
+            )
             if k is None:
                 return []
         return self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
@@ -421,16 +434,18 @@ class RsumMemory:
         prev = chain[k - 1] if k > 0 else None
         new: list[Checkpoint] = []
         for sid in session_ids:
-            turns = self.store.messages(user_id, sid)
+            turns = self.store.messages(user_id, session_id=sid)
             if not turns:
                 log.info("rsum: session %r of user %r is gone; dropped from the memory chain", sid, user_id)
                 continue
             cp = self._checkpoint(user_id, sid, turns, prev)
             new.append(cp)
             prev = cp
-        self.store.delete_checkpoints(user_id, chain[k].seq)
-        for cp in new:
-            self.store.put_checkpoint(cp)
+        transaction = getattr(self.store, "transaction", None)
+        with transaction(user_id) if callable(transaction) else nullcontext():
+            self.store.delete_checkpoints(user_id, chain[k].seq)
+            for cp in new:
+                self.store.put_checkpoint(cp)
         return new
 
 
