@@ -62,6 +62,7 @@ class SQLiteStore(SQLStore):
             self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
                                        check_same_thread=False)
             self._vec = self._load_sqlite_vec()
+            self._refuse_foreign()  # before any pragma that would rewrite the file header
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
@@ -90,13 +91,16 @@ class SQLiteStore(SQLStore):
             log.warning("sqlite-vec could not be loaded (%s); vector search uses Python", e)
             return False
 
-    def _migrate(self) -> None:
-        db = self._db
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    def _refuse_foreign(self) -> None:
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "chronomem_meta" not in tables:
             raise CorruptDatabaseError(
                 f"{self.path} is an SQLite database but not a chronomem one "
                 f"(it has tables {sorted(tables)[:5]}); refusing to touch it")
+
+    def _migrate(self) -> None:
+        db = self._db
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         current = 0
         if "chronomem_meta" in tables:
             meta = dict(db.execute("SELECT key, value FROM chronomem_meta").fetchall())

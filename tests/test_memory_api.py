@@ -1,0 +1,240 @@
+"""The public API: inputs, errors, isolation, forgetting, export/import, corrupt files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chronomem import (ChronomemError, CorruptDatabaseError, Memory, NotFoundError, ValidationError)
+
+U = "u1"
+MAYA = {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"}
+
+
+def test_readme_example(tmp_path: Path) -> None:
+    with Memory(tmp_path / "memory.db") as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto",
+                        "valid_from": "2018-01-01", "confidence": 0.9}], user_id="u1")
+        mem.add_facts([{"subject": "Maya", "relation": "moved_to".replace("moved_to", "lives_in"),
+                        "object": "Lisbon", "valid_from": "2021-03-01"}], user_id="u1")
+        assert [f.object for f in mem.facts(user_id="u1", subject="Maya", relation="lives_in")] == ["Lisbon"]
+        assert [f.object for f in mem.facts(user_id="u1", subject="Maya", as_of="2020-01-01")] == ["Porto"]
+        assert [f.object for f in mem.history(user_id="u1", subject="Maya", relation="lives_in")] == \
+            ["Porto", "Lisbon"]
+
+
+def test_persistence_across_reopen(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db") as mem:
+        mem.add_facts([MAYA], user_id=U)
+    with Memory(tmp_path / "m.db") as mem:
+        assert [f.object for f in mem.facts(user_id=U)] == ["Porto"]
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"relation": "lives_in", "object": "Porto"}, "facts[0].subject"),
+    ({"subject": "", "relation": "lives_in", "object": "Porto"}, "facts[0].subject"),
+    ({"subject": "Maya", "relation": "  ", "object": "Porto"}, "facts[0].relation"),
+    ({"subject": "Maya", "relation": "lives_in", "object": None}, "facts[0].object"),
+    ({**MAYA, "valid_from": "last tuesday"}, "facts[0].valid_from"),
+    ({**MAYA, "valid_to": "2017-01-01"}, "facts[0].valid_to"),
+    ({**MAYA, "valid_to": "2018-01-01"}, "facts[0].valid_to"),
+    ({**MAYA, "confidence": 1.5}, "facts[0].confidence"),
+    ({**MAYA, "confidence": "high"}, "facts[0].confidence"),
+    ({**MAYA, "intent": "GOSSIP"}, "facts[0].intent"),
+    ({**MAYA, "origin": "derived"}, "facts[0].origin"),
+    ({**MAYA, "colour": "blue"}, "facts[0].colour"),
+    ({**MAYA, "source_ids": "m1"}, "facts[0].source_ids"),
+])
+def test_bad_fact_input_names_the_field_and_writes_nothing(mem: Memory, bad: dict, field: str) -> None:
+    good = {"subject": "Rui", "relation": "likes", "object": "jazz"}
+    with pytest.raises(ValidationError) as e:
+        mem.add_facts([good, bad], user_id=U)
+    assert e.value.field.replace("facts[1]", "facts[0]") == field
+    assert field.split(".")[-1] in str(e.value)
+    assert mem.history(user_id=U) == [] and mem.entities(user_id=U) == []
+
+
+@pytest.mark.parametrize("user", [None, "", "   ", 42])
+def test_user_id_is_required(mem: Memory, user) -> None:
+    with pytest.raises(ValidationError, match="user_id"):
+        mem.add_facts([MAYA], user_id=user)
+    with pytest.raises(ValidationError, match="user_id"):
+        mem.facts(user_id=user)
+
+
+def test_facts_must_be_a_list(mem: Memory) -> None:
+    with pytest.raises(ValidationError, match="facts"):
+        mem.add_facts(MAYA, user_id=U)  # type: ignore[arg-type]
+
+
+def test_bad_as_of(mem: Memory) -> None:
+    with pytest.raises(ValidationError, match="as_of"):
+        mem.facts(user_id=U, as_of="yesterday-ish")
+
+
+def test_failure_mid_batch_rolls_back(mem: Memory, monkeypatch) -> None:
+    mem.add_facts([MAYA], user_id=U)
+
+    def boom(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(mem.store, "update_facts", boom)
+    with pytest.raises(RuntimeError):
+        mem.add_facts([{**MAYA, "object": "Lisbon", "valid_from": "2021-01-01"}], user_id=U)
+    monkeypatch.undo()
+    hist = mem.history(user_id=U)
+    assert [(f.object, f.valid_to) for f in hist] == [("Porto", None)]
+    assert {e.name for e in mem.entities(user_id=U)} == {"Maya", "Porto"}
+
+
+def test_dates_accept_datetime_date_and_iso(mem: Memory) -> None:
+    from datetime import date, datetime, timezone
+
+    mem.add_facts([{**MAYA, "valid_from": date(2018, 1, 1)},
+                   {"subject": "Maya", "relation": "lives_in", "object": "Lisbon",
+                    "valid_from": datetime(2021, 3, 1, 12, tzinfo=timezone.utc)},
+                   {"subject": "Maya", "relation": "lives_in", "object": "Braga",
+                    "valid_from": "2023-01-01T10:00:00+02:00"}], user_id=U)
+    h = mem.history(user_id=U)
+    assert [f.valid_from.isoformat() for f in h] == [
+        "2018-01-01T00:00:00+00:00", "2021-03-01T12:00:00+00:00", "2023-01-01T08:00:00+00:00"]
+
+
+def test_tenant_isolation(mem: Memory) -> None:
+    mem.add_facts([MAYA], user_id="alice")
+    mem.add_facts([{**MAYA, "object": "Lisbon"}], user_id="bob")
+    assert [f.object for f in mem.facts(user_id="alice")] == ["Porto"]
+    assert [f.object for f in mem.facts(user_id="bob")] == ["Lisbon"]
+    # entities are per user: bob's Maya is a different node, and closing is per user
+    assert {e.id for e in mem.entities(user_id="alice")}.isdisjoint(e.id for e in mem.entities(user_id="bob"))
+    fid = mem.facts(user_id="alice")[0].id
+    with pytest.raises(NotFoundError):
+        mem.forget(user_id="bob", fact_id=fid)
+    assert mem.store.facts("bob", ids=[fid]) == []
+    assert mem.store.search_facts_text("bob", "Porto") == []
+    mem.forget(user_id="bob", everything=True)
+    assert [f.object for f in mem.facts(user_id="alice")] == ["Porto"]
+
+
+def test_entity_resolution_case_and_alias(mem: Memory) -> None:
+    mem.add_facts([{"subject": "New York City", "relation": "located_in", "object": "USA"}], user_id=U)
+    mem.alias("New York City", "NYC", user_id=U)
+    mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "nyc"}], user_id=U)
+    [f] = mem.facts(user_id=U, subject="Maya")
+    assert f.object == "New York City"  # canonical name = first spelling
+    assert [x.object for x in mem.facts(user_id=U, subject="NYC")] == ["USA"]
+    with pytest.raises(ValidationError, match="alias"):
+        mem.alias("Maya", "nyc", user_id=U)
+
+
+def test_forget_fact_reopens_what_it_closed(mem: Memory) -> None:
+    mem.add_facts([MAYA], user_id=U)
+    rep = mem.add_facts([{**MAYA, "object": "Lisbon", "valid_from": "2021-01-01"}], user_id=U)
+    res = mem.forget(user_id=U, fact_id=rep.added[0].id)
+    assert res.facts_deleted == 1 and res.reopened == 1
+    [f] = mem.history(user_id=U)
+    assert f.object == "Porto" and f.valid_to is None
+    assert "Lisbon" not in {e.name for e in mem.entities(user_id=U)}
+    assert mem.store.search_facts_text(U, "Lisbon") == []
+
+
+def test_forget_session_removes_its_facts_and_provenance(mem: Memory) -> None:
+    from chronomem.model import Message
+    from chronomem.timeutil import utcnow
+
+    now = utcnow()
+    mem.store.ensure_session(U, "s1", started_at=now)
+    mem.store.add_messages(U, [Message(id="m1", user_id=U, session_id="s1", speaker="Maya",
+                                       text="I live in Porto", timestamp=now, recorded_at=now)])
+    mem.add_facts([{**MAYA, "source_ids": ["m1"]},
+                   {"subject": "Maya", "relation": "likes", "object": "jazz", "source_ids": ["m1", "m2"]}],
+                  user_id=U)
+    res = mem.forget(user_id=U, session_id="s1")
+    assert res.facts_deleted == 1 and res.messages_deleted == 1
+    [f] = mem.history(user_id=U)
+    assert f.object == "jazz" and f.source_ids == ["m2"]
+    assert mem.store.messages(U) == [] and mem.store.sessions(U) == []
+    assert mem.store.search_messages_text(U, "Porto") == []
+
+
+def test_forget_requires_exactly_one_target(mem: Memory) -> None:
+    with pytest.raises(ValidationError):
+        mem.forget(user_id=U)
+    with pytest.raises(ValidationError):
+        mem.forget(user_id=U, fact_id="x", everything=True)
+    with pytest.raises(NotFoundError):
+        mem.forget(user_id=U, session_id="nope")
+
+
+def test_forget_everything_leaves_no_trace_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    with Memory(path) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Xylophonia-7731"}], user_id=U)
+        mem.store.put_vectors(U, "fact", [(mem.history(user_id=U)[0].id, [0.1] * 8)], "test")
+        mem.forget(user_id=U, everything=True)
+        assert mem.history(user_id=U) == [] and mem.entities(user_id=U) == []
+        assert mem.store.knn(U, "fact", [0.1] * 8) == []
+        mem.store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("m.db"))
+    assert b"Xylophonia-7731" not in raw
+
+
+def test_export_import_round_trip_is_lossless(tmp_path: Path) -> None:
+    with Memory(tmp_path / "a.db") as a:
+        a.add_facts([MAYA, {**MAYA, "object": "Lisbon", "valid_from": "2021-01-01", "confidence": 0.8,
+                            "source_ids": ["m1"], "text": "Maya moved to Lisbon"},
+                     {"subject": "Maya", "relation": "owns", "object": "Vespa", "valid_to": "2020-01-01"}],
+                    user_id=U)
+        a.alias("Maya", "Maya S.", user_id=U)
+        a.store.put_vectors(U, "entity", [(a.entities(user_id=U)[0].id, [0.5, 0.25, 0.125])], "test")
+        exported = a.export(user_id=U)
+    text = json.dumps(exported)
+    with Memory(tmp_path / "b.db") as b:
+        b.import_(json.loads(text))
+        again = b.export(user_id=U)
+        assert again["tables"] == exported["tables"]
+        assert [f.object for f in b.facts(user_id=U, subject="maya s.")] == ["Lisbon"]
+        b.import_(json.loads(text), user_id="u2")  # into another user
+        assert [f.object for f in b.facts(user_id="u2", subject="Maya")] == ["Lisbon"]
+        assert b.import_(json.loads(text))  # importing twice changes nothing
+        assert b.export(user_id=U)["tables"] == exported["tables"]
+
+
+@pytest.mark.parametrize("data", [{}, {"format": "other"}, {"format": "chronomem.export", "version": 99},
+                                  {"format": "chronomem.export", "version": 1, "user_id": "x"}])
+def test_import_rejects_foreign_data(mem: Memory, data) -> None:
+    with pytest.raises(ValidationError):
+        mem.import_(data)
+
+
+def test_corrupt_database_file_gives_clear_error(tmp_path: Path) -> None:
+    bad = tmp_path / "garbage.db"
+    bad.write_bytes(b"this is not sqlite at all" * 100)
+    with pytest.raises(CorruptDatabaseError, match="garbage.db"):
+        Memory(bad)
+
+
+def test_foreign_sqlite_database_is_refused_untouched(tmp_path: Path) -> None:
+    import sqlean
+
+    path = tmp_path / "other.db"
+    db = sqlean.connect(path)
+    db.execute("CREATE TABLE invoices (id INTEGER)")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    with pytest.raises(CorruptDatabaseError, match="not a chronomem"):
+        Memory(path)
+    assert path.read_bytes() == before
+
+
+def test_errors_share_one_base_class() -> None:
+    assert issubclass(ValidationError, ChronomemError) and issubclass(CorruptDatabaseError, ChronomemError)
+
+
+def test_full_text_search_over_facts_and_messages(mem: Memory) -> None:
+    mem.add_facts([{**MAYA, "text": "Maya lives in Porto near the river"}], user_id=U)
+    hits = mem.store.search_facts_text(U, "river porto")
+    assert len(hits) == 1 and hits[0][0] == mem.history(user_id=U)[0].id

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import pytest
+
+from chronomem import RelationRegistry, RelationSpec, ValidationError
+
+
+def test_synonyms_map_to_canonical() -> None:
+    r = RelationRegistry()
+    assert r.canonical("resides_in") == "lives_in"
+    assert r.canonical("Lives In") == "lives_in"
+    assert r.canonical("employed_at") == "works_at"
+    assert r.canonical("brand_new_rel") == "brand_new_rel"
+
+
+def test_properties_of_builtins() -> None:
+    r = RelationRegistry()
+    assert r.spec("partner_of").single_valued and r.spec("partner_of").symmetric
+    assert r.spec("sibling_of").symmetric and not r.spec("sibling_of").single_valued
+    assert r.spec("parent_of").inverse == "child_of" and r.spec("child_of").inverse == "parent_of"
+    assert not r.spec("something_unknown").single_valued
+
+
+def test_define_and_override() -> None:
+    r = RelationRegistry()
+    r.define("mentor_of", inverse="mentee_of")
+    assert r.spec("mentee_of").inverse == "mentor_of"
+    r.define(RelationSpec("likes", single_valued=True))
+    assert r.spec("likes").single_valued
+    r.learn_synonym("adores", "likes")
+    assert r.canonical("adores") == "likes"
+    assert RelationRegistry().spec("likes").single_valued is False  # registries are independent
+
+
+def test_keys_are_direction_independent() -> None:
+    r = RelationRegistry()
+    assert r.key("a", "sibling_of", "b") == r.key("b", "sibling_of", "a")
+    assert r.key("a", "parent_of", "b") == r.key("b", "child_of", "a")
+    assert r.key("a", "likes", "b") != r.key("b", "likes", "a")
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "!!!"])
+def test_bad_relation_names(bad: str) -> None:
+    with pytest.raises(ValidationError, match="relation"):
+        RelationRegistry().canonical(bad)
+
+
+def test_bad_definitions() -> None:
+    r = RelationRegistry()
+    with pytest.raises(ValidationError):
+        r.update([{"single_valued": True}])
+    with pytest.raises(ValidationError):
+        r.update([{"name": "x", "colour": "red"}])
+    with pytest.raises(ValidationError):
+        r.define("x", symmetric=True, inverse="y")

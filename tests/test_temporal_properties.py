@@ -1,0 +1,99 @@
+"""Property-based tests of the update rules: any arrival order keeps the invariants."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chronomem import Memory
+
+BASE = datetime(2010, 1, 1, tzinfo=timezone.utc)
+CITIES = ["Porto", "Lisbon", "Braga", "Oslo", "Paris"]
+
+update = st.fixed_dictionaries(
+    {"object": st.sampled_from(CITIES), "start": st.integers(0, 40),
+     "length": st.one_of(st.none(), st.integers(1, 20)),
+     "confidence": st.sampled_from([1.0, 0.9, 0.7, 0.3])})
+
+
+def to_fact(u: dict) -> dict:
+    f = {"subject": "Maya", "relation": "lives_in", "object": u["object"],
+         "valid_from": (BASE + timedelta(days=30 * u["start"])).isoformat(), "confidence": u["confidence"]}
+    if u["length"] is not None:
+        f["valid_to"] = (BASE + timedelta(days=30 * (u["start"] + u["length"]))).isoformat()
+    return f
+
+
+def instants(mem: Memory) -> list[datetime]:
+    pts = {BASE - timedelta(days=1)}
+    for f in mem.history(user_id="u"):
+        for t in (f.valid_from, f.valid_to):
+            if t is not None:
+                pts |= {t, t - timedelta(seconds=1), t + timedelta(seconds=1)}
+    return sorted(pts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(update, min_size=1, max_size=8), st.booleans())
+def test_at_most_one_stable_value_at_any_instant(tmp_path_factory, updates, one_batch) -> None:
+    path: Path = tmp_path_factory.mktemp("h") / "m.db"
+    with Memory(path) as mem:
+        if one_batch:
+            reports = [mem.add_facts([to_fact(u) for u in updates], user_id="u")]
+        else:
+            reports = [mem.add_facts([to_fact(u)], user_id="u") for u in updates]
+        added = {f.id for r in reports for f in r.added}
+        assert {f.id for f in mem.history(user_id="u")} == added  # every inserted fact is kept
+        assert sum(len(r.added) + len(r.reinforced) + bool(r.closed and not r.added)
+                   for r in reports) >= len(reports)  # every update had an effect
+        for t in instants(mem):
+            valid = mem.facts(user_id="u", subject="Maya", relation="lives_in", as_of=t)
+            assert len(valid) <= 1, (t, valid)
+        # every stated (object, start) is still represented in history: nothing is lost
+        hist = mem.history(user_id="u")
+        for u in updates:
+            f = to_fact(u)
+            start = datetime.fromisoformat(f["valid_from"])
+            assert any(h.object == u["object"] and
+                       (h.valid_from is None or h.valid_from <= start) and
+                       (h.stated_to is None or start < h.stated_to or h.valid_from == start)
+                       for h in hist), (u, hist)
+        # intervals are well-formed
+        for h in hist:
+            assert h.valid_from is None or h.valid_to is None or h.valid_from <= h.valid_to
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["jazz", "tea", "surf", "chess"]), st.integers(0, 30)),
+                min_size=1, max_size=8))
+def test_multi_valued_facts_coexist(tmp_path_factory, likes) -> None:
+    path = tmp_path_factory.mktemp("h") / "m.db"
+    with Memory(path) as mem:
+        for obj, start in likes:
+            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": obj,
+                            "valid_from": (BASE + timedelta(days=start)).isoformat()}], user_id="u")
+        now = mem.facts(user_id="u", relation="likes")
+        assert sorted(f.object for f in now) == sorted({o for o, _ in likes})
+        # the same object is never valid twice at once
+        for t in instants(mem):
+            objs = [f.object for f in mem.facts(user_id="u", relation="likes", as_of=t)]
+            assert len(objs) == len(set(objs))
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.permutations([("Porto", 0), ("Braga", 10), ("Lisbon", 20), ("Oslo", 30)]))
+def test_final_timeline_does_not_depend_on_arrival_order(tmp_path_factory, order) -> None:
+    path = tmp_path_factory.mktemp("h") / "m.db"
+    with Memory(path) as mem:
+        for city, start in order:
+            mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": city,
+                            "valid_from": (BASE + timedelta(days=30 * start)).isoformat()}], user_id="u")
+        timeline = [(f.object, f.valid_from, f.valid_to) for f in mem.history(user_id="u")]
+        expected = ["Porto", "Braga", "Lisbon", "Oslo"]
+        assert [t[0] for t in timeline] == expected
+        for (_, _, end), (_, start, _) in zip(timeline, timeline[1:]):
+            assert end == start
+        assert timeline[-1][2] is None

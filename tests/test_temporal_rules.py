@@ -1,0 +1,223 @@
+"""The non-destructive update rules, one test per rule, through the public API."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from chronomem import Memory, Origin
+
+U = "u1"
+
+
+def dt(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=timezone.utc)
+
+
+def lives(mem: Memory, city: str, start: str | None = None, end: str | None = None, c: float = 1.0):
+    f = {"subject": "Maya", "relation": "lives_in", "object": city, "confidence": c}
+    if start:
+        f["valid_from"] = start
+    if end:
+        f["valid_to"] = end
+    return mem.add_facts([f], user_id=U)
+
+
+def versions(mem: Memory, rel: str = "lives_in") -> list[tuple[str, str | None, str | None]]:
+    return [(f.object, f.valid_from and f.valid_from.date().isoformat(),
+             f.valid_to and f.valid_to.date().isoformat())
+            for f in mem.history(user_id=U, subject="Maya", relation=rel)]
+
+
+def test_single_valued_new_value_closes_old_and_both_remain(mem: Memory) -> None:
+    lives(mem, "Porto", "2018-01-01")
+    rep = lives(mem, "Lisbon", "2021-03-01")
+    assert [f.object for f in rep.closed] == ["Porto"]
+    assert versions(mem) == [("Porto", "2018-01-01", "2021-03-01"), ("Lisbon", "2021-03-01", None)]
+    assert [f.object for f in mem.facts(user_id=U, subject="Maya")] == ["Lisbon"]
+    assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2020-06-01")] == ["Porto"]
+    closed = mem.history(user_id=U, subject="Maya")[0]
+    assert closed.closed_by == rep.added[0].id
+
+
+def test_interval_is_half_open(mem: Memory) -> None:
+    lives(mem, "Porto", "2018-01-01")
+    lives(mem, "Lisbon", "2021-03-01")
+    assert [f.object for f in mem.facts(user_id=U, as_of="2021-03-01T00:00:00Z")] == ["Lisbon"]
+    assert [f.object for f in mem.facts(user_id=U, as_of="2021-02-28T23:59:59Z")] == ["Porto"]
+    assert mem.facts(user_id=U, as_of="2017-12-31") == []
+
+
+def test_late_fact_about_the_past_lands_in_order(mem: Memory) -> None:
+    lives(mem, "Lisbon", "2021-03-01")
+    rep = lives(mem, "Porto", "2018-01-01")  # learned late
+    assert rep.closed == []  # it does not close the later one …
+    assert rep.added[0].valid_to == dt("2021-03-01")  # … the later one closes it
+    assert versions(mem) == [("Porto", "2018-01-01", "2021-03-01"), ("Lisbon", "2021-03-01", None)]
+
+
+def test_late_fact_between_two_versions(mem: Memory) -> None:
+    lives(mem, "Porto", "2016-01-01")
+    lives(mem, "Lisbon", "2020-01-01")
+    lives(mem, "Braga", "2018-01-01")
+    assert versions(mem) == [("Porto", "2016-01-01", "2018-01-01"), ("Braga", "2018-01-01", "2020-01-01"),
+                             ("Lisbon", "2020-01-01", None)]
+
+
+def test_bounded_late_fact_closes_overlapping_earlier_one(mem: Memory) -> None:
+    lives(mem, "Berlin", "2010-01-01")
+    lives(mem, "Oslo", "2016-01-01", "2021-01-01")
+    assert versions(mem) == [("Berlin", "2010-01-01", "2016-01-01"), ("Oslo", "2016-01-01", "2021-01-01")]
+
+
+def test_equal_start_later_recorded_wins(mem: Memory) -> None:
+    lives(mem, "Porto", "2018-01-01")
+    lives(mem, "Lisbon", "2018-01-01")
+    assert [f.object for f in mem.facts(user_id=U, as_of="2019-01-01")] == ["Lisbon"]
+    porto = [f for f in mem.history(user_id=U) if f.object == "Porto"][0]
+    assert porto.valid_from == porto.valid_to == dt("2018-01-01")  # empty interval, still stored
+
+
+def test_multi_valued_facts_coexist(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "surfing", "valid_from": "2018-01-01"},
+                   {"subject": "Maya", "relation": "likes", "object": "jazz", "valid_from": "2019-01-01"}],
+                  user_id=U)
+    assert sorted(f.object for f in mem.facts(user_id=U, relation="likes")) == ["jazz", "surfing"]
+
+
+def test_unknown_relations_default_to_multi_valued(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "plays", "object": "chess", "valid_from": "2018-01-01"},
+                   {"subject": "Maya", "relation": "plays", "object": "go", "valid_from": "2019-01-01"}],
+                  user_id=U)
+    assert len(mem.facts(user_id=U, relation="plays")) == 2
+
+
+def test_same_fact_again_reinforces_instead_of_duplicating(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01",
+                    "confidence": 0.8, "source_ids": ["m1"]}], user_id=U)
+    rep = mem.add_facts([{"subject": "maya", "relation": "resides_in", "object": "PORTO",
+                          "valid_from": "2019-05-01", "confidence": 0.8, "source_ids": ["m7"]}], user_id=U)
+    assert rep.added == [] and len(rep.reinforced) == 1
+    [f] = mem.history(user_id=U)
+    assert f.source_ids == ["m1", "m7"]
+    assert f.confidence > 0.8
+    assert f.valid_from == dt("2018-01-01")
+
+
+def test_hedged_repetition_does_not_become_stable(mem: Memory) -> None:
+    for _ in range(3):
+        lives(mem, "Paris", "2025-01-01", c=0.4)
+    [f] = mem.history(user_id=U)
+    assert f.confidence == 0.4
+
+
+def test_explicit_ending_closes_the_open_fact(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "has_pet", "object": "Pixel", "valid_from": "2019-02-10"}],
+                  user_id=U)
+    rep = mem.add_facts([{"subject": "Maya", "relation": "has_pet", "object": "Pixel",
+                          "valid_to": "2022-05-01", "source_ids": ["m9"]}], user_id=U)
+    assert rep.added == [] and [f.object for f in rep.closed] == ["Pixel"]
+    [f] = mem.history(user_id=U, relation="has_pet")
+    assert f.valid_to == dt("2022-05-01") and "m9" in f.source_ids
+    assert mem.facts(user_id=U, relation="has_pet") == []
+
+
+def test_ending_without_open_fact_is_recorded_with_unknown_start(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "owns", "object": "a Vespa", "valid_to": "2020-01-01"}],
+                  user_id=U)
+    [f] = mem.history(user_id=U)
+    assert f.valid_from is None and f.valid_to == dt("2020-01-01")
+    assert [x.object for x in mem.facts(user_id=U, as_of="2001-01-01")] == ["a Vespa"]
+    assert mem.facts(user_id=U) == []
+
+
+def test_low_confidence_never_closes_a_stable_fact(mem: Memory) -> None:
+    lives(mem, "Berlin", "2019-01-01")
+    rep = lives(mem, "Paris", "2024-06-01", c=0.3)  # "I might move to Paris"
+    assert rep.closed == []
+    assert [f.object for f in mem.facts(user_id=U)] == ["Berlin"]
+    assert sorted(f.object for f in mem.facts(user_id=U, include_unstable=True)) == ["Berlin", "Paris"]
+
+
+def test_stable_fact_is_not_closed_by_unstable_and_unstable_not_by_stable(mem: Memory) -> None:
+    lives(mem, "Paris", "2024-06-01", c=0.3)
+    lives(mem, "Berlin", "2025-01-01")
+    paris = [f for f in mem.history(user_id=U) if f.object == "Paris"][0]
+    assert paris.valid_to is None  # plans are kept as they were said
+
+
+def test_theta_is_configurable(tmp_path) -> None:
+    with Memory(tmp_path / "m.db", theta_stable=0.2) as m:
+        m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Berlin", "valid_from": "2019-01-01"},
+                     {"subject": "Maya", "relation": "lives_in", "object": "Paris", "valid_from": "2024-01-01",
+                      "confidence": 0.3}], user_id=U)
+        assert [f.object for f in m.facts(user_id=U)] == ["Paris"]
+
+
+def test_symmetric_single_valued_relation_closes_both_sides(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "married_to", "object": "Tiago", "valid_from": "2015-01-01"}],
+                  user_id=U)
+    mem.add_facts([{"subject": "Ana", "relation": "married_to", "object": "Tiago", "valid_from": "2022-01-01"}],
+                  user_id=U)
+    now = mem.facts(user_id=U, relation="married_to")
+    assert [(f.subject, f.object) for f in now] == [("Ana", "Tiago")]
+    assert len(mem.history(user_id=U, relation="spouse_of")) == 2
+
+
+def test_symmetric_and_inverse_facts_are_stored_once_and_reinforce(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Rui", "relation": "sibling_of", "object": "Maya", "valid_from": "2000-01-01"},
+                   {"subject": "Maya", "relation": "brother_of", "object": "Rui", "valid_from": "2001-01-01"},
+                   {"subject": "Ana", "relation": "parent_of", "object": "Maya", "valid_from": "2000-01-01"},
+                   {"subject": "Maya", "relation": "child_of", "object": "Ana", "valid_from": "2001-01-01"}],
+                  user_id=U)
+    hist = mem.history(user_id=U)
+    assert [(f.subject, f.relation, f.object) for f in hist] == [
+        ("Rui", "sibling_of", "Maya"), ("Ana", "parent_of", "Maya")]
+
+
+def test_defaults_for_add_facts(mem: Memory) -> None:
+    rep = mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "tea"}], user_id=U)
+    [f] = rep.added
+    assert f.confidence == 1.0 and f.intent.value == "FACT" and f.origin is Origin.IMPORTED
+    assert f.valid_from is not None and abs((f.valid_from - f.recorded_at).total_seconds()) < 5
+
+
+def test_batch_is_applied_in_order_within_one_call(mem: Memory) -> None:
+    rep = mem.add_facts([
+        {"subject": "Maya", "relation": "works_at", "object": "Farfetch", "valid_from": "2017-01-01"},
+        {"subject": "Maya", "relation": "works_at", "object": "Feedzai", "valid_from": "2020-01-01"},
+        {"subject": "Maya", "relation": "works_at", "object": "Unbabel", "valid_from": "2023-01-01"},
+    ], user_id=U)
+    assert len(rep.added) == 3
+    assert versions(mem, "works_at") == [("Farfetch", "2017-01-01", "2020-01-01"),
+                                         ("Feedzai", "2020-01-01", "2023-01-01"),
+                                         ("Unbabel", "2023-01-01", None)]
+
+
+@pytest.mark.parametrize("rel", ["lives_in", "works_at", "job_title", "studies_at", "married_to",
+                                 "partner_of", "located_in", "born_in"])
+def test_builtin_single_valued_relations(mem: Memory, rel: str) -> None:
+    mem.add_facts([{"subject": "X", "relation": rel, "object": "A", "valid_from": "2010-01-01"},
+                   {"subject": "X", "relation": rel, "object": "B", "valid_from": "2012-01-01"}], user_id=U)
+    assert [f.object for f in mem.facts(user_id=U, subject="X", relation=rel)] == ["B"]
+
+
+@pytest.mark.parametrize("rel", ["sibling_of", "friend_of", "parent_of", "child_of", "has_pet", "likes",
+                                 "dislikes", "owns", "hobby", "is_a"])
+def test_builtin_multi_valued_relations(mem: Memory, rel: str) -> None:
+    mem.add_facts([{"subject": "X", "relation": rel, "object": "A", "valid_from": "2010-01-01"},
+                   {"subject": "X", "relation": rel, "object": "B", "valid_from": "2012-01-01"}], user_id=U)
+    assert sorted(f.object for f in mem.facts(user_id=U, subject="X", relation=rel)) == ["A", "B"]
+
+
+def test_user_defined_relation_overrides(tmp_path) -> None:
+    with Memory(tmp_path / "m.db", relations=[{"name": "likes", "single_valued": True},
+                                             {"name": "drives", "single_valued": True,
+                                              "synonyms": ["drives_a"]}]) as m:
+        m.add_facts([{"subject": "X", "relation": "likes", "object": "A", "valid_from": "2010-01-01"},
+                     {"subject": "X", "relation": "likes", "object": "B", "valid_from": "2012-01-01"},
+                     {"subject": "X", "relation": "drives_a", "object": "Golf", "valid_from": "2010-01-01"},
+                     {"subject": "X", "relation": "drives", "object": "Tesla", "valid_from": "2015-01-01"}],
+                    user_id=U)
+        assert sorted(f.object for f in m.facts(user_id=U)) == ["B", "Tesla"]
