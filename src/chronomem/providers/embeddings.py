@@ -18,6 +18,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,23 @@ MINILM_DIM = 384
 
 _LOADED: dict[tuple[str, str], Any] = {}  # per-process cache of SentenceTransformer objects
 _LOAD_LOCK = threading.Lock()
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Hide transformers' weight-loading progress bar (library code must not draw on stderr)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def minilm_dir() -> Path:
@@ -77,7 +96,8 @@ class LocalEmbedder:
                         "the local embedder needs sentence-transformers and torch: pip install 'chronomem[local]'"
                     ) from e
                 t0 = time.perf_counter()
-                model = SentenceTransformer(str(self.model_dir), device=self.device, local_files_only=True)
+                with _quiet_transformers():
+                    model = SentenceTransformer(str(self.model_dir), device=self.device, local_files_only=True)
                 self.load_s = time.perf_counter() - t0
                 log.info("loaded embedder %s in %.1fs", self.model_dir, self.load_s)
                 _LOADED[key] = model

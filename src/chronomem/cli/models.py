@@ -1,0 +1,180 @@
+"""``chronomem models``: what is configured, assemble/verify the local weights, a health check."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.table import Table
+
+from ..errors import ChronomemError, ModelUnavailableError
+from ..providers import gguf
+
+app = typer.Typer(
+    help="Models: show the configuration, assemble/verify the local model, run a health check.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+console = Console()
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[gguf.ProgressFn]:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    ) as prog:
+        task = prog.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            prog.update(task, completed=done, total=total)
+
+        yield update
+
+
+def _packaged(which: str) -> list[gguf.PackagedModel]:
+    if which == "all":
+        return list(gguf.PACKAGED_MODELS.values())
+    try:
+        return [gguf.PACKAGED_MODELS[which.lower()]]
+    except KeyError:
+        raise typer.BadParameter(f"expected one of {', '.join(gguf.PACKAGED_MODELS)} or all", param_hint="--model") from None
+
+
+def _status(model: gguf.PackagedModel) -> str:
+    if gguf.is_assembled(model):
+        return "[green]assembled, verified[/]"
+    try:
+        gguf.find_parts(model)
+    except ModelUnavailableError:
+        return "[yellow]parts not installed[/]"
+    return "parts installed, not assembled"
+
+
+def _settings_table(title: str, described: dict[str, Any]) -> Table:
+    t = Table(title=title, title_justify="left", show_header=True, header_style="bold")
+    t.add_column("setting")
+    t.add_column("value")
+    t.add_column("from")
+    for k, v in described.items():
+        t.add_row(k, "" if v["value"] is None else str(v["value"]), v["source"])
+    return t
+
+
+@app.callback()
+def main(ctx: typer.Context) -> None:
+    """Without a sub-command: show the configuration."""
+    if ctx.invoked_subcommand is None:
+        show(llm=None, embedder=None)
+
+
+@app.command()
+def show(
+    llm: str | None = typer.Option(None, "--llm", help="LLM spec to resolve instead of the configured one"),
+    embedder: str | None = typer.Option(None, "--embedder", help="embedder spec"),
+) -> None:
+    """Show the effective model settings, where each came from, and the local model files."""
+    from ..providers.settings import config_file, resolve_embedder_settings, resolve_llm_settings
+
+    s = resolve_llm_settings(llm)
+    e = resolve_embedder_settings(embedder)
+    console.print(f"LLM: [bold]{s.spec}[/]    embedder: [bold]{e.spec}[/]")
+    console.print(f"config file: {config_file()}{'' if config_file().exists() else ' (absent)'}")
+    console.print(_settings_table("LLM", s.describe()))
+    console.print(_settings_table("Embedder", e.describe()))
+    t = Table(title=f"Local models in {gguf.cache_dir()}", title_justify="left", header_style="bold")
+    t.add_column("key")
+    t.add_column("model")
+    t.add_column("status")
+    for m in gguf.PACKAGED_MODELS.values():
+        t.add_row(m.key, m.description, _status(m))
+    console.print(t)
+    console.print("precedence: arguments > environment > config file > defaults (see chronomem.providers.settings)")
+
+
+@app.command()
+def assemble(
+    model: str = typer.Option("1.5b", "--model", "-m", help="1.5b, 0.5b or all"),
+    force: bool = typer.Option(False, "--force", help="re-assemble even if a verified file exists"),
+) -> None:
+    """Join the installed model parts into the cache and verify the sha256."""
+    for m in _packaged(model):
+        if not force and gguf.is_assembled(m):
+            console.print(f"{m.key}: already assembled at {gguf.model_path(m)}")
+            continue
+        with _progress(f"assembling {m.key}") as cb:
+            path = gguf.assemble(m, progress=cb, force=force)
+        console.print(f"{m.key}: [green]ok[/] {path} (sha256 {m.sha256[:12]}…)")
+
+
+@app.command()
+def verify(model: str = typer.Option("1.5b", "--model", "-m", help="1.5b, 0.5b or all")) -> None:
+    """Re-hash the assembled file(s) against the published sha256."""
+    bad = False
+    for m in _packaged(model):
+        path = gguf.model_path(m)
+        if not path.is_file():
+            console.print(f"{m.key}: [yellow]not assembled[/] (run: chronomem models assemble -m {m.key})")
+            bad = True
+            continue
+        with _progress(f"hashing {m.key}") as cb:
+            ok = gguf.verify(m, progress=cb)
+        console.print(f"{m.key}: {'[green]sha256 ok[/]' if ok else '[red]sha256 MISMATCH[/]'} {path}")
+        bad |= not ok
+    if bad:
+        raise typer.Exit(1)
+
+
+@app.command()
+def check(
+    llm: str | None = typer.Option(None, "--llm", help="LLM spec (default: configured)"),
+    embedder: str | None = typer.Option(None, "--embedder", help="embedder spec (default: configured)"),
+    skip_embedder: bool = typer.Option(False, "--no-embedder", help="only check the LLM"),
+) -> None:
+    """One tiny chat and one tiny embedding, with timings."""
+    from ..providers import make_embedder, make_llm
+
+    failed = False
+    t0 = time.perf_counter()
+    try:
+        model = make_llm(llm, cache=False)
+        if hasattr(model.inner, "load"):
+            load_s = model.inner.load()
+            console.print(f"LLM {model.name}: loaded in {load_s:.1f}s")
+        r = model.chat(
+            [{"role": "user", "content": "Reply with the single word: ready"}], max_tokens=8, purpose="check"
+        )
+        console.print(
+            f"LLM {model.name}: [green]ok[/] {r.text.strip()!r} — {r.usage.prompt_tokens} prompt + "
+            f"{r.usage.completion_tokens} completion tokens in {r.usage.latency_s:.2f}s "
+            f"(total {time.perf_counter() - t0:.1f}s)"
+        )
+    except ChronomemError as e:
+        console.print(f"LLM: [red]failed[/] {e}")
+        failed = True
+    if not skip_embedder:
+        t0 = time.perf_counter()
+        try:
+            emb = make_embedder(embedder, cache=False)
+            vecs = emb.embed(["chronomem health check"])
+            t1 = time.perf_counter()
+            emb.embed(["a second sentence", "and a third one"])
+            console.print(
+                f"embedder {emb.name}: [green]ok[/] dim {len(vecs[0])}, first call {t1 - t0:.2f}s "
+                f"(includes loading), next batch {time.perf_counter() - t1:.3f}s"
+            )
+        except ChronomemError as e:
+            console.print(f"embedder: [red]failed[/] {e}")
+            failed = True
+    if failed:
+        raise typer.Exit(1)

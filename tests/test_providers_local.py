@@ -1,0 +1,61 @@
+"""End-to-end with the real local models: few and small, they load once per module.
+
+The LLM test uses the default Qwen2.5-Coder-1.5B at temperature 0 and asserts
+only what such a model reliably gets right: copying a named person, a city
+and a year out of two plain sentences into a schema.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from pydantic import BaseModel
+
+from chronomem.errors import ModelUnavailableError
+from chronomem.providers import make_embedder, make_llm
+
+pytestmark = pytest.mark.model
+
+
+class Move(BaseModel):
+    person: str
+    city: str
+    year: int
+
+
+@pytest.fixture(scope="module")
+def llm():
+    try:
+        return make_llm("local", cache=False, n_ctx=2048)
+    except ModelUnavailableError as e:
+        pytest.skip(str(e))
+
+
+def test_local_structured_extraction(llm) -> None:
+    messages = [
+        {"role": "system", "content": "Extract the move described by the user. Reply with JSON only."},
+        {"role": "user", "content": "Maria grew up in Lisbon. In 2019 she moved to Berlin for a new job."},
+    ]
+    r = llm.chat(messages, schema=Move, max_tokens=64, purpose="extract")
+    assert isinstance(r.data, Move)
+    assert r.data.person == "Maria"
+    assert r.data.city == "Berlin"
+    assert r.data.year == 2019
+    assert r.usage.prompt_tokens > 20 and 0 < r.usage.completion_tokens <= 64
+    # the model's own tokenizer, offline
+    assert llm.count_tokens("Maria grew up in Lisbon.") == 6
+    assert llm.usage.snapshot()["by_purpose"]["extract"]["calls"] == 1
+
+
+def test_local_embedding_similarity_ordering() -> None:
+    try:
+        emb = make_embedder("local", cache=False)
+        vecs = np.asarray(
+            emb.embed(["A cat is sleeping on the sofa.", "The kitten naps on the couch.", "Stock prices fell sharply."])
+        )
+    except ModelUnavailableError as e:
+        pytest.skip(str(e))
+    assert vecs.shape == (3, emb.dim) == (3, 384)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    sims = vecs @ vecs[0]
+    assert sims[1] > sims[2] + 0.3
