@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-import uuid
+import os
+from functools import lru_cache
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,6 +25,7 @@ _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = "\"'`.,;:!?()[]{}<>"
 
 
+@lru_cache(maxsize=65536)
 def normalize_name(name: str) -> str:
     """Case- and spacing-insensitive form of a spelling: ``" New  York "`` → ``"new york"``."""
     text = unicodedata.normalize("NFKC", name).casefold().strip().strip(_EDGE_PUNCT).strip()
@@ -31,7 +33,8 @@ def normalize_name(name: str) -> str:
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A random 128-bit id as 32 hex digits (same shape as ``uuid4().hex``, cheaper)."""
+    return os.urandom(16).hex()
 
 
 class Resolver(Protocol):
@@ -65,6 +68,7 @@ class ExactResolver:
         out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}
         if create:
             by_norm: dict[str, Entity] = {}
+            now = utcnow()
             for n in spellings:
                 if n in out:
                     continue
@@ -72,8 +76,7 @@ class ExactResolver:
                 if norm in by_norm:  # two spellings of one new entity in the same batch
                     out[n] = by_norm[norm]
                     continue
-                ent = Entity(id=new_id(), user_id=user_id, name=n.strip(), type=types.get(n),
-                             created_at=utcnow())
-                self.store.insert_entity(ent, norm)
-                by_norm[norm] = out[n] = ent
+                by_norm[norm] = out[n] = Entity(id=new_id(), user_id=user_id, name=n.strip(),
+                                                type=types.get(n), created_at=now)
+            self.store.insert_entities(user_id, [(e, norm) for norm, e in by_norm.items()])
         return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -143,6 +143,17 @@ class GraphWriter:
     def key(self, f: Fact) -> tuple[str, str, str]:
         return self.registry.key(f.subject_id or f.subject, f.relation, f.object_id or f.object)
 
+    def _cached_key(self) -> Callable[[Fact], tuple[str, str, str]]:
+        """``key`` memoised by fact id for one batch (a fact's endpoints never change)."""
+        cache: dict[str, tuple[str, str, str]] = {}
+
+        def key(f: Fact) -> tuple[str, str, str]:
+            k = cache.get(f.id)
+            if k is None:
+                k = cache[f.id] = self.key(f)
+            return k
+        return key
+
     def apply(self, user_id: str, facts: Sequence[Mapping[str, Any] | FactInput], *,
               session_id: str | None = None, agent_id: str | None = None,
               default_origin: Origin = Origin.IMPORTED) -> UpdateReport:
@@ -170,6 +181,7 @@ class GraphWriter:
             changed: dict[str, Fact] = {}
             closed: dict[str, Fact] = {}
             reinforced: dict[str, Fact] = {}
+            key = self._cached_key()
             for i, fi in enumerate(inputs):
                 s, o = ents[fi.subject], ents[fi.object]
                 new = Fact(
@@ -185,7 +197,7 @@ class GraphWriter:
                 spec = self.registry.spec(new.relation)
                 family = {spec.name, spec.inverse}
                 near = [pool[x] for x in by_entity[s.id] | by_entity[o.id] if pool[x].relation in family]
-                plan = plan_update(new, near, spec, self.key, self.theta)
+                plan = plan_update(new, near, spec, key, self.theta)
                 for f in plan.changed:
                     pool[f.id] = f
                     (inserted if f.id in inserted else changed)[f.id] = f

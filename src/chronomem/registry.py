@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from .errors import ValidationError
 
@@ -23,6 +24,11 @@ def normalize_relation(name: str) -> str:
     """``"Lives In"`` → ``"lives_in"``; raises on empty input."""
     if not isinstance(name, str):
         raise ValidationError("relation", name, "must be a string")
+    return _normalize_relation(name)
+
+
+@lru_cache(maxsize=4096)
+def _normalize_relation(name: str) -> str:
     norm = _WORD.sub("_", name.strip().lower()).strip("_")
     if not norm:
         raise ValidationError("relation", name, "must not be empty")

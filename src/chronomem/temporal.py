@@ -98,6 +98,10 @@ def plan_update(
 ) -> Plan:
     """Decide how ``new`` enters a graph that holds ``stored``.
 
+    ``new`` is not copied: when it is inserted, the plan's ``insert`` is ``new``
+    itself, possibly with its interval adjusted.  Stored facts are never mutated;
+    their new versions are returned in ``changed``.
+
     ``stored`` must contain at least every fact of ``new``'s relation (and its
     inverse) touching ``new``'s subject or object; extra facts are ignored.
     ``subject``/``object`` are compared as given, so pass entity ids or
@@ -136,7 +140,9 @@ def plan_update(
             return Plan(changed=[changed], reinforced=changed)
 
     # 3. insert; a stable fact takes its place in time order within its slot
-    ins = replace(new, stated_to=new.valid_to if new.stated_to is None else new.stated_to)
+    ins = new  # the caller's fresh object becomes the inserted fact
+    if ins.stated_to is None:
+        ins.stated_to = ins.valid_to
     plan = Plan(insert=ins)
     if not stable:
         return plan

@@ -66,7 +66,8 @@ class Store(ABC):
         """Map normalised spellings (names and aliases) to entity ids."""
 
     @abstractmethod
-    def insert_entity(self, entity: Entity, norm: str) -> None: ...
+    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
+        """Insert new entities, each with the normalised form of its canonical name."""
 
     @abstractmethod
     def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None: ...

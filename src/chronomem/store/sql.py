@@ -243,12 +243,12 @@ class SQLStore(Store):
                                  f"AND norm IN {self._in(chunk)}", (user_id, *chunk)))
         return out
 
-    def insert_entity(self, entity: Entity, norm: str) -> None:
-        u = entity.user_id
-        with self.transaction(u):
-            self._exec(u, self._upsert_ignore("entities", ENT_COLS),
-                       (u, entity.id, entity.name, entity.type, _us(entity.created_at) or 0))
-            self._exec(u, self._upsert_ignore("entity_names", NAME_COLS), (u, norm, entity.id, entity.name))
+    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
+        with self.transaction(user_id):
+            self._many(user_id, self._upsert_ignore("entities", ENT_COLS),
+                       [(user_id, e.id, e.name, e.type, _us(e.created_at) or 0) for e, _ in entities])
+            self._many(user_id, self._upsert_ignore("entity_names", NAME_COLS),
+                       [(user_id, norm, e.id, e.name) for e, norm in entities])
 
     def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None:
         self._exec(user_id, self._upsert_ignore("entity_names", NAME_COLS), (user_id, norm, entity_id, alias))
