@@ -16,6 +16,10 @@ Methods built on chronomem's fact memory (``flat_facts``, ``vanilla_graph``, ``r
 the ``Memory`` APIs they need; until those exist and an adapter is written
 here, :func:`make_method` refuses them with :class:`MethodUnavailableError`.
 
+Prompt files are immutable once results exist: the prompt version (the file
+name) is part of every result's configuration key, so a changed prompt must be
+a new file (``answer_v2.txt``), never an edit of ``answer_v1.txt``.
+
 Ingestion is shared: the runner gives every method of one conversation the
 same :class:`SharedIngest`, so indexes (and, later, memories) are built once
 per configuration and reused across methods and questions.

@@ -161,14 +161,26 @@ class RichProgress:
             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
         )
         self._task: Any = None
+        self._live = self._progress.console.is_terminal
+        self._count = 0
+        self._total = 0
+        self._t0 = 0.0
 
     def start(self, total: int, done: int) -> None:
         self._progress.start()
         # already-done questions are not counted in the ETA: the bar covers pending work only
-        self._task = self._progress.add_task(f"{done} done earlier", total=max(total - done, 0))
+        self._total = max(total - done, 0)
+        self._t0 = time.perf_counter()
+        self._task = self._progress.add_task(f"{done} done earlier", total=self._total)
 
     def advance(self, description: str) -> None:
         self._progress.update(self._task, advance=1, description=description)
+        self._count += 1
+        if not self._live:  # a log file (nohup): one line per item with the ETA
+            elapsed = time.perf_counter() - self._t0
+            eta = elapsed / self._count * (self._total - self._count)
+            self._progress.console.log(f"{description}: {self._count}/{self._total}, "
+                                       f"elapsed {elapsed / 60:.1f} min, ETA {eta / 60:.1f} min")
 
     def note(self, message: str) -> None:
         self._progress.console.log(message)
