@@ -1,0 +1,350 @@
+"""The PostgreSQL store: many API workers over one database.
+
+Selected by URL: ``Memory("postgresql://user@host:5432/db")``.  The query
+layer is :class:`~chronomem.store.sql.SQLStore`, shared with SQLite; this
+module supplies only the dialect: a psycopg 3 connection pool, per-user write
+locks, full-text search and vector search.
+
+Layout and options
+    chronomem keeps its tables in a dedicated schema, ``chronomem`` by default,
+    so it can live in a database that holds other applications' tables.  Pick
+    another schema with the URL option ``?schema=NAME`` (letters, digits and
+    ``_``; e.g. one schema per tenant or per test run).  A schema that exists
+    and has tables but no ``chronomem_meta`` is refused
+    (:class:`~chronomem.errors.CorruptDatabaseError`), like a foreign SQLite file.
+
+Migrations
+    Versioned SQL files in ``migrations/postgres/``; applied on open inside one
+    transaction holding a database-wide advisory lock, so several workers may
+    start at once: the first migrates, the others wait and find it done.
+
+Writes
+    Every write runs in a transaction that first takes
+    ``pg_advisory_xact_lock(hashtextextended(user_id, 0))``: writers of the same
+    user serialise (the graph writer reads a slot's facts, then writes), writers
+    of different users run in parallel.  Readers never block.
+
+Vectors
+    With the ``pgvector`` extension (created on first migration if the server
+    has it and the role may) vectors are ``vector`` values and each embedding
+    dimension gets a partial HNSW index (cosine) on first use; queries filter by
+    user and let the planner choose between that index (with pgvector 0.8's
+    iterative scans, so the ``user_id`` filter keeps recall) and an exact scan of
+    the user's rows.  Without pgvector vectors are float32 ``bytea`` and k-NN is
+    an exact per-user scan in numpy — per-user memories are small.  Which one a
+    database uses is recorded in ``chronomem_meta`` (``vector_backend``) and
+    fixed at creation; :attr:`PostgresStore.has_vector_index` tells callers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import struct
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import numpy as np
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..errors import ConfigError, CorruptDatabaseError, StoreError
+from ..timeutil import to_micros, utcnow
+from .sql import SQLStore
+from .sqlite import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, _migrations
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SCHEMA = "chronomem"
+VECTOR_BACKEND_KEY = "vector_backend"
+PGVECTOR = "pgvector"
+BYTEA = "bytea"
+MIGRATION_LOCK = "chronomem.migrate"  # advisory-lock key (hashed) shared by every schema of a database
+VECTOR_INDEX_LOCK = "chronomem.vector_index"
+HNSW_MAX_DIM = 2000  # pgvector's limit for indexing `vector`
+_SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """Split chronomem's ``?schema=`` option off a libpq URL: ``(conninfo, schema)``."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"not a PostgreSQL URL: {redact(url)!r}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = DEFAULT_SCHEMA
+    rest = []
+    for k, v in query:
+        if k == "schema":
+            schema = v
+        else:
+            rest.append((k, v))
+    if not _SCHEMA_RE.match(schema):
+        raise ConfigError(f"invalid schema {schema!r} in {redact(url)!r}: use letters, digits and _ "
+                          "(at most 63 characters, not starting with a digit)")
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+class _Conn:
+    """The DB-API surface :class:`SQLStore` uses (``execute``/``executemany``) over a psycopg connection."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+        self.raw = raw
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        return self.raw.execute(sql, params)  # type: ignore[arg-type]
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self.raw.cursor() as cur:
+            cur.executemany(sql, rows)  # type: ignore[arg-type]
+
+
+def _exact_knn(rows: Sequence[tuple[str, bytes]], vector: Sequence[float], k: int) -> list[tuple[str, float]]:
+    if not rows:
+        return []
+    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
+    q = np.asarray(vector, dtype=np.float32)
+    sims = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q) + 1e-12)
+    order = np.argsort(-sims, kind="stable")[:k]
+    return [(rows[i][0], float(sims[i])) for i in order]
+
+
+def _ts_query(text: str) -> str:
+    """Free text → a safe ``to_tsquery`` OR-expression of its words (only ``\\w`` characters survive)."""
+    words = re.findall(r"\w+", text.lower())
+    return " | ".join(w for w in dict.fromkeys(words) if len(w) > 1)
+
+
+class PostgresStore(SQLStore):
+    """PostgreSQL implementation of :class:`~chronomem.store.base.Store`.
+
+    ``url`` is a libpq URL plus the optional ``schema`` query option;
+    ``pool_size`` bounds the connections this process opens.
+    """
+
+    param = "%s"
+
+    def __init__(self, url: str, *, pool_size: int = 8, connect_timeout_s: float = 30.0) -> None:
+        super().__init__()
+        if pool_size < 1:
+            raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
+        self.url = url
+        self._conninfo, self.schema = split_url(url)
+        self._known_dims: set[int] = set()
+        self.vector_backend = BYTEA
+        self.extension_schema: str | None = None
+        try:
+            self._migrate(connect_timeout_s)
+        except psycopg.OperationalError as e:
+            raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {e}".strip()) from e
+        self.has_vector_index = self.vector_backend == PGVECTOR
+        path = f'"{self.schema}"' + (f',"{self.extension_schema}"' if self.extension_schema
+                                     and self.extension_schema != self.schema else "")
+        options = f"-c search_path={path}"  # no spaces: libpq splits options on whitespace
+        if self.has_vector_index:
+            options += " -c hnsw.iterative_scan=relaxed_order"
+        self._pool = ConnectionPool(self._conninfo, min_size=1, max_size=pool_size, open=False,
+                                    kwargs={"autocommit": True, "options": options},
+                                    timeout=connect_timeout_s, name=f"chronomem:{self.schema}")
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_s)
+        except PoolTimeout as e:
+            self._pool.close()
+            raise StoreError(f"cannot open a connection pool to {redact(url)}: {e}") from e
+
+    # -- migrations ----------------------------------------------------------------------
+    def _migrate(self, timeout_s: float) -> None:
+        with psycopg.connect(self._conninfo, autocommit=True, connect_timeout=max(1, int(timeout_s))) as conn:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (MIGRATION_LOCK,))
+                self._migrate_locked(conn)
+
+    def _migrate_locked(self, conn: psycopg.Connection[Any]) -> None:
+        s = self.schema
+        where = f"schema {s!r} of {redact(self.url)}"
+        tables = {r[0] for r in conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (s,))}
+        if tables and "chronomem_meta" not in tables:
+            raise CorruptDatabaseError(
+                f"{where} holds tables that are not chronomem's ({sorted(tables)[:5]}); refusing to touch "
+                "it — choose another schema with ?schema=NAME")
+        meta: dict[str, str] = {}
+        if tables:
+            meta = dict(conn.execute(f'SELECT key, value FROM "{s}".chronomem_meta').fetchall())
+            if meta.get(APP_KEY) != APP_NAME:
+                raise CorruptDatabaseError(f"{where} is not a chronomem database")
+        current = int(meta.get(SCHEMA_VERSION_KEY, "0"))
+        migrations = _migrations("postgres")
+        latest = migrations[-1][0]
+        if current > latest:
+            raise StoreError(f"{where} has schema version {current}, newer than this chronomem "
+                             f"({latest}); upgrade chronomem")
+        if current == 0:
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{s}"')
+            self.vector_backend = PGVECTOR if self._create_vector_extension(conn) else BYTEA
+        else:
+            self.vector_backend = meta.get(VECTOR_BACKEND_KEY, BYTEA)
+        self.extension_schema = self._vector_extension_schema(conn)
+        if self.vector_backend == PGVECTOR and self.extension_schema is None:
+            raise StoreError(f"{where} stores vectors with pgvector, but the server has no 'vector' "
+                             "extension installed in this database any more")
+        path = f'"{s}"' + (f', "{self.extension_schema}"' if self.extension_schema else "")
+        conn.execute(f"SET LOCAL search_path = {path}")
+        for version, sql in migrations:
+            if version <= current:
+                continue
+            log.info("migrating %s to schema version %d", where, version)
+            vec_type = "vector" if self.vector_backend == PGVECTOR else "bytea"
+            conn.execute(sql.replace("@VECTOR_TYPE@", vec_type))  # type: ignore[arg-type]
+            upsert = ("INSERT INTO chronomem_meta (key, value) VALUES (%s, %s) "
+                      "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
+            for k, v in ((APP_KEY, APP_NAME), (SCHEMA_VERSION_KEY, str(version)),
+                         (f"migrated_{version}", str(to_micros(utcnow()))),
+                         (VECTOR_BACKEND_KEY, self.vector_backend)):
+                conn.execute(upsert, (k, v))
+
+    def _create_vector_extension(self, conn: psycopg.Connection[Any]) -> bool:
+        """Try ``CREATE EXTENSION vector`` (in ``public`` when it exists, so dropping our schema
+        never drops the extension other schemas use); False when the server lacks it or we may not."""
+        if self._vector_extension_schema(conn) is not None:
+            return True
+        has_public = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'public'").fetchone()
+        target = "public" if has_public else self.schema
+        try:
+            with conn.transaction():  # a savepoint: failure leaves the migration usable
+                conn.execute(f'CREATE EXTENSION IF NOT EXISTS vector SCHEMA "{target}"')
+        except psycopg.Error as e:
+            log.info("pgvector is not available on this server (%s); using exact per-user k-NN",
+                     str(e).strip().splitlines()[0])
+            return False
+        return True
+
+    @staticmethod
+    def _vector_extension_schema(conn: psycopg.Connection[Any]) -> str | None:
+        row = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                           "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").fetchone()
+        return None if row is None else str(row[0])
+
+    def schema_version(self) -> int:
+        rows = self._all("SELECT value FROM chronomem_meta WHERE key = ?", (SCHEMA_VERSION_KEY,))
+        return int(rows[0][0]) if rows else 0
+
+    def meta(self) -> dict[str, str]:
+        return dict(self._all("SELECT key, value FROM chronomem_meta"))
+
+    # -- dialect hooks ---------------------------------------------------------------------
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self._pool.connection() as raw:
+                yield raw
+        except PoolTimeout as e:
+            raise StoreError(f"no PostgreSQL connection available from {redact(self.url)}: {e}") from e
+
+    @contextmanager
+    def _connect_for_write(self, user_id: str) -> Iterator[Any]:
+        with self._connection() as raw:
+            try:
+                with raw.transaction():
+                    raw.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (user_id,))
+                    yield _Conn(raw)
+            except psycopg.DataError as e:
+                raise StoreError(f"PostgreSQL rejected a value: {str(e).strip()}") from e
+            except psycopg.OperationalError as e:
+                raise StoreError(f"PostgreSQL write failed on {redact(self.url)}: {str(e).strip()}") from e
+
+    @contextmanager
+    def _connect_for_read(self) -> Iterator[Any]:
+        with self._connection() as raw:
+            try:
+                yield _Conn(raw)
+            except psycopg.OperationalError as e:
+                raise StoreError(f"PostgreSQL read failed on {redact(self.url)}: {str(e).strip()}") from e
+
+    def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
+        q = _ts_query(query)
+        if not q:
+            return []
+        rows = conn.execute(
+            f"SELECT id, ts_rank(tsv, q) AS score FROM {table}, to_tsquery('english', %s) AS q "
+            f"WHERE user_id = %s AND tsv @@ q ORDER BY score DESC, id LIMIT %s",
+            (q, user_id, limit)).fetchall()
+        return [(r[0], float(r[1])) for r in rows]
+
+    def _vec_param(self, vector: Sequence[float]) -> Any:
+        if self.vector_backend == PGVECTOR:
+            return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
+        return np.asarray(vector, dtype="<f4").tobytes()
+
+    def _vec_from_db(self, value: Any) -> list[float]:
+        if self.vector_backend == PGVECTOR:
+            # pgvector prints float4 in shortest form; go back through float32 so values equal
+            # what SQLite (float32 blobs) returns and copies between stores are lossless
+            text = value if isinstance(value, str) else str(value)
+            return np.asarray([float(x) for x in text.strip("[]").split(",") if x],
+                              dtype=np.float32).astype(float).tolist()
+        return list(struct.unpack(f"<{len(value) // 4}f", bytes(value)))
+
+    def _knn(self, conn: Any, user_id: str, kind: str, vector: Sequence[float], k: int,
+             model: str | None) -> list[tuple[str, float]]:
+        dim = len(vector)
+        sql_model = " AND model = %s" if model else ""
+        params: list[Any] = [user_id, kind] + ([model] if model else [])
+        if self.vector_backend != PGVECTOR:
+            rows = conn.execute(f"SELECT item_id, vec FROM vectors WHERE user_id = %s AND kind = %s "
+                                f"AND dim = {dim}{sql_model}", params).fetchall()
+            return _exact_knn([(r[0], bytes(r[1])) for r in rows], vector, k)
+        # the expression and the literal dim match the partial HNSW index of that dimension;
+        # relaxed_order (set per connection) may return near-ordered rows: re-sort outside
+        rows = conn.execute(
+            f"WITH c AS MATERIALIZED (SELECT item_id, vec::vector({dim}) <=> %s::vector({dim}) AS d "
+            f"FROM vectors WHERE user_id = %s AND kind = %s AND dim = {dim}{sql_model} "
+            f"ORDER BY d LIMIT %s) SELECT item_id, d FROM c ORDER BY d, item_id",
+            (self._vec_param(vector), *params, int(k))).fetchall()
+        return [(r[0], 1.0 - float(r[1])) for r in rows]
+
+    def put_vectors(self, user_id: str, kind: str, items: Sequence[tuple[str, Sequence[float]]],
+                    model: str) -> None:
+        if not items:
+            return
+        with self.transaction(user_id):
+            if self.vector_backend == PGVECTOR:
+                for dim in {len(v) for _, v in items} - self._known_dims:
+                    self._ensure_vector_index(dim)
+            super().put_vectors(user_id, kind, items, model)
+
+    def _ensure_vector_index(self, dim: int) -> None:
+        """Create the partial HNSW index for ``dim`` once (inside the current write transaction)."""
+        if dim <= 0 or dim > HNSW_MAX_DIM:
+            self._known_dims.add(dim)  # above pgvector's limit: exact scans for this dimension
+            return
+        name = f"vectors_hnsw_d{dim}"
+        with self._conn() as c:
+            if c.execute("SELECT to_regclass(%s)", (f'"{self.schema}".{name}',)).fetchone()[0] is None:
+                c.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                          (f"{VECTOR_INDEX_LOCK}.{self.schema}",))
+                log.info("creating HNSW index %s for %d-d vectors", name, dim)
+                c.execute(f"CREATE INDEX IF NOT EXISTS {name} ON vectors USING hnsw "
+                          f"((vec::vector({dim})) vector_cosine_ops) WHERE dim = {dim}")
+        self._known_dims.add(dim)
+
+    # -- maintenance ---------------------------------------------------------------------------
+    def drop_schema(self) -> None:
+        """Drop chronomem's schema and everything in it (tests and ``copy --replace``); irreversible."""
+        with self._connection() as raw:
+            raw.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
+
+    def close(self) -> None:
+        self._pool.close()
