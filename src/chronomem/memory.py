@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .entities import ExactResolver
@@ -24,6 +24,10 @@ from .providers.base import Embedder, LLM, UsageTracker
 from .registry import RelationRegistry, RelationSpec
 from .store import Store, open_store
 from .timeutil import iso, parse_time, utcnow
+
+if TYPE_CHECKING:  # the read path is imported on first use
+    from .retrieve.answer import Answer
+    from .retrieve.search import SearchResult
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +181,35 @@ class Memory:
                 raise ValidationError("alias", alias, f"already names another entity ({other})")
             self.store.add_alias(user_id, ent.id, alias.strip(), normalize_name(alias))
         return self.store.entities(user_id, ids=[ent.id])[0]
+
+    # -- retrieval (REAL read path: chronomem.retrieve) ----------------------------------------
+    def search(self, query: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
+               top_k: int = 10, **kw: Any) -> SearchResult:
+        """Evidence for ``query``: ranked facts (derived ones marked), paths, context and trace.
+
+        ``as_of`` (datetime or ISO string, default now) asks about the past.  Extra
+        keywords go to :func:`chronomem.retrieve.search` (``config``, ``speaker``).
+        """
+        from .retrieve.search import search
+
+        user_id = check_user(user_id)
+        when = None if as_of is None else parse_time(as_of, "as_of")
+        return search(self, query, user_id=user_id, as_of=when, top_k=top_k, **kw)
+
+    def answer(self, question: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
+               method: str = "real", **kw: Any) -> Answer:
+        """Answer ``question`` from the memory with its evidence (``"Not mentioned"`` when it has none).
+
+        ``method="real"`` (graph search, then one LLM call on the serialised evidence);
+        extra keywords go to :func:`chronomem.retrieve.answer`.
+        """
+        from .retrieve.search import METHODS, answer
+
+        user_id = check_user(user_id)
+        if method not in METHODS:
+            raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
+        when = None if as_of is None else parse_time(as_of, "as_of")
+        return answer(self, question, user_id=user_id, as_of=when, method=method, **kw)
 
     # -- forgetting ------------------------------------------------------------------------------
     def forget(self, *, user_id: str | None = None, fact_id: str | None = None,

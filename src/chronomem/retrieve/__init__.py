@@ -1,0 +1,16 @@
+"""REAL retrieval: anchoring, intent decoupling, evaluator-guided hybrid beam search,
+counterfactual inference, global pruning, serialisation and answers with evidence.
+
+Most callers use :meth:`chronomem.Memory.search` and :meth:`chronomem.Memory.answer`;
+this package exposes the pieces for tuning and ablations.
+"""
+
+from __future__ import annotations
+
+from .answer import NOT_MENTIONED, Answer
+from .beam import Path, SearchConfig
+from .scoring import Weights
+from .search import ANSWER_CONFIG, SearchResult, Trace, answer, search
+
+__all__ = ["ANSWER_CONFIG", "NOT_MENTIONED", "Answer", "Path", "SearchConfig", "SearchResult", "Trace",
+           "Weights", "answer", "search"]

@@ -1,0 +1,69 @@
+"""Answer generation from the serialised evidence (prompt ``prompts/answer_v1.md``).
+
+When the search found nothing the answer is ``"Not mentioned"`` and no model
+is called: the memory has nothing to say, and a model asked anyway would
+guess.  Otherwise one chat call at temperature 0 produces a short answer from
+the context; the answer's evidence is the facts that were in that context.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..model import Fact
+from ..providers.base import LLM, CallUsage
+from .beam import fmt_time
+from .intents import load_prompt
+
+log = logging.getLogger(__name__)
+
+ANSWER_PROMPT_VERSION = "answer_v1"
+NOT_MENTIONED = "Not mentioned"
+_PREFIX = re.compile(r"^\s*(short answer|answer)\s*:\s*", re.I)
+
+
+@dataclass
+class Answer:
+    """A reply with the evidence it rests on and what it cost."""
+
+    text: str
+    evidence: list[Fact]
+    context_tokens: int
+    usage: dict[str, Any] = field(default_factory=dict)
+    trace: Any = None  # the search's :class:`~chronomem.retrieve.search.Trace`
+    context: str = ""
+    method: str = "real"
+    prompt_version: str = ANSWER_PROMPT_VERSION
+
+    @property
+    def not_mentioned(self) -> bool:
+        return self.text.strip().lower().startswith("not mentioned")
+
+
+def answer_messages(question: str, context: str, as_of: datetime) -> list[dict[str, str]]:
+    system, user = load_prompt(ANSWER_PROMPT_VERSION)
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": user.format(context=context, question=question, as_of=fmt_time(as_of))}]
+
+
+def clean_answer(text: str) -> str:
+    """First non-empty line of the reply, without an "Answer:" prefix or wrapping quotes."""
+    for line in text.strip().splitlines():
+        line = _PREFIX.sub("", line).strip().strip('"').strip()
+        if line:
+            return line
+    return NOT_MENTIONED
+
+
+def generate(llm: LLM, question: str, context: str, *, as_of: datetime,
+             max_tokens: int = 64) -> tuple[str, CallUsage | None]:
+    """The short answer for ``question`` from ``context`` (no call when the context is empty)."""
+    if not context.strip():
+        return NOT_MENTIONED, None
+    r = llm.chat(answer_messages(question, context, as_of), max_tokens=max_tokens, temperature=0.0,
+                 purpose="answer")
+    return clean_answer(r.text), r.usage

@@ -1,0 +1,222 @@
+"""Query analysis: intent decoupling, answer type, relation words and time window.
+
+A query can explore several intents at once (FACT, CAUSAL, TEMPORAL,
+CONTRAST, EVOLUTION); each becomes its own sub-search.  A cheap rule
+classifier runs first (cue words, question word, time phrases); only when it
+is unsure — no cue, no relation word, no telling question word — and the
+caller allows it, an LLM classifies (prompt ``prompts/intents_v1.md``).
+
+The analysis also records what the answer must look like (used by ``S_AS``):
+the question word's answer type, the relation groups the question names
+("brother" → sibling_of, "work" → works_at/job_title …, from the relation
+registry's names and synonyms), whether it is a yes/no question, whether
+closed versions must be kept ("changed", "used to", "before" …), and an
+explicit time window ("in 2020", "last summer", "before 2019") resolved with
+:mod:`chronomem.timeexpr`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from importlib import resources
+from typing import Any
+
+from ..model import Intent
+from ..registry import RelationRegistry
+from ..timeexpr import resolve
+from .scoring import (
+    STOPWORDS,
+    WH_WORDS,
+    AnswerSpec,
+    expected_types,
+    relation_terms,
+    stem,
+    terms,
+    words,
+)
+
+log = logging.getLogger(__name__)
+
+INTENT_PROMPT_VERSION = "intents_v1"
+
+_CUES: dict[Intent, re.Pattern[str]] = {
+    Intent.EVOLUTION: re.compile(
+        r"\b(chang\w*|evolv\w*|over (the )?(time|years|months)|used to|previous(ly)?|formerly|former|"
+        r"before|earlier|history|no longer|any ?more|switch\w*|progress\w*|first|originally|grow\w*)\b"),
+    Intent.TEMPORAL: re.compile(
+        r"\b(when|what (time|year|month|day|date)|which (year|month|day|date)|how long|since|until|"
+        r"ago|dates?|first time|last time|how often|timeline)\b"),
+    Intent.CAUSAL: re.compile(
+        r"\b(why|because|reasons?|caused?|causes|led to|lead to|leads to|result(ed)? in|what made|"
+        r"how come|motivat\w*|so that|due to|inspired?)\b"),
+    Intent.CONTRAST: re.compile(
+        r"\b(differ\w*|compar\w*|versus|vs\.?|rather than|instead|prefer\w*|unlike|better|worse|"
+        r"more than|less than|similar\w*|whereas|in common|both)\b"),
+}
+
+# "keep closed versions" cues (REAL: EVOLUTION and before/previously questions)
+_HISTORY = re.compile(r"\b(chang\w*|evolv\w*|over (the )?(time|years)|used to|previous(ly)?|formerly|"
+                      r"former|before|earlier|history|no longer|any ?more|originally|first|past)\b")
+
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_TIME_PHRASE = re.compile(
+    r"\b(?:(in|during|on|since|before|after|until|by|from)\s+)?"
+    r"((?:early |late |mid-?)?(?:(?:the )?(?:spring|summer|autumn|fall|winter) (?:of )?|"
+    rf"(?:\d{{1,2}} )?(?:{_MONTHS})\.? (?:\d{{1,2}},? )?)?(?:19|20)\d\d|"
+    r"\d{4}-\d\d(?:-\d\d)?|"
+    r"(?:last|this|next) (?:year|month|week|weekend|summer|winter|spring|autumn|fall)|"
+    r"(?:yesterday|today)|"
+    r"(?:a|one|two|three|four|five|six|\d+) (?:years?|months?|weeks?|days?) ago)\b", re.I)
+
+_SPEAKER = re.compile(r"\b(i|me|my|mine|myself|i'm|i've|i'd)\b", re.I)
+_YES_NO = ("do", "does", "did", "is", "are", "was", "were", "has", "have", "had", "can", "could",
+           "will", "would", "should", "am")
+# ties go to the more specific intent: its sub-search keeps what FACT's would drop
+INTENT_ORDER = (Intent.EVOLUTION, Intent.TEMPORAL, Intent.CAUSAL, Intent.CONTRAST, Intent.FACT)
+
+
+@dataclass(slots=True)
+class QueryAnalysis:
+    """Everything the search needs to know about a question before touching the graph."""
+
+    text: str
+    terms: set[str]
+    wh: str | None
+    yes_no: bool
+    intents: list[Intent]
+    cues: dict[str, list[str]] = field(default_factory=dict)  # intent → matched cue words
+    confident: bool = True
+    source: str = "rules"  # or "llm"
+    history: bool = False  # keep closed versions
+    window: tuple[datetime | None, datetime | None] | None = None
+    window_text: str | None = None
+    relation_groups: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (word, relations)
+    types: frozenset[str] = frozenset()
+    speaker_refs: bool = False
+
+    def answer_spec(self) -> AnswerSpec:
+        """The :class:`AnswerSpec` the cheap ``S_AS`` checks use."""
+        rel_words = {stem(w) for w, _ in self.relation_groups}
+        # yes/no targets: what the question asks about besides relation words; the
+        # search drops each path's own root from them ("does Maya have a dog")
+        targets = self.terms - rel_words if self.yes_no else set()
+        return AnswerSpec(types=self.types, relation_groups=tuple(g for _, g in self.relation_groups),
+                          targets=frozenset(targets), yes_no=self.yes_no,
+                          wants_time=self.wh == "when")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "intents": [i.value for i in self.intents], "source": self.source, "confident": self.confident,
+            "cues": self.cues, "wh": self.wh, "yes_no": self.yes_no, "history": self.history,
+            "window": None if self.window is None else [None if t is None else t.isoformat()
+                                                        for t in self.window],
+            "window_text": self.window_text, "types": sorted(self.types),
+            "relation_groups": {w: sorted(g) for w, g in self.relation_groups},
+            "terms": sorted(self.terms),
+        }
+
+
+def relation_lexicon(registry: RelationRegistry) -> dict[str, frozenset[str]]:
+    """Stemmed word → canonical relations whose name or synonyms contain it."""
+    out: dict[str, set[str]] = {}
+    for name, spec in registry.specs.items():
+        for t in relation_terms(name, spec.synonyms):
+            out.setdefault(t, set()).add(name)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def find_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, datetime | None], str] | None:
+    """The first explicit time phrase of a question, resolved against ``ref``."""
+    for m in _TIME_PHRASE.finditer(text):
+        phrase = m.group(0).strip()
+        for candidate in (phrase, m.group(2)):
+            r = resolve(candidate, ref)
+            if r is not None and (r.start is not None or r.end is not None):
+                return (r.start, r.end), phrase
+    return None
+
+
+def analyze(query: str, registry: RelationRegistry, *, now: datetime,
+            lexicon: dict[str, frozenset[str]] | None = None) -> QueryAnalysis:
+    """Rule-based analysis of a question (no model)."""
+    low = query.lower().strip()
+    toks = words(low)
+    wh = next((w for w in toks[:4] if w in WH_WORDS), None)
+    if wh == "whose":
+        wh = "who"
+    yes_no = bool(toks) and toks[0] in _YES_NO and wh is None
+    qterms = terms(query)
+    lex = lexicon if lexicon is not None else relation_lexicon(registry)
+    groups: list[tuple[str, frozenset[str]]] = []
+    seen: set[frozenset[str]] = set()
+    for w in toks:
+        if w in STOPWORDS:
+            continue
+        g = lex.get(stem(w))
+        if g and g not in seen:
+            seen.add(g)
+            groups.append((w, g))
+
+    cues: dict[str, list[str]] = {}
+    scores: dict[Intent, float] = {}
+    for intent, pat in _CUES.items():
+        found = [m.group(0) for m in pat.finditer(low)]
+        if found:
+            cues[intent.value] = found
+            scores[intent] = float(len(found))
+    window = find_time_window(query, now)
+    if window is not None:
+        scores[Intent.TEMPORAL] = scores.get(Intent.TEMPORAL, 0.0) + 1.0
+        cues.setdefault(Intent.TEMPORAL.value, []).append(window[1])
+    if wh in ("where", "who", "whom", "what", "which") or yes_no or not scores:
+        scores[Intent.FACT] = scores.get(Intent.FACT, 0.0) + 1.0
+    intents = sorted(scores, key=lambda i: (-scores[i], INTENT_ORDER.index(i)))
+    confident = bool(cues) or bool(groups) or wh in ("where", "who", "whom", "when") or yes_no
+    history = bool(_HISTORY.search(low)) or (wh == "when" and window is None)
+    return QueryAnalysis(
+        text=query, terms=qterms, wh=wh, yes_no=yes_no, intents=intents, cues=cues,
+        confident=confident, history=history,
+        window=None if window is None else window[0], window_text=None if window is None else window[1],
+        relation_groups=groups, types=expected_types(wh, qterms),
+        speaker_refs=bool(_SPEAKER.search(query)),
+    )
+
+
+# -- the LLM fallback ----------------------------------------------------------------------------
+INTENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"intents": {"type": "array", "minItems": 1, "maxItems": 3,
+                               "items": {"type": "string", "enum": [i.value for i in Intent]}}},
+    "required": ["intents"],
+}
+
+
+def load_prompt(version: str) -> tuple[str, str]:
+    """``(system, user template)`` of ``prompts/<version>.md`` (sections ``### system`` / ``### user``)."""
+    text = resources.files("chronomem.retrieve").joinpath("prompts", f"{version}.md").read_text("utf-8")
+    parts = re.split(r"^### (system|user)\s*$", text, flags=re.M)
+    sections = {parts[i]: parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+    return sections["system"], sections["user"]
+
+
+def intents_messages(query: str) -> list[dict[str, str]]:
+    system, user = load_prompt(INTENT_PROMPT_VERSION)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user.format(question=query)}]
+
+
+def parse_intents(data: Any) -> list[Intent]:
+    """Validated intents from the model's JSON (unknown labels dropped, order kept)."""
+    raw = data.get("intents") if isinstance(data, dict) else None
+    out: list[Intent] = []
+    for x in raw or []:
+        try:
+            i = Intent(str(x).upper())
+        except ValueError:
+            continue
+        if i not in out:
+            out.append(i)
+    return out

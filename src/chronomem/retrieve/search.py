@@ -1,0 +1,312 @@
+"""The REAL read path end to end: ``search`` and ``answer``.
+
+>>> from chronomem import Memory
+>>> from chronomem.retrieve import SearchConfig
+>>> mem = Memory(":memory:", embedder=False)
+>>> _ = mem.add_facts([{"subject": "Rui", "relation": "sibling_of", "object": "Maya"},
+...                    {"subject": "Rui", "relation": "lives_in", "object": "Braga"}], user_id="u1")
+>>> res = mem.search("Where does Maya's brother live?", user_id="u1")
+>>> res.paths[0].answer
+'Braga'
+
+Steps (DESIGN.md "Read path"): anchor the roots (:mod:`.anchoring`), decouple
+intents (:mod:`.intents`), run one beam search per intent (:mod:`.beam`, with
+counterfactual rules from :mod:`.counterfactual`), merge and rank the paths,
+serialise them under a token budget (:mod:`.serialize`), and — for
+:func:`answer` — generate the reply from that context (:mod:`.answer`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ChronomemError, ValidationError
+from ..model import Fact, Intent
+from ..providers.base import Embedder
+from ..timeutil import iso, parse_time, utcnow
+from . import anchoring
+from .answer import NOT_MENTIONED, Answer, generate
+from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
+from .intents import QueryAnalysis, analyze, intents_messages, parse_intents, INTENT_SCHEMA
+from .serialize import Context, serialize
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 4000
+
+
+@dataclass
+class Trace:
+    """What the search did: roots, intents, each iteration's beams and decisions, pruning, budget."""
+
+    query: str
+    user_id: str
+    as_of: str | None
+    roots: list[dict[str, Any]] = field(default_factory=list)
+    analysis: dict[str, Any] = field(default_factory=dict)
+    sub_searches: list[dict[str, Any]] = field(default_factory=list)
+    iterations: list[dict[str, Any]] = field(default_factory=list)
+    budget: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def intents(self) -> list[str]:
+        return list(self.analysis.get("intents", []))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "user_id": self.user_id, "as_of": self.as_of, "roots": self.roots,
+                "analysis": self.analysis, "sub_searches": self.sub_searches,
+                "iterations": self.iterations, "budget": self.budget, "stats": self.stats,
+                "notes": self.notes, "timings_ms": self.timings_ms}
+
+
+@dataclass
+class SearchResult:
+    """Ranked facts (derived ones have ``origin == "derived"``), the chosen paths, the context, the trace."""
+
+    facts: list[Fact]
+    paths: list[Path]
+    context: str
+    trace: Trace
+    context_tokens: int = 0
+    context_fact_ids: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not self.facts
+
+
+def _check_query(query: Any, field_name: str = "query") -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError(field_name, query, "must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(field_name, f"{query[:40]}…", f"is longer than {MAX_QUERY_CHARS} characters")
+    return query.strip()
+
+
+def _check_top_k(top_k: Any) -> int:
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 200:
+        raise ValidationError("top_k", top_k, "must be an integer between 1 and 200")
+    return top_k
+
+
+def _resolve_embedder(mem: Memory, cfg: SearchConfig, notes: list[str]) -> Embedder | None:
+    if cfg.embeddings is False:
+        notes.append("embeddings off (config.embeddings=False): S_QR is lexical only")
+        return None
+    if getattr(mem, "_embedder", None) is False:  # Memory(embedder=False)
+        notes.append("no embedder (Memory(embedder=False)): S_QR is lexical only")
+        return None
+    try:
+        return mem.embedder
+    except (ChronomemError, ImportError, OSError) as e:
+        notes.append(f"embedder unavailable ({e.__class__.__name__}: {e}); S_QR is lexical only")
+        return None
+
+
+def _classify_with_llm(mem: Memory, analysis: QueryAnalysis, budget: Budget, notes: list[str]) -> None:
+    try:
+        llm = mem.llm
+    except (ChronomemError, ImportError, OSError) as e:
+        notes.append(f"intent LLM unavailable ({e.__class__.__name__}); kept rule intents")
+        return
+    msgs = intents_messages(analysis.text)
+    est = sum(len(m["content"]) for m in msgs) // 4 + 30
+    if not budget.allows(est):
+        notes.append("intent LLM skipped: budget")
+        return
+    try:
+        r = llm.chat(msgs, schema=INTENT_SCHEMA, max_tokens=30, purpose="intents")
+    except ChronomemError as e:
+        budget.spend(est, 0)
+        notes.append(f"intent LLM failed ({e.__class__.__name__}); kept rule intents")
+        return
+    budget.spend(r.usage.prompt_tokens or est, r.usage.completion_tokens)
+    found = parse_intents(r.data)
+    if found:
+        analysis.intents = found
+        analysis.source = "llm"
+
+
+def _anchor(mem: Memory, user_id: str, query: str, analysis: QueryAnalysis, cfg: SearchConfig,
+            speaker: str | None, embedder: Embedder | None, stats: dict[str, int],
+            notes: list[str]) -> list[anchoring.Anchor]:
+    store = mem.store
+    roots = anchoring.anchor_by_name(store, user_id, query)
+    if analysis.speaker_refs:
+        if speaker:
+            a = anchoring.anchor_speaker(store, user_id, speaker)
+            if a is None:
+                notes.append(f"speaker {speaker!r} is not an entity of this user")
+            elif all(r.entity_id != a.entity_id for r in roots):
+                roots.insert(0, a)
+        else:
+            notes.append("the question says I/me/my but no speaker was given")
+    if embedder is not None:
+        spans = anchoring.unmatched_spans(query, roots)
+        first = query.strip().split()[0] if query.strip() else ""
+        if roots:  # only name-like leftovers (capitalised, not the first word)
+            spans = [s for s in spans if any(w[:1].isupper() for w in s.split() if w != first)]
+        else:
+            spans = [s for s in spans if len(s.split()) <= 2]
+        if spans:
+            try:
+                stats["embedded_entities"] = stats.get("embedded_entities", 0) + \
+                    anchoring.ensure_entity_vectors(store, user_id, embedder)
+                for a in anchoring.anchor_by_embedding(store, user_id, spans, embedder, cfg.anchor_similarity):
+                    if all(r.entity_id != a.entity_id for r in roots):
+                        roots.append(a)
+            except (ChronomemError, ImportError, OSError) as e:
+                notes.append(f"embedding anchoring failed ({e.__class__.__name__}: {e})")
+    if not roots and cfg.lexical_seeds:
+        roots = anchoring.anchor_by_text(store, user_id, query, cfg.lexical_seeds)
+        if roots:
+            notes.append("no entity named in the question: roots from full-text search over facts")
+    return roots[: cfg.max_roots]
+
+
+def _history_for(intent: Intent, analysis: QueryAnalysis) -> bool:
+    if intent in (Intent.EVOLUTION, Intent.CAUSAL):
+        return True
+    if intent == Intent.TEMPORAL:
+        return analysis.window is None
+    return analysis.history
+
+
+def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | None = None, top_k: int = 10,
+           config: SearchConfig | None = None, speaker: str | None = None,
+           user_entity: str | None = None) -> SearchResult:
+    """Find the evidence subgraph for ``query`` in ``user_id``'s memory at ``as_of`` (default now).
+
+    ``speaker`` (or its alias ``user_entity``) names the entity "I/me/my" refer
+    to.  Returns the ranked facts (stored and derived), the best ``top_k``
+    paths, their serialised context and the search trace.
+    """
+    t0 = time.perf_counter()
+    query = _check_query(query)
+    top_k = _check_top_k(top_k)
+    cfg = config if config is not None else SearchConfig()
+    if not isinstance(cfg, SearchConfig):
+        raise ValidationError("config", type(cfg).__name__, "must be a SearchConfig")
+    when = utcnow() if as_of is None else parse_time(as_of, "as_of")
+    hint = speaker if speaker is not None else user_entity
+    if hint is not None and (not isinstance(hint, str) or not hint.strip()):
+        raise ValidationError("speaker", hint, "must be a non-empty string (an entity name, alias or id)")
+    trace = Trace(query=query, user_id=user_id, as_of=iso(when))
+    stats: dict[str, int] = {}
+    budget = Budget(cfg.max_llm_calls, cfg.max_llm_tokens)
+
+    analysis = analyze(query, mem.registry, now=when)
+    if not cfg.use_intents:
+        analysis.intents = [Intent.FACT]
+    elif not analysis.confident and cfg.intent_llm:
+        _classify_with_llm(mem, analysis, budget, trace.notes)
+    trace.analysis = analysis.as_dict()
+    t1 = time.perf_counter()
+
+    embedder = _resolve_embedder(mem, cfg, trace.notes)
+    relevance: Relevance | None = None
+    if embedder is not None:
+        try:
+            relevance = Relevance(query, analysis, mem.store, user_id, mem.registry, embedder, cfg.alpha, stats)
+        except (ChronomemError, ImportError, OSError) as e:
+            trace.notes.append(f"embedder failed ({e.__class__.__name__}: {e}); S_QR is lexical only")
+            embedder = None
+    if relevance is None:
+        relevance = Relevance(query, analysis, mem.store, user_id, mem.registry, None, cfg.alpha, stats)
+    t2 = time.perf_counter()
+
+    roots = _anchor(mem, user_id, query, analysis, cfg, hint, embedder, stats, trace.notes)
+    trace.roots = [r.as_dict() for r in roots]
+    t3 = time.perf_counter()
+    if not roots:
+        trace.notes.append("no root entity found: the memory has nothing to start from")
+        trace.budget, trace.stats = budget.as_dict(), stats
+        trace.timings_ms = _ms(t0, t1, t2, t3, time.perf_counter(), time.perf_counter())
+        return SearchResult([], [], "", trace)
+
+    spec = analysis.answer_spec()
+    beam = BeamSearch(store=mem.store, registry=mem.registry, user_id=user_id, theta=mem.config.theta_stable,
+                      analysis=analysis, spec=spec, config=cfg, relevance=relevance, budget=budget,
+                      llm_factory=lambda: mem.llm, trace=trace.iterations, stats=stats)
+    found: dict[tuple[str, ...], Path] = {}
+    for intent in analysis.intents:
+        sub = SubSearch(intent, when, history=_history_for(intent, analysis) and cfg.use_validity,
+                        window=analysis.window if cfg.use_validity else None)
+        trace.sub_searches.append({"intent": intent.value, "filter": sub.describe()})
+        for p in beam.run(roots, sub):
+            if p.key not in found or found[p.key].score < p.score:
+                found[p.key] = p
+    t4 = time.perf_counter()
+    relevant = [p for p in found.values() if p.s_qr > cfg.min_relevance]
+    if len(relevant) < len(found):
+        trace.notes.append(f"{len(found) - len(relevant)} paths dropped: query relevance <= {cfg.min_relevance}")
+    paths = sorted(relevant, key=lambda p: (-p.score, len(p.facts), p.render()))[:top_k]
+    facts: dict[str, Fact] = {}
+    for p in paths:
+        for f in p.facts:
+            facts.setdefault(f.id, f)
+    ctx: Context = serialize(paths, as_of=when, budget_tokens=cfg.context_tokens)
+    if ctx.truncated:
+        trace.notes.append(f"context budget {cfg.context_tokens} tokens: some paths left out")
+    trace.budget, trace.stats = budget.as_dict(), stats
+    trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
+    return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids)
+
+
+def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dict[str, float]:
+    return {"analyse": round((t1 - t0) * 1000, 2), "embed_query": round((t2 - t1) * 1000, 2),
+            "anchor": round((t3 - t2) * 1000, 2), "beam": round((t4 - t3) * 1000, 2),
+            "serialise": round((t5 - t4) * 1000, 2), "total": round((t5 - t0) * 1000, 2)}
+
+
+
+#: ``answer()`` runs with the model loaded anyway, so the evaluator and the intent
+#: fallback are on, under a small per-query budget.
+ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000)
+METHODS = ("real",)
+
+
+def answer(mem: Memory, question: str, *, user_id: str, as_of: datetime | str | None = None,
+           top_k: int = 10, config: SearchConfig | None = None, method: str = "real",
+           speaker: str | None = None, user_entity: str | None = None, max_tokens: int = 64) -> Answer:
+    """Answer ``question`` from ``user_id``'s memory: REAL search, then one LLM call on the context.
+
+    Says ``"Not mentioned"`` without calling the model when the search finds
+    nothing.  ``usage`` counts every model call of the query (evaluator,
+    intents, answer).
+    """
+    if method not in METHODS:
+        raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
+        raise ValidationError("max_tokens", max_tokens, "must be an integer between 1 and 4096")
+    res = search(mem, question, user_id=user_id, as_of=as_of, top_k=top_k,
+                 config=config if config is not None else ANSWER_CONFIG, speaker=speaker,
+                 user_entity=user_entity)
+    when = utcnow() if as_of is None else parse_time(as_of, "as_of")
+    usage: dict[str, Any] = {"search_llm_calls": res.trace.budget.get("llm_calls", 0),
+                             "search_llm_tokens": res.trace.budget.get("llm_tokens", 0),
+                             "answer_prompt_tokens": 0, "answer_completion_tokens": 0, "answer_latency_s": 0.0}
+    if res.empty:
+        text = NOT_MENTIONED
+    else:
+        text, u = generate(mem.llm, question, res.context, as_of=when, max_tokens=max_tokens)
+        if u is not None:
+            usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
+                         answer_latency_s=round(u.latency_s, 3))
+    usage["llm_calls"] = usage["search_llm_calls"] + (0 if res.empty else 1)
+    usage["tokens"] = (usage["search_llm_tokens"] + usage["answer_prompt_tokens"]
+                       + usage["answer_completion_tokens"])
+    by_id = {f.id: f for f in res.facts}
+    evidence = [by_id[i] for i in res.context_fact_ids if i in by_id]
+    return Answer(text=text, evidence=evidence, context_tokens=res.context_tokens, usage=usage,
+                  trace=res.trace, context=res.context, method=method)

@@ -1,0 +1,104 @@
+"""Serialisation: the chosen paths become a compact context under a token budget.
+
+Each fact is written once, numbered (``F1``, ``F2`` …), with its validity
+interval, confidence, short fact id and source message ids; derived facts
+say which rule produced them and which stored facts support them.  A path
+that reuses a fact refers to its number.  Paths are added best first until
+the next one would exceed the budget.
+
+Example::
+
+    Evidence (as of 2025-06-01; [from -> to), "now" = still holds; c = confidence):
+    P1 Maya -> Rui -> Braga
+      F1 Maya sibling of Rui [2017-03-01 -> now) c=0.95 derived:symmetry from 3f2a9c1e
+      F2 Rui lives in Braga [2017-03-01 -> now) c=1.00 id:7b1d0e42 src:m3
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..model import Fact, Origin
+from .beam import Path, fmt_time, render_fact
+
+_TOKENS = re.compile(r"\w+|[^\w\s]")
+
+HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
+
+
+def approx_tokens(text: str) -> int:
+    """A tokenizer-free estimate: words and punctuation marks (close to BPE counts for English)."""
+    return len(_TOKENS.findall(text))
+
+
+@dataclass(slots=True)
+class Context:
+    """The serialised evidence handed to the answer model."""
+
+    text: str
+    tokens: int
+    paths: int  # paths included
+    fact_ids: list[str] = field(default_factory=list)  # facts included, in order (derived ids too)
+    truncated: bool = False  # some chosen paths did not fit the budget
+
+    @property
+    def empty(self) -> bool:
+        return not self.fact_ids
+
+
+def fact_line(n: int, f: Fact) -> str:
+    line = f"F{n} {render_fact(f)}"
+    if f.origin == Origin.DERIVED:
+        if f.support_ids:
+            line += " from " + ",".join(i[:8] for i in f.support_ids)
+    else:
+        line += f" id:{f.id[:8]}"
+    if f.source_ids:
+        line += " src:" + ",".join(f.source_ids[:4]) + ("…" if len(f.source_ids) > 4 else "")
+    return line
+
+
+def path_title(n: int, p: Path) -> str:
+    if not p.facts:
+        return f"P{n} {p.root.name}"
+    return f"P{n} " + " -> ".join(p.names)
+
+
+def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
+              count_tokens: Callable[[str], int] | None = None) -> Context:
+    """Write ``paths`` (best first) as a context of at most ``budget_tokens`` tokens."""
+    count = count_tokens or approx_tokens
+    header = HEADER.format(as_of=fmt_time(as_of))
+    lines = [header]
+    used = count(header)
+    numbers: dict[str, int] = {}
+    order: list[str] = []
+    included = 0
+    truncated = False
+    for p in paths:
+        if not p.facts:
+            continue
+        block = [path_title(included + 1, p)]
+        new: dict[str, int] = {}
+        for f in p.facts:
+            if f.id in numbers:
+                block.append(f"  (F{numbers[f.id]})")
+            else:
+                new[f.id] = len(numbers) + len(new) + 1
+                block.append("  " + fact_line(new[f.id], f))
+        cost = count("\n".join(block))
+        if used + cost > budget_tokens:
+            truncated = True
+            continue  # a shorter later path may still fit
+        lines.extend(block)
+        used += cost
+        numbers.update(new)
+        order.extend(new)
+        included += 1
+    if not included:
+        return Context(text="", tokens=0, paths=0, fact_ids=[], truncated=truncated)
+    text = "\n".join(lines)
+    return Context(text=text, tokens=count(text), paths=included, fact_ids=order, truncated=truncated)

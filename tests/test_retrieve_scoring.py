@@ -1,0 +1,148 @@
+"""Pure scoring functions of the REAL beam search and the rule-based query analysis."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from chronomem.model import Fact, Intent, Origin
+from chronomem.registry import RelationRegistry
+from chronomem.retrieve import scoring as S
+from chronomem.retrieve.intents import analyze
+
+UTC = timezone.utc
+NOW = datetime(2025, 6, 1, tzinfo=UTC)
+
+
+def fact(s: str, r: str, o: str, vf: str | None = None, vt: str | None = None, c: float = 1.0,
+         fid: str | None = None) -> Fact:
+    p = lambda x: None if x is None else datetime.fromisoformat(x).replace(tzinfo=UTC)  # noqa: E731
+    return Fact(id=fid or f"{s}-{r}-{o}-{vf}", user_id="u", subject=s, relation=r, object=o,
+                valid_from=p(vf), valid_to=p(vt), confidence=c, intent=Intent.FACT, origin=Origin.IMPORTED,
+                recorded_at=NOW, subject_id=s.lower(), object_id=o.lower())
+
+
+def test_stem_makes_query_and_relation_words_meet() -> None:
+    assert S.stem("lives") == S.stem("living") == S.stem("lived") == S.stem("live")
+    assert S.stem("married") == S.stem("marry")
+    assert S.terms("Where does Maya's brother live?") == {"maya", "brother", S.stem("live")}
+
+
+def test_lexical_and_hybrid_relevance() -> None:
+    q = {"maya", "brother", "liv"}
+    assert S.lexical_relevance(q, {"maya", "liv"}) == pytest.approx(2 / 3)
+    assert S.lexical_relevance(set(), {"x"}) == 0.0
+    assert S.hybrid_relevance(0.5, None, 0.5) == 0.5
+    assert S.hybrid_relevance(0.5, 0.9, 0.5) == pytest.approx(0.7)
+    assert S.hybrid_relevance(0.5, 1.7, 1.0) == 1.0  # clipped
+
+
+def test_temporal_coherence() -> None:
+    a = fact("Maya", "lives_in", "Porto", "2017-01-01", "2020-09-01")
+    b = fact("Maya", "works_at", "Feedzai", "2020-09-01")
+    assert S.common_validity([a, b]) is None
+    assert S.temporal_coherence([a, b]) == 0.2
+    assert S.temporal_coherence([a, b], history=True) == 0.8
+    c = fact("Rui", "lives_in", "Braga", "2017-03-01")
+    assert S.temporal_coherence([a, c]) == 1.0
+    window = (datetime(2019, 1, 1, tzinfo=UTC), datetime(2020, 1, 1, tzinfo=UTC))
+    assert S.temporal_coherence([a], window=window) == 1.0
+    assert S.temporal_coherence([b], window=window) == 0.2
+
+
+def test_contradictions_of_single_valued_relations() -> None:
+    single = RelationRegistry().spec
+    sv = lambda r: single(r).single_valued  # noqa: E731
+    porto = fact("Maya", "lives_in", "Porto", "2017-01-01")
+    lisbon = fact("Maya", "lives_in", "Lisbon", "2020-01-01")
+    assert S.contradictions([porto, lisbon], sv) == 1
+    closed = fact("Maya", "lives_in", "Porto", "2017-01-01", "2020-01-01")
+    assert S.contradictions([closed, lisbon], sv) == 0
+    likes = [fact("Maya", "likes", "jazz"), fact("Maya", "likes", "tea")]
+    assert S.contradictions(likes, sv) == 0  # multi-valued
+    assert S.logical_consistency([porto, lisbon], sv) == pytest.approx(0.5)
+    # history mode: versions may coexist in a path (contradictions are what it is about)
+    assert S.logical_consistency([porto, lisbon], sv, history=True) == pytest.approx(1.0)
+    assert S.logical_consistency([closed, lisbon], sv, history=True) == pytest.approx(0.8)
+
+
+def test_confidence_is_a_geometric_mean() -> None:
+    assert S.confidence_score([]) == 1.0
+    assert S.confidence_score([fact("a", "r", "b", c=0.5), fact("b", "r", "c", c=0.5)]) == pytest.approx(0.5)
+    assert S.confidence_score([fact("a", "r", "b", c=1.0), fact("b", "r", "c", c=0.25)]) == pytest.approx(0.5)
+
+
+def test_answer_types() -> None:
+    assert "place" in S.expected_types("where", {"liv"})
+    assert "organisation" in S.expected_types("where", {"work"})
+    assert "organisation" not in S.expected_types("where", {"liv"})
+    assert S.expected_types("who", set()) == S.PERSON_TYPES
+    assert S.expected_types("what", set()) == frozenset()
+    assert S.type_match("place", S.expected_types("where", set())) == 1.0
+    assert S.type_match("person", S.expected_types("where", set())) == 0.1
+    assert S.type_match(None, S.expected_types("where", set())) == 0.5
+    assert S.type_match("anything", frozenset()) == 1.0
+
+
+def test_answer_sufficiency() -> None:
+    where = S.AnswerSpec(types=S.expected_types("where", set()),
+                         relation_groups=(frozenset({"sibling_of"}), frozenset({"lives_in"})))
+    full = S.answer_sufficiency(where, answer_type="place", answer_terms={"braga"},
+                                path_relations=["sibling_of", "lives_in"], last_has_time=True)
+    half = S.answer_sufficiency(where, answer_type="place", answer_terms={"lisbon"},
+                                path_relations=["lives_in"], last_has_time=True)
+    wrong = S.answer_sufficiency(where, answer_type="person", answer_terms={"rui"},
+                                 path_relations=["sibling_of"], last_has_time=True)
+    assert full == 1.0 and half == 0.5 and wrong == pytest.approx(0.05)
+    yn = S.AnswerSpec(yes_no=True, targets=frozenset({"dog"}))
+    assert S.answer_sufficiency(yn, answer_type=None, answer_terms={"dog"}, path_relations=["has_pet"],
+                                last_has_time=False) == 1.0
+    assert S.answer_sufficiency(yn, answer_type=None, answer_terms={"sunny"}, path_relations=["has_pet"],
+                                last_has_time=False) == pytest.approx(0.2)
+    when = S.AnswerSpec(types=S.TIME_TYPES, wants_time=True)
+    assert S.answer_sufficiency(when, answer_type=None, answer_terms=set(), path_relations=["x"],
+                                last_has_time=False) == pytest.approx(0.3)
+
+
+def test_path_score_weights_and_intent() -> None:
+    assert S.path_score(1, 1, 1) == 1.0
+    assert S.path_score(1, 0, 0) == pytest.approx(0.4)
+    assert S.path_score(0, 0, 1, S.Weights(qr=0, lc=0, as_=1)) == 1.0
+    assert S.path_score(1, 1, 1, intent_weight=0.5) == 0.5
+
+
+def test_relation_vocabulary_includes_synonyms() -> None:
+    reg = RelationRegistry()
+    spec = reg.spec("sibling_of")
+    vocab = S.relation_terms(spec.name, spec.synonyms)
+    assert "brother" in vocab and "sister" in vocab
+
+
+@pytest.mark.parametrize("q,intents,history", [
+    ("Where does Maya live?", ["FACT"], False),
+    ("How has Maya's job changed?", ["EVOLUTION"], True),
+    ("Where did Maya live before Lisbon?", ["EVOLUTION", "FACT"], True),
+    ("When did Maya move to Lisbon?", ["TEMPORAL"], True),
+    ("Why did Maya move to Lisbon?", ["CAUSAL"], False),
+    ("Does Maya prefer tea or coffee?", ["CONTRAST", "FACT"], False),
+])
+def test_rule_intents(q: str, intents: list[str], history: bool) -> None:
+    a = analyze(q, RelationRegistry(), now=NOW)
+    assert [i.value for i in a.intents] == intents
+    assert a.history is history
+
+
+def test_analysis_relation_groups_window_and_yes_no() -> None:
+    reg = RelationRegistry()
+    a = analyze("Where does Tiago's wife work?", reg, now=NOW)
+    groups = dict(a.relation_groups)
+    assert "married_to" in groups["wife"] and "works_at" in groups["work"]
+    assert "organisation" in a.types
+    w = analyze("Where did Maya live in 2020?", reg, now=NOW)
+    assert w.window == (datetime(2020, 1, 1, tzinfo=UTC), datetime(2021, 1, 1, tzinfo=UTC))
+    yn = analyze("Does Maya have a dog?", reg, now=NOW)
+    assert yn.yes_no and yn.answer_spec().targets == {"maya", "dog"}
+    assert analyze("Where is my brother?", reg, now=NOW).speaker_refs
+    unsure = analyze("How does Maya feel lately?", reg, now=NOW)
+    assert not unsure.confident

@@ -1,0 +1,279 @@
+"""The REAL read path on structured facts: deterministic, no model (no embedder, evaluator off)."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from chronomem import Memory
+from chronomem.errors import ValidationError
+from chronomem.model import Origin
+from chronomem.retrieve import NOT_MENTIONED, SearchConfig
+from chronomem.retrieve.search import answer as answer_fn
+
+CFG = SearchConfig(embeddings=False, evaluator=False)
+U = "u1"
+
+
+@pytest.fixture()
+def mem() -> Memory:
+    m = Memory(":memory:", embedder=False)
+    sample = json.loads(resources.files("chronomem.data").joinpath("sample_facts.json").read_text("utf-8"))
+    for step in sample["steps"]:
+        m.add_facts(step["facts"], user_id=U)
+    m.add_facts([
+        {"subject": "Maya", "relation": "married_to", "object": "Tiago", "valid_from": "2021-06-01"},
+        {"subject": "Tiago", "relation": "works_at", "object": "Unbabel", "valid_from": "2019-01-01"},
+        {"subject": "Maya", "relation": "has_pet", "object": "Sunny", "valid_from": "2023-01-01"},
+        {"subject": "Sunny", "relation": "is_a", "object": "golden retriever", "valid_from": "2023-01-01"},
+        {"subject": "golden retriever", "relation": "is_a", "object": "dog", "valid_from": "2000-01-01"},
+        {"subject": "Lisbon", "relation": "located_in", "object": "Portugal", "valid_from": "2000-01-01"},
+        {"subject": "Ana", "relation": "parent_of", "object": "Maya", "valid_from": "1990-01-01"},
+    ], user_id=U)
+    yield m
+    m.close()
+
+
+def search(mem: Memory, q: str, **kw):
+    return mem.search(q, user_id=U, config=CFG, **kw)
+
+
+def test_where_does_mayas_brother_live(mem: Memory) -> None:
+    # stored as "Rui sibling_of Maya": the path reads it from Maya's side by symmetry
+    res = search(mem, "Where does Maya's brother live?")
+    best = res.paths[0]
+    assert [f.relation for f in best.facts] == ["sibling_of", "lives_in"]
+    assert best.answer == "Braga"
+    first = best.facts[0]
+    assert first.origin == Origin.DERIVED and first.rule == "symmetry"
+    assert (first.subject, first.object) == ("Maya", "Rui")
+    assert first.support_ids and not first.support_ids[0].startswith("derived:")
+    assert first.confidence < 1.0
+    assert res.facts[0] is first and res.facts[1].object == "Braga"
+    assert "Braga" in res.context and "derived:symmetry" in res.context
+
+
+def test_who_is_ruis_sibling_stored_the_other_way_round() -> None:
+    with Memory(":memory:", embedder=False) as m:
+        m.add_facts([{"subject": "Maya", "relation": "sister_of", "object": "Rui"},
+                     {"subject": "Rui", "relation": "lives_in", "object": "Braga"}], user_id=U)
+        res = m.search("Who is Rui's sibling?", user_id=U, config=CFG)
+    best = res.paths[0]
+    assert best.answer == "Maya"
+    assert best.facts[0].origin == Origin.DERIVED and best.facts[0].relation == "sibling_of"
+    assert best.sufficient
+
+
+def test_does_maya_have_a_dog_through_is_a_chain(mem: Memory) -> None:
+    res = search(mem, "Does Maya have a dog?")
+    best = res.paths[0]
+    assert best.answer == "dog"
+    f = best.facts[-1]
+    assert f.origin == Origin.DERIVED and "hyponymy" in f.rule
+    assert (f.subject, f.relation, f.object) == ("Maya", "has_pet", "dog")
+    assert len(f.support_ids) == 3  # has_pet Sunny, Sunny is_a golden retriever, golden retriever is_a dog
+    # the derived fact is in the results, never in the store
+    assert all(not x.id.startswith("derived:") for x in mem.history(user_id=U))
+
+
+def test_a_cat_that_was_rehomed_is_not_a_current_pet(mem: Memory) -> None:
+    res = search(mem, "Does Maya have a tabby cat?")
+    assert not any(p.answer == "tabby cat" and p.sufficient for p in res.paths)
+    past = search(mem, "Does Maya have a tabby cat?", as_of="2021-01-01")
+    assert past.paths[0].answer == "tabby cat"
+
+
+def test_where_did_maya_live_as_of(mem: Memory) -> None:
+    assert search(mem, "Where did Maya live?", as_of="2020-06-01").paths[0].answer == "Porto"
+    assert search(mem, "Where did Maya live?", as_of="2015-06-01").paths[0].answer == "Oslo"
+    assert search(mem, "Where does Maya live?").paths[0].answer == "Lisbon"
+
+
+def test_where_did_maya_live_in_2020_uses_the_question_window(mem: Memory) -> None:
+    res = search(mem, "Where did Maya live in 2020?")
+    places = {p.answer for p in res.paths if p.sufficient}
+    assert {"Porto", "Lisbon"} <= places and "Oslo" not in places
+    assert "TEMPORAL" in res.trace.intents and res.trace.analysis["window_text"] == "in 2020"
+
+
+def test_how_has_mayas_job_changed_keeps_both_versions(mem: Memory) -> None:
+    res = search(mem, "How has Maya's job changed?")
+    assert res.trace.intents[0] == "EVOLUTION"
+    titles = {f.object: f for f in res.facts if f.relation == "job_title"}
+    assert set(titles) == {"junior designer", "product designer"}
+    assert titles["junior designer"].valid_to is not None  # the closed version is there
+    assert titles["product designer"].valid_to is None
+    # a plain FACT question about the present only sees the open version
+    now = {f.object for f in search(mem, "What is Maya's job title?").facts if f.relation == "job_title"}
+    assert now == {"product designer"}
+
+
+def test_where_does_tiagos_wife_work(mem: Memory) -> None:
+    # married_to stored from Maya's side; Tiago's own employer must not be the answer
+    res = search(mem, "Where does Tiago's wife work?")
+    best = res.paths[0]
+    assert [f.relation for f in best.facts] == ["married_to", "works_at"]
+    assert best.answer == "Feedzai"
+    assert best.facts[0].origin == Origin.DERIVED
+
+
+def test_hedged_move_to_paris_never_answers_where_she_lives(mem: Memory) -> None:
+    for q in ("Where does Maya live?", "Where will Maya live?", "Where does Maya live now?"):
+        res = search(mem, q)
+        assert all(f.object != "Paris" for f in res.facts), q
+        assert "Paris" not in res.context
+    assert search(mem, "Where does Maya live?", as_of="2025-06-01").paths[0].answer == "Lisbon"
+    # visible on request (no confidence stratification)
+    loose = mem.search("Where might Maya live?", user_id=U, as_of="2025-06-01",
+                       config=SearchConfig(embeddings=False, include_unstable=True))
+    assert any(f.object == "Paris" for f in loose.facts)
+
+
+def test_containment_and_inverse(mem: Memory) -> None:
+    res = search(mem, "Which country does Maya live in?")
+    answers = {p.answer for p in res.paths[:2]}
+    assert "Portugal" in answers
+    derived = [f for f in res.facts if f.origin == Origin.DERIVED and f.rule == "containment"]
+    assert derived and derived[0].object == "Portugal"
+    kid = search(mem, "Who is Maya's parent?")
+    assert kid.paths[0].answer == "Ana" and kid.paths[0].facts[0].rule == "inverse"
+    assert kid.paths[0].facts[0].relation == "child_of"
+
+
+def test_speaker_hint_resolves_my(mem: Memory) -> None:
+    res = search(mem, "Where does my brother live?", speaker="Maya")
+    assert res.paths[0].answer == "Braga"
+    assert res.trace.roots[0]["how"] == "speaker"
+    no_hint = search(mem, "Where does my brother live?")
+    assert any("no speaker" in n for n in no_hint.trace.notes)
+
+
+def test_alias_anchoring(mem: Memory) -> None:
+    mem.alias("Maya", "May", user_id=U)
+    res = search(mem, "Where does May live?")
+    assert res.trace.roots[0]["how"] == "alias" and res.paths[0].answer == "Lisbon"
+
+
+def test_trace_records_roots_intents_iterations_and_budget(mem: Memory) -> None:
+    res = search(mem, "Where does Maya's brother live?")
+    t = res.trace
+    assert t.roots[0]["name"] == "Maya"
+    assert t.intents == ["FACT"]
+    decisions = [b["decision"] for it in t.iterations for b in it["beams"]]
+    assert "counterfactual" in decisions and any(d.startswith("stop") for d in decisions)
+    assert all("pruned" in it and "kept" in it for it in t.iterations)
+    assert t.budget["llm_calls"] == 0
+    assert any("lexical" in n for n in t.notes)
+    json.dumps(t.as_dict(), default=str)
+
+
+def test_global_pruning_respects_beam_width(mem: Memory) -> None:
+    res = mem.search("Where does Maya's brother live?", user_id=U,
+                     config=SearchConfig(embeddings=False, beam_width=1))
+    assert all(len(it["kept"]) <= 1 for it in res.trace.iterations)
+    assert res.trace.iterations[0]["pruned"] >= 1
+    # greedy width 1 keeps "Maya lives_in Lisbon" at depth 1 and loses the sibling hop
+    assert not any(p.answer == "Braga" for p in res.paths)
+    assert search(mem, "Where does Maya's brother live?").paths[0].answer == "Braga"
+
+
+def test_counterfactual_off_is_an_ablation(mem: Memory) -> None:
+    res = mem.search("Where does Maya's brother live?", user_id=U,
+                     config=SearchConfig(embeddings=False, counterfactual=False))
+    assert all(f.origin != Origin.DERIVED for f in res.facts)
+    assert not any(p.answer == "Braga" for p in res.paths)
+
+
+def test_nothing_relevant_gives_empty_result_and_not_mentioned(mem: Memory) -> None:
+    res = search(mem, "What is the capital of France?")
+    assert res.facts == [] and res.context == ""
+
+    class NoCall:
+        def chat(self, *a, **k):  # pragma: no cover - must not be called
+            raise AssertionError("the model must not be called without evidence")
+
+    mem._llm = NoCall()  # type: ignore[assignment]
+    ans = answer_fn(mem, "What is the capital of France?", user_id=U, config=CFG)
+    assert ans.text == NOT_MENTIONED and ans.evidence == [] and ans.context_tokens == 0
+    assert ans.usage["llm_calls"] == 0
+
+
+def test_users_are_isolated(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Madrid"}], user_id="u2")
+    assert search(mem, "Where does Maya live?").paths[0].answer == "Lisbon"
+    other = mem.search("Where does Maya live?", user_id="u2", config=CFG)
+    assert {f.object for f in other.facts} == {"Madrid"}
+
+
+def test_context_respects_token_budget(mem: Memory) -> None:
+    res = mem.search("How has Maya's job changed?", user_id=U,
+                     config=SearchConfig(embeddings=False, context_tokens=60))
+    assert 0 < res.context_tokens <= 60
+    assert any("context budget" in n for n in res.trace.notes)
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"user_id": None}, "user_id"),
+    ({"user_id": U, "as_of": "not a date"}, "as_of"),
+    ({"user_id": U, "top_k": 0}, "top_k"),
+    ({"user_id": U, "config": {"max_depth": 2}}, "config"),
+    ({"user_id": U, "speaker": ""}, "speaker"),
+])
+def test_bad_input_names_the_field(mem: Memory, kwargs: dict, field: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        mem.search("Where does Maya live?", **kwargs)
+    assert e.value.field == field
+
+
+def test_bad_query_and_method(mem: Memory) -> None:
+    with pytest.raises(ValidationError) as e:
+        mem.search("   ", user_id=U)
+    assert e.value.field == "query"
+    with pytest.raises(ValidationError) as e:
+        mem.answer("Where?", user_id=U, method="magic")
+    assert e.value.field == "method"
+    with pytest.raises(ValidationError) as e:
+        SearchConfig(max_depth=0)
+    assert e.value.field == "config.max_depth"
+    with pytest.raises(ValidationError) as e:
+        SearchConfig(rules=frozenset({"telepathy"}))
+    assert e.value.field == "config.rules"
+
+
+class FakeEmbedder:
+    """A deterministic bag-of-letters embedder: exercises the lazy-embedding plumbing, not quality."""
+
+    name = "fake-letters"
+    dim = 26
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.calls.append(len(texts))
+        out = []
+        for t in texts:
+            v = [0.0] * 26
+            for ch in t.lower():
+                if "a" <= ch <= "z":
+                    v[ord(ch) - 97] += 1.0
+            n = sum(x * x for x in v) ** 0.5 or 1.0
+            out.append([x / n for x in v])
+        return out
+
+
+def test_embeddings_are_written_lazily_once(mem: Memory) -> None:
+    emb = FakeEmbedder()
+    mem._embedder = emb  # type: ignore[assignment]
+    assert mem.store.vector_ids(U, "fact", emb.name) == set()
+    cfg = SearchConfig(embeddings=None)
+    first = mem.search("Where does Maya's brother live?", user_id=U, config=cfg)
+    stored = mem.store.vector_ids(U, "fact", emb.name)
+    assert stored and all(not i.startswith("derived:") for i in stored)
+    assert first.trace.stats["embedded_facts"] == len(stored)
+    assert first.paths[0].answer == "Braga"
+    again = mem.search("Where does Maya's brother live?", user_id=U, config=cfg)
+    assert again.trace.stats.get("embedded_facts", 0) == 0
+    assert not any("lexical" in n for n in again.trace.notes)
