@@ -18,3 +18,8 @@ def mem(tmp_path: Path) -> Iterator[Memory]:
     """A fresh SQLite-backed memory in a temp dir, with no model configured."""
     with Memory(tmp_path / "memory.db") as m:
         yield m
+
+
+# PostgreSQL servers (machine PG 15 + a bundled PG 18 with pgvector), per-test schemas and the
+# store_url fixture parametrised over sqlite / postgres / postgres_pgvector: see tests/pg_servers.py.
+from pg_servers import machine_pg, pgvector_pg, store_url, url_factory  # noqa: E402,F401

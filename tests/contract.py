@@ -1,0 +1,306 @@
+"""The store contract: every test runs against SQLite, PostgreSQL (no pgvector) and
+PostgreSQL + pgvector through the ``store_url`` fixture (tests/pg_servers.py).
+
+Each test opens ``Memory(url)`` on a fresh, empty store and goes through the public
+API where one exists, the store interface where it does not (messages, vectors,
+checkpoints).  Collected from ``test_store_contract.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from chronomem import Checkpoint, CorruptDatabaseError, Memory, Message, NotFoundError
+
+U = "alice"
+V = "bob"
+
+
+def dt(s: str) -> datetime:
+    return datetime.fromisoformat(s).replace(tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def cmem(store_url: str) -> Iterator[Memory]:
+    with Memory(store_url) as m:
+        yield m
+
+
+def lives(mem: Memory, city: str, start: str | None = None, end: str | None = None, c: float = 1.0,
+          user: str = U, **extra: object):
+    f: dict[str, object] = {"subject": "Maya", "relation": "lives_in", "object": city, "confidence": c, **extra}
+    if start:
+        f["valid_from"] = start
+    if end:
+        f["valid_to"] = end
+    return mem.add_facts([f], user_id=user)
+
+
+def versions(mem: Memory, rel: str = "lives_in", user: str = U) -> list[tuple[str, str | None, str | None]]:
+    return [(f.object, f.valid_from and f.valid_from.date().isoformat(),
+             f.valid_to and f.valid_to.date().isoformat())
+            for f in mem.history(user_id=user, subject="Maya", relation=rel)]
+
+
+def msg(i: int, session: str, text: str, user: str = U, speaker: str = "Maya") -> Message:
+    t = dt("2024-01-01") + timedelta(minutes=i)
+    return Message(id=f"m{i}", user_id=user, session_id=session, speaker=speaker, text=text,
+                   timestamp=t, recorded_at=t, seq=i)
+
+
+def everything_of(mem: Memory, user: str) -> dict[str, list[dict[str, object]]]:
+    return mem.store.dump_user(user)
+
+
+# -- update rules ----------------------------------------------------------------------------
+def test_single_valued_closes_old_and_keeps_both(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01")
+    rep = lives(cmem, "Lisbon", "2021-03-01")
+    assert [f.object for f in rep.closed] == ["Porto"]
+    assert versions(cmem) == [("Porto", "2018-01-01", "2021-03-01"), ("Lisbon", "2021-03-01", None)]
+    assert [f.object for f in cmem.facts(user_id=U, subject="Maya")] == ["Lisbon"]
+    assert cmem.history(user_id=U)[0].closed_by == rep.added[0].id
+
+
+def test_as_of_is_half_open(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01")
+    lives(cmem, "Lisbon", "2021-03-01")
+    assert [f.object for f in cmem.facts(user_id=U, as_of="2021-03-01T00:00:00Z")] == ["Lisbon"]
+    assert [f.object for f in cmem.facts(user_id=U, as_of="2021-02-28T23:59:59.999999Z")] == ["Porto"]
+    assert cmem.facts(user_id=U, as_of="2017-12-31") == []
+
+
+def test_late_fact_is_ordered_not_closing_the_later_one(cmem: Memory) -> None:
+    lives(cmem, "Lisbon", "2021-03-01")
+    rep = lives(cmem, "Porto", "2018-01-01")
+    assert rep.closed == [] and rep.added[0].valid_to == dt("2021-03-01")
+    lives(cmem, "Braga", "2019-06-01")
+    assert versions(cmem) == [("Porto", "2018-01-01", "2019-06-01"), ("Braga", "2019-06-01", "2021-03-01"),
+                              ("Lisbon", "2021-03-01", None)]
+
+
+def test_multi_valued_relations_add_parallel_edges(cmem: Memory) -> None:
+    cmem.add_facts([{"subject": "Maya", "relation": "likes", "object": "jazz", "valid_from": "2019-01-01"},
+                    {"subject": "Maya", "relation": "likes", "object": "tennis", "valid_from": "2020-01-01"}],
+                   user_id=U)
+    now = cmem.facts(user_id=U, subject="Maya", relation="likes")
+    assert sorted(f.object for f in now) == ["jazz", "tennis"]
+    assert all(f.valid_to is None for f in now)
+
+
+def test_same_fact_again_reinforces_without_duplicating(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01", c=0.8, source_ids=["m1"])
+    rep = lives(cmem, "Porto", "2018-01-01", c=0.9, source_ids=["m2"])
+    assert rep.added == [] and len(rep.reinforced) == 1
+    (f,) = cmem.history(user_id=U)
+    assert f.confidence >= 0.9 and set(f.source_ids) == {"m1", "m2"}
+
+
+def test_explicit_ending_closes_the_open_fact(cmem: Memory) -> None:
+    cmem.add_facts([{"subject": "Maya", "relation": "owns", "object": "a red car", "valid_from": "2015-05-01"}],
+                   user_id=U)
+    cmem.add_facts([{"subject": "Maya", "relation": "owns", "object": "a red car", "valid_to": "2022-02-01"}],
+                   user_id=U)
+    hist = cmem.history(user_id=U, subject="Maya", relation="owns")
+    assert [(f.valid_from, f.valid_to) for f in hist] == [(dt("2015-05-01"), dt("2022-02-01"))]
+    assert cmem.facts(user_id=U, subject="Maya", relation="owns") == []
+
+
+def test_low_confidence_never_closes_a_stable_fact(cmem: Memory) -> None:
+    lives(cmem, "Berlin", "2019-01-01")
+    rep = lives(cmem, "Paris", "2023-01-01", c=0.3)
+    assert rep.closed == []
+    assert [f.object for f in cmem.facts(user_id=U)] == ["Berlin"]
+    assert sorted(f.object for f in cmem.facts(user_id=U, include_unstable=True)) == ["Berlin", "Paris"]
+
+
+def test_equal_start_later_recorded_wins(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01")
+    lives(cmem, "Lisbon", "2018-01-01")
+    assert [f.object for f in cmem.facts(user_id=U, as_of="2019-01-01")] == ["Lisbon"]
+    porto = [f for f in cmem.history(user_id=U) if f.object == "Porto"][0]
+    assert porto.valid_from == porto.valid_to == dt("2018-01-01")
+
+
+def test_history_keeps_every_version_oldest_first_and_persists(store_url: str) -> None:
+    with Memory(store_url) as m:
+        for i, city in enumerate(["A", "B", "C", "D"]):
+            lives(m, city, f"201{i}-01-01")
+        lives(m, "E", "2020-01-01", c=0.2)
+    with Memory(store_url) as m:  # reopened: migrations are idempotent, data is there
+        assert [v[0] for v in versions(m)] == ["A", "B", "C", "D", "E"]
+        assert [f.object for f in m.history(user_id=U, include_unstable=False)] == ["A", "B", "C", "D"]
+
+
+# -- isolation ---------------------------------------------------------------------------------
+def test_users_are_isolated(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01", user=U)
+    lives(cmem, "Oslo", "2018-01-01", user=V)
+    cmem.store.put_vectors(V, "fact", [("x", [1.0, 0.0])], "m")
+    cmem.store.add_messages(V, [msg(1, "s1", "Oslo is cold", user=V)])
+    assert [f.object for f in cmem.facts(user_id=U)] == ["Porto"]
+    assert [f.object for f in cmem.facts(user_id=V)] == ["Oslo"]
+    assert cmem.store.knn(U, "fact", [1.0, 0.0]) == []
+    assert cmem.store.search_messages_text(U, "Oslo cold") == []
+    assert cmem.store.search_facts_text(U, "Oslo") == []
+    assert cmem.store.users() == [U, V]
+    cmem.forget(user_id=U, everything=True)
+    assert [f.object for f in cmem.facts(user_id=V)] == ["Oslo"]
+    assert cmem.store.users() == [V]
+
+
+# -- search ---------------------------------------------------------------------------------------
+def test_full_text_search_over_facts_and_messages(cmem: Memory) -> None:
+    cmem.add_facts([{"subject": "Maya", "relation": "plays", "object": "the cello", "valid_from": "2020-01-01",
+                     "text": "Maya plays the cello in an orchestra"},
+                    {"subject": "Maya", "relation": "works_at", "object": "Acme Robotics",
+                     "valid_from": "2020-01-01"}], user_id=U)
+    hits = cmem.store.search_facts_text(U, "Which orchestras does she play in?")
+    facts = {f.id: f for f in cmem.history(user_id=U)}
+    assert hits and facts[hits[0][0]].object == "the cello"
+    assert [facts[i].object for i, _ in cmem.store.search_facts_text(U, "robotics")] == ["Acme Robotics"]
+    assert cmem.store.search_facts_text(U, "!!! ??") == []
+    cmem.store.ensure_session(U, "s1")
+    cmem.store.add_messages(U, [msg(1, "s1", "We adopted a puppy named Biscuit!"),
+                                msg(2, "s1", "I'm learning Portuguese.", speaker="Rui")])
+    got = cmem.store.search_messages_text(U, "biscuit puppies")
+    assert [i for i, _ in got] == ["m1"]
+    assert [i for i, _ in cmem.store.search_messages_text(U, "rui")] == ["m2"]  # speakers are searchable
+    scores = [s for _, s in cmem.store.search_messages_text(U, "puppy portuguese")]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_vectors_put_knn_replace_and_filters(cmem: Memory) -> None:
+    st = cmem.store
+    st.put_vectors(U, "fact", [("a", [1.0, 0.0, 0.0]), ("b", [0.0, 1.0, 0.0]), ("c", [0.7, 0.7, 0.0])], "m1")
+    st.put_vectors(U, "entity", [("e", [1.0, 0.0, 0.0])], "m1")
+    st.put_vectors(U, "fact", [("d", [1.0, 0.0, 0.0, 0.0])], "m2")  # another model and dimension
+    got = st.knn(U, "fact", [1.0, 0.1, 0.0], k=2)
+    assert [i for i, _ in got] == ["a", "c"]
+    assert got[0][1] == pytest.approx(0.995, abs=1e-3) and got[0][1] >= got[1][1]
+    assert [i for i, _ in st.knn(U, "fact", [1.0, 0.1, 0.0], k=10, model="m1")] == ["a", "c", "b"]
+    assert st.knn(U, "fact", [1.0, 0.1, 0.0], k=10, model="other") == []
+    assert [i for i, _ in st.knn(U, "fact", [1.0, 0.0, 0.0, 0.0])] == ["d"]
+    st.put_vectors(U, "fact", [("a", [0.0, 1.0, 0.0])], "m1")  # replace
+    assert st.knn(U, "fact", [0.0, 1.0, 0.0], k=1)[0][0] in {"a", "b"}
+    assert st.vector_ids(U, "fact", "m1") == {"a", "b", "c"}
+    assert st.vector_ids(U, "entity", "m1") == {"e"}
+    vecs = {d["item_id"]: d["vec"] for d in st.dump_user(U)["vectors"]}
+    assert vecs["a"] == [0.0, 1.0, 0.0] and vecs["c"] == pytest.approx([0.7, 0.7, 0.0], rel=1e-6)
+    # many vectors: the nearest is found (exact scan or ANN index)
+    items = [(f"v{i}", [float(i % 7), float(i % 5), float(i % 3) + 0.5]) for i in range(300)]
+    st.put_vectors(U, "message", items, "m1")
+    assert st.knn(U, "message", [6.0, 4.0, 2.5], k=1)[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_store_reports_its_vector_backend(store_url: str, request: pytest.FixtureRequest) -> None:
+    with Memory(store_url) as m:
+        assert m.store.has_vector_index is (request.node.callspec.params["store_url"] == "postgres_pgvector")
+
+
+# -- forgetting ----------------------------------------------------------------------------------
+def test_forget_fact_reopens_what_it_closed_and_leaves_no_trace(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01")
+    rep = lives(cmem, "Lisbon", "2021-03-01", text="Maya moved to Lisbon")
+    lisbon = rep.added[0].id
+    cmem.store.put_vectors(U, "fact", [(lisbon, [1.0, 0.0])], "m")
+    assert cmem.store.search_facts_text(U, "Lisbon")
+    res = cmem.forget(user_id=U, fact_id=lisbon)
+    assert res.facts_deleted == 1 and res.reopened == 1
+    assert versions(cmem) == [("Porto", "2018-01-01", None)]
+    assert cmem.store.search_facts_text(U, "Lisbon moved") == []
+    assert cmem.store.knn(U, "fact", [1.0, 0.0]) == []
+    assert "lisbon" not in json.dumps(everything_of(cmem, U)).lower()
+    with pytest.raises(NotFoundError):
+        cmem.forget(user_id=U, fact_id=lisbon)
+
+
+def test_forget_session_removes_its_messages_facts_and_checkpoints(cmem: Memory) -> None:
+    st = cmem.store
+    st.ensure_session(U, "s1", started_at=dt("2024-01-01"))
+    st.ensure_session(U, "s2", started_at=dt("2024-02-01"))
+    st.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "I moved to Lisbon, the sea is lovely")])
+    lives(cmem, "Porto", "2018-01-01", session_id="s1", source_ids=["m1"])
+    lives(cmem, "Lisbon", "2021-03-01", session_id="s2", source_ids=["m2"])
+    st.put_vectors(U, "message", [("m2", [0.0, 1.0])], "m")
+    st.put_checkpoint(Checkpoint(user_id=U, session_id="s2", seq=1, memory="Maya lives in Lisbon.",
+                                 created_at=dt("2024-02-02")))
+    res = cmem.forget(user_id=U, session_id="s2")
+    assert (res.facts_deleted, res.messages_deleted, res.sessions_deleted, res.reopened) == (1, 1, 1, 1)
+    assert versions(cmem) == [("Porto", "2018-01-01", None)]
+    assert [s.id for s in st.sessions(U)] == ["s1"]
+    assert [m.id for m in st.messages(U)] == ["m1"]
+    assert st.search_messages_text(U, "sea lovely") == [] and st.knn(U, "message", [0.0, 1.0]) == []
+    assert st.checkpoints(U) == []
+    with pytest.raises(NotFoundError):
+        cmem.forget(user_id=U, session_id="nope")
+
+
+def test_forget_everything_leaves_nothing(cmem: Memory) -> None:
+    st = cmem.store
+    st.ensure_session(U, "s1")
+    st.add_messages(U, [msg(1, "s1", "hello there")])
+    lives(cmem, "Porto", "2018-01-01")
+    st.put_vectors(U, "fact", [("x", [1.0])], "m")
+    st.put_checkpoint(Checkpoint(user_id=U, session_id="s1", seq=1, memory="M", created_at=dt("2024-01-02")))
+    cmem.forget(user_id=U, everything=True)
+    assert all(rows == [] for rows in everything_of(cmem, U).values())
+    assert st.search_messages_text(U, "hello") == [] and st.search_facts_text(U, "Porto") == []
+    assert st.knn(U, "fact", [1.0]) == [] and st.users() == []
+
+
+# -- export / import ---------------------------------------------------------------------------------
+def _populate(mem: Memory, user: str = U) -> None:
+    st = mem.store
+    st.ensure_session(user, "s1", started_at=dt("2024-01-01"), agent_id="agent-7")
+    st.add_messages(user, [msg(1, "s1", "Ich wohne in Köln — \"quotes\" and 'apostrophes' 😀", user=user)])
+    st.mark_extracted(user, ["m1"])
+    lives(mem, "Köln", "2018-01-01", user=user, session_id="s1", source_ids=["m1"], intent="TEMPORAL")
+    lives(mem, "Zürich", "2021-03-01T12:30:00.123456Z", user=user, text="Maya moved to Zürich")
+    lives(mem, "Paris", "2022-01-01", c=0.25, user=user)
+    mem.alias("Maya", "Maya S.", user_id=user)
+    st.put_vectors(user, "entity", [("e1", [0.1, -0.2, 0.3333333])], "mini")
+    st.put_checkpoint(Checkpoint(user_id=user, session_id="s1", seq=1, memory="Maya lives in Köln.",
+                                 created_at=dt("2024-01-02"), session_time=dt("2024-01-01")))
+    st.end_session(user, "s1", dt("2024-01-01T01:00:00Z"))
+
+
+def test_export_import_round_trip(cmem: Memory, url_factory) -> None:
+    _populate(cmem)
+    exp = cmem.export(user_id=U)
+    data = json.loads(json.dumps(exp))  # through JSON, as a file would
+    with Memory(url_factory("sqlite")) as other:
+        other.import_(data)
+        again = other.export(user_id=U)
+    assert again["tables"] == exp["tables"]
+    cmem.import_(data, user_id=V)  # into another user of the same store
+    assert cmem.export(user_id=V)["tables"] == {
+        t: [{**r, "user_id": V} for r in rows] for t, rows in exp["tables"].items()}
+    cmem.import_(data)  # importing again is idempotent
+    assert cmem.export(user_id=U)["tables"] == exp["tables"]
+    assert [v[0] for v in versions(cmem, user=V)] == ["Köln", "Zürich", "Paris"]
+    assert [f.object for f in cmem.facts(user_id=V, subject="maya s.")] == ["Zürich"]
+
+
+# -- refusing foreign databases -------------------------------------------------------------------------
+def test_foreign_database_is_refused(store_url: str) -> None:
+    if store_url.startswith("postgres"):
+        import psycopg
+
+        from chronomem.store.postgres import split_url
+
+        conninfo, schema = split_url(store_url)
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f'CREATE SCHEMA "{schema}"')
+            conn.execute(f'CREATE TABLE "{schema}".invoices (id int)')
+    else:
+        import sqlite3
+
+        with sqlite3.connect(store_url) as conn:
+            conn.execute("CREATE TABLE invoices (id int)")
+    with pytest.raises(CorruptDatabaseError, match="invoices"):
+        Memory(store_url)
