@@ -1,0 +1,299 @@
+"""One chunk of turns → candidate facts (add_facts-shaped dicts), with one LLM call.
+
+The model is asked for what it is good at — who/what/relation, the time
+phrase *as said*, a certainty label — and code does the rest: pronoun
+resolution to speakers, canonical relation names, time resolution
+(:mod:`chronomem.timeexpr`), confidence (:mod:`.confidence`), intent
+normalisation, provenance.  Pure functions except :meth:`Extractor.run`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from .. import timeexpr
+from ..model import Intent, Message, Origin
+from ..providers.base import LLM, CallUsage
+from . import confidence
+from .chunking import Chunk
+from .schema import EXTRACTION_SCHEMA, MAX_FACTS_PER_CHUNK, ExtractedFact, parse_output
+
+log = logging.getLogger(__name__)
+
+PROMPT_VERSION = "extract_v1"
+MAX_TOKENS = 900  # ≈ 12 facts × 55 tokens + slack; the grammar caps the array
+
+
+@lru_cache(maxsize=8)
+def load_prompt(version: str = PROMPT_VERSION) -> str:
+    """The versioned system prompt template shipped in ``extract/prompts/``."""
+    return resources.files("chronomem.extract").joinpath("prompts", f"{version}.md").read_text("utf-8")
+
+
+def system_prompt(relations: Sequence[str], version: str = PROMPT_VERSION) -> str:
+    """The system prompt with the registry's relation names filled in.
+
+    It is identical for every chunk of a memory, so llama.cpp reuses its KV
+    cache across calls (only the transcript is new prompt work).
+    """
+    rels = ", ".join(r for r in relations if r)
+    return load_prompt(version).replace("{{relations}}", rels)
+
+
+def render_transcript(chunk: Chunk[Message]) -> tuple[str, dict[int, Message]]:
+    """The user message for one chunk and the map from turn numbers to messages.
+
+    Context turns are numbered too (continuity helps the model) but only
+    numbers under "Turns" map to messages facts may cite.
+    """
+    speakers = list(dict.fromkeys(m.speaker for m in chunk.all))
+    lines = [f"Speakers: {', '.join(speakers)}"]
+    n = 0
+    if chunk.context:
+        lines.append("Context:")
+        for m in chunk.context:
+            lines.append(f"[{n}] {m.speaker}: {_one_line(m.text)}")
+            n += 1
+    lines.append("Turns:")
+    numbered: dict[int, Message] = {}
+    for m in chunk.turns:
+        lines.append(f"[{n}] {m.speaker}: {_one_line(m.text)}")
+        numbered[n] = m
+        n += 1
+    return "\n".join(lines), numbered
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# ----------------------------------------------------------------- post-processing
+
+_SELF = {"i", "me", "my", "myself", "mine", "i'm", "im"}
+_OTHER = {"you", "your", "yourself", "yours", "u"}
+_JUNK_OBJECTS = {"", "none", "null", "nothing", "unknown", "n/a", "something", "it", "this", "that", "they"}
+_CAUSAL_RELATIONS = re.compile(r"(?:^|_)(?:caused_by|because|because_of|due_to|reason|causes|led_to|result_of)(?:_|$)")
+
+
+def resolve_person(name: str, speaker: str, other: str | None) -> str:
+    """Replace first/second-person references by speaker names.
+
+    "I"/"me" → the speaker; "you" → the other speaker (when the chunk has
+    exactly one other); "my son" → "Anna's son"; "your dog" → "Ben's dog".
+    """
+    s = name.strip()
+    low = s.lower()
+    if low in _SELF:
+        return speaker
+    if low in _OTHER and other:
+        return other
+    m = re.match(r"^(my|your)\s+(.+)$", s, flags=re.IGNORECASE)
+    if m:
+        owner = speaker if m.group(1).lower() == "my" else other
+        if owner:
+            return f"{owner}'s {m.group(2)}"
+    return s
+
+
+def render(subject: str, relation: str, obj: str, time_text: str, ended: bool) -> str:
+    """One-line natural-language rendering kept with the fact."""
+    base = f"{subject} {relation.replace('_', ' ')} {obj}"
+    if ended:
+        base += " (ended)"
+    if time_text:
+        base += f" [{time_text}]"
+    return base
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A post-processed fact, ready for ``graph.apply`` (see :meth:`as_dict`)."""
+
+    subject: str
+    relation: str
+    object: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    confidence: float
+    intent: Intent
+    source_ids: list[str]
+    session_id: str | None
+    text: str
+    time_text: str = ""
+    ended: bool = False
+    certainty: str = "certain"
+    subject_type: str | None = None
+    object_type: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "subject": self.subject,
+            "relation": self.relation,
+            "object": self.object,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
+            "confidence": self.confidence,
+            "intent": self.intent.value,
+            "origin": Origin.STATED.value,
+            "source_ids": list(self.source_ids),
+            "session_id": self.session_id,
+            "text": self.text,
+        }
+        if self.subject_type:
+            d["subject_type"] = self.subject_type
+        if self.object_type:
+            d["object_type"] = self.object_type
+        return d
+
+
+def postprocess(
+    facts: Sequence[ExtractedFact],
+    numbered: dict[int, Message],
+    *,
+    canonical: Callable[[str], str] = lambda r: r,
+    context_speakers: Sequence[str] = (),
+) -> tuple[list[Candidate], list[str]]:
+    """Turn the model's facts into candidates; returns ``(candidates, notes)``.
+
+    Drops facts that cite only context turns or nothing usable, junk objects
+    and self-loops; deduplicates within the chunk.
+    """
+    notes: list[str] = []
+    speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
+    out: list[Candidate] = []
+    seen: set[tuple[str, str, str, bool]] = set()
+    for f in facts:
+        msgs = [numbered[t] for t in f.turns if t in numbered]
+        if not msgs:
+            msgs = _guess_turn(f, numbered)
+            if not msgs:
+                notes.append(f"dropped fact citing no turn of this chunk: {f.subject} {f.relation} {f.object}")
+                continue
+        first = msgs[0]
+        others = [s for s in speakers if s != first.speaker]
+        other = others[0] if len(others) == 1 else None
+        subject = resolve_person(f.subject, first.speaker, other)
+        obj = resolve_person(f.object, first.speaker, other)
+        try:
+            relation = canonical(f.relation)
+        except Exception:  # registry rejects it (e.g. only punctuation)
+            notes.append(f"dropped fact with unusable relation {f.relation!r}")
+            continue
+        if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
+            continue
+        key = (subject.lower(), relation, obj.lower(), f.ended)
+        if key in seen:
+            continue
+        seen.add(key)
+        ref = first.timestamp
+        valid_from, valid_to = timeexpr.resolve_validity(f.time or None, ref, ended=f.ended)
+        source_text = " ".join(m.text for m in msgs)
+        conf = confidence.score(f.certainty, source_text, obj, relation)
+        intent = _intent(f, relation)
+        out.append(
+            Candidate(
+                subject=subject,
+                relation=relation,
+                object=obj,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                confidence=conf,
+                intent=intent,
+                source_ids=[m.id for m in msgs],
+                session_id=first.session_id,
+                text=render(subject, relation, obj, f.time, f.ended),
+                time_text=f.time,
+                ended=f.ended,
+                certainty=f.certainty.value,
+                subject_type="person" if subject in speakers else None,
+                object_type="person" if obj in speakers else None,
+            )
+        )
+    return out, notes
+
+
+_STOPWORDS = {"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "my", "your", "is"}
+
+
+def _guess_turn(f: ExtractedFact, numbered: dict[int, Message]) -> list[Message]:
+    """When the model cites no valid turn, take the one whose text mentions the object."""
+    words = set(re.findall(r"[a-z0-9]+", f.object.lower())) - _STOPWORDS
+    best, best_n = None, 0
+    for m in numbered.values():
+        n = len(words & set(re.findall(r"[a-z0-9]+", m.text.lower())))
+        if n > best_n:
+            best, best_n = m, n
+    return [best] if best is not None else []
+
+
+def _intent(f: ExtractedFact, relation: str) -> Intent:
+    if _CAUSAL_RELATIONS.search(relation):
+        return Intent.CAUSAL
+    if f.ended:
+        return Intent.EVOLUTION
+    return Intent(f.intent)
+
+
+# ----------------------------------------------------------------- the call
+
+
+@dataclass(slots=True)
+class ChunkResult:
+    candidates: list[Candidate] = field(default_factory=list)
+    usage: CallUsage | None = None
+    notes: list[str] = field(default_factory=list)
+    raw: str = ""
+
+
+class Extractor:
+    """Runs the one structured LLM call per chunk."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        relations: Sequence[str] = (),
+        canonical: Callable[[str], str] = lambda r: r,
+        prompt_version: str = PROMPT_VERSION,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
+        self.llm = llm
+        self.canonical = canonical
+        self.system = system_prompt(relations, prompt_version)
+        self.max_tokens = max_tokens
+
+    def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
+        transcript, numbered = render_transcript(chunk)
+        return (
+            [{"role": "system", "content": self.system}, {"role": "user", "content": transcript}],
+            numbered,
+        )
+
+    def run(self, chunk: Chunk[Message]) -> ChunkResult:
+        """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
+        (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
+        messages, numbered = self.messages_for(chunk)
+        res = self.llm.chat(
+            messages,
+            schema=EXTRACTION_SCHEMA,
+            max_tokens=self.max_tokens,
+            temperature=0.0,
+            purpose="extract",
+        )
+        parsed = parse_output(res.data)
+        if len(parsed.facts) >= MAX_FACTS_PER_CHUNK:
+            log.info("chunk hit the %d-fact cap; consider a smaller chunk size", MAX_FACTS_PER_CHUNK)
+        cands, notes = postprocess(
+            parsed.facts,
+            numbered,
+            canonical=self.canonical,
+            context_speakers=[m.speaker for m in chunk.context],
+        )
+        return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)

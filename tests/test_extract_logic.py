@@ -1,0 +1,248 @@
+"""Pure extraction logic: schema parsing, confidence, chunking, post-processing, entity matching."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from pydantic import ValidationError as PydanticValidationError
+
+from chronomem.extract import confidence
+from chronomem.extract.chunking import chunk_turns
+from chronomem.extract.entities import acronym, is_acronym_of, similarity, variant_key
+from chronomem.extract.extractor import (
+    Extractor,
+    load_prompt,
+    postprocess,
+    render_transcript,
+    resolve_person,
+    system_prompt,
+)
+from chronomem.extract.chunking import Chunk
+from chronomem.extract.schema import EXTRACTION_SCHEMA, MAX_FACTS_PER_CHUNK, Certainty, parse_output
+from chronomem.model import Intent, Message
+from chronomem.registry import RelationRegistry
+
+UTC = timezone.utc
+TS = datetime(2023, 5, 10, 14, tzinfo=UTC)
+
+
+def msg(i: int, speaker: str, text: str, ts: datetime = TS) -> Message:
+    return Message(id=f"m{i}", user_id="u", session_id="s1", speaker=speaker, text=text,
+                   timestamp=ts, recorded_at=ts, seq=i)
+
+
+# ------------------------------------------------------------------ schema
+
+
+def test_schema_caps_the_array_and_orders_turns_first() -> None:
+    facts = EXTRACTION_SCHEMA["properties"]["facts"]
+    assert facts["maxItems"] == MAX_FACTS_PER_CHUNK
+    assert list(facts["items"]["properties"])[0] == "turns"
+    assert set(facts["items"]["required"]) == set(facts["items"]["properties"])
+
+
+def test_parse_output_normalises_small_deviations() -> None:
+    out = parse_output({"facts": [
+        {"turns": 3, "subject": " Anna ", "relation": "lives_in", "object": "Lyon", "time": None,
+         "ended": False, "certainty": "CERTAIN", "intent": "evolution"},
+        {"turns": ["T4"], "subject": "Anna", "relation": "likes", "object": "tea",
+         "certainty": "bogus", "intent": "nonsense"},
+        {"turns": [1], "subject": "", "relation": "likes", "object": "x"},  # dropped: no subject
+    ]})
+    assert [f.subject for f in out.facts] == ["Anna", "Anna"]
+    assert out.facts[0].turns == [3] and out.facts[0].time == ""
+    assert out.facts[0].certainty is Certainty.CERTAIN and out.facts[0].intent == "EVOLUTION"
+    assert out.facts[1].turns == [4]
+    assert out.facts[1].certainty is Certainty.CERTAIN and out.facts[1].intent == "FACT"
+
+
+def test_parse_output_accepts_a_bare_list_and_caps_it() -> None:
+    many = [{"turns": [1], "subject": "A", "relation": "likes", "object": f"x{i}"} for i in range(30)]
+    assert len(parse_output(many).facts) == MAX_FACTS_PER_CHUNK
+
+
+def test_parse_output_rejects_garbage() -> None:
+    with pytest.raises(PydanticValidationError):
+        parse_output({"facts": "not a list"})
+
+
+# ------------------------------------------------------------------ confidence
+
+
+@pytest.mark.parametrize(
+    ("label", "text", "obj", "expected_stable"),
+    [
+        ("certain", "I live in Berlin.", "Berlin", True),
+        ("certain", "I might move to Paris.", "Paris", False),
+        ("certain", "Maybe I'll adopt a cat.", "cat", False),
+        ("certain", "I'm thinking about learning Spanish.", "Spanish", False),
+        ("certain", "I'm not sure I'll stay at Acme.", "Acme", False),
+        ("certain", "Apparently Tom moved to Rome.", "Rome", False),
+        ("certain", "I heard that Lisa got married.", "married", False),
+        ("uncertain", "I love hiking.", "hiking", False),
+        ("likely", "I think it's in Lyon.", "Lyon", True),
+    ],
+)
+def test_confidence_stratification(label: str, text: str, obj: str, expected_stable: bool) -> None:
+    c = confidence.score(label, text, obj)
+    assert 0.0 <= c <= 1.0
+    assert (c >= 0.6) is expected_stable
+
+
+def test_emphatic_cue_raises_a_stable_fact() -> None:
+    assert confidence.score("certain", "I always go running on Sundays.", "running") == confidence.HIGH
+    assert confidence.score("certain", "I definitely love sushi.", "sushi") > confidence.score("certain", "I love sushi.", "sushi")
+
+
+def test_cues_are_read_from_the_clause_of_the_fact() -> None:
+    text = "I live in Berlin but I might move to Paris next year."
+    assert confidence.score("certain", text, "Berlin") >= 0.6
+    assert confidence.score("certain", text, "Paris") < 0.6
+
+
+def test_cue_words_inside_other_words_do_not_count() -> None:
+    # "mighty" is not "might", "maybelline" is not "maybe"
+    assert confidence.cue_level("the mighty ducks") is None
+    assert confidence.cue_level("she sells maybelline") is None
+
+
+# ------------------------------------------------------------------ chunking
+
+
+def test_chunks_have_size_and_preceding_context() -> None:
+    turns = list(range(20))
+    chunks = chunk_turns(turns, size=8, context=2)
+    assert [list(c.turns) for c in chunks] == [list(range(0, 8)), list(range(8, 16)), list(range(16, 20))]
+    assert [list(c.context) for c in chunks] == [[], [6, 7], [14, 15]]
+
+
+def test_short_tail_is_merged_to_save_a_call() -> None:
+    chunks = chunk_turns(list(range(17)), size=8, context=1)
+    assert [len(c.turns) for c in chunks] == [8, 9]
+
+
+def test_history_gives_the_first_chunk_context() -> None:
+    chunks = chunk_turns([10, 11, 12], size=8, context=2, history=[7, 8, 9])
+    assert list(chunks[0].context) == [8, 9]
+
+
+def test_chunk_arguments_are_checked() -> None:
+    with pytest.raises(ValueError):
+        chunk_turns([1], size=0)
+    with pytest.raises(ValueError):
+        chunk_turns([1], context=-1)
+
+
+# ------------------------------------------------------------------ prompt & transcript
+
+
+def test_prompt_is_versioned_and_lists_relations() -> None:
+    assert "Example output" in load_prompt("extract_v1")
+    sp = system_prompt(RelationRegistry().names())
+    assert "lives_in" in sp and "has_pet" in sp and "{{relations}}" not in sp
+
+
+def test_transcript_numbers_turns_and_marks_context() -> None:
+    ch = Chunk(context=(msg(0, "Ben", "Hi!"),), turns=(msg(1, "Anna", "I moved.\nTo Lyon."), msg(2, "Ben", "Cool")))
+    text, numbered = render_transcript(ch)
+    assert text.splitlines() == ["Speakers: Ben, Anna", "Context:", "[0] Ben: Hi!", "Turns:",
+                                 "[1] Anna: I moved. To Lyon.", "[2] Ben: Cool"]
+    assert {k: v.id for k, v in numbered.items()} == {1: "m1", 2: "m2"}
+
+
+def test_extractor_system_prompt_is_a_shared_prefix() -> None:
+    class NoLLM:
+        name = "none"
+        context_window = 4096
+
+    ex = Extractor(NoLLM(), relations=["lives_in"])  # type: ignore[arg-type]
+    a, _ = ex.messages_for(Chunk((), (msg(1, "A", "x"),)))
+    b, _ = ex.messages_for(Chunk((), (msg(2, "B", "y"),)))
+    assert a[0] == b[0] and a[0]["role"] == "system" and a[1] != b[1]
+
+
+# ------------------------------------------------------------------ post-processing
+
+
+def test_resolve_person() -> None:
+    assert resolve_person("I", "Anna", "Ben") == "Anna"
+    assert resolve_person("me", "Anna", "Ben") == "Anna"
+    assert resolve_person("you", "Anna", "Ben") == "Ben"
+    assert resolve_person("my son", "Anna", "Ben") == "Anna's son"
+    assert resolve_person("Your dog", "Anna", "Ben") == "Ben's dog"
+    assert resolve_person("you", "Anna", None) == "you"  # ambiguous: left as said
+    assert resolve_person("Julia", "Anna", "Ben") == "Julia"
+
+
+def _facts(*rows: dict) -> list:
+    return parse_output({"facts": list(rows)}).facts
+
+
+def test_postprocess_resolves_time_confidence_pronouns_and_provenance() -> None:
+    reg = RelationRegistry()
+    numbered = {1: msg(1, "Anna", "I moved to Lyon last week. I might get a cat."), 2: msg(2, "Ben", "Nice, I have a dog.")}
+    cands, notes = postprocess(_facts(
+        {"turns": [1], "subject": "I", "relation": "resides in", "object": "Lyon", "time": "last week",
+         "ended": False, "certainty": "certain", "intent": "EVOLUTION"},
+        {"turns": [1], "subject": "Anna", "relation": "has_pet", "object": "cat", "time": "",
+         "ended": False, "certainty": "certain", "intent": "FACT"},
+        {"turns": [2], "subject": "I", "relation": "has_pet", "object": "dog", "time": "",
+         "ended": False, "certainty": "certain", "intent": "FACT"},
+    ), numbered, canonical=reg.canonical)
+    assert notes == []
+    lyon, cat, dog = cands
+    assert (lyon.subject, lyon.relation, lyon.object) == ("Anna", "lives_in", "Lyon")
+    assert lyon.valid_from == datetime(2023, 5, 1, tzinfo=UTC) and lyon.valid_to is None
+    assert lyon.source_ids == ["m1"] and lyon.session_id == "s1"
+    assert lyon.confidence >= 0.6 and cat.confidence < 0.6  # "might" in cat's clause only
+    assert (dog.subject, dog.valid_from) == ("Ben", TS)  # no time expression: the message time
+    d = lyon.as_dict()
+    assert d["origin"] == "stated" and d["intent"] == "EVOLUTION" and d["subject_type"] == "person"
+
+
+def test_postprocess_endings_and_causal_links() -> None:
+    numbered = {3: msg(3, "Anna", "We had to rehome Pixel because my son is allergic.")}
+    cands, _ = postprocess(_facts(
+        {"turns": [3], "subject": "Anna", "relation": "has_pet", "object": "Pixel", "time": "",
+         "ended": True, "certainty": "certain", "intent": "FACT"},
+        {"turns": [3], "subject": "Anna rehomed Pixel", "relation": "caused_by", "object": "my son is allergic",
+         "time": "", "ended": False, "certainty": "certain", "intent": "FACT"},
+    ), numbered)
+    ended, causal = cands
+    assert ended.valid_from is None and ended.valid_to == TS and ended.intent is Intent.EVOLUTION
+    assert causal.intent is Intent.CAUSAL
+
+
+def test_postprocess_drops_context_only_citations_junk_and_duplicates() -> None:
+    numbered = {2: msg(2, "Anna", "I love jazz and tea.")}
+    cands, notes = postprocess(_facts(
+        {"turns": [0], "subject": "Ben", "relation": "likes", "object": "rock and roll music"},  # context turn, no match
+        {"turns": [9], "subject": "Anna", "relation": "likes", "object": "jazz"},  # bad turn → guessed by overlap
+        {"turns": [2], "subject": "Anna", "relation": "likes", "object": "jazz"},  # duplicate
+        {"turns": [2], "subject": "Anna", "relation": "likes", "object": "nothing"},  # junk
+        {"turns": [2], "subject": "Anna", "relation": "is_a", "object": "anna"},  # self loop
+    ), numbered)
+    assert [(c.object, c.source_ids) for c in cands] == [("jazz", ["m2"])]
+    assert len(notes) == 1 and "rock and roll" in notes[0]
+
+
+def test_postprocess_ending_with_range_keeps_interval() -> None:
+    numbered = {1: msg(1, "Anna", "From 2016 to 2021 I lived in Oslo.")}
+    (c,), _ = postprocess(_facts(
+        {"turns": [1], "subject": "Anna", "relation": "lives_in", "object": "Oslo", "time": "from 2016 to 2021",
+         "ended": True, "certainty": "certain", "intent": "TEMPORAL"},
+    ), numbered)
+    assert (c.valid_from, c.valid_to) == (datetime(2016, 1, 1, tzinfo=UTC), datetime(2022, 1, 1, tzinfo=UTC))
+
+
+# ------------------------------------------------------------------ entity matching helpers
+
+
+def test_entity_variants_and_acronyms() -> None:
+    assert variant_key("The Golden Gate Bridge") == variant_key("golden gate bridge")
+    assert acronym("New York City") == "nyc"
+    assert is_acronym_of("NYC", "New York City")
+    assert not is_acronym_of("NYC", "Nice York")
+    assert acronym("Paris") is None
+    assert similarity("Anna", "Anne") < 0.92
