@@ -1,0 +1,177 @@
+"""A stronger entity resolver for the write path: exact → alias → fuzzy → embedding.
+
+Same interface as the core :class:`chronomem.entities.ExactResolver`
+(``resolve_many``), plus ``resolve`` for one name.  Matching is conservative —
+a wrong merge silently corrupts the graph, a missed one only costs recall — so:
+
+* exact and recorded-alias matches first (the core resolver);
+* then *variant* matches that are almost always the same thing: a leading
+  article ("the Golden Gate Bridge"), an acronym of a multi-word name ("NYC" ↔
+  "New York City"), the same word set in another order;
+* then fuzzy string similarity at a high threshold (≥ 0.92, names of 5+
+  characters, so "Anna"/"Anne" or "Paris"/"Parks" never merge);
+* then, only when an embedder is given, cosine similarity ≥ 0.92 with a clear
+  margin over the runner-up.
+
+A match that is ambiguous (two candidates tie) is not taken.  Every non-exact
+match is recorded as an alias of the entity it joined, so the next lookup is
+exact.  Everything is scoped by ``user_id``: candidates come from the store's
+per-user listing only.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..entities import ExactResolver, normalize_name
+from ..model import Entity
+from ..providers.base import Embedder
+from ..store.base import Store
+
+log = logging.getLogger(__name__)
+
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
+_NON_WORD = re.compile(r"[^0-9a-z\u00c0-\uffff]+")
+_STOP = {"the", "of", "and", "a", "an", "de", "la", "le"}
+
+
+def variant_key(name: str) -> str:
+    """Article-free, punctuation-free, order-free form: "The New-York City" → "city new york"."""
+    norm = _ARTICLE.sub("", normalize_name(name))
+    words = [w for w in _NON_WORD.split(norm) if w]
+    return " ".join(sorted(words))
+
+
+def acronym(name: str) -> str | None:
+    """"New York City" → "nyc"; ``None`` for names of fewer than two significant words."""
+    words = [w for w in _NON_WORD.split(_ARTICLE.sub("", normalize_name(name))) if w and w not in _STOP]
+    if len(words) < 2:
+        return None
+    return "".join(w[0] for w in words)
+
+
+def is_acronym_of(short: str, long: str) -> bool:
+    s = _NON_WORD.sub("", normalize_name(short))
+    acr = acronym(long)
+    return bool(acr) and 2 <= len(s) <= 6 and s == acr and normalize_name(short) != normalize_name(long)
+
+
+def similarity(a: str, b: str) -> float:
+    """Character-level similarity of two normalised names in [0, 1]."""
+    return difflib.SequenceMatcher(None, normalize_name(a), normalize_name(b)).ratio()
+
+
+@dataclass
+class ResolverSettings:
+    fuzzy_threshold: float = 0.92
+    fuzzy_min_length: int = 5
+    embed_threshold: float = 0.92
+    embed_margin: float = 0.03
+
+
+class FuzzyEntityResolver:
+    """Exact, alias, variant, fuzzy and (optional) embedding entity resolution within one user."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        embedder: Embedder | None = None,
+        settings: ResolverSettings | None = None,
+    ) -> None:
+        self.store = store
+        self.exact = ExactResolver(store)
+        self.embedder = embedder
+        self.settings = settings or ResolverSettings()
+
+    # -- public --------------------------------------------------------------
+    def lookup(self, user_id: str, names: Sequence[str]) -> dict[str, str]:
+        """spelling → entity id for spellings already known exactly or as aliases (no creation)."""
+        return self.exact.lookup(user_id, names)
+
+    def resolve(self, user_id: str, name: str, *, type: str | None = None, create: bool = True) -> Entity | None:
+        """The entity ``name`` denotes for ``user_id`` (created when unknown and ``create``)."""
+        return self.resolve_many(user_id, [(name, type)], create=create).get(name)
+
+    def resolve_many(
+        self, user_id: str, names: Sequence[tuple[str, str | None]], *, create: bool = True
+    ) -> dict[str, Entity]:
+        spellings = list(dict.fromkeys(n for n, _ in names))
+        out = self.exact.resolve_many(user_id, [(n, t) for n, t in names], create=False)
+        missing = [n for n in spellings if n not in out]
+        if missing:
+            candidates = self.store.entities(user_id)
+            for n in missing:
+                match = self._match(n, candidates)
+                if match is not None:
+                    log.debug("entity %r joined %r (user %s) as an alias", n, match.name, user_id)
+                    self.store.add_alias(user_id, match.id, n.strip(), normalize_name(n))
+                    out[n] = match
+        still = [(n, t) for n, t in names if n not in out]
+        if still and create:
+            out.update(self.exact.resolve_many(user_id, still, create=True))
+        return out
+
+    # -- matching --------------------------------------------------------------
+    def _spellings(self, e: Entity) -> list[str]:
+        return [e.name, *e.aliases]
+
+    def _match(self, name: str, candidates: Sequence[Entity]) -> Entity | None:
+        if not normalize_name(name):
+            return None
+        key = variant_key(name)
+        hits = {e.id: e for e in candidates for s in self._spellings(e) if key and variant_key(s) == key}
+        if len(hits) == 1:
+            return next(iter(hits.values()))
+        if len(hits) > 1:
+            return None
+        hits = {
+            e.id: e
+            for e in candidates
+            for s in self._spellings(e)
+            if is_acronym_of(name, s) or is_acronym_of(s, name)
+        }
+        if len(hits) == 1:
+            return next(iter(hits.values()))
+        if len(hits) > 1:
+            return None
+        st = self.settings
+        if len(normalize_name(name)) >= st.fuzzy_min_length:
+            scored: list[tuple[float, Entity]] = []
+            for e in candidates:
+                best = max(
+                    (similarity(name, s) for s in self._spellings(e) if len(normalize_name(s)) >= st.fuzzy_min_length),
+                    default=0.0,
+                )
+                if best >= st.fuzzy_threshold:
+                    scored.append((best, e))
+            scored.sort(key=lambda x: -x[0])
+            if len(scored) == 1 or (len(scored) > 1 and scored[0][0] - scored[1][0] > 0.02):
+                return scored[0][1]
+            if len(scored) > 1:
+                return None
+        if self.embedder is not None and candidates:
+            return self._embed_match(name, candidates)
+        return None
+
+    def _embed_match(self, name: str, candidates: Sequence[Entity]) -> Entity | None:
+        st = self.settings
+        try:
+            vecs = self.embedder.embed([name, *(e.name for e in candidates)])  # type: ignore[union-attr]
+        except Exception as e:  # an unavailable embedder must not break writes
+            log.warning("embedding entity match skipped: %s", e)
+            return None
+        q = vecs[0]
+        sims = sorted(
+            ((sum(a * b for a, b in zip(q, v)), e) for v, e in zip(vecs[1:], candidates)),
+            key=lambda x: -x[0],
+        )
+        if not sims or sims[0][0] < st.embed_threshold:
+            return None
+        if len(sims) > 1 and sims[0][0] - sims[1][0] < st.embed_margin:
+            return None
+        return sims[0][1]

@@ -1,0 +1,386 @@
+"""The REAL write path: messages in → verbatim store → chunked extraction → graph update.
+
+:class:`WritePipeline` is what ``Memory.add`` and ``Memory.extract_pending``
+delegate to.  Steps (DESIGN.md "Write path"):
+
+1. normalise and validate the whole input first (nothing is written when any
+   message is bad);
+2. store the messages verbatim, idempotently by id (re-adding known ids costs
+   no LLM call);
+3. extract the newly stored turns in chunks — ONE structured LLM call per
+   chunk, never per turn;
+4. resolve times in code, score confidence, label intents
+   (:mod:`.extractor`), and hand the candidate facts to ``mem.graph.apply``,
+   which resolves entities and applies the non-destructive update rules;
+5. mark the turns extracted.  A chunk whose model output stays malformed
+   after the provider's retries keeps its messages and is marked
+   :data:`FAILED` so :meth:`WritePipeline.extract_pending` retries it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ChronomemError, ModelUnavailableError, ValidationError
+from ..graph import validate_fact
+from ..model import Fact, Message, Origin, UpdateReport
+from ..providers.base import CallUsage, UsageTotals
+from ..timeutil import parse_time, utcnow
+from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
+from .extractor import PROMPT_VERSION, Candidate, Extractor
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+log = logging.getLogger(__name__)
+
+PENDING = 0
+EXTRACTED = 1
+FAILED = 2  # extraction was tried and failed; still pending (store: extracted <> 1)
+
+MESSAGE_FIELDS = frozenset({"speaker", "role", "name", "text", "content", "id", "timestamp"})
+DEFAULT_SPEAKER = "user"  # speaker of a bare-string message
+
+
+@dataclass(slots=True)
+class FailedChunk:
+    message_ids: list[str]
+    error: str
+
+
+@dataclass(slots=True)
+class AddResult:
+    """What one ``add`` / ``extract_pending`` did."""
+
+    session_id: str | None
+    messages_stored: int = 0  # newly stored (re-sent ids are not counted)
+    messages_skipped: int = 0  # ids that were already stored
+    messages_extracted: int = 0
+    chunks: int = 0  # LLM extraction calls attempted
+    added: list[Fact] = field(default_factory=list)
+    closed: list[Fact] = field(default_factory=list)
+    reinforced: list[Fact] = field(default_factory=list)
+    failed_chunks: list[FailedChunk] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    usage: dict[str, Any] = field(default_factory=dict)
+    session_ids: list[str] = field(default_factory=list)  # every session touched
+
+    @property
+    def facts_added(self) -> int:
+        return len(self.added)
+
+    @property
+    def facts_closed(self) -> int:
+        return len(self.closed)
+
+    @property
+    def facts_reinforced(self) -> int:
+        return len(self.reinforced)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed_chunks
+
+    def summary(self) -> str:
+        return (
+            f"session {self.session_id}: {self.messages_stored} stored, {self.messages_skipped} already known, "
+            f"{self.chunks} extraction call(s), facts +{self.facts_added} closed {self.facts_closed} "
+            f"reinforced {self.facts_reinforced}"
+            + (f", {len(self.failed_chunks)} chunk(s) left for re-extraction" if self.failed_chunks else "")
+        )
+
+
+# ------------------------------------------------------------------ input normalisation
+
+
+@dataclass(slots=True)
+class _Incoming:
+    id: str | None
+    speaker: str
+    text: str
+    timestamp: datetime | None
+
+
+def _content_text(value: Any, where: str) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # OpenAI multi-part content: accept text parts only
+        parts = []
+        for i, p in enumerate(value):
+            if isinstance(p, Mapping) and p.get("type") == "text" and isinstance(p.get("text"), str):
+                parts.append(p["text"])
+            else:
+                kind = p.get("type") if isinstance(p, Mapping) else type(p).__name__
+                raise ValidationError(f"{where}[{i}]", kind, "only text content can be stored")
+        return "\n".join(parts)
+    raise ValidationError(where, type(value).__name__, "must be text (a string)")
+
+
+def normalize_messages(messages: Any) -> list[_Incoming]:
+    """Validate caller input; raise :class:`ValidationError` naming the field.
+
+    Accepts a bare string (one message by ``"user"``), one dict, or a list of
+    strings/dicts.  Dict keys: ``speaker`` | ``role`` (+ optional ``name``,
+    which wins as the speaker), ``text`` | ``content``, optional ``id`` and
+    ``timestamp``.  Unknown keys, empty or non-text content, missing speakers
+    and duplicate ids are errors.
+    """
+    if isinstance(messages, str | Mapping):
+        messages = [messages]
+    if not isinstance(messages, Sequence) or isinstance(messages, bytes):
+        raise ValidationError("messages", type(messages).__name__, "must be a string, a message dict or a list of them")
+    if not messages:
+        raise ValidationError("messages", messages, "must not be empty")
+    out: list[_Incoming] = []
+    seen: set[str] = set()
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        if isinstance(m, str):
+            m = {"speaker": DEFAULT_SPEAKER, "text": m}
+        if not isinstance(m, Mapping):
+            raise ValidationError(where, type(m).__name__, "must be a string or a dict")
+        unknown = sorted(set(m) - MESSAGE_FIELDS)
+        if unknown:
+            raise ValidationError(f"{where}.{unknown[0]}", m[unknown[0]],
+                                  f"unknown field; allowed: {', '.join(sorted(MESSAGE_FIELDS))}")
+        speaker_key = next((k for k in ("name", "speaker", "role") if m.get(k) is not None), None)
+        if speaker_key is None:
+            raise ValidationError(f"{where}.speaker", None, "each message needs a speaker (or role)")
+        speaker = m[speaker_key]
+        if not isinstance(speaker, str) or not speaker.strip():
+            raise ValidationError(f"{where}.{speaker_key}", speaker, "must be a non-empty string")
+        text_key = "text" if m.get("text") is not None else "content"
+        if m.get(text_key) is None:
+            raise ValidationError(f"{where}.text", None, "each message needs text (or content)")
+        text = _content_text(m[text_key], f"{where}.{text_key}")
+        if not text.strip():
+            raise ValidationError(f"{where}.{text_key}", m[text_key], "must not be empty")
+        mid = m.get("id")
+        if mid is not None:
+            if isinstance(mid, bool) or not isinstance(mid, str | int) or not str(mid).strip():
+                raise ValidationError(f"{where}.id", mid, "must be a non-empty string or integer")
+            mid = str(mid).strip()
+            if mid in seen:
+                raise ValidationError(f"{where}.id", mid, "duplicate id in this call")
+            seen.add(mid)
+        ts = None if m.get("timestamp") is None else parse_time(m["timestamp"], f"{where}.timestamp")
+        out.append(_Incoming(mid, speaker.strip(), text, ts))
+    return out
+
+
+# ------------------------------------------------------------------ the pipeline
+
+
+class WritePipeline:
+    """The write path of one :class:`~chronomem.Memory`.
+
+    ``chunk_size`` turns per LLM call with ``context`` preceding turns shown
+    for understanding only.
+    """
+
+    def __init__(
+        self,
+        mem: Memory,
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        context: int = DEFAULT_CONTEXT,
+        prompt_version: str = PROMPT_VERSION,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValidationError("chunk_size", chunk_size, "must be >= 1")
+        if context < 0:
+            raise ValidationError("context", context, "must be >= 0")
+        self.mem = mem
+        self.chunk_size = chunk_size
+        self.context = context
+        self.prompt_version = prompt_version
+        self._extractor: Extractor | None = None
+
+    # -- public ------------------------------------------------------------------------
+    def add(
+        self,
+        messages: Any,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        agent_id: str | None = None,
+        extract: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> AddResult:
+        """Store ``messages`` verbatim (idempotently by id) and extract facts from the new ones.
+
+        Per-message timestamps override ``timestamp``; with neither, the
+        current time is used and the result says so.  ``extract=False`` only
+        stores (buffered sessions; call :meth:`extract_pending` later).
+        ``progress(done, total)`` is called after each chunk.
+        """
+        user_id = _check_user(user_id)
+        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
+            raise ValidationError("session_id", session_id, "must be a non-empty string")
+        if agent_id is not None and (not isinstance(agent_id, str) or not agent_id.strip()):
+            raise ValidationError("agent_id", agent_id, "must be a non-empty string")
+        base_ts = None if timestamp is None else parse_time(timestamp, "timestamp")
+        incoming = normalize_messages(messages)  # all validation before any write
+        result = AddResult(session_id=session_id or uuid.uuid4().hex)
+        sid = result.session_id
+        assert sid is not None
+        now = utcnow()
+        missing_ts = sum(1 for m in incoming if m.timestamp is None) if base_ts is None else 0
+        if missing_ts:
+            result.warnings.append(
+                f"no timestamp given for {missing_ts} message(s); used the current time ({now.isoformat()})"
+            )
+        store = self.mem.store
+        with store.transaction(user_id):
+            existing = store.messages(user_id, session_id=sid)
+            next_seq = max((m.seq for m in existing), default=-1) + 1
+            msgs: list[Message] = []
+            for i, m in enumerate(incoming):
+                # identical fallback times would lose the order; keep it with microsecond steps
+                ts = m.timestamp or base_ts or (now + timedelta(microseconds=i))
+                msgs.append(Message(
+                    id=m.id or uuid.uuid4().hex, user_id=user_id, session_id=sid, speaker=m.speaker,
+                    text=m.text, timestamp=ts, recorded_at=now, agent_id=agent_id, seq=next_seq + i,
+                ))
+            first_ts = min(x.timestamp for x in msgs)
+            store.ensure_session(user_id, sid, started_at=first_ts, agent_id=agent_id)
+            new = store.add_messages(user_id, msgs)
+        result.messages_stored = len(new)
+        result.messages_skipped = len(msgs) - len(new)
+        result.session_ids = [sid]
+        if new and extract:
+            self._extract(user_id, new, result, agent_id=agent_id, progress=progress)
+        return result
+
+    def extract_pending(
+        self,
+        user_id: str,
+        session_id: str | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> AddResult:
+        """Extract every stored turn not yet extracted (new, buffered, or failed before)."""
+        user_id = _check_user(user_id)
+        pending = self.mem.store.messages(user_id, session_id=session_id, pending_only=True)
+        result = AddResult(session_id=session_id)
+        result.session_ids = list(dict.fromkeys(m.session_id for m in pending))
+        if pending:
+            self._extract(user_id, pending, result, agent_id=None, progress=progress)
+        return result
+
+    # -- internals -------------------------------------------------------------------------
+    def extractor(self) -> Extractor:
+        if self._extractor is None:
+            reg = self.mem.registry
+            self._extractor = Extractor(
+                self.mem.llm, relations=reg.names(), canonical=reg.canonical,
+                prompt_version=self.prompt_version,
+            )
+        return self._extractor
+
+    def plan_chunks(self, user_id: str, todo: Sequence[Message]) -> list[Chunk[Message]]:
+        """Chunks per session in conversation order; context comes from the whole session."""
+        chunks: list[Chunk[Message]] = []
+        by_session: dict[str, list[Message]] = {}
+        for m in todo:
+            by_session.setdefault(m.session_id, []).append(m)
+        for sid, msgs in by_session.items():
+            session = self.mem.store.messages(user_id, session_id=sid)
+            pos = {m.id: i for i, m in enumerate(session)}
+            msgs.sort(key=lambda m: pos.get(m.id, len(pos)))
+            for ch in chunk_turns(msgs, size=self.chunk_size, context=0):
+                first = pos.get(ch.turns[0].id)
+                ctx: tuple[Message, ...] = ()
+                if first is not None and self.context:
+                    ctx = tuple(session[max(0, first - self.context):first])
+                chunks.append(Chunk(context=ctx, turns=ch.turns))
+        return chunks
+
+    def _extract(
+        self,
+        user_id: str,
+        todo: Sequence[Message],
+        result: AddResult,
+        *,
+        agent_id: str | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        chunks = self.plan_chunks(user_id, todo)
+        totals = UsageTotals()
+        try:
+            extractor = self.extractor()
+        except ModelUnavailableError as e:
+            result.warnings.append(f"no extraction model available ({e}); messages stored, extraction pending")
+            return
+        report = UpdateReport()
+        for n, chunk in enumerate(chunks, 1):
+            ids = [m.id for m in chunk.turns]
+            result.chunks += 1
+            try:
+                cres = extractor.run(chunk)
+            except ModelUnavailableError as e:
+                totals_add(totals, getattr(e, "usage", None))
+                result.warnings.append(f"extraction model unavailable ({e}); remaining turns left pending")
+                result.failed_chunks.append(FailedChunk(ids, str(e)))
+                self.mem.store.mark_extracted(user_id, ids, FAILED)
+                break
+            except Exception as e:  # malformed output after retries, model error, schema mismatch
+                totals_add(totals, getattr(e, "usage", None))
+                log.warning("extraction of %d turn(s) failed: %s", len(ids), e)
+                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
+                result.warnings.append(f"extraction failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
+                self.mem.store.mark_extracted(user_id, ids, FAILED)
+                if progress:
+                    progress(n, len(chunks))
+                continue
+            totals_add(totals, cres.usage)
+            facts = self._valid(cres.candidates, result)
+            try:
+                rep = self.mem.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
+            except ChronomemError as e:
+                log.warning("graph update failed for %d turn(s): %s", len(ids), e)
+                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
+                result.warnings.append(f"graph update failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
+                self.mem.store.mark_extracted(user_id, ids, FAILED)
+                continue
+            report.merge(rep)
+            self.mem.store.mark_extracted(user_id, ids, EXTRACTED)
+            result.messages_extracted += len(ids)
+            if progress:
+                progress(n, len(chunks))
+        result.added.extend(report.added)
+        result.closed.extend(report.closed)
+        result.reinforced.extend(report.reinforced)
+        result.usage = totals.as_dict()
+
+    def _valid(self, cands: Sequence[Candidate], result: AddResult) -> list[dict[str, Any]]:
+        """Drop candidates the graph would reject, so one bad fact cannot sink the chunk."""
+        out = []
+        for c in cands:
+            d = c.as_dict()
+            try:
+                validate_fact(d, self.mem.registry)
+            except ValidationError as e:
+                result.warnings.append(f"skipped extracted fact {c.text!r}: {e}")
+                continue
+            out.append(d)
+        return out
+
+
+def totals_add(totals: UsageTotals, usage: CallUsage | None) -> None:
+    if usage is not None:
+        totals.add(usage)
+
+
+def _check_user(user_id: Any) -> str:
+    if user_id is None:
+        raise ValidationError("user_id", user_id, "is required: every memory belongs to a user")
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise ValidationError("user_id", user_id, "must be a non-empty string")
+    return user_id
