@@ -1,0 +1,111 @@
+"""``chronomem ask``: answer a question from a user's memory, optionally showing the search trace."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.panel import Panel
+from rich.table import Table
+from rich.tree import Tree
+
+from ..memory import Memory
+from ..retrieve.beam import SearchConfig
+from ..retrieve.search import ANSWER_CONFIG, SearchResult, Trace
+from .render import console, facts_table
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")]
+
+
+def trace_tree(trace: Trace) -> Tree:
+    """The search trace as a rich tree: roots, intents, iterations with per-beam decisions, budget."""
+    tree = Tree(f"[bold]search trace[/] for {trace.query!r} (as of {trace.as_of})")
+    roots = tree.add("[bold]roots[/]")
+    for r in trace.roots or [{"name": "(none)", "how": "", "score": 0, "span": ""}]:
+        roots.add(f"{r['name']}  [dim]{r['how']} {r['score']} ‘{r['span']}’[/]")
+    a = trace.analysis
+    intents = tree.add(f"[bold]intents[/] {', '.join(a.get('intents', []))} [dim]({a.get('source')}, "
+                       f"confident={a.get('confident')})[/]")
+    for label in ("cues", "wh", "yes_no", "types", "relation_groups", "window_text", "history"):
+        if a.get(label) not in (None, {}, [], False):
+            intents.add(f"{label}: {a[label]}")
+    for sub in trace.sub_searches:
+        intents.add(f"sub-search {sub['intent']}: facts {sub['filter']}")
+    iters = tree.add("[bold]iterations[/]")
+    for it in trace.iterations:
+        node = iters.add(f"{it['intent']} depth {it['depth']}: {len(it['beams'])} beams, "
+                         f"kept {len(it.get('kept', []))}, pruned {it.get('pruned', 0)}")
+        for b in it["beams"]:
+            style = {"expand": "green", "counterfactual": "magenta"}.get(b["decision"], "yellow")
+            node.add(f"[{style}]{b['decision']}[/] {b['path']}  [dim]score {b['score']:.3f}, "
+                     f"{b['children']} children, {b['derived']} derived, kept {b['kept']}[/]")
+        for ev in it.get("evaluator", []):
+            node.add(f"[cyan]evaluator[/] {ev}")
+        if it.get("kept"):
+            kept = node.add("[dim]after global pruning[/]")
+            for p in it["kept"]:
+                kept.add(f"{p['score']:.3f} {p['path']}  [dim]QR {p['s_qr']} LC {p['s_lc']} AS {p['s_as']}[/]")
+    tree.add(f"[bold]budget[/] {trace.budget}")
+    tree.add(f"[bold]stats[/] {trace.stats}")
+    tree.add(f"[bold]time (ms)[/] {trace.timings_ms}")
+    for n in trace.notes:
+        tree.add(f"[italic]note:[/] {n}")
+    return tree
+
+
+def paths_table(res: SearchResult) -> Table:
+    t = Table(title="chosen paths")
+    for col in ("#", "score", "S_QR", "S_LC", "S_AS", "path"):
+        t.add_column(col, overflow="fold")
+    for i, p in enumerate(res.paths, 1):
+        t.add_row(str(i), f"{p.score:.3f}", f"{p.s_qr:.2f}", f"{p.s_lc:.2f}", f"{p.s_as:.2f}", p.render())
+    return t
+
+
+def ask_cmd(question: Annotated[str, typer.Argument(help="The question")],
+            user: Annotated[str, typer.Option("--user", "-u", help="User id")],
+            as_of: Annotated[Optional[str], typer.Option("--as-of", help="ISO date or datetime to ask about")] = None,
+            explain: Annotated[bool, typer.Option("--explain", help="print the search trace")] = False,
+            search_only: Annotated[bool, typer.Option("--search-only", help="no answer model: show the evidence")] = False,
+            speaker: Annotated[Optional[str], typer.Option("--speaker", help="entity that I/me/my refer to")] = None,
+            top_k: Annotated[int, typer.Option("--top-k", help="paths to keep")] = 10,
+            no_embeddings: Annotated[bool, typer.Option("--no-embeddings",
+                                                        help="lexical relevance only (no embedding model)")] = False,
+            as_json: Annotated[bool, typer.Option("--json")] = False,
+            db: DbOpt = None) -> None:
+    """Answer QUESTION from a user's memory (REAL retrieval + the configured model)."""
+    with Memory(db) as mem:
+        out: dict[str, Any]
+        base = SearchConfig() if search_only else ANSWER_CONFIG
+        cfg = replace(base, embeddings=False) if no_embeddings else base
+        if search_only:
+            res = mem.search(question, user_id=user, as_of=as_of, top_k=top_k, speaker=speaker, config=cfg)
+            trace, evidence, context = res.trace, res.facts, res.context
+            out = {"answer": None, "context_tokens": res.context_tokens}
+        else:
+            ans = mem.answer(question, user_id=user, as_of=as_of, top_k=top_k, speaker=speaker, config=cfg)
+            trace, evidence, context = ans.trace, ans.evidence, ans.context
+            out = {"answer": ans.text, "context_tokens": ans.context_tokens, "usage": ans.usage}
+        if as_json:
+            out.update(evidence=[f.to_dict() for f in evidence], context=context)
+            if explain:
+                out["trace"] = trace.as_dict()
+            console.print_json(json.dumps(out, default=str))
+            return
+        if out["answer"] is not None:
+            console.print(Panel(out["answer"], title="answer", expand=False))
+        if evidence:
+            console.print(facts_table(evidence, "evidence", mem.config.theta_stable))
+        else:
+            console.print("[dim]no evidence in memory[/]")
+        if explain:
+            if search_only:
+                console.print(paths_table(res))
+            console.print(Panel(context or "(empty)", title=f"context ({out['context_tokens']} tokens)"))
+            console.print(trace_tree(trace))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ask")(ask_cmd)
