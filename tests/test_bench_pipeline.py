@@ -115,6 +115,9 @@ def test_locomo_run_report_and_resume(tmp_path: Path, conv30) -> None:  # type: 
     # the full context holds every turn: all gold evidence is in it
     full = [r for r in rows if r["method"] == "full_context" and r["evidence"]]
     assert all(r["scores"]["recall_context"] == 1.0 and not r["truncated"] for r in full)
+    # recall@k only for ranked selections
+    assert all(r["scores"]["recall_at_k"] is None for r in full)
+    assert all(r["scores"]["recall_at_k"] is not None for r in bm25 if r["evidence"])
     # the answer comes from the memory (first turn shown), so the prompt really carried it
     assert all(r["prediction"] for r in rows)
     # every method saw the same prompt template: system message identical

@@ -200,6 +200,9 @@ class Method(ABC):
     """A way of giving the model memory of a conversation."""
 
     name: str = ""
+    #: True when ``retrieve`` returns a ranked selection (recall@k applies); False when the
+    #: context does not depend on the question (full context, recent window, summary).
+    ranked: bool = False
 
     def __init__(self, llm: LLM, config: MethodConfig | None = None, embedder: Embedder | None = None) -> None:
         self.llm = llm
@@ -415,6 +418,8 @@ def turn_index_text(t: Turn) -> str:
 
 
 class _TopKTurns(_TurnMethod):
+    ranked = True
+
     def _index(self) -> Any:
         raise NotImplementedError
 

@@ -217,13 +217,14 @@ def judge_answer(judge: LLM, qa: QA, prediction: str) -> float:
     return 1.0 if "correct" in res.text.lower() and "incorrect" not in res.text.lower() else 0.0
 
 
-def score_row(qa: QA, prediction: str, retrieved_ids: Sequence[str], top_k: int) -> dict[str, Any]:
+def score_row(qa: QA, prediction: str, retrieved_ids: Sequence[str], top_k: int | None) -> dict[str, Any]:
+    """Scores of one answer; ``top_k`` None when the method's context is not a ranked selection."""
     gold = qa.answer if qa.category != 5 else (qa.adversarial_answer or qa.answer)
     return {
         "locomo_f1": metrics.locomo_f1(prediction, qa.answer, qa.category),
         "mem0_f1": metrics.mem0_f1(prediction, gold) if qa.category != 5 else None,
         "bleu1": metrics.bleu1(prediction, gold) if qa.category != 5 else None,
-        "recall_at_k": metrics.evidence_recall(qa.evidence, retrieved_ids, top_k),
+        "recall_at_k": metrics.evidence_recall(qa.evidence, retrieved_ids, top_k) if top_k else None,
         "recall_context": metrics.evidence_recall(qa.evidence, retrieved_ids, None),
     }
 
@@ -296,7 +297,7 @@ def run_locomo(
                         "sample_id": conv.sample_id, "qid": q.qid, "category": q.category,
                         "question": q.question, "gold": q.answer, "adversarial_answer": q.adversarial_answer,
                         "evidence": list(q.evidence), "prediction": ans.text,
-                        "scores": score_row(q, ans.text, ans.retrieved_ids, config.top_k),
+                        "scores": score_row(q, ans.text, ans.retrieved_ids, config.top_k if method.ranked else None),
                         "context_tokens": ans.context_tokens, "retrieved_ids": ans.retrieved_ids[: max(config.top_k, 50)],
                         "truncated": ans.truncated, "usage": ans.usage.as_dict(),
                         "retrieval_latency_s": round(ans.retrieval_latency_s, 4),

@@ -91,7 +91,7 @@ def locomo(
     top_k: int = typer.Option(10, "--top-k", help="turns retrieved by bm25/dense"),
     window_tokens: int = typer.Option(2000, "--window-tokens", help="sliding_window budget"),
     judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge"),
-    cache: str = typer.Option("default", "--cache", help="response cache: default, off, or a file path"),
+    cache: str = typer.Option("default", "--cache", help="model cache file (LLM responses and embeddings): default, off, or a path"),
     out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="output folder (results, report, plots)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
