@@ -246,3 +246,28 @@ def test_entity_variants_and_acronyms() -> None:
     assert not is_acronym_of("NYC", "Nice York")
     assert acronym("Paris") is None
     assert similarity("Anna", "Anne") < 0.92
+
+
+def test_change_verbs_map_to_state_relations_only_when_unknown() -> None:
+    from chronomem.extract.extractor import canonical_relation
+
+    reg = RelationRegistry()
+    assert canonical_relation("moved to", reg) == "lives_in"
+    assert canonical_relation("joined", reg) == "works_at"
+    assert canonical_relation("Resides In", reg) == "lives_in"
+    reg.define("moved_to")  # a user-defined relation wins over the built-in mapping
+    assert canonical_relation("moved_to", reg) == "moved_to"
+
+
+def test_ending_verbs_become_ended_states() -> None:
+    from chronomem.extract.extractor import canonical_relation
+
+    reg = RelationRegistry()
+    numbered = {1: msg(1, "Anna", "We rehomed Pixel and I quit Acme.")}
+    cands, _ = postprocess(_facts(
+        {"turns": [1], "subject": "Anna", "relation": "rehomed", "object": "Pixel"},
+        {"turns": [1], "subject": "Anna", "relation": "quit", "object": "Acme"},
+    ), numbered, canonical=lambda r: canonical_relation(r, reg))
+    assert [(c.relation, c.object, c.valid_from, c.valid_to) for c in cands] == [
+        ("has_pet", "Pixel", None, TS), ("works_at", "Acme", None, TS)]
+    assert all(c.intent is Intent.EVOLUTION for c in cands)

@@ -82,6 +82,35 @@ _JUNK_OBJECTS = {"", "none", "null", "nothing", "unknown", "n/a", "something", "
 _CAUSAL_RELATIONS = re.compile(r"(?:^|_)(?:caused_by|because|because_of|due_to|reason|causes|led_to|result_of)(?:_|$)")
 
 
+# What small models write for a change of state, mapped to the registry relation holding the
+# state (applied only when the registry does not know the name itself).
+EXTRACTION_SYNONYMS: dict[str, str] = {
+    "moved_to": "lives_in", "relocated_to": "lives_in", "moved_into": "lives_in", "lives": "lives_in",
+    "got_job_at": "works_at", "joined": "works_at", "started_working_at": "works_at",
+    "started_job_at": "works_at", "new_job_at": "works_at", "hired_by": "works_at",
+    "is_employed_at": "works_at", "adopted": "has_pet", "has_dog": "has_pet", "has_cat": "has_pet",
+    "owns_dog": "has_pet", "owns_cat": "has_pet",
+}  # fmt: skip
+# Relations that say a state *ended*: mapped to that state with ended=True.
+ENDING_SYNONYMS: dict[str, str] = {
+    "rehomed": "has_pet", "gave_away": "has_pet", "gave_up": "has_pet", "lost_pet": "has_pet",
+    "moved_from": "lives_in", "moved_out_of": "lives_in", "moved_away_from": "lives_in",
+    "left_city": "lives_in", "quit": "works_at", "quit_job_at": "works_at", "left_job_at": "works_at",
+    "resigned_from": "works_at", "fired_from": "works_at", "laid_off_from": "works_at",
+    "sold": "owns", "broke_up_with": "partner_of", "divorced": "married_to",
+}  # fmt: skip
+
+
+def canonical_relation(name: str, registry: Any) -> str:
+    """Registry canonical name, with :data:`EXTRACTION_SYNONYMS` for names it does not know."""
+    from ..registry import normalize_relation
+
+    norm = normalize_relation(name)
+    if not registry.is_known(norm) and norm in EXTRACTION_SYNONYMS:
+        norm = EXTRACTION_SYNONYMS[norm]
+    return registry.canonical(norm)
+
+
 def resolve_person(name: str, speaker: str, other: str | None) -> str:
     """Replace first/second-person references by speaker names.
 
@@ -181,22 +210,27 @@ def postprocess(
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(f.subject, first.speaker, other)
         obj = resolve_person(f.object, first.speaker, other)
+        ended = f.ended
+        rel_raw = f.relation
+        rel_norm = re.sub(r"[^0-9a-z]+", "_", rel_raw.lower()).strip("_")
+        if rel_norm in ENDING_SYNONYMS:
+            rel_raw, ended = ENDING_SYNONYMS[rel_norm], True
         try:
-            relation = canonical(f.relation)
+            relation = canonical(rel_raw)
         except Exception:  # registry rejects it (e.g. only punctuation)
             notes.append(f"dropped fact with unusable relation {f.relation!r}")
             continue
         if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
             continue
-        key = (subject.lower(), relation, obj.lower(), f.ended)
+        key = (subject.lower(), relation, obj.lower(), ended)
         if key in seen:
             continue
         seen.add(key)
         ref = first.timestamp
-        valid_from, valid_to = timeexpr.resolve_validity(f.time or None, ref, ended=f.ended)
+        valid_from, valid_to = timeexpr.resolve_validity(f.time or None, ref, ended=ended)
         source_text = " ".join(m.text for m in msgs)
         conf = confidence.score(f.certainty, source_text, obj, relation)
-        intent = _intent(f, relation)
+        intent = _intent(f, relation, ended)
         out.append(
             Candidate(
                 subject=subject,
@@ -208,9 +242,9 @@ def postprocess(
                 intent=intent,
                 source_ids=[m.id for m in msgs],
                 session_id=first.session_id,
-                text=render(subject, relation, obj, f.time, f.ended),
+                text=render(subject, relation, obj, f.time, ended),
                 time_text=f.time,
-                ended=f.ended,
+                ended=ended,
                 certainty=f.certainty.value,
                 subject_type="person" if subject in speakers else None,
                 object_type="person" if obj in speakers else None,
@@ -233,10 +267,10 @@ def _guess_turn(f: ExtractedFact, numbered: dict[int, Message]) -> list[Message]
     return [best] if best is not None else []
 
 
-def _intent(f: ExtractedFact, relation: str) -> Intent:
+def _intent(f: ExtractedFact, relation: str, ended: bool) -> Intent:
     if _CAUSAL_RELATIONS.search(relation):
         return Intent.CAUSAL
-    if f.ended:
+    if ended:
         return Intent.EVOLUTION
     return Intent(f.intent)
 

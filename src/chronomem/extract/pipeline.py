@@ -32,7 +32,7 @@ from ..model import Fact, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
 from ..timeutil import parse_time, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
-from .extractor import PROMPT_VERSION, Candidate, Extractor
+from .extractor import PROMPT_VERSION, Candidate, Extractor, canonical_relation
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -279,7 +279,7 @@ class WritePipeline:
         if self._extractor is None:
             reg = self.mem.registry
             self._extractor = Extractor(
-                self.mem.llm, relations=reg.names(), canonical=reg.canonical,
+                self.mem.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
                 prompt_version=self.prompt_version,
             )
         return self._extractor

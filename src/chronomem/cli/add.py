@@ -1,0 +1,101 @@
+"""``chronomem add FILE --user U``: ingest a conversation file through the REAL write path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ..extract.formats import ConversationInput, load_conversations
+from ..extract.pipeline import AddResult, WritePipeline
+
+console = Console(stderr=True)
+
+
+def ingest(conv: ConversationInput, user: str, *, pipeline: WritePipeline,
+           progress: Progress | None = None) -> list[AddResult]:
+    """Add every session of ``conv`` for ``user``, in order; one progress step per chunk."""
+    results = []
+    task = None
+    if progress is not None:
+        task = progress.add_task(f"{conv.conversation_id}", total=None)
+    chunk_done = 0
+    chunk_total = 0
+
+    def on_chunk(done: int, total: int) -> None:
+        if progress is not None and task is not None:
+            progress.update(task, completed=chunk_done + done, total=chunk_total + total)
+
+    for s in conv.sessions:
+        res = pipeline.add(s.messages, user_id=user, session_id=s.session_id, timestamp=s.timestamp,
+                           progress=on_chunk)
+        chunk_done += res.chunks
+        chunk_total += res.chunks
+        if progress is not None and task is not None:
+            progress.update(task, completed=chunk_done, total=max(chunk_total, 1),
+                            description=f"{conv.conversation_id} · {res.session_id}")
+        results.append(res)
+    return results
+
+
+def add_command(
+    file: Annotated[Path, typer.Argument(help="JSON: a list of messages, {'sessions': [...]}, LoCoMo or MSC")],
+    user: Annotated[str, typer.Option("--user", "-u", help="User id the memory belongs to")],
+    session: Annotated[Optional[str], typer.Option("--session", help="Session id for a plain message list")] = None,
+    timestamp: Annotated[Optional[str], typer.Option("--timestamp", help="ISO time for messages without one")] = None,
+    sample: Annotated[Optional[str], typer.Option("--sample", help="LoCoMo sample_id / MSC episode id or index")] = None,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", help="Turns per extraction call")] = 8,
+    llm: Annotated[Optional[str], typer.Option("--llm", help="Model spec (default: configured)")] = None,
+    db: Annotated[Optional[str], typer.Option("--db", help="Database path or URL")] = None,
+    no_extract: Annotated[bool, typer.Option("--no-extract", help="Store only; extract later")] = False,
+) -> None:
+    """Store a conversation verbatim and extract its facts (one LLM call per chunk of turns)."""
+    from ..memory import Memory
+
+    convs = load_conversations(file, sample=sample)
+    with Memory(db, llm=llm) as mem:
+        pipe = WritePipeline(mem, chunk_size=chunk_size)
+        totals = {"stored": 0, "skipped": 0, "chunks": 0, "added": 0, "closed": 0, "reinforced": 0,
+                  "failed": 0}
+        warnings: list[str] = []
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=False) as progress:
+            for conv in convs:
+                if session is not None and conv.kind == "messages":
+                    conv.sessions[0].session_id = session
+                if timestamp is not None:
+                    for s in conv.sessions:
+                        s.timestamp = s.timestamp or timestamp
+                if no_extract:
+                    for s in conv.sessions:
+                        r = pipe.add(s.messages, user_id=user, session_id=s.session_id,
+                                     timestamp=s.timestamp, extract=False)
+                        totals["stored"] += r.messages_stored
+                        totals["skipped"] += r.messages_skipped
+                        warnings.extend(r.warnings)
+                    continue
+                for r in ingest(conv, user, pipeline=pipe, progress=progress):
+                    totals["stored"] += r.messages_stored
+                    totals["skipped"] += r.messages_skipped
+                    totals["chunks"] += r.chunks
+                    totals["added"] += r.facts_added
+                    totals["closed"] += r.facts_closed
+                    totals["reinforced"] += r.facts_reinforced
+                    totals["failed"] += len(r.failed_chunks)
+                    warnings.extend(r.warnings)
+        for w in dict.fromkeys(warnings):
+            console.print(f"[yellow]warning:[/] {w}")
+        console.print(
+            f"stored {totals['stored']} message(s) ({totals['skipped']} already known); "
+            f"{totals['chunks']} extraction call(s); facts +{totals['added']}, closed {totals['closed']}, "
+            f"reinforced {totals['reinforced']}"
+            + (f"; {totals['failed']} chunk(s) left for re-extraction" if totals["failed"] else "")
+        )
+        console.print(f"model usage: {mem.usage.snapshot()}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("add")(add_command)
