@@ -197,7 +197,8 @@ def test_long_session_is_folded_in_chunks_that_fit_the_window() -> None:
         capped, _ = cap_sentences(produced, 5)
         assert _section(after["prompt"], "Previous memory:", "New session") == capped
     assert len(split_sentences(upd.memory)) <= 5
-    assert "turn 59" in upd.memory
+    fed = " ".join(c["prompt"].split("Updated memory:")[0].rsplit("New session", 1)[1] for c in llm.calls)
+    assert all(f"turn {i} " in fed for i in range(60))  # every turn was read exactly in some chunk
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
@@ -403,3 +404,31 @@ def test_rsum_over_the_sqlite_store_with_forget_and_replay(tmp_path: Any) -> Non
         close = getattr(store, "close", None)
         if callable(close):
             close()
+
+
+# --------------------------------------------------------------------------- the real local model
+
+
+@pytest.mark.model
+def test_local_model_folds_two_sessions_into_a_capped_memory() -> None:
+    """One short recursion with the embedded Qwen2.5-Coder-1.5B (about a minute on 2 cores)."""
+    from chronomem.providers import make_llm
+
+    llm = make_llm("local", cache=False)
+    s1 = [
+        {"speaker": "Maya", "text": "I just moved to Porto for a job as a nurse."},
+        {"speaker": "Leo", "text": "Congrats! Do you have pets?"},
+        {"speaker": "Maya", "text": "Yes, a cat called Pixel."},
+    ]
+    s2 = [
+        {"speaker": "Leo", "text": "How is Pixel?"},
+        {"speaker": "Maya", "text": "Great. I also started learning the cello last week."},
+    ]
+    m1 = update_memory(llm, s1, NO_MEMORY, max_sentences=4, session_time=T0)
+    m2 = update_memory(llm, s2, m1.memory, max_sentences=4, session_time=T0 + timedelta(days=7))
+    for upd in (m1, m2):
+        assert upd.calls == 1 and upd.memory.strip() and upd.memory != NO_MEMORY
+        assert len(split_sentences(upd.memory)) <= 4
+    text = m2.memory.lower()
+    assert "porto" in text or "nurse" in text or "pixel" in text  # something from session 1 survived
+    assert "cello" in text  # and session 2 was added
