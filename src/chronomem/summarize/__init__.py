@@ -1,5 +1,7 @@
 """Recursive summarisation (Rsum), in-session compaction and session buffers."""
 
+from .buffer import InMemorySessionBuffer, RedisSessionBuffer, SessionBuffer, make_buffer
+from .compaction import CompactionResult, Strategy, compact, memory_system_message
 from .rsum import (
     DEFAULT_MAX_SENTENCES,
     NO_MEMORY,
@@ -14,10 +16,18 @@ from .rsum import (
 __all__ = [
     "DEFAULT_MAX_SENTENCES",
     "NO_MEMORY",
+    "CompactionResult",
+    "InMemorySessionBuffer",
     "MemoryUpdate",
+    "RedisSessionBuffer",
     "RsumMemory",
+    "SessionBuffer",
+    "Strategy",
     "build_memory_messages",
     "build_reply_messages",
+    "compact",
     "generate_reply",
+    "make_buffer",
+    "memory_system_message",
     "update_memory",
 ]
