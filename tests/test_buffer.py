@@ -336,3 +336,104 @@ def test_make_buffer_picks_redis_from_the_environment(redis_url: str, prefix: st
     with pytest.raises(ValidationError) as e:
         make_buffer("ftp://nowhere")
     assert e.value.field == "redis_url"
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+class EchoLLM:
+    """Test double for Rsum: the new memory lists the last turn of the session it was shown."""
+
+    name = "echo"
+    context_window = 8192
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):
+        from chronomem.providers.base import CallUsage, ChatResult
+
+        self.calls += 1
+        prompt = messages[-1]["content"]
+        prev = prompt.split("Previous memory:\n", 1)[1].split("\n\nNew session", 1)[0].strip()
+        last = prompt.split("Updated memory:")[0].strip().splitlines()[-1]
+        lines = [] if prev == "none" else prev.splitlines()
+        return ChatResult(text="\n".join([*lines, f"Heard: {last}"]), usage=CallUsage())
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+@pytest.fixture(params=["memory", "redis"])
+def lifecycle_parts(request: pytest.FixtureRequest, tmp_path):
+    from chronomem.store import open_store
+
+    if request.param == "memory":
+        buf: SessionBuffer = InMemorySessionBuffer()
+    else:
+        buf = RedisSessionBuffer(request.getfixturevalue("redis_client"), prefix=request.getfixturevalue("prefix"))
+    store = open_store(tmp_path / "life.db")
+    yield store, buf
+    close = getattr(store, "close", None)
+    if callable(close):
+        close()
+
+
+def test_session_lifecycle_buffers_flushes_summarises_and_restores(lifecycle_parts) -> None:
+    from chronomem.summarize.lifecycle import SessionLifecycle
+    from chronomem.summarize.rsum import RsumMemory
+
+    store, buf = lifecycle_parts
+    llm = EchoLLM()
+    extracted: list[tuple[str, str, int]] = []
+
+    def extract(user_id: str, session_id: str) -> int:
+        n = len(store.messages(user_id, session_id=session_id))
+        extracted.append((user_id, session_id, n))
+        return n
+
+    life = SessionLifecycle(store, buf, RsumMemory(store, llm), extract=extract)
+    assert life.add(msg(i) for i in range(4)) == 4
+    assert life.add([msg(3)]) == 0
+    assert store.messages("u1") == []  # nothing long-term while the session is active
+    end = life.end("u1", "s1", ended_at=T0 + timedelta(hours=1))
+    assert [m.id for m in end.flushed] == [f"s1-m{i}" for i in range(4)] and len(end.stored) == 4
+    assert extracted == [("u1", "s1", 4)] and end.extraction == 4
+    assert end.checkpoint is not None and end.checkpoint.seq == 1
+    assert "Heard: assistant: turn 3" in end.checkpoint.memory
+    [session] = [s for s in store.sessions("u1") if s.id == "s1"]
+    assert session.ended_at == T0 + timedelta(hours=1) and session.started_at == T0
+    assert buf.active_sessions("u1") == []
+
+    # a new session is restored with the memory injected first
+    life.add([msg(0, session="s2", text="I'm back")])
+    restored = life.restore("u1", "s2", instructions="Be brief.")
+    assert restored[0]["role"] == "system" and restored[0]["content"].startswith("Be brief.")
+    assert "Heard: assistant: turn 3" in restored[0]["content"]
+    assert restored[1:] == [{"role": "user", "content": "I'm back"}]
+
+    # ending s1 again is harmless: nothing to flush, same chain
+    again = life.end("u1", "s1")
+    assert again.flushed == [] and [c.seq for c in store.checkpoints("u1")] == [1]
+
+
+def test_session_lifecycle_recovers_an_interrupted_flush(lifecycle_parts) -> None:
+    from chronomem.summarize.lifecycle import SessionLifecycle
+    from chronomem.summarize.rsum import RsumMemory
+
+    store, buf = lifecycle_parts
+    life = SessionLifecycle(store, buf, RsumMemory(store, EchoLLM()))
+    life.add(msg(i) for i in range(3))
+
+    def crash(batch: list[Message]) -> None:
+        store.add_messages("u1", batch[:1])  # part of the write happened, then the process died
+        raise SystemExit(1)
+
+    with pytest.raises(SystemExit):
+        buf.flush("u1", "s1", crash)
+    assert life.recover("u1") == {"s1": 3}
+    assert [m.id for m in store.messages("u1", session_id="s1")] == [f"s1-m{i}" for i in range(3)]
+    assert buf.pending_sessions("u1") == []
+    with pytest.raises(ValidationError) as e:
+        life.end("u1", "")
+    assert e.value.field == "session_id"

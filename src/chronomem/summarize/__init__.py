@@ -2,6 +2,7 @@
 
 from .buffer import InMemorySessionBuffer, RedisSessionBuffer, SessionBuffer, make_buffer
 from .compaction import CompactionResult, Strategy, compact, memory_system_message
+from .lifecycle import SessionEnd, SessionLifecycle, turns_as_chat
 from .rsum import (
     DEFAULT_MAX_SENTENCES,
     NO_MEMORY,
@@ -22,6 +23,8 @@ __all__ = [
     "RedisSessionBuffer",
     "RsumMemory",
     "SessionBuffer",
+    "SessionEnd",
+    "SessionLifecycle",
     "Strategy",
     "build_memory_messages",
     "build_reply_messages",
@@ -29,5 +32,6 @@ __all__ = [
     "generate_reply",
     "make_buffer",
     "memory_system_message",
+    "turns_as_chat",
     "update_memory",
 ]

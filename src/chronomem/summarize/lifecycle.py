@@ -1,0 +1,136 @@
+"""The session lifecycle: buffer while active, write long-term at the end, restore with memory.
+
+:class:`SessionLifecycle` is the orchestration ``Memory`` delegates to in
+buffered (server) mode:
+
+- :meth:`~SessionLifecycle.add` buffers turns of an active session
+  (sub-millisecond in Redis, idempotent by message id);
+- :meth:`~SessionLifecycle.end` flushes the buffer to the long-term store
+  (resumable: see :mod:`.buffer`), runs the caller's extraction hook, marks
+  the session ended and folds it into the Rsum memory;
+- :meth:`~SessionLifecycle.restore` returns the message list of a resumed
+  session: the stored memory as a system message, then the turns still
+  buffered;
+- :meth:`~SessionLifecycle.recover` finishes flushes a crash interrupted.
+
+Every step of :meth:`~SessionLifecycle.end` can be repeated: the flush is
+idempotent, extraction runs on the store's not-yet-extracted turns, and the
+Rsum update of an already checkpointed session recomputes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from ..errors import ValidationError
+from ..model import Checkpoint, Message
+from ..providers.base import Messages
+from ..timeutil import parse_time, utcnow
+from .buffer import SessionBuffer
+from .compaction import memory_system_message
+from .rsum import RsumMemory
+
+__all__ = ["LifecycleStore", "SessionEnd", "SessionLifecycle", "turns_as_chat"]
+
+log = logging.getLogger(__name__)
+
+_CHAT_ROLES = frozenset({"user", "assistant", "system", "tool"})
+
+
+class LifecycleStore(Protocol):
+    def ensure_session(self, user_id: str, session_id: str, *, started_at: datetime | None = None,
+                       agent_id: str | None = None) -> Any: ...
+
+    def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None: ...
+
+    def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]: ...
+
+
+@dataclass(slots=True)
+class SessionEnd:
+    """What :meth:`SessionLifecycle.end` did."""
+
+    flushed: list[Message]  # turns handed to the long-term store by this call
+    stored: list[Message]  # of those, the ones the store did not have yet
+    checkpoint: Checkpoint | None  # the new Rsum memory M_i (None: the session had no turns)
+    extraction: Any = None  # whatever the extraction hook returned
+
+
+def turns_as_chat(turns: Iterable[Message]) -> Messages:
+    """Buffered turns as OpenAI-shaped chat messages (``name`` keeps a speaker that is not a role)."""
+    out: Messages = []
+    for m in turns:
+        if m.speaker in _CHAT_ROLES:
+            out.append({"role": m.speaker, "content": m.text})
+        else:
+            out.append({"role": "user", "name": m.speaker, "content": m.text})
+    return out
+
+
+class SessionLifecycle:
+    """Short-term buffer + long-term store + Rsum, for one application."""
+
+    def __init__(
+        self,
+        store: LifecycleStore,
+        buffer: SessionBuffer,
+        rsum: RsumMemory,
+        *,
+        extract: Callable[[str, str], Any] | None = None,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        """``extract(user_id, session_id)`` runs the write path over the session's unextracted turns."""
+        self.store = store
+        self.buffer = buffer
+        self.rsum = rsum
+        self.extract = extract
+        self._clock = clock
+
+    def add(self, messages: Iterable[Message]) -> int:
+        """Buffer turns of active sessions; returns how many were new."""
+        return self.buffer.extend(messages)
+
+    def end(self, user_id: str, session_id: str, *, ended_at: datetime | str | None = None) -> SessionEnd:
+        """Flush, extract, mark ended and update the Rsum memory."""
+        _check("user_id", user_id)
+        _check("session_id", session_id)
+        when = parse_time(ended_at, "ended_at") if ended_at is not None else self._clock()
+        stored: list[Message] = []
+        flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
+        extraction = self.extract(user_id, session_id) if self.extract is not None else None
+        self.store.ensure_session(user_id, session_id)
+        self.store.end_session(user_id, session_id, when)
+        checkpoint = self.rsum.update(user_id, session_id)
+        log.info("session %r of user %r ended: %d turns flushed (%d new), memory seq %s", session_id, user_id,
+                 len(flushed), len(stored), checkpoint.seq if checkpoint else None)
+        return SessionEnd(flushed=flushed, stored=stored, checkpoint=checkpoint, extraction=extraction)
+
+    def restore(self, user_id: str, session_id: str, *, instructions: str = "") -> Messages:
+        """The messages to resume a session with: memory as a system message, then the buffered turns."""
+        _check("user_id", user_id)
+        _check("session_id", session_id)
+        memory = self.rsum.summary(user_id)
+        head = [memory_system_message(memory, instructions)] if (memory or instructions) else []
+        return head + turns_as_chat(self.buffer.read(user_id, session_id))
+
+    def recover(self, user_id: str) -> dict[str, int]:
+        """Write the turns of flushes that a crash interrupted (they stay pending until written)."""
+        _check("user_id", user_id)
+        return self.buffer.recover(user_id, lambda batch: self._write(user_id, batch))
+
+    def _write(self, user_id: str, batch: list[Message]) -> list[Message]:
+        """The long-term write of a flush: session rows, then the turns (idempotent by id)."""
+        for sid in dict.fromkeys(m.session_id for m in batch):
+            turns = [m for m in batch if m.session_id == sid]
+            self.store.ensure_session(user_id, sid, started_at=min(m.timestamp for m in turns),
+                                      agent_id=turns[0].agent_id)
+        return self.store.add_messages(user_id, batch)
+
+
+def _check(name: str, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(name, value, "must be a non-empty string")
