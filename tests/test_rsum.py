@@ -137,6 +137,9 @@ def test_memory_prompt_has_the_paper_structure_in_order() -> None:
     prev = text.index("Previous memory:\nnone")
     session = text.index("New session (ended 2024-01-01):\nAnn: I live in Oslo.")
     assert task < steps[0] < steps[1] < steps[2] < steps[3] < cap < prev < session
+    assert '("Ann")' in text  # the speakers to name, read from the transcript
+    [two] = build_memory_messages("Ann: hi\nBob: hello\nAnn: bye", NO_MEMORY, speakers=None)
+    assert '("Ann" and "Bob")' in two["content"]
     assert "$" not in text  # every placeholder filled
 
 

@@ -100,18 +100,37 @@ def build_memory_messages(
     *,
     max_sentences: int = DEFAULT_MAX_SENTENCES,
     session_time: datetime | None = None,
+    speakers: Sequence[str] | None = None,
     prompt: str = MEMORY_PROMPT,
 ) -> Messages:
-    """The chat messages of one memory update ``P_m(S_i, M_{i-1})``."""
+    """The chat messages of one memory update ``P_m(S_i, M_{i-1})``.
+
+    ``speakers`` (default: read from the ``"Name: text"`` lines of the
+    transcript) are named in the instructions, so that every memory sentence
+    says whom it is about.
+    """
     _check_max_sentences(max_sentences)
+    names = list(speakers) if speakers is not None else speakers_of(session_text)
     text = render_prompt(
         load_prompt(prompt),
         max_sentences=max_sentences,
         previous_memory=previous_memory.strip() or NO_MEMORY,
         session=session_text.strip(),
         session_header=session_header(session_time),
+        speakers=_join_names(names) if names else "the names used in the transcript",
     )
     return [{"role": "user", "content": text}]
+
+
+def speakers_of(transcript: str) -> list[str]:
+    """Speaker names in order of first appearance in ``"Name: text"`` lines."""
+    names = (ln.split(": ", 1)[0].strip() for ln in transcript.splitlines() if ": " in ln)
+    return list(dict.fromkeys(n for n in names if n and len(n) <= 64))
+
+
+def _join_names(names: Sequence[str]) -> str:
+    quoted = [f'"{n}"' for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
 def build_reply_messages(
@@ -170,9 +189,11 @@ def update_memory(
     gen_tokens = max_tokens or (_TOKENS_PER_SENTENCE * max_sentences + 64)
     memory = previous_memory.strip() or NO_MEMORY
     out = MemoryUpdate(memory=memory)
-    for chunk in _chunks(llm, session, memory, max_sentences, session_time, gen_tokens, prompt):
+    speakers = speakers_of(format_transcript(session))
+    for chunk in _chunks(llm, session, memory, max_sentences, session_time, gen_tokens, prompt, speakers):
         messages = build_memory_messages(
-            chunk, memory, max_sentences=max_sentences, session_time=session_time, prompt=prompt
+            chunk, memory, max_sentences=max_sentences, session_time=session_time, speakers=speakers,
+            prompt=prompt,
         )
         res = llm.chat(messages, max_tokens=gen_tokens, temperature=0.0, purpose="rsum")
         out.calls += 1
@@ -215,6 +236,7 @@ def _chunks(
     session_time: datetime | None,
     gen_tokens: int,
     prompt: str,
+    speakers: list[str],
 ) -> list[str]:
     """Split the session transcript so that each memory prompt fits the context window.
 
@@ -223,7 +245,9 @@ def _chunks(
     """
     lines = [format_turn(t) for t in session]
     whole = "\n".join(lines)
-    empty = build_memory_messages("", NO_MEMORY, max_sentences=max_sentences, session_time=session_time, prompt=prompt)
+    empty = build_memory_messages(
+        "", NO_MEMORY, max_sentences=max_sentences, session_time=session_time, speakers=speakers, prompt=prompt
+    )
     fixed = llm.count_tokens(empty[0]["content"])
     memory_room = max(llm.count_tokens(memory), gen_tokens)  # the memory may grow to the cap between chunks
     room = llm.context_window - gen_tokens - _PROMPT_MARGIN - fixed - memory_room
