@@ -48,11 +48,15 @@ class ScriptedLLM:
         self.calls.append(
             {"prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "purpose": purpose}
         )
-        text = self.respond(prompt)
+        text = self.produce(prompt, max_tokens)
         return ChatResult(
             text=text,
             usage=CallUsage(prompt_tokens=self.count_tokens(prompt), completion_tokens=self.count_tokens(text), purpose=purpose),
         )
+
+    def produce(self, prompt: str, max_tokens: int) -> str:
+        """The reply; like a real model's, it stops after ``max_tokens`` tokens."""
+        return "".join(re.findall(r"\s*\S+", self.respond(prompt))[:max_tokens])
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
@@ -65,7 +69,7 @@ def _section(prompt: str, title: str, until: str) -> str:
 def recursive_fake(prompt: str) -> str:
     """New memory = previous memory + one sentence naming the session's last turn."""
     prev = _section(prompt, "Previous memory:", "New session")
-    session = prompt.split("New session", 1)[1].split(":", 1)[1].split("Updated memory:", 1)[0].strip()
+    session = prompt.split("New session", 1)[1].split(":", 1)[1].split("Updated memory (", 1)[0].strip()
     last = session.splitlines()[-1]
     lines = [] if prev == NO_MEMORY else prev.splitlines()
     return "\n".join([*lines, f"Noted {last.split(': ', 1)[1]}"])
@@ -196,11 +200,11 @@ def test_long_session_is_folded_in_chunks_that_fit_the_window() -> None:
         assert llm.count_tokens(call["prompt"]) + call["max_tokens"] <= llm.context_window
     # every chunk's prompt carries the memory produced by the previous chunk
     for before, after in zip(llm.calls, llm.calls[1:]):
-        produced = recursive_fake(before["prompt"])
+        produced = llm.produce(before["prompt"], before["max_tokens"])
         capped, _ = cap_sentences(produced, 5)
         assert _section(after["prompt"], "Previous memory:", "New session") == capped
     assert len(split_sentences(upd.memory)) <= 5
-    fed = " ".join(c["prompt"].split("Updated memory:")[0].rsplit("New session", 1)[1] for c in llm.calls)
+    fed = " ".join(c["prompt"].split("Updated memory (")[0].rsplit("New session", 1)[1] for c in llm.calls)
     assert all(f"turn {i} " in fed for i in range(60))  # every turn was read exactly in some chunk
 
 

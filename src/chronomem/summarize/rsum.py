@@ -118,6 +118,7 @@ def build_memory_messages(
         session=session_text.strip(),
         session_header=session_header(session_time),
         speakers=_join_names(names) if names else "the names used in the transcript",
+        first_speaker=names[0] if names else "Name",
     )
     return [{"role": "user", "content": text}]
 
