@@ -120,7 +120,9 @@ class SearchConfig:
         ``context_tokens`` (1200): serialisation budget; ``anchor_similarity``
         (0.7) for embedding anchors; ``lexical_seeds`` (10) facts for full-text anchoring;
         ``min_relevance`` (0.0): paths whose ``S_QR`` is not above it are dropped
-        from the result (a path must touch the question somewhere).
+        from the result (a path must touch the question somewhere);
+        ``context_min_ratio`` (0.5): only paths scoring at least this share of the
+        best path's score go into the context (weak paths are noise to a small model).
     """
 
     max_depth: int = 3
@@ -151,6 +153,7 @@ class SearchConfig:
     anchor_similarity: float = 0.7
     lexical_seeds: int = 10
     min_relevance: float = 0.0
+    context_min_ratio: float = 0.5
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -163,7 +166,7 @@ class SearchConfig:
             if not isinstance(v, int) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")
         for name in ("stop_threshold", "lc_min", "alpha", "min_intent_compat", "anchor_similarity",
-                     "min_relevance"):
+                     "min_relevance", "context_min_ratio"):
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
                 raise ValidationError(f"config.{name}", v, "must be in [0, 1]")

@@ -255,7 +255,8 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     for p in paths:
         for f in p.facts:
             facts.setdefault(f.id, f)
-    ctx: Context = serialize(paths, as_of=when, budget_tokens=cfg.context_tokens)
+    floor = paths[0].score * cfg.context_min_ratio if paths else 0.0
+    ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=cfg.context_tokens)
     if ctx.truncated:
         trace.notes.append(f"context budget {cfg.context_tokens} tokens: some paths left out")
     trace.budget, trace.stats = budget.as_dict(), stats
