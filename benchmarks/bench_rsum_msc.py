@@ -199,6 +199,7 @@ def build_memory(llm: Any, ep: Episode, max_sentences: int) -> tuple[str, list[d
                 "cached_calls": sum(u.cached for u in upd.usages),
                 "latency_s": round(time.perf_counter() - t, 2),
                 "dropped_sentences": upd.dropped_sentences,
+                "echoed_lines": upd.echoed_lines,
                 "memory_sentences": len(split_sentences(memory)),
                 "memory_tokens": llm.count_tokens(memory),
             }
@@ -352,7 +353,8 @@ def report(path: Path) -> str:
                 f"{statistics.mean(s['completion_tokens'] for s in sess):.0f} completion tokens, "
                 f"{statistics.mean(s['latency_s'] for s in sess):.1f} s wall "
                 f"({sum(s['cached_calls'] for s in sess)} of {sum(s['calls'] for s in sess)} calls from cache); "
-                f"sentences cut by the cap: {sum(s['dropped_sentences'] for s in sess)}."
+                f"sentences cut by the cap: {sum(s['dropped_sentences'] for s in sess)}; "
+                f"copied dialogue lines removed: {sum(s.get('echoed_lines', 0) for s in sess)}."
             )
             lines.append("")
     comp = [r for r in recs if r["kind"] == "compact"]

@@ -68,8 +68,8 @@ def _section(prompt: str, title: str, until: str) -> str:
 
 def recursive_fake(prompt: str) -> str:
     """New memory = previous memory + one sentence naming the session's last turn."""
-    prev = _section(prompt, "Previous memory:", "New session")
-    session = prompt.split("New session", 1)[1].split(":", 1)[1].split("Updated memory (", 1)[0].strip()
+    prev = _section(prompt, "Previous memory:", "Updated memory (")
+    session = prompt.split("New session", 1)[1].split(":", 1)[1].split("Previous memory:", 1)[0].strip()
     last = session.splitlines()[-1]
     lines = [] if prev == NO_MEMORY else prev.splitlines()
     return "\n".join([*lines, f"Noted {last.split(': ', 1)[1]}"])
@@ -138,9 +138,9 @@ def test_memory_prompt_has_the_paper_structure_in_order() -> None:
     steps = [text.index(f"\n{i}. ") for i in range(1, 5)]
     assert "\n5. " not in text
     cap = text.index("at most 7 sentences")
-    prev = text.index("Previous memory:\nnone")
     session = text.index("New session (ended 2024-01-01):\nAnn: I live in Oslo.")
-    assert task < steps[0] < steps[1] < steps[2] < steps[3] < cap < prev < session
+    prev = text.index("Previous memory:\nnone")
+    assert task < steps[0] < steps[1] < steps[2] < steps[3] < cap < session < prev
     assert '("Ann")' in text  # the speakers to name, read from the transcript
     [two] = build_memory_messages("Ann: hi\nBob: hello\nAnn: bye", NO_MEMORY, speakers=None)
     assert '("Ann" and "Bob")' in two["content"]
@@ -185,6 +185,14 @@ def test_update_memory_runs_at_temperature_zero_and_caps_sentences() -> None:
     assert upd.prompt_tokens > 0 and upd.completion_tokens > 0
 
 
+def test_dialogue_lines_copied_into_the_answer_are_removed() -> None:
+    echo = "Ann lives in Oslo.\nAnn: I have a dog called Rex.\nbob: nice\nBob likes dogs."
+    llm = ScriptedLLM(lambda p: echo)
+    turns = [{"speaker": "Ann", "text": "I have a dog called Rex."}, {"speaker": "Bob", "text": "nice"}]
+    upd = update_memory(llm, turns, NO_MEMORY)
+    assert upd.memory == "Ann lives in Oslo.\nBob likes dogs." and upd.echoed_lines == 2
+
+
 def test_empty_model_answer_keeps_the_previous_memory() -> None:
     llm = ScriptedLLM(lambda p: "   ")
     upd = update_memory(llm, [{"role": "user", "content": "hi"}], "Ann lives in Oslo.")
@@ -202,9 +210,9 @@ def test_long_session_is_folded_in_chunks_that_fit_the_window() -> None:
     for before, after in zip(llm.calls, llm.calls[1:]):
         produced = llm.produce(before["prompt"], before["max_tokens"])
         capped, _ = cap_sentences(produced, 5)
-        assert _section(after["prompt"], "Previous memory:", "New session") == capped
+        assert _section(after["prompt"], "Previous memory:", "Updated memory (") == capped
     assert len(split_sentences(upd.memory)) <= 5
-    fed = " ".join(c["prompt"].split("Updated memory (")[0].rsplit("New session", 1)[1] for c in llm.calls)
+    fed = " ".join(c["prompt"].split("Previous memory:")[0].rsplit("New session", 1)[1] for c in llm.calls)
     assert all(f"turn {i} " in fed for i in range(60))  # every turn was read exactly in some chunk
 
 

@@ -88,6 +88,7 @@ class MemoryUpdate:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     dropped_sentences: int = 0  # sentences beyond the cap that the code removed
+    echoed_lines: int = 0  # dialogue lines ("Name: …") copied into the answer and removed
     usages: list[CallUsage] = field(default_factory=list)
 
 
@@ -121,6 +122,25 @@ def build_memory_messages(
         first_speaker=names[0] if names else "Name",
     )
     return [{"role": "user", "content": text}]
+
+
+def drop_dialogue_lines(text: str, speakers: Sequence[str]) -> tuple[str, int]:
+    """Remove lines of the form ``"<speaker>: …"``: transcript copied back, not memory.
+
+    Small models sometimes continue the transcript instead of summarising it.
+    Returns the remaining text and how many lines were removed.
+    """
+    if not speakers:
+        return text, 0
+    prefixes = tuple(f"{n.lower()}:" for n in speakers)
+    kept: list[str] = []
+    removed = 0
+    for line in text.splitlines():
+        if line.strip().lower().startswith(prefixes):
+            removed += 1
+        else:
+            kept.append(line)
+    return "\n".join(kept), removed
 
 
 def speakers_of(transcript: str) -> list[str]:
@@ -201,7 +221,11 @@ def update_memory(
         out.prompt_tokens += res.usage.prompt_tokens
         out.completion_tokens += res.usage.completion_tokens
         out.usages.append(res.usage)
-        capped, dropped = cap_sentences(clean_model_text(res.text), max_sentences)
+        kept, echoed = drop_dialogue_lines(clean_model_text(res.text), speakers)
+        if echoed:
+            log.info("rsum: removed %d dialogue lines the model copied into the memory", echoed)
+        out.echoed_lines += echoed
+        capped, dropped = cap_sentences(kept, max_sentences)
         if not capped.strip():
             log.warning("rsum: the model returned an empty memory; keeping the previous one")
             continue
