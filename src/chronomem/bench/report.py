@@ -216,7 +216,9 @@ def write_report(out_dir: str | Path, plots: bool = True) -> Path:
         last = runs[-1]
         parts += [f"Model: `{last.get('llm')}`; prompt `{last.get('prompt')}`; last run started {last.get('started')}.",
                   "", "Commands run into this folder:", ""]
-        parts += [f"- `{r.get('command') or '(library call)'}`" for r in runs if r.get("command")] or ["- (library calls)"]
+        commands = list(dict.fromkeys(r["command"] for r in runs if r.get("command")))
+        parts += [f"- `{c}` ({sum(1 for r in runs if r.get('command') == c)} run(s))" for c in commands] \
+            or ["- (library calls)"]
         parts.append("")
     locomo = group_rows(rows, "locomo")
     if locomo:
