@@ -123,7 +123,21 @@ def message_to_json(m: Message) -> str:
 
 
 def message_from_json(raw: str | bytes) -> Message:
-    d = json.loads(raw)
+    return _message_from_dict(json.loads(raw))
+
+
+def messages_from_json(raws: list[bytes]) -> list[Message]:
+    """Decode many buffered turns with one JSON parse."""
+    if not raws:
+        return []
+    return [_message_from_dict(d) for d in json.loads(b"[" + b",".join(_b(r) for r in raws) + b"]")]
+
+
+def _b(x: bytes | str) -> bytes:
+    return x if isinstance(x, bytes) else x.encode()
+
+
+def _message_from_dict(d: dict[str, Any]) -> Message:
     return Message(
         id=d["id"],
         user_id=d["u"],
@@ -424,8 +438,7 @@ class RedisSessionBuffer:
     def read(self, user_id: str, session_id: str) -> list[Message]:
         _check_ids(user_id, session_id)
         k = self._keys(user_id, session_id)
-        raw = self._call(self._read, keys=[k["pend"], k["buf"]])
-        return [message_from_json(r) for r in raw]
+        return messages_from_json(self._call(self._read, keys=[k["pend"], k["buf"]]))
 
     def active_sessions(self, user_id: str) -> list[str]:
         _check_ids(user_id)
@@ -452,7 +465,7 @@ class RedisSessionBuffer:
         _check_ids(user_id, session_id)
         k = self._keys(user_id, session_id)
         raw = self._call(self._begin, keys=[k["buf"], k["pend"], k["pending"]], args=[session_id])
-        batch = [message_from_json(r) for r in raw]
+        batch = messages_from_json(raw)
         if batch:
             write(batch)  # an exception leaves the batch pending
         self._finish(user_id, session_id, raw)
@@ -471,7 +484,7 @@ class RedisSessionBuffer:
         for sid in self.pending_sessions(user_id):
             k = self._keys(user_id, sid)
             raw = self._call(self._r.lrange, k["pend"], 0, -1)
-            batch = [message_from_json(r) for r in raw]
+            batch = messages_from_json(raw)
             if batch:
                 write(batch)
             self._finish(user_id, sid, raw)
