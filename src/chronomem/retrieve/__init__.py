@@ -10,7 +10,9 @@ from __future__ import annotations
 from .answer import NOT_MENTIONED, Answer
 from .beam import Path, SearchConfig
 from .scoring import Weights
-from .search import ANSWER_CONFIG, SearchResult, Trace, answer, search
+from .search import ANSWER_CONFIG, SearchResult, Trace
 
+# the functions stay in their module (``chronomem.retrieve.search.search`` / ``.answer``) so that
+# the submodule names are not shadowed
 __all__ = ["ANSWER_CONFIG", "NOT_MENTIONED", "Answer", "Path", "SearchConfig", "SearchResult", "Trace",
-           "Weights", "answer", "search"]
+           "Weights"]
