@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .entities import ExactResolver
-from .errors import NotFoundError, ValidationError
+from .errors import ConfigError, NotFoundError, ValidationError
 from .graph import GraphWriter
 from .model import Entity, Fact, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
@@ -63,7 +63,7 @@ class Memory:
     """
 
     def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
-                 embedder: Embedder | str | None = None, config: Config | None = None,
+                 embedder: Embedder | str | bool | None = None, config: Config | None = None,
                  theta_stable: float | None = None,
                  relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None) -> None:
         self.config = config or Config.load(theta_stable=theta_stable)
@@ -96,13 +96,25 @@ class Memory:
         return self._llm
 
     @property
+    def embeddings_enabled(self) -> bool:
+        """False when embeddings were turned off (``embedder=False`` or the spec ``"none"``)."""
+        if self._embedder is False:
+            return False
+        if self._embedder is None:
+            return self.config.embedder != "none"
+        return self._embedder != "none"
+
+    @property
     def embedder(self) -> Embedder:
+        """The embedding model; created from the configured spec on first use."""
+        if not self.embeddings_enabled:
+            raise ConfigError("embeddings are turned off for this Memory (embedder=False or spec 'none')")
         if self._embedder is None or isinstance(self._embedder, str):
             from .providers import make_embedder
 
             self._embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
                                            else self.config.embedder)
-        return self._embedder
+        return self._embedder  # type: ignore[return-value]
 
     # -- relations ---------------------------------------------------------------------------
     def define_relation(self, name: str, **props: Any) -> RelationSpec:

@@ -25,5 +25,5 @@ def facts_table(facts: Sequence[Fact], title: str, theta: float) -> Table:
     for f in facts:
         style = "dim" if f.confidence < theta else ("" if f.valid_to is None else "yellow")
         t.add_row(f.subject, f.relation, f.object, interval(f), f"{f.confidence:.2f}",
-                  f.origin.value, f.id[:8], style=style)
+                  f.origin.value, f"rule: {f.rule}" if f.rule else f.id[:8], style=style)
     return t

@@ -282,9 +282,10 @@ class SubSearch:
 class Relevance:
     """Query relevance ``S_QR`` of facts: lexical always, embeddings when an embedder is given.
 
-    Fact vectors are read from the store in one k-NN call; facts without a
-    vector are embedded on first need (stored ones are written back with
-    ``put_vectors``; derived ones only cached for this query).
+    Vectors of the facts a search touches are read from the store in one
+    batch per expansion; facts without a vector are embedded on first need
+    (stored ones are written back with ``put_vectors``; derived ones only
+    cached for this query).
     """
 
     def __init__(self, query: str, analysis: QueryAnalysis, store: Store, user_id: str,
@@ -302,9 +303,6 @@ class Relevance:
         if embedder is not None:
             self._qvec = embedder.embed([query])[0]
             self._have = store.vector_ids(user_id, FACT_KIND, embedder.name)
-            if self._have:
-                k = min(len(self._have), 20_000)
-                self._cos.update(store.knn(user_id, FACT_KIND, self._qvec, k=k, model=embedder.name))
 
     def terms_of(self, f: Fact) -> set[str]:
         t = self._terms.get(f.id)
@@ -319,9 +317,17 @@ class Relevance:
         todo = list({f.id: f for f in facts if f.id not in self._cos}.values())
         if not todo:
             return
-        vecs = self.embedder.embed([f.render() for f in todo])
         q = self._qvec
         qn = math.sqrt(sum(x * x for x in q)) or 1.0
+        known = self.store.get_vectors(self.user_id, FACT_KIND, [f.id for f in todo if f.id in self._have],
+                                       self.embedder.name)
+        for fid, v in known.items():
+            vn = math.sqrt(sum(x * x for x in v)) or 1.0
+            self._cos[fid] = sum(a * b for a, b in zip(q, v)) / (qn * vn)
+        todo = [f for f in todo if f.id not in known]
+        if not todo:
+            return
+        vecs = self.embedder.embed([f.render() for f in todo])
         stored: list[tuple[str, Sequence[float]]] = []
         for f, v in zip(todo, vecs):
             vn = math.sqrt(sum(x * x for x in v)) or 1.0

@@ -103,8 +103,8 @@ def _resolve_embedder(mem: Memory, cfg: SearchConfig, notes: list[str]) -> Embed
     if cfg.embeddings is False:
         notes.append("embeddings off (config.embeddings=False): S_QR is lexical only")
         return None
-    if getattr(mem, "_embedder", None) is False:  # Memory(embedder=False)
-        notes.append("no embedder (Memory(embedder=False)): S_QR is lexical only")
+    if not mem.embeddings_enabled:  # Memory(embedder=False) or the spec "none"
+        notes.append("embeddings turned off for this memory: S_QR is lexical only")
         return None
     try:
         return mem.embedder

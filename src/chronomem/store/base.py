@@ -117,6 +117,10 @@ class Store(ABC):
     @abstractmethod
     def vector_ids(self, user_id: str, kind: str, model: str) -> set[str]: ...
 
+    @abstractmethod
+    def get_vectors(self, user_id: str, kind: str, ids: Sequence[str], model: str) -> dict[str, list[float]]:
+        """Stored vectors of the given items (missing ones absent)."""
+
     # -- Rsum checkpoints ------------------------------------------------------------
     @abstractmethod
     def put_checkpoint(self, cp: Checkpoint) -> None: ...

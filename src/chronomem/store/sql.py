@@ -341,6 +341,17 @@ class SQLStore(Store):
         return {r[0] for r in self._all("SELECT item_id FROM vectors WHERE user_id = ? AND kind = ? "
                                         "AND model = ?", (user_id, kind, model))}
 
+    def get_vectors(self, user_id: str, kind: str, ids: Sequence[str], model: str) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for item_id, vec in self._all(f"SELECT item_id, vec FROM vectors WHERE user_id = ? AND kind = ? "
+                                          f"AND model = ? AND item_id IN {self._in(chunk)}",
+                                          (user_id, kind, model, *chunk)):
+                out[item_id] = self._vec_from_db(vec)
+        return out
+
     # -- checkpoints ------------------------------------------------------------------------------------
     def put_checkpoint(self, cp: Checkpoint) -> None:
         u = cp.user_id
