@@ -41,9 +41,10 @@ class FirstTurnLLM:
         self.purposes.append(purpose)
         user = messages[-1]["content"]
         answer = "Not mentioned"
-        if purpose == "rsum":  # memory update: keep the first turn of the new session as the memory
+        if purpose == "rsum":  # memory update: the memory is the first turn of the new session, reported
             session = user.split("New session", 1)[1].splitlines()[1:]
-            answer = next((line for line in session if ": " in line), "none")
+            first = next((line for line in session if ": " in line), "")
+            answer = first.replace(": ", " said: ", 1) if first else "none"  # a sentence, not a dialogue line
             return ChatResult(text=answer, usage=CallUsage(prompt_tokens=self.count_tokens(user),
                                                           completion_tokens=1, latency_s=0.001, purpose=purpose))
         for line in user.splitlines():
