@@ -24,17 +24,21 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
-from nltk.stem import PorterStemmer
-
-_STEMMER = PorterStemmer()
 _PUNCT = set(string.punctuation)
 _ARTICLES_RE = re.compile(r"\b(a|an|the|and)\b")
 ABSTENTION_PHRASES: tuple[str, ...] = ("no information available", "not mentioned")
 
 
+@lru_cache(maxsize=1)
+def _stemmer():  # type: ignore[no-untyped-def]
+    from nltk.stem import PorterStemmer  # nltk takes ~2 s to import: only when scoring
+
+    return PorterStemmer()
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    return _STEMMER.stem(word)
+    return _stemmer().stem(word)
 
 
 def normalize_answer(text: object) -> str:
