@@ -355,8 +355,8 @@ class EchoLLM:
 
         self.calls += 1
         prompt = messages[-1]["content"]
-        prev = prompt.split("Previous memory:\n", 1)[1].split("\n\nUpdated memory (", 1)[0].strip()
-        last = prompt.split("\n\nPrevious memory:")[0].strip().splitlines()[-1]
+        prev = prompt.split("Previous memory:\n", 1)[1].split("\n\nNew session", 1)[0].strip()
+        last = prompt.split("\n\nUpdated memory (")[0].strip().splitlines()[-1]
         lines = [] if prev == "none" else prev.splitlines()
         return ChatResult(text="\n".join([*lines, f"Heard: {last}"]), usage=CallUsage())
 

@@ -68,8 +68,8 @@ def _section(prompt: str, title: str, until: str) -> str:
 
 def recursive_fake(prompt: str) -> str:
     """New memory = previous memory + one sentence naming the session's last turn."""
-    prev = _section(prompt, "Previous memory:", "Updated memory (")
-    session = prompt.split("New session", 1)[1].split(":", 1)[1].split("Previous memory:", 1)[0].strip()
+    prev = _section(prompt, "Previous memory:", "\n\nNew session")
+    session = prompt.split("\n\nNew session", 1)[1].split(":", 1)[1].split("Updated memory (", 1)[0].strip()
     last = session.splitlines()[-1]
     lines = [] if prev == NO_MEMORY else prev.splitlines()
     return "\n".join([*lines, f"Noted {last.split(': ', 1)[1]}"])
@@ -140,7 +140,7 @@ def test_memory_prompt_has_the_paper_structure_in_order() -> None:
     cap = text.index("at most 7 sentences")
     session = text.index("New session (ended 2024-01-01):\nAnn: I live in Oslo.")
     prev = text.index("Previous memory:\nnone")
-    assert task < steps[0] < steps[1] < steps[2] < steps[3] < cap < session < prev
+    assert task < steps[0] < steps[1] < steps[2] < steps[3] < cap < prev < session
     assert '("Ann")' in text  # the speakers to name, read from the transcript
     [two] = build_memory_messages("Ann: hi\nBob: hello\nAnn: bye", NO_MEMORY, speakers=None)
     assert '("Ann" and "Bob")' in two["content"]
@@ -210,9 +210,9 @@ def test_long_session_is_folded_in_chunks_that_fit_the_window() -> None:
     for before, after in zip(llm.calls, llm.calls[1:]):
         produced = llm.produce(before["prompt"], before["max_tokens"])
         capped, _ = cap_sentences(produced, 5)
-        assert _section(after["prompt"], "Previous memory:", "Updated memory (") == capped
+        assert _section(after["prompt"], "Previous memory:", "\n\nNew session") == capped
     assert len(split_sentences(upd.memory)) <= 5
-    fed = " ".join(c["prompt"].split("Previous memory:")[0].rsplit("New session", 1)[1] for c in llm.calls)
+    fed = " ".join(c["prompt"].split("Updated memory (")[0].rsplit("\n\nNew session", 1)[1] for c in llm.calls)
     assert all(f"turn {i} " in fed for i in range(60))  # every turn was read exactly in some chunk
 
 
