@@ -123,10 +123,10 @@ JUDGE_SYSTEM = (
 )
 
 
-def judge(llm: Any, fact: Any, turns: dict[str, str]) -> bool:
-    src = "\n".join(turns.get(i, "") for i in fact.source_ids)
-    ended = " (this stopped being true)" if fact.valid_to is not None and fact.valid_from is None else ""
-    user = f"Turns:\n{src}\n\nFact: {fact.subject} | {fact.relation} | {fact.object}{ended}"
+def judge(llm: Any, row: dict[str, Any], turns: dict[str, str]) -> bool:
+    src = "\n".join(turns.get(i, "") for i in row["src"])
+    ended = " (this stopped being true)" if row["to"] is not None and row["from"] is None else ""
+    user = f"Turns:\n{src}\n\nFact: {row['s']} | {row['r']} | {row['o']}{ended}"
     res = llm.chat(
         [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}],
         schema=JUDGE_SCHEMA, max_tokens=16, temperature=0.0, purpose="judge",
@@ -135,7 +135,7 @@ def judge(llm: Any, fact: Any, turns: dict[str, str]) -> bool:
 
 
 def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: int, llm: Any,
-                judge_llm: Any, tracker: UsageTracker) -> dict[str, Any]:
+                tracker: UsageTracker) -> dict[str, Any]:
     sess = conv.sessions[n - 1]
     mem = Memory(":memory:", llm=llm)
     pipe = WritePipeline(mem, chunk_size=args.chunk_size, context=args.context)
@@ -151,7 +151,6 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
     facts = mem.history(user_id="bench")
     names = {w.lower() for m in sess.messages for w in m["speaker"].split()}
     q = match(gold_observations(record, n), facts, names)
-    turns_text = {m["id"]: f"{m['speaker']}: {m['text']}" for m in sess.messages}
     out: dict[str, Any] = {
         "sample": conv.conversation_id, "session": n, "turns": len(sess.messages),
         "chunk_size": args.chunk_size, "facts": len(facts),
@@ -166,17 +165,6 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
              "src": f.source_ids} for f in facts
         ],
     }
-    if args.judge and facts:
-        rng = random.Random(f"{conv.conversation_id}-{n}")
-        sample = facts if len(facts) <= args.judge else rng.sample(facts, args.judge)
-        verdicts = []
-        for f in sample:
-            try:
-                verdicts.append(judge(judge_llm, f, turns_text))
-            except Exception as e:  # a judge failure is not a fact failure
-                log.warning("judge failed on %s: %s", f.id, e)
-        out["judged"] = len(verdicts)
-        out["precision_judge"] = round(sum(verdicts) / len(verdicts), 3) if verdicts else None
     mem.close()
     return out
 
@@ -219,12 +207,40 @@ def main(argv: list[str] | None = None) -> int:
             log.info("%s session %d already done; skipping", args.sample, n)
             continue
         log.info("%s session %d: %d turns", args.sample, n, len(conv.sessions[n - 1].messages))
-        r = run_session(args, record, conv, n, llm, judge_llm, tracker)
+        r = run_session(args, record, conv, n, llm, tracker)
         with out_path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(r) + "\n")
         log.info("%s", {k: v for k, v in r.items() if k != "fact_rows"})
+    if args.judge:
+        judge_rows(out_path, args, conv, judge_llm)
     summarize(out_path, args.sample, args.chunk_size)
     return 0
+
+
+def judge_rows(path: Path, args: argparse.Namespace, conv: Any, llm: Any) -> None:
+    """Judge a sample of each session's facts, after all extraction (keeps the extraction
+    prompt's KV cache warm while extracting); results are written back to the file."""
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    turns = {m["id"]: f"{m['speaker']}: {m['text']}" for s in conv.sessions for m in s.messages}
+    for r in rows:
+        if r["sample"] != args.sample or r["chunk_size"] != args.chunk_size or "judged" in r:
+            continue
+        facts = r["fact_rows"]
+        rng = random.Random(f"{r['sample']}-{r['session']}")
+        sample = facts if len(facts) <= args.judge else rng.sample(facts, args.judge)
+        verdicts = []
+        for f in sample:
+            try:
+                ok = judge(llm, f, turns)
+            except Exception as e:  # a judge failure is not a fact failure
+                log.warning("judge failed on %s: %s", f["id"], e)
+                continue
+            f["judge"] = ok
+            verdicts.append(ok)
+        r["judged"] = len(verdicts)
+        r["precision_judge"] = round(sum(verdicts) / len(verdicts), 3) if verdicts else None
+        log.info("judged %s session %d: %s", r["sample"], r["session"], r["precision_judge"])
+        path.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
 
 
 def summarize(path: Path, sample: str, chunk_size: int) -> dict[str, Any]:

@@ -35,10 +35,10 @@ def msg(i: int, speaker: str, text: str, ts: datetime = TS) -> Message:
 # ------------------------------------------------------------------ schema
 
 
-def test_schema_caps_the_array_and_orders_turns_first() -> None:
+def test_schema_caps_the_array_and_orders_fields() -> None:
     facts = EXTRACTION_SCHEMA["properties"]["facts"]
     assert facts["maxItems"] == MAX_FACTS_PER_CHUNK
-    assert list(facts["items"]["properties"])[0] == "turns"
+    assert list(facts["items"]["properties"])[:3] == ["subject", "relation", "object"]
     assert set(facts["items"]["required"]) == set(facts["items"]["properties"])
 
 
@@ -214,17 +214,28 @@ def test_postprocess_endings_and_causal_links() -> None:
     assert causal.intent is Intent.CAUSAL
 
 
-def test_postprocess_drops_context_only_citations_junk_and_duplicates() -> None:
-    numbered = {2: msg(2, "Anna", "I love jazz and tea.")}
+def test_postprocess_grounds_facts_and_drops_junk_and_duplicates() -> None:
+    numbered = {2: msg(2, "Anna", "I love jazz and tea."), 3: msg(3, "Ben", "I moved to Porto with my parrots.")}
     cands, notes = postprocess(_facts(
-        {"turns": [0], "subject": "Ben", "relation": "likes", "object": "rock and roll music"},  # context turn, no match
-        {"turns": [9], "subject": "Anna", "relation": "likes", "object": "jazz"},  # bad turn → guessed by overlap
-        {"turns": [2], "subject": "Anna", "relation": "likes", "object": "jazz"},  # duplicate
-        {"turns": [2], "subject": "Anna", "relation": "likes", "object": "nothing"},  # junk
-        {"turns": [2], "subject": "Anna", "relation": "is_a", "object": "anna"},  # self loop
-    ), numbered)
-    assert [(c.object, c.source_ids) for c in cands] == [("jazz", ["m2"])]
-    assert len(notes) == 1 and "rock and roll" in notes[0]
+        {"subject": "Ben", "relation": "likes", "object": "rock and roll music"},  # said nowhere
+        {"subject": "Porto", "relation": "located_in", "object": "Portugal"},  # hallucinated country
+        {"subject": "Anna", "relation": "likes", "object": "jazz"},
+        {"subject": "Anna", "relation": "likes", "object": "Jazz"},  # duplicate
+        {"subject": "Anna", "relation": "likes", "object": "nothing"},  # junk
+        {"subject": "Anna", "relation": "is_a", "object": "anna"},  # self loop
+        {"subject": "I", "relation": "has_pet", "object": "parrot"},  # stem match, I = Ben (turn 3)
+    ), numbered, context_speakers=["Anna", "Ben"])
+    assert [(c.subject, c.object, c.source_ids) for c in cands] == [
+        ("Anna", "jazz", ["m2"]), ("Ben", "parrot", ["m3"])]
+    assert "rock and roll" in notes[0] and "Portugal" in notes[1] and "nothing" in notes[2]
+
+
+def test_grounding_prefers_the_subjects_turn() -> None:
+    from chronomem.extract.extractor import ground
+
+    numbered = {1: msg(1, "Anna", "Do you like Lisbon?"), 2: msg(2, "Ben", "Yes, I love Lisbon.")}
+    (f,) = _facts({"subject": "Ben", "relation": "likes", "object": "Lisbon"})
+    assert [m.id for m in ground(f, numbered, ["Anna", "Ben"])] == ["m2"]
 
 
 def test_postprocess_ending_with_range_keeps_interval() -> None:

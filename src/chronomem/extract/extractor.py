@@ -199,12 +199,10 @@ def postprocess(
     out: list[Candidate] = []
     seen: set[tuple[str, str, str, bool]] = set()
     for f in facts:
-        msgs = [numbered[t] for t in f.turns if t in numbered]
+        msgs = ground(f, numbered, speakers)
         if not msgs:
-            msgs = _guess_turn(f, numbered)
-            if not msgs:
-                notes.append(f"dropped fact citing no turn of this chunk: {f.subject} {f.relation} {f.object}")
-                continue
+            notes.append(f"dropped fact not grounded in the turns: {f.subject} {f.relation} {f.object}")
+            continue
         first = msgs[0]
         others = [s for s in speakers if s != first.speaker]
         other = others[0] if len(others) == 1 else None
@@ -253,17 +251,52 @@ def postprocess(
     return out, notes
 
 
-_STOPWORDS = {"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "my", "your", "is"}
+_STOPWORDS = {"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "my", "your",
+              "is", "are", "was", "his", "her", "their", "our", "its", "new", "old"}
 
 
-def _guess_turn(f: ExtractedFact, numbered: dict[int, Message]) -> list[Message]:
-    """When the model cites no valid turn, take the one whose text mentions the object."""
-    words = set(re.findall(r"[a-z0-9]+", f.object.lower())) - _STOPWORDS
-    best, best_n = None, 0
+def _words(text: str) -> set[str]:
+    text = re.sub(r"'s\b", "", text.lower())
+    return {w for w in re.findall(r"[a-z0-9]+", text) if (len(w) >= 3 or w.isdigit()) and w not in _STOPWORDS}
+
+
+def _hits(words: set[str], turn_words: set[str]) -> int:
+    """Words found in a turn, exactly or by a shared 5-letter stem ("parrots"/"parrot", "allergic"/"allergy")."""
+    n = 0
+    for w in words:
+        if w in turn_words or (len(w) >= 5 and any(len(t) >= 5 and t[:5] == w[:5] for t in turn_words)):
+            n += 1
+    return n
+
+
+def ground(f: ExtractedFact, numbered: dict[int, Message], speakers: Sequence[str] = ()) -> list[Message]:
+    """The turn a fact comes from, found by its words; ``[]`` when no turn mentions its object.
+
+    The object must be said in some turn of the chunk (a speaker's name counts
+    when that speaker talks in the chunk); among the turns mentioning it, the
+    one that also mentions the subject, or is spoken by the subject, wins;
+    ties go to the earliest.  This is both provenance and a hallucination
+    filter: a model that adds "Porto located_in Portugal" or "SAP is_a
+    company" to a chunk that never says "Portugal" or "company" is dropped.
+    """
+    obj_words = _words(f.object)
+    subj_words = _words(f.subject)
+    speakers_low = {s.lower() for s in speakers}
+    best: Message | None = None
+    best_score = 0.0
     for m in numbered.values():
-        n = len(words & set(re.findall(r"[a-z0-9]+", m.text.lower())))
-        if n > best_n:
-            best, best_n = m, n
+        tw = _words(m.text)
+        hit = _hits(obj_words, tw) / len(obj_words) if obj_words else 0.0
+        if not hit and f.object.strip().lower() in speakers_low and f.object.strip().lower() != m.speaker.lower():
+            hit = 0.5  # "Tom friend_of Maya" said by Tom to Maya
+        if not hit:
+            continue
+        subj = _hits(subj_words, tw) / len(subj_words) if subj_words else 0.0
+        if f.subject.strip().lower() == m.speaker.lower() or f.subject.strip().lower() in _SELF:
+            subj = max(subj, 1.0)
+        score = hit + 0.5 * subj
+        if score > best_score:
+            best, best_score = m, score
     return [best] if best is not None else []
 
 

@@ -3,8 +3,13 @@
 Two forms of one contract:
 
 * :data:`EXTRACTION_SCHEMA` — the JSON schema handed to the model (llama.cpp
-  turns it into a grammar, so the field order here is the order the model
-  writes them: source turn first, so it anchors each fact on a turn);
+  turns it into a grammar; the field order here is the order the model
+  writes them).  It carries no turn ids: measured on the local 1.5B model the
+  cited turn numbers were wrong more often than right, and they cost ~7
+  output tokens per fact, so the source turn is found in code by grounding
+  the fact's words in the chunk (:func:`chronomem.extract.extractor.ground`),
+  which also drops facts the turns do not mention (hallucinated
+  ``located_in`` countries, "X is_a company");
 * :class:`ExtractionOutput` — pydantic models that validate a reply and
   normalise small deviations (case of enum labels, a bare int for ``turns``)
   instead of throwing the whole chunk away.
@@ -35,16 +40,15 @@ INTENTS = ("FACT", "CAUSAL", "TEMPORAL", "CONTRAST", "EVOLUTION")
 _FACT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "turns": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
-        "subject": {"type": "string"},
-        "relation": {"type": "string"},
-        "object": {"type": "string"},
-        "time": {"type": "string"},
+        "subject": {"type": "string", "maxLength": 60},
+        "relation": {"type": "string", "maxLength": 40},
+        "object": {"type": "string", "maxLength": 80},
+        "time": {"type": "string", "maxLength": 40},
         "ended": {"type": "boolean"},
         "certainty": {"type": "string", "enum": [c.value for c in Certainty]},
         "intent": {"type": "string", "enum": list(INTENTS)},
     },
-    "required": ["turns", "subject", "relation", "object", "time", "ended", "certainty", "intent"],
+    "required": ["subject", "relation", "object", "time", "ended", "certainty", "intent"],
     "additionalProperties": False,
 }
 
@@ -64,7 +68,7 @@ class ExtractedFact(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    turns: list[int] = Field(default_factory=list)
+    turns: list[int] = Field(default_factory=list)  # optional hint; not requested from the model
     subject: str
     relation: str
     object: str
