@@ -358,7 +358,7 @@ class EchoLLM:
         prev = prompt.split("Previous memory:\n", 1)[1].split("\n\nNew session", 1)[0].strip()
         last = prompt.split("\n\nUpdated memory (")[0].strip().splitlines()[-1]
         lines = [] if prev == "none" else prev.splitlines()
-        return ChatResult(text="\n".join([*lines, f"Heard: {last}"]), usage=CallUsage())
+        return ChatResult(text="\n".join([*lines, f"Heard {last.split(': ', 1)[1]}"]), usage=CallUsage())
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
@@ -400,7 +400,7 @@ def test_session_lifecycle_buffers_flushes_summarises_and_restores(lifecycle_par
     assert [m.id for m in end.flushed] == [f"s1-m{i}" for i in range(4)] and len(end.stored) == 4
     assert extracted == [("u1", "s1", 4)] and end.extraction == 4
     assert end.checkpoint is not None and end.checkpoint.seq == 1
-    assert "Heard: assistant: turn 3" in end.checkpoint.memory
+    assert "Heard turn 3" in end.checkpoint.memory
     [session] = [s for s in store.sessions("u1") if s.id == "s1"]
     assert session.ended_at == T0 + timedelta(hours=1) and session.started_at == T0
     assert buf.active_sessions("u1") == []
@@ -409,7 +409,7 @@ def test_session_lifecycle_buffers_flushes_summarises_and_restores(lifecycle_par
     life.add([msg(0, session="s2", text="I'm back")])
     restored = life.restore("u1", "s2", instructions="Be brief.")
     assert restored[0]["role"] == "system" and restored[0]["content"].startswith("Be brief.")
-    assert "Heard: assistant: turn 3" in restored[0]["content"]
+    assert "Heard turn 3" in restored[0]["content"]
     assert restored[1:] == [{"role": "user", "content": "I'm back"}]
 
     # ending s1 again is harmless: nothing to flush, same chain

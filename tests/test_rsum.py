@@ -186,11 +186,17 @@ def test_update_memory_runs_at_temperature_zero_and_caps_sentences() -> None:
 
 
 def test_dialogue_lines_copied_into_the_answer_are_removed() -> None:
-    echo = "Ann lives in Oslo.\nAnn: I have a dog called Rex.\nbob: nice\nBob likes dogs."
-    llm = ScriptedLLM(lambda p: echo)
     turns = [{"speaker": "Ann", "text": "I have a dog called Rex."}, {"speaker": "Bob", "text": "nice"}]
-    upd = update_memory(llm, turns, NO_MEMORY)
-    assert upd.memory == "Ann lives in Oslo.\nBob likes dogs." and upd.echoed_lines == 2
+    for echo in (
+        "Ann lives in Oslo.\nBob likes dogs.\nAnn: I have a dog called Rex.\nbob: nice",
+        "Ann lives in Oslo. Bob likes dogs. Ann: I have a dog called Rex. Did I say? Bob: nice",
+    ):
+        upd = update_memory(ScriptedLLM(lambda p: echo), turns, NO_MEMORY)
+        assert split_sentences(upd.memory) == ["Ann lives in Oslo.", "Bob likes dogs."]
+        assert upd.echoed_lines == 2
+    # "Ann's" or a name inside a sentence is not a dialogue marker
+    upd = update_memory(ScriptedLLM(lambda p: "Ann's dog: Rex is old."), turns, NO_MEMORY)
+    assert upd.memory == "Ann's dog: Rex is old." and upd.echoed_lines == 0
 
 
 def test_empty_model_answer_keeps_the_previous_memory() -> None:

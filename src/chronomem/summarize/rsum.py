@@ -23,6 +23,7 @@ with ``as_of``) and a forgotten session can be replayed out of the chain
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -125,22 +126,21 @@ def build_memory_messages(
 
 
 def drop_dialogue_lines(text: str, speakers: Sequence[str]) -> tuple[str, int]:
-    """Remove lines of the form ``"<speaker>: …"``: transcript copied back, not memory.
+    """Cut the answer at the first ``"<speaker>: "`` marker: transcript copied back, not memory.
 
-    Small models sometimes continue the transcript instead of summarising it.
-    Returns the remaining text and how many lines were removed.
+    Small models sometimes write the memory and then continue with the
+    session's dialogue (on new lines or on the same line).  Everything from
+    the first dialogue marker on is dropped.  Returns the remaining text and
+    how many dialogue turns (markers) were removed.
     """
     if not speakers:
         return text, 0
-    prefixes = tuple(f"{n.lower()}:" for n in speakers)
-    kept: list[str] = []
-    removed = 0
-    for line in text.splitlines():
-        if line.strip().lower().startswith(prefixes):
-            removed += 1
-        else:
-            kept.append(line)
-    return "\n".join(kept), removed
+    names = "|".join(re.escape(n) for n in sorted(speakers, key=len, reverse=True))
+    marker = re.compile(rf"(?:^|(?<=\s))(?:{names})\s*:\s", re.IGNORECASE | re.MULTILINE)
+    found = list(marker.finditer(text))
+    if not found:
+        return text, 0
+    return text[: found[0].start()].rstrip(), len(found)
 
 
 def speakers_of(transcript: str) -> list[str]:
