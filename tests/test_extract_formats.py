@@ -90,3 +90,17 @@ def test_cli_add_plain_list_with_session(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db") as mem:
         (m,) = mem.store.messages("u1")
         assert m.session_id == "s9" and m.timestamp.year == 2023
+
+
+def test_demo_runs_end_to_end_with_a_scripted_model(capsys: pytest.CaptureFixture[str]) -> None:
+    from test_extract_pipeline import ScriptedLLM
+
+    from chronomem.cli.add import run_demo
+
+    with Memory(":memory:", llm=ScriptedLLM()) as mem:
+        run_demo(mem)
+        assert len(mem.store.messages("maya")) == 17
+        assert mem.store.messages("maya", pending_only=True) == []
+        assert mem.llm.calls and len(mem.llm.calls) == 3  # type: ignore[attr-defined]
+    out = capsys.readouterr().out
+    assert "What is true now" in out and "Tentative" in out

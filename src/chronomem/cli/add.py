@@ -99,3 +99,38 @@ def add_command(
 
 def register(app: typer.Typer) -> None:
     app.command("add")(add_command)
+
+
+def run_demo(mem: "Memory", user: str = "maya") -> None:  # noqa: F821 - imported lazily
+    """``make demo``: ingest the bundled three-session sample with the configured model and
+    show the current facts, the earlier state, how things evolved, the tentative plan, and usage."""
+    from ..extract.formats import sample_conversation_path
+    from .render import facts_table
+
+    (conv,) = load_conversations(sample_conversation_path())
+    mem.forget(user_id=user, everything=True)
+    pipe = WritePipeline(mem)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        results = ingest(conv, user, pipeline=pipe, progress=progress)
+    out = Console()
+    for s, r in zip(conv.sessions, results):
+        out.print(f"[bold]session {r.session_id}[/] ({s.timestamp[:10] if s.timestamp else '?'}): "
+                  f"{r.messages_stored} turns, {r.chunks} call(s) → +{r.facts_added} facts, "
+                  f"closed {r.facts_closed}, reinforced {r.facts_reinforced}")
+        for f in r.closed:
+            out.print(f"   closed: {f.subject} {f.relation} {f.object} (until {f.valid_to and f.valid_to.date()})")
+        for w in r.warnings:
+            out.print(f"   [yellow]{w}[/]")
+    theta = mem.config.theta_stable
+    first = conv.sessions[0].timestamp
+    out.print(facts_table(mem.facts(user_id=user), "What is true now", theta))
+    if first:
+        out.print(facts_table(mem.facts(user_id=user, as_of=first), f"…and at the first session ({first[:10]})",
+                              theta))
+    changed = [f for f in mem.history(user_id=user) if f.valid_to is not None]
+    out.print(facts_table(changed, "What changed over time (closed versions)", theta))
+    unstable = [f for f in mem.facts(user_id=user, include_unstable=True) if f.confidence < theta]
+    out.print(facts_table(unstable, f"Tentative (confidence < θ_stable = {theta}), kept but not used by default",
+                          theta))
+    out.print(f"model usage: {mem.usage.snapshot()}")
