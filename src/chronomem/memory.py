@@ -9,7 +9,7 @@ delegates.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -25,7 +25,8 @@ from .registry import RelationRegistry, RelationSpec
 from .store import Store, open_store
 from .timeutil import iso, parse_time, utcnow
 
-if TYPE_CHECKING:  # the read path is imported on first use
+if TYPE_CHECKING:  # the write and read paths are imported on first use
+    from .extract.pipeline import AddResult, WritePipeline
     from .retrieve.answer import Answer
     from .retrieve.search import SearchResult
 
@@ -83,6 +84,7 @@ class Memory:
         self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)
         self._llm = llm
         self._embedder = embedder
+        self._pipeline: WritePipeline | None = None
 
     # -- models (created on first use) -----------------------------------------------------
     @property
@@ -136,6 +138,33 @@ class Memory:
         if isinstance(facts, Mapping) or not isinstance(facts, Sequence):
             raise ValidationError("facts", type(facts).__name__, "must be a list of fact dicts")
         return self.graph.apply(user_id, facts, session_id=session_id, agent_id=agent_id)
+
+    # -- writing conversations (REAL write path: chronomem.extract) ------------------------------
+    def add(self, messages: Any, *, user_id: str | None = None, session_id: str | None = None,
+            timestamp: datetime | str | None = None, agent_id: str | None = None,
+            progress: Callable[[int, int], None] | None = None) -> AddResult:
+        """Store conversation turns verbatim and extract facts from them before returning.
+
+        ``messages``: a string (one message) or a list of dicts with ``speaker`` or
+        ``role``, ``text`` or ``content``, optional ``id`` and ``timestamp``.
+        Re-adding the same ids changes nothing and costs no model call.  One
+        LLM call per chunk of turns (never per turn); the result reports the
+        facts added, closed and reinforced, warnings, and the usage of the call.
+        """
+        return self._write_path().add(messages, user_id=check_user(user_id), session_id=session_id,
+                                      timestamp=timestamp, agent_id=agent_id, progress=progress)
+
+    def extract_pending(self, *, user_id: str | None = None, session_id: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> AddResult:
+        """Extract stored turns not extracted yet (buffered, or whose chunk failed before)."""
+        return self._write_path().extract_pending(check_user(user_id), session_id, progress=progress)
+
+    def _write_path(self) -> WritePipeline:
+        if self._pipeline is None:
+            from .extract.pipeline import WritePipeline
+
+            self._pipeline = WritePipeline(self)
+        return self._pipeline
 
     # -- reading -----------------------------------------------------------------------------------
     def _entity_ids(self, user_id: str, name: str | None, field: str) -> list[str] | None:

@@ -1,0 +1,46 @@
+"""Memory.add / extract_pending: the facade over the write path (test-double LLM, no model)."""
+
+from __future__ import annotations
+
+import pytest
+from test_extract_pipeline import ScriptedLLM, conv
+
+from chronomem import Memory, ValidationError
+
+
+def test_add_returns_what_changed_and_history_shows_evolution() -> None:
+    llm = ScriptedLLM()
+    with Memory(":memory:", llm=llm) as mem:
+        r1 = mem.add(conv("I live in Berlin and work at Acme.", "My dog Pixel is the best.",
+                          ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
+        assert r1.session_id == "s1" and r1.facts_added == 3
+        r2 = mem.add(conv("I moved to Munich last week.", "We had to rehome Pixel.", "I might move to Paris.",
+                          prefix="b", ts="2023-06-10T10:00:00Z"), user_id="u1", session_id="s2")
+        assert r2.facts_closed >= 2
+        assert [f.object for f in mem.facts(user_id="u1", subject="Maya", relation="lives_in")] == ["Munich"]
+        assert [f.object for f in mem.facts(user_id="u1", subject="Maya", relation="lives_in",
+                                            as_of="2023-02-01")] == ["Berlin"]
+        assert mem.facts(user_id="u1", subject="Maya", relation="has_pet") == []
+        hedged = mem.facts(user_id="u1", subject="Maya", relation="lives_in", include_unstable=True)
+        assert "Paris" in [f.object for f in hedged]
+        calls = len(llm.calls)
+        mem.add(conv("I live in Berlin and work at Acme.", "My dog Pixel is the best.",
+                     ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
+        assert len(llm.calls) == calls  # same ids: stored once, no model call
+
+
+def test_add_validates_user() -> None:
+    with Memory(":memory:", llm=ScriptedLLM()) as mem:
+        with pytest.raises(ValidationError, match="user_id"):
+            mem.add("hello", user_id=None)
+
+
+def test_extract_pending_after_failure_retries_the_chunk() -> None:
+    with Memory(":memory:", llm=ScriptedLLM(fail_on="I live in Berlin")) as mem:
+        r = mem.add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1")
+        assert not r.ok and mem.history(user_id="u1") == []
+        assert len(mem.store.messages("u1")) == 1  # the turn is kept
+        mem._llm = ScriptedLLM()
+        mem._pipeline = None
+        r2 = mem.extract_pending(user_id="u1")
+        assert r2.ok and r2.facts_added == 2
