@@ -282,3 +282,8 @@ def test_ending_verbs_become_ended_states() -> None:
     assert [(c.relation, c.object, c.valid_from, c.valid_to) for c in cands] == [
         ("has_pet", "Pixel", None, TS), ("works_at", "Acme", None, TS)]
     assert all(c.intent is Intent.EVOLUTION for c in cands)
+
+
+def test_we_and_our_are_the_speaker() -> None:
+    assert resolve_person("We", "Anna", "Ben") == "Anna"
+    assert resolve_person("our dog", "Anna", "Ben") == "Anna's dog"

@@ -76,7 +76,8 @@ def _one_line(text: str) -> str:
 
 # ----------------------------------------------------------------- post-processing
 
-_SELF = {"i", "me", "my", "myself", "mine", "i'm", "im"}
+# "we"/"our" are read as the speaker: "we had to rehome Pixel" is about the speaker's household
+_SELF = {"i", "me", "my", "myself", "mine", "i'm", "im", "we", "us", "ourselves"}
 _OTHER = {"you", "your", "yourself", "yours", "u"}
 _JUNK_OBJECTS = {"", "none", "null", "nothing", "unknown", "n/a", "something", "it", "this", "that", "they"}
 _CAUSAL_RELATIONS = re.compile(r"(?:^|_)(?:caused_by|because|because_of|due_to|reason|causes|led_to|result_of)(?:_|$)")
@@ -123,9 +124,9 @@ def resolve_person(name: str, speaker: str, other: str | None) -> str:
         return speaker
     if low in _OTHER and other:
         return other
-    m = re.match(r"^(my|your)\s+(.+)$", s, flags=re.IGNORECASE)
+    m = re.match(r"^(my|our|your)\s+(.+)$", s, flags=re.IGNORECASE)
     if m:
-        owner = speaker if m.group(1).lower() == "my" else other
+        owner = other if m.group(1).lower() == "your" else speaker
         if owner:
             return f"{owner}'s {m.group(2)}"
     return s

@@ -350,6 +350,9 @@ class WritePipeline:
                 self.mem.store.mark_extracted(user_id, ids, FAILED)
                 continue
             report.merge(rep)
+            log.info("chunk %d/%d (%d turns): %d candidate(s) → +%d closed %d reinforced %d; %s",
+                     n, len(chunks), len(ids), len(facts), len(rep.added), len(rep.closed),
+                     len(rep.reinforced), cres.usage)
             self.mem.store.mark_extracted(user_id, ids, EXTRACTED)
             result.messages_extracted += len(ids)
             if progress:
