@@ -12,17 +12,21 @@ window — the oldest turns go first and the answer says so),
 ``dense`` (top-k turn retrieval), ``rsum`` (the recursive summary after the
 last session, from :mod:`chronomem.summarize.rsum`) and ``bm25+rsum``.
 Methods built on chronomem's fact memory (``flat_facts``, ``vanilla_graph``, ``real``,
-``real+rsum`` and the REAL ablations) are registered in :data:`METHODS` with
-the ``Memory`` APIs they need; until those exist and an adapter is written
-here, :func:`make_method` refuses them with :class:`MethodUnavailableError`.
+``real+rsum`` and the REAL ablations ``real-no-*``) live in
+:mod:`chronomem.bench.memory_methods`; they are registered in :data:`METHODS`
+with the ``Memory`` APIs and ``SearchConfig`` switches they use, and
+:func:`make_method` refuses one with :class:`MethodUnavailableError` naming
+whatever of those this build lacks.
 
 Prompt files are immutable once results exist: the prompt version (the file
 name) is part of every result's configuration key, so a changed prompt must be
 a new file (``answer_v2.txt``), never an edit of ``answer_v1.txt``.
 
 Ingestion is shared: the runner gives every method of one conversation the
-same :class:`SharedIngest`, so indexes (and, later, memories) are built once
-per configuration and reused across methods and questions.
+same :class:`SharedIngest`, so indexes and memories are built once per
+configuration and reused across methods and questions.  Memories persist in
+SQLite files under ``MethodConfig.memory_dir`` (the runner sets it to
+``<out>/memories``), so an ingestion is also shared across runs and resumes.
 """
 
 from __future__ import annotations
@@ -142,6 +146,7 @@ class IngestStats:
     seconds: float = 0.0
     usage: UsageSummary = field(default_factory=UsageSummary)
     built: list[str] = field(default_factory=list)  # shared artefacts built (not reused) by this call
+    info: dict[str, Any] = field(default_factory=dict)  # what the method's memory holds (file, sessions …)
 
 
 class SharedIngest:
@@ -194,6 +199,9 @@ class MethodConfig:
     rsum_max_sentences: int = 20  # Rsum memory cap (the paper's ~20 sentences)
     answer_prompt: str = ANSWER_PROMPT
     reply_prompt: str = REPLY_PROMPT
+    #: Folder of the memory-based methods' SQLite files (None: in RAM, not resumable).  Not part
+    #: of any result's configuration key: where a memory lives does not change its answers.
+    memory_dir: str | None = None
 
 
 class Method(ABC):
@@ -570,9 +578,9 @@ class MethodInfo:
     description: str
     factory: MethodFactory | None = None
     needs_embedder: bool = False
-    #: ``Memory`` methods the adapter will need; used to explain why it is unavailable.
+    #: ``Memory`` methods the adapter calls; the method is refused, naming them, when any is missing.
     needs_memory_api: tuple[str, ...] = ()
-    needs_options: tuple[str, ...] = ()  # REAL ablation switches the adapter will need
+    needs_options: tuple[str, ...] = ()  # ``SearchConfig`` fields (read-path switches) the adapter sets
 
 
 def _cls_factory(cls: type[Method]) -> MethodFactory:
@@ -582,11 +590,22 @@ def _cls_factory(cls: type[Method]) -> MethodFactory:
     return make
 
 
-#: Every method of DESIGN.md "Methods to compare".  Registration points for the
-#: memory-based methods: when chronomem's Memory grows the listed APIs, write
-#: an adapter (a Method subclass whose _ingest adds the conversation to a
-#: Memory shared through SharedIngest, keyed by its configuration) and set its
-#: ``factory`` here.
+def _memory_factory(name: str) -> MethodFactory:
+    def make(llm: LLM, config: MethodConfig, embedder: Embedder | None) -> Method:
+        from .memory_methods import make_memory_method  # imports chronomem.Memory on first use
+
+        return make_memory_method(name, llm, config, embedder)
+
+    return make
+
+
+#: The Memory APIs every memory-based adapter calls (memory_methods.ingest_conversation / retrieve).
+_MEMORY_API = ("add", "extract_pending", "search", "history")
+
+#: Every method of DESIGN.md "Methods to compare".  A memory-based method
+#: lists the ``Memory`` methods and ``SearchConfig`` fields its adapter uses
+#: (``needs_memory_api`` / ``needs_options``); it is refused, naming them, when
+#: this build lacks any.
 METHODS: dict[str, MethodInfo] = {
     m.name: m
     for m in [
@@ -595,26 +614,31 @@ METHODS: dict[str, MethodInfo] = {
         MethodInfo("sliding_window", "the most recent turns within --window-tokens", _cls_factory(SlidingWindow)),
         MethodInfo("bm25", "BM25 over raw turns, top-k", _cls_factory(BM25Turns)),
         MethodInfo("dense", "embedding search over raw turns, top-k", _cls_factory(DenseTurns), needs_embedder=True),
-        # --- registration points: memory-based methods (see module docstring)
         MethodInfo("rsum", "recursive summary memory M_N (Wang et al.)", _cls_factory(RsumMethod)),
         MethodInfo("bm25+rsum", "BM25 top-k turns plus the Rsum memory", _cls_factory(BM25RsumMethod)),
-        MethodInfo("flat_facts", "extracted facts + vector search (Mem0-style)",
-                   needs_memory_api=("add", "search"), needs_options=("flat",)),
-        MethodInfo("vanilla_graph", "triples without time, confidence, intents or counterfactuals",
-                   needs_memory_api=("add", "search"), needs_options=("vanilla_graph",)),
-        MethodInfo("real", "REAL temporal graph retrieval", needs_memory_api=("add", "end_session", "answer")),
-        MethodInfo("real+rsum", "REAL retrieval plus the Rsum memory",
-                   needs_memory_api=("add", "end_session", "answer", "summary")),
-        MethodInfo("real-no-intervals", "REAL ablation: no validity intervals",
-                   needs_memory_api=("add", "answer"), needs_options=("no_intervals",)),
-        MethodInfo("real-no-confidence", "REAL ablation: no confidence stratification",
-                   needs_memory_api=("add", "answer"), needs_options=("no_confidence",)),
-        MethodInfo("real-no-intents", "REAL ablation: no intent decoupling",
-                   needs_memory_api=("add", "answer"), needs_options=("no_intents",)),
-        MethodInfo("real-no-evaluator", "REAL ablation: no semantic evaluator",
-                   needs_memory_api=("add", "answer"), needs_options=("no_evaluator",)),
+        # --- chronomem's fact memory (chronomem.bench.memory_methods), one shared ingestion
+        MethodInfo("flat_facts", "extracted facts as flat text + vector search top-k, no graph/time (Mem0-style)",
+                   _memory_factory("flat_facts"), needs_embedder=True, needs_memory_api=_MEMORY_API),
+        MethodInfo("vanilla_graph", "graph search over bare triples: no time, confidence, intents or counterfactuals",
+                   _memory_factory("vanilla_graph"), needs_embedder=True, needs_memory_api=_MEMORY_API,
+                   needs_options=("use_validity", "include_unstable", "use_intents", "counterfactual",
+                                  "evaluator")),
+        MethodInfo("real", "REAL temporal graph retrieval (Memory.search as Memory.answer runs it)",
+                   _memory_factory("real"), needs_embedder=True, needs_memory_api=_MEMORY_API),
+        MethodInfo("real+rsum", "REAL evidence plus the Rsum memory", _memory_factory("real+rsum"),
+                   needs_embedder=True, needs_memory_api=_MEMORY_API),
+        MethodInfo("real-no-intervals", "REAL ablation: no validity intervals", _memory_factory("real-no-intervals"),
+                   needs_embedder=True, needs_memory_api=_MEMORY_API, needs_options=("use_validity",)),
+        MethodInfo("real-no-confidence", "REAL ablation: no confidence stratification (unstable facts in)",
+                   _memory_factory("real-no-confidence"), needs_embedder=True, needs_memory_api=_MEMORY_API,
+                   needs_options=("include_unstable",)),
+        MethodInfo("real-no-intents", "REAL ablation: no intent decoupling", _memory_factory("real-no-intents"),
+                   needs_embedder=True, needs_memory_api=_MEMORY_API, needs_options=("use_intents",)),
+        MethodInfo("real-no-evaluator", "REAL ablation: no semantic evaluator", _memory_factory("real-no-evaluator"),
+                   needs_embedder=True, needs_memory_api=_MEMORY_API, needs_options=("evaluator",)),
         MethodInfo("real-no-counterfactuals", "REAL ablation: no counterfactual inference",
-                   needs_memory_api=("add", "answer"), needs_options=("no_counterfactuals",)),
+                   _memory_factory("real-no-counterfactuals"), needs_embedder=True, needs_memory_api=_MEMORY_API,
+                   needs_options=("counterfactual",)),
     ]
 }
 
@@ -624,24 +648,24 @@ def unavailable_reason(name: str) -> str | None:
     info = METHODS.get(name)
     if info is None:
         return f"unknown method {name!r}; known: {', '.join(METHODS)}"
-    if info.factory is not None:
-        return None
-    try:
+    if info.needs_memory_api:
         import chronomem
 
         memory_cls = getattr(chronomem, "Memory", None)
-    except ImportError:  # pragma: no cover - chronomem itself always imports
-        memory_cls = None
-    if memory_cls is None:
-        have: set[str] = set()
-    else:
-        have = {a for a in info.needs_memory_api if callable(getattr(memory_cls, a, None))}
-    missing = [a for a in info.needs_memory_api if a not in have]
-    if missing:
-        return (f"{name} is not available yet: it needs chronomem.Memory."
-                f"{', Memory.'.join(missing)}, which this build does not have")
-    return (f"{name} is not available yet: the Memory APIs exist but the benchmark adapter "
-            f"has not been written (chronomem.bench.methods.METHODS[{name!r}].factory)")
+        missing = [a for a in info.needs_memory_api if not callable(getattr(memory_cls, a, None))]
+        if missing:
+            return (f"{name} is not available: it needs chronomem.Memory."
+                    f"{', Memory.'.join(missing)}, which this build does not have")
+    if info.needs_options:
+        from ..retrieve.beam import SearchConfig
+
+        lacking = [o for o in info.needs_options if o not in SearchConfig.__dataclass_fields__]
+        if lacking:
+            return (f"{name} is not available: it needs the read-path switch SearchConfig."
+                    f"{', SearchConfig.'.join(lacking)}, which chronomem.retrieve does not have")
+    if info.factory is None:
+        return f"{name} is not available: no benchmark adapter (chronomem.bench.methods.METHODS[{name!r}].factory)"
+    return None
 
 
 def available_methods() -> list[str]:

@@ -17,7 +17,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 RESULTS_FILE = "results.jsonl"
 INGEST_FILE = "ingest.jsonl"
 RUNS_FILE = "runs.jsonl"
+MEMORY_DIR = "memories"  # the memory-based methods' SQLite files (one per conversation and ingestion config)
 
 
 # --------------------------------------------------------------------------- sampling
@@ -245,8 +246,10 @@ def run_locomo(
     command: str = "",
 ) -> RunSummary:
     """Answer the selected questions of every conversation with every method; append rows; resume."""
-    config = config or MethodConfig()
     out = Path(out_dir)
+    config = config or MethodConfig()
+    if config.memory_dir is None:  # memories live with the results, so a re-run resumes their ingestion too
+        config = replace(config, memory_dir=str(out / MEMORY_DIR))
     progress = progress or NullProgress()
     results = JsonlLog(out / RESULTS_FILE)
     ingest_log = JsonlLog(out / INGEST_FILE)
@@ -280,7 +283,7 @@ def run_locomo(
                 ingest_log.append({
                     "time": _now(), "dataset": "locomo", "method": method.name, "config_key": key,
                     "sample_id": conv.sample_id, "seconds": round(stats.seconds, 3), "built": stats.built,
-                    "usage": stats.usage.as_dict(),
+                    "usage": stats.usage.as_dict(), **({"info": stats.info} if stats.info else {}),
                 })
                 for q in pending:
                     try:
@@ -339,8 +342,10 @@ def run_msc(
     utterance.  Per (method, episode), for methods that keep a standing memory
     (Rsum): recall of the speaker's gold persona facts in that memory.
     """
-    config = config or MethodConfig()
     out = Path(out_dir)
+    config = config or MethodConfig()
+    if config.memory_dir is None:  # memories live with the results, so a re-run resumes their ingestion too
+        config = replace(config, memory_dir=str(out / MEMORY_DIR))
     progress = progress or NullProgress()
     results = JsonlLog(out / RESULTS_FILE)
     methods = [make_method(n, llm, config, embedder) for n in method_names]
