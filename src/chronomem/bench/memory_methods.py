@@ -286,7 +286,9 @@ def ingest_conversation(conversation: Conversation, llm: LLM, embedder: Embedder
             continue
         undated += int(session.date_time is None)
         msgs = [turn_message(t, session) for t in session.turns]
-        res = mem.add(msgs, user_id=user_id, session_id=sid)
+        t0 = time.perf_counter()
+        res = mem.add(msgs, user_id=user_id, session_id=sid,
+                      progress=lambda done, total, sid=sid: log.info("ingest %s: chunk %d/%d", sid, done, total))
         failed = len(res.failed_chunks)
         if res.messages_stored == 0:  # every turn was stored by an interrupted earlier run
             pending = mem.extract_pending(user_id=user_id, session_id=sid)
@@ -302,8 +304,11 @@ def ingest_conversation(conversation: Conversation, llm: LLM, embedder: Embedder
         if failed:
             log.warning("%s %s: %d chunk(s) failed extraction; their turns stay pending", conversation.sample_id,
                         sid, failed)
+        seconds = time.perf_counter() - t0
+        log.info("ingested %s (%d turns) in %.0f s, %d failed chunk(s)", sid, len(msgs), seconds, failed)
         if journal is not None:
-            journal.mark(sid, {"turns": len(msgs), "failed_chunks": failed, "time": iso(datetime.now().astimezone())})
+            journal.mark(sid, {"turns": len(msgs), "failed_chunks": failed, "seconds": round(seconds, 1),
+                               "time": iso(datetime.now().astimezone())})
     if journal is not None:
         ing.failed_chunks = sum(int(r.get("failed_chunks", 0)) for r in journal.data["sessions"].values())
     if undated:
@@ -515,7 +520,7 @@ class RealRsum(RealMethod):
 
     def retrieve(self, query: str) -> Retrieved:
         ret = super().retrieve(query)
-        evidence = ret.context or NOT_MENTIONED
+        evidence = ret.context or "(no facts found)"
         context = f"Summary of all sessions:\n{self._rsum.memory}\n\nRelevant facts:\n{evidence}"
         return Retrieved(context=context, ids=ret.ids, usage=ret.usage, info=ret.info)
 
