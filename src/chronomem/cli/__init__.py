@@ -18,7 +18,7 @@ core.register(app)
 
 # sub-applications contributed by other modules: (module, attribute, command name)
 _SUBAPPS = (("models", "app", "models"), ("bench", "app", "bench"))
-_COMMANDS = (("add", "register"), ("ask", "register"), ("session", "register"), ("serve", "register"),
+_COMMANDS = (("add", "register"), ("ask", "register"), ("session", "register"), ("serve", "register"), ("mcp", "register"),
              ("store_admin", "register"))
 
 for mod_name, attr, name in _SUBAPPS:
