@@ -146,3 +146,17 @@ def test_analysis_relation_groups_window_and_yes_no() -> None:
     assert analyze("Where is my brother?", reg, now=NOW).speaker_refs
     unsure = analyze("How does Maya feel lately?", reg, now=NOW)
     assert not unsure.confident
+
+
+def test_logical_consistency_can_ignore_confidence() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.model import Fact, Intent, Origin
+    from chronomem.retrieve.scoring import logical_consistency
+
+    t = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    f = Fact(id="f", user_id="u", subject="A", relation="likes", object="B", valid_from=t, valid_to=None,
+             confidence=0.25, intent=Intent.FACT, origin=Origin.IMPORTED, recorded_at=t)
+    with_conf = logical_consistency([f], lambda r: False)
+    without = logical_consistency([f], lambda r: False, use_confidence=False)
+    assert with_conf < without and without == pytest.approx(with_conf / 0.25)

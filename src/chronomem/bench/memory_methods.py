@@ -499,7 +499,7 @@ class VanillaGraph(RealMethod):
     """
 
     name = "vanilla_graph"
-    overrides = {"use_validity": False, "include_unstable": True, "use_intents": False, "intent_llm": False,
+    overrides = {"use_validity": False, "include_unstable": True, "use_confidence": False, "use_intents": False, "intent_llm": False,
                  "counterfactual": False, "evaluator": False}
     rendering = "triples"
 
@@ -541,7 +541,7 @@ def _ablation(method_name: str, switches: dict[str, Any], doc: str) -> type[Real
 #: REAL ablations: one switch of the read path each (DESIGN.md "Methods to compare").
 ABLATIONS: dict[str, dict[str, Any]] = {
     "real-no-intervals": {"use_validity": False},
-    "real-no-confidence": {"include_unstable": True},
+    "real-no-confidence": {"include_unstable": True, "use_confidence": False},
     "real-no-intents": {"use_intents": False, "intent_llm": False},
     "real-no-evaluator": {"evaluator": False},
     "real-no-counterfactuals": {"counterfactual": False},

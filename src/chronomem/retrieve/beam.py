@@ -115,7 +115,9 @@ class SearchConfig:
         cap both per query.
     Ablations (DESIGN.md "Methods to compare")
         ``use_validity`` (intervals), ``include_unstable`` (no confidence
-        stratification), ``use_intents`` (no decoupling: one FACT sub-search).
+        stratification: hedged facts are searched too), ``use_confidence`` (path
+        scores ignore fact confidence), ``use_intents`` (no decoupling: one FACT
+        sub-search).
     Output
         ``context_tokens`` (1200): serialisation budget; ``anchor_similarity``
         (0.7) for embedding anchors; ``lexical_seeds`` (10) facts for full-text anchoring;
@@ -148,6 +150,7 @@ class SearchConfig:
     min_intent_compat: float = 0.5
     use_validity: bool = True
     include_unstable: bool = False
+    use_confidence: bool = True
     use_intents: bool = True
     context_tokens: int = 1200
     anchor_similarity: float = 0.7
@@ -451,7 +454,8 @@ class BeamSearch:
                 spec = replace(spec, targets=spec.targets - root_terms)
             p.s_qr = self.relevance.score(p.facts, root_terms)
             p.s_lc = logical_consistency(p.facts, sv, history=history,
-                                         window=sub.window if self.cfg.use_validity else None)
+                                         window=sub.window if self.cfg.use_validity else None,
+                                         use_confidence=self.cfg.use_confidence)
             p.s_as = answer_sufficiency(
                 spec, answer_type=self.answer_type(p), answer_terms=terms(p.answer),
                 path_relations=[f.relation for f in p.facts],

@@ -151,11 +151,12 @@ def confidence_score(facts: Sequence[Fact]) -> float:
 
 def logical_consistency(facts: Sequence[Fact], single_valued: Callable[[str], bool], *,
                         history: bool = False,
-                        window: tuple[datetime | None, datetime | None] | None = None) -> float:
-    """``S_LC`` in [0, 1]: coherence × (½ per contradiction) × confidence."""
+                        window: tuple[datetime | None, datetime | None] | None = None,
+                        use_confidence: bool = True) -> float:
+    """``S_LC`` in [0, 1]: coherence × (½ per contradiction) × confidence (unless ``use_confidence`` is off)."""
     contra = 0 if history else contradictions(facts, single_valued)
     return (temporal_coherence(facts, history=history, window=window)
-            * (0.5 ** contra) * confidence_score(facts))
+            * (0.5 ** contra) * (confidence_score(facts) if use_confidence else 1.0))
 
 
 # -- S_AS ---------------------------------------------------------------------------------
