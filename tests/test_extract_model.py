@@ -42,3 +42,31 @@ def test_one_call_per_session_and_nothing_lost(maya: tuple[Memory, list]) -> Non
     assert all(r.ok for r in results)
     assert mem.store.messages("maya", pending_only=True) == []
     assert len(mem.store.messages("maya")) == 17
+
+
+def test_move_closes_the_old_residence(maya: tuple[Memory, list]) -> None:
+    mem, _ = maya
+    assert "Munich" in _objs(mem.facts(user_id="maya", subject="Maya"), "lives_in")
+    assert "Berlin" not in _objs(mem.facts(user_id="maya", subject="Maya"), "lives_in")
+    assert "Berlin" in _objs(mem.facts(user_id="maya", subject="Maya", as_of="2023-03-01"), "lives_in")
+
+
+def test_job_change_closes_the_old_job(maya: tuple[Memory, list]) -> None:
+    mem, _ = maya
+    assert "Globex" in _objs(mem.facts(user_id="maya", subject="Maya"), "works_at")
+    assert "Acme" not in _objs(mem.facts(user_id="maya", subject="Maya"), "works_at")
+    assert "Acme" in _objs(mem.facts(user_id="maya", subject="Maya", as_of="2023-03-01"), "works_at")
+
+
+def test_rehomed_pet_is_gone_now_but_was_there(maya: tuple[Memory, list]) -> None:
+    mem, _ = maya
+    assert "Pixel" not in _objs(mem.facts(user_id="maya", subject="Maya"), "has_pet")
+    assert "Pixel" in _objs(mem.facts(user_id="maya", subject="Maya", as_of="2023-03-01"), "has_pet")
+
+
+def test_tentative_plan_is_kept_but_unstable(maya: tuple[Memory, list]) -> None:
+    mem, _ = maya
+    theta = mem.config.theta_stable
+    paris = [f for f in mem.history(user_id="maya") if f.object == "Paris"]
+    assert paris and all(f.confidence < theta for f in paris)
+    assert "Paris" not in {f.object for f in mem.facts(user_id="maya")}

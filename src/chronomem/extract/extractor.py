@@ -27,7 +27,10 @@ from .schema import EXTRACTION_SCHEMA, MAX_FACTS_PER_CHUNK, ExtractedFact, parse
 
 log = logging.getLogger(__name__)
 
-PROMPT_VERSION = "extract_v1"
+PROMPT_VERSION = "extract_v2"
+# v1 (kept for reference): the relation list read as a template to fill; on a LoCoMo chunk
+# about feelings and a support group the 1.5B model wrote twelve "<name> has_pet unknown"
+# facts.  v2 asks for relations in the speaker's words and forbids "unknown".
 MAX_TOKENS = 900  # ≈ 12 facts × 55 tokens + slack; the grammar caps the array
 
 
@@ -356,6 +359,9 @@ class Extractor:
             purpose="extract",
         )
         parsed = parse_output(res.data)
+        distinct = {(f.subject.lower(), f.relation.lower(), f.object.lower()) for f in parsed.facts}
+        if len(parsed.facts) >= 4 and len(distinct) <= len(parsed.facts) // 2:
+            log.warning("degenerate extraction output (%d facts, %d distinct)", len(parsed.facts), len(distinct))
         if len(parsed.facts) >= MAX_FACTS_PER_CHUNK:
             log.info("chunk hit the %d-fact cap; consider a smaller chunk size", MAX_FACTS_PER_CHUNK)
         cands, notes = postprocess(
