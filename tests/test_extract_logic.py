@@ -138,7 +138,7 @@ def test_chunk_arguments_are_checked() -> None:
 
 
 def test_prompt_is_versioned_and_lists_relations() -> None:
-    assert "Example output" in load_prompt("extract_v1") and "Example output" in load_prompt("extract_v2")
+    assert "Example output" in load_prompt("extract_v1") and "Example output" in load_prompt("extract_v3")
     sp = system_prompt(RelationRegistry().names())
     assert "lives_in" in sp and "has_pet" in sp and "{{relations}}" not in sp
 

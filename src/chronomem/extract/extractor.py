@@ -27,10 +27,13 @@ from .schema import EXTRACTION_SCHEMA, MAX_FACTS_PER_CHUNK, ExtractedFact, parse
 
 log = logging.getLogger(__name__)
 
-PROMPT_VERSION = "extract_v2"
+PROMPT_VERSION = "extract_v3"
 # v1 (kept for reference): the relation list read as a template to fill; on a LoCoMo chunk
 # about feelings and a support group the 1.5B model wrote twelve "<name> has_pet unknown"
-# facts.  v2 asks for relations in the speaker's words and forbids "unknown".
+# facts.  v2 asks for relations in the speaker's words and forbids "unknown", but still listed
+# the registry names: on the same chunk it wrote "lives_in unknown" / "works_at unknown" for both
+# speakers and repeated one image caption five times.  v3 drops the list (relation names are
+# canonicalised in code: registry synonyms + EXTRACTION_SYNONYMS) and says what to do instead.
 MAX_TOKENS = 900  # ≈ 12 facts × 55 tokens + slack; the grammar caps the array
 
 
