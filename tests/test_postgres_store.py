@@ -88,3 +88,14 @@ def test_nul_characters_are_refused_with_a_store_error(url_factory: Callable[[st
         with pytest.raises(StoreError, match="NUL"):
             m.add_facts([{"subject": "Maya", "relation": "likes", "object": "a\x00b"}], user_id="u")
         assert m.history(user_id="u") == []
+
+
+def test_vector_index_off_keeps_pgvector_storage_but_searches_exactly(url_factory: Callable[[str], str]) -> None:
+    url = url_factory("postgres_pgvector") + "&vector_index=off"
+    with Memory(url) as m:
+        assert m.store.has_vector_index is False and m.store.meta()["vector_backend"] == "pgvector"  # type: ignore[attr-defined]
+        m.store.put_vectors("u", "fact", [("a", [1.0, 0.0]), ("b", [0.0, 1.0])], "m")
+        assert [i for i, _ in m.store.knn("u", "fact", [0.9, 0.1])] == ["a", "b"]
+        assert m.store._all("SELECT to_regclass('vectors_hnsw_d2')")[0][0] is None  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="vector_index"):
+        PostgresStore(url_factory("postgres") + "&vector_index=maybe")

@@ -10,8 +10,10 @@ Layout and options
     so it can live in a database that holds other applications' tables.  Pick
     another schema with the URL option ``?schema=NAME`` (letters, digits and
     ``_``; e.g. one schema per tenant or per test run).  Other URL options:
-    ``pool_size=N`` (connections per process, default 8) and ``hnsw_ef_search=N``
-    (default 100); every other query parameter goes to libpq unchanged.  A schema that exists
+    ``pool_size=N`` (connections per process, default 8), ``hnsw_ef_search=N``
+    (default 100) and ``vector_index=off`` (pgvector storage, but always exact
+    per-user k-NN: see BENCHMARKS.md for HNSW recall with a user filter); every
+    other query parameter goes to libpq unchanged.  A schema that exists
     and has tables but no ``chronomem_meta`` is refused
     (:class:`~chronomem.errors.CorruptDatabaseError`), like a foreign SQLite file.
 
@@ -78,7 +80,7 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-OWN_OPTIONS = ("schema", "pool_size", "hnsw_ef_search")  # URL query options chronomem consumes
+OWN_OPTIONS = ("schema", "pool_size", "hnsw_ef_search", "vector_index")  # URL query options chronomem consumes
 
 
 def url_options(url: str) -> tuple[str, dict[str, str]]:
@@ -160,6 +162,9 @@ class PostgresStore(SQLStore):
         own = url_options(url)[1]
         pool_size = _int_option(own, "pool_size", pool_size, url)
         hnsw_ef_search = _int_option(own, "hnsw_ef_search", hnsw_ef_search, url)
+        if own.get("vector_index", "on") not in ("on", "off"):
+            raise ConfigError(f"vector_index={own['vector_index']!r} in {redact(url)!r}: use on or off")
+        self.use_vector_index = own.get("vector_index", "on") == "on"
         if pool_size < 1:
             raise ConfigError(f"pool_size must be at least 1, got {pool_size}")
         if not 1 <= hnsw_ef_search <= 1000:
@@ -173,7 +178,7 @@ class PostgresStore(SQLStore):
             self._migrate(connect_timeout_s)
         except psycopg.OperationalError as e:
             raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {e}".strip()) from e
-        self.has_vector_index = self.vector_backend == PGVECTOR
+        self.has_vector_index = self.vector_backend == PGVECTOR and self.use_vector_index
         path = f'"{self.schema}"' + (f',"{self.extension_schema}"' if self.extension_schema
                                      and self.extension_schema != self.schema else "")
         options = f"-c search_path={path}"  # no spaces: libpq splits options on whitespace
@@ -331,9 +336,11 @@ class PostgresStore(SQLStore):
                                 f"AND dim = {dim}{sql_model}", params).fetchall()
             return _exact_knn([(r[0], bytes(r[1])) for r in rows], vector, k)
         # the expression and the literal dim match the partial HNSW index of that dimension;
-        # relaxed_order (set per connection) may return near-ordered rows: re-sort outside
+        # relaxed_order (set per connection) may return near-ordered rows: re-sort outside.
+        # With vector_index=off the bare column does not match the index: always an exact scan.
+        expr = f"vec::vector({dim})" if self.has_vector_index else "vec"
         rows = conn.execute(
-            f"WITH c AS MATERIALIZED (SELECT item_id, vec::vector({dim}) <=> %s::vector({dim}) AS d "
+            f"WITH c AS MATERIALIZED (SELECT item_id, {expr} <=> %s::vector({dim}) AS d "
             f"FROM vectors WHERE user_id = %s AND kind = %s AND dim = {dim}{sql_model} "
             f"ORDER BY d LIMIT %s) SELECT item_id, d FROM c ORDER BY d, item_id",
             (self._vec_param(vector), *params, int(k))).fetchall()
@@ -344,7 +351,7 @@ class PostgresStore(SQLStore):
         if not items:
             return
         with self.transaction(user_id):
-            if self.vector_backend == PGVECTOR:
+            if self.has_vector_index:
                 for dim in {len(v) for _, v in items} - self._known_dims:
                     self._ensure_vector_index(dim)
             super().put_vectors(user_id, kind, items, model)
