@@ -287,3 +287,10 @@ def test_ending_verbs_become_ended_states() -> None:
 def test_we_and_our_are_the_speaker() -> None:
     assert resolve_person("We", "Anna", "Ben") == "Anna"
     assert resolve_person("our dog", "Anna", "Ben") == "Anna's dog"
+
+
+def test_intentions_and_plans_stay_below_threshold() -> None:
+    assert confidence.score("certain", "Gonna continue my edu!", "edu", "plans_to") < 0.6
+    assert confidence.score("certain", "I want to learn piano.", "piano", "wants_to_learn") < 0.6
+    assert confidence.score("certain", "I'm keen on counseling.", "counseling", "interested_in") < 0.6
+    assert confidence.score("certain", "I play the piano.", "piano", "plays") >= 0.6

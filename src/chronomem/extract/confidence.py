@@ -9,8 +9,10 @@ might move to Paris" keeps Berlin stable and Paris tentative.
 Scale (with the default ``θ_stable`` = 0.6): certain 0.9, likely 0.7 — stable;
 hearsay 0.45, uncertain 0.4 — kept but below the threshold.  An emphatic cue
 ("always", "definitely") raises a stable fact to 0.95; a hedge ("might",
-"maybe", "thinking about", "not sure") or a hearsay cue ("I heard",
-"apparently") caps it below the threshold whatever the label said.
+"maybe", "thinking about", "not sure", "planning", "gonna") or a hearsay cue
+("I heard", "apparently") caps it below the threshold whatever the label said,
+and so does a relation that names an intention (``plans_to``, ``wants_to``,
+``hopes_to`` …): a plan is not yet a state.
 """
 
 from __future__ import annotations
@@ -39,7 +41,14 @@ HEDGE_CUES: tuple[str, ...] = (
     "considering", "not sure", "unsure", "not certain", "i guess", "i wonder", "could be",
     "hoping to", "hope to", "someday", "one day", "wondering", "toying with", "tempted to",
     "dreaming of", "if i", "would like to", "i'd like to", "want to", "wanna",
+    "planning", "plan to", "plans to", "gonna", "going to", "keen on", "would love to", "i'd love to",
+    "thinkin",
 )  # fmt: skip
+# Relations that are intentions, not states: whatever the label, they stay below θ_stable.
+_INTENTION_RELATION = re.compile(
+    r"^(?:plans?|planning|wants?|wanting|hopes?|hoping|considering|thinking|thinks_about|might|may|"
+    r"would_like|wishes?|intends?|dreams?|aims?)(?:_|$)"
+)
 HEARSAY_CUES: tuple[str, ...] = (
     "i heard", "heard that", "apparently", "supposedly", "rumor", "rumour", "they say",
     "people say", "someone told me", "told me that", "allegedly", "according to",
@@ -91,6 +100,8 @@ def score(certainty: Certainty | str, source_text: str = "", obj: str = "", rela
     """
     label = Certainty(certainty) if not isinstance(certainty, Certainty) else certainty
     c = LABEL_CONFIDENCE[label]
+    if relation and _INTENTION_RELATION.match(relation):
+        return min(c, HEDGED)
     if not source_text:
         return c
     clause = relevant_clause(source_text, obj, relation) if obj else None
