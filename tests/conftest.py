@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import os
+
 import pytest
+from hypothesis import settings
+
+# CI runs a moderate number of examples; HYPOTHESIS_PROFILE=thorough for a deep local run.
+settings.register_profile("ci", max_examples=50, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 from chronomem import Memory
 

@@ -36,7 +36,7 @@ def instants(mem: Memory) -> list[datetime]:
     return sorted(pts)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(deadline=None)
 @given(st.lists(update, min_size=1, max_size=8), st.booleans())
 def test_at_most_one_stable_value_at_any_instant(tmp_path_factory, updates, one_batch) -> None:
     path: Path = tmp_path_factory.mktemp("h") / "m.db"
@@ -54,7 +54,9 @@ def test_at_most_one_stable_value_at_any_instant(tmp_path_factory, updates, one_
             assert len(valid) <= 1, (t, valid)
         # every stated (object, start) is still represented in history: nothing is lost
         hist = mem.history(user_id="u")
-        for u in updates:
+        for i, u in enumerate(updates):
+            if any(v["object"] == u["object"] and v["length"] is not None for v in updates[i + 1:]):
+                continue  # a later explicit ending of the same value may rightly cut this one short
             f = to_fact(u)
             start = datetime.fromisoformat(f["valid_from"])
             assert any(h.object == u["object"] and
@@ -66,7 +68,7 @@ def test_at_most_one_stable_value_at_any_instant(tmp_path_factory, updates, one_
             assert h.valid_from is None or h.valid_to is None or h.valid_from <= h.valid_to
 
 
-@settings(max_examples=40, deadline=None)
+@settings(deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["jazz", "tea", "surf", "chess"]), st.integers(0, 30)),
                 min_size=1, max_size=8))
 def test_multi_valued_facts_coexist(tmp_path_factory, likes) -> None:
@@ -83,7 +85,7 @@ def test_multi_valued_facts_coexist(tmp_path_factory, likes) -> None:
             assert len(objs) == len(set(objs))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(deadline=None)
 @given(st.permutations([("Porto", 0), ("Braga", 10), ("Lisbon", 20), ("Oslo", 30)]))
 def test_final_timeline_does_not_depend_on_arrival_order(tmp_path_factory, order) -> None:
     path = tmp_path_factory.mktemp("h") / "m.db"

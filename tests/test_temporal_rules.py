@@ -221,3 +221,12 @@ def test_user_defined_relation_overrides(tmp_path) -> None:
                      {"subject": "X", "relation": "drives", "object": "Tesla", "valid_from": "2015-01-01"}],
                     user_id=U)
         assert sorted(f.object for f in m.facts(user_id=U)) == ["B", "Tesla"]
+
+
+def test_ending_that_reaches_further_back_keeps_the_earlier_part(mem: Memory) -> None:
+    lives(mem, "Oslo", "2018-01-01")  # known since 2018 …
+    rep = lives(mem, "Oslo", "2016-01-01", "2021-01-01")  # … "from 2016 to 2021 I lived in Oslo"
+    assert [f.object for f in rep.closed][:1] == ["Oslo"]
+    assert versions(mem) == [("Oslo", "2016-01-01", "2018-01-01"), ("Oslo", "2018-01-01", "2021-01-01")]
+    assert [f.object for f in mem.facts(user_id=U, as_of="2017-01-01")] == ["Oslo"]
+    assert mem.facts(user_id=U, as_of="2022-01-01") == []

@@ -4,7 +4,9 @@ Nothing here touches a database: :func:`plan_update` looks at one incoming
 fact and the stored facts it could interact with, and returns what to insert
 and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
 
-* an *ending* (incoming ``valid_to`` set) closes the matching open fact;
+* an *ending* (incoming ``valid_to`` set) closes the matching open fact; if it
+  also says the stint began earlier than stored, that earlier part is inserted
+  as its own fact, placed in order;
 * the *same fact again* (same key, same stability class, starting inside a
   stored interval) reinforces it: provenance merged, confidence raised;
 * otherwise the fact is inserted; if it is stable (``c >= θ``) it is placed in
@@ -123,7 +125,20 @@ def plan_update(
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 confidence=reinforce_confidence(target.confidence, new.confidence, theta),
             )
-            return Plan(changed=[changed], closed=[changed])
+            plan = Plan(changed=[changed], closed=[changed])
+            if new.valid_from is not None and target.valid_from is not None and new.valid_from < target.valid_from:
+                # "from 2016 to 2021" about a stint known only since 2018: the earlier part is
+                # news too; it is kept as its own fact, placed in order (the stored one closes it)
+                if new.stated_to is None:
+                    new.stated_to = new.valid_to
+                plan.insert = new
+                if stable:
+                    rivals = [changed if f.id == target.id else f for f in stored
+                              if f.id != new.id and is_stable(f, theta) and in_slot(new, f, spec, key)]
+                    earlier = list(_place_in_slot(new, rivals).values())
+                    plan.changed += earlier
+                    plan.closed += earlier
+            return plan
 
     # 2. the same fact again reinforces
     for f in same:
