@@ -294,3 +294,15 @@ def test_intentions_and_plans_stay_below_threshold() -> None:
     assert confidence.score("certain", "I want to learn piano.", "piano", "wants_to_learn") < 0.6
     assert confidence.score("certain", "I'm keen on counseling.", "counseling", "interested_in") < 0.6
     assert confidence.score("certain", "I play the piano.", "piano", "plays") >= 0.6
+
+
+def test_a_fact_copied_to_both_speakers_keeps_the_turns_speaker() -> None:
+    numbered = {1: msg(1, "Caroline", "I talked about my transgender journey at school."),
+                2: msg(2, "Melanie", "I love my husband.")}
+    cands, notes = postprocess(_facts(
+        {"subject": "Caroline", "relation": "talked_about", "object": "transgender journey"},
+        {"subject": "Melanie", "relation": "talked_about", "object": "transgender journey"},
+        {"subject": "Melanie", "relation": "loves", "object": "husband"},
+    ), numbered)
+    assert [(c.subject, c.object) for c in cands] == [("Caroline", "transgender journey"), ("Melanie", "husband")]
+    assert any("other speaker" in n for n in notes)

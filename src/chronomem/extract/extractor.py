@@ -255,7 +255,31 @@ def postprocess(
                 object_type="person" if obj in speakers else None,
             )
         )
-    return out, notes
+    return _one_speaker_per_turn_fact(out, numbered, speakers, notes), notes
+
+
+def _one_speaker_per_turn_fact(
+    cands: list[Candidate], numbered: dict[int, Message], speakers: Sequence[str], notes: list[str]
+) -> list[Candidate]:
+    """The 1.5B model often copies a fact to both speakers ("Caroline talked_about X",
+    "Melanie talked_about X" from Caroline's line).  When the same relation and object,
+    grounded in the same turn, is given to several speakers, keep the turn's speaker."""
+    speaker_of = {m.id: m.speaker for m in numbered.values()}
+    groups: dict[tuple[str, str, tuple[str, ...]], list[Candidate]] = {}
+    for c in cands:
+        groups.setdefault((c.relation, c.object.lower(), tuple(c.source_ids)), []).append(c)
+    drop: set[int] = set()
+    for (_, _, src), group in groups.items():
+        subjects = {c.subject for c in group}
+        if len(group) < 2 or not subjects <= set(speakers):
+            continue
+        own = [c for c in group if src and c.subject == speaker_of.get(src[0])]
+        if own:
+            for c in group:
+                if c not in own:
+                    drop.add(id(c))
+                    notes.append(f"dropped copy for the other speaker: {c.text}")
+    return [c for c in cands if id(c) not in drop]
 
 
 _STOPWORDS = {"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for", "with", "my", "your",
