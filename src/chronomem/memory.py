@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .entities import ExactResolver
-from .errors import ConfigError, NotFoundError, ValidationError
+from .errors import ChronomemError, ConfigError, NotFoundError, ValidationError
 from .graph import GraphWriter
 from .model import Entity, Fact, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
@@ -27,6 +27,9 @@ from .timeutil import iso, parse_time, utcnow
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
+    from .summarize.buffer import SessionBuffer
+    from .summarize.lifecycle import SessionEnd, SessionLifecycle
+    from .summarize.rsum import RsumMemory
     from .retrieve.answer import Answer
     from .retrieve.search import SearchResult
 
@@ -51,6 +54,8 @@ class ForgetResult:
     sessions_deleted: int = 0
     entities_deleted: int = 0
     reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
+    summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
+    warnings: list[str] = field(default_factory=list)
 
 
 class Memory:
@@ -85,6 +90,9 @@ class Memory:
         self._llm = llm
         self._embedder = embedder
         self._pipeline: WritePipeline | None = None
+        self._rsum: RsumMemory | None = None
+        self._session_lifecycle: SessionLifecycle | None = None
+        self._buffer: SessionBuffer | None = None
 
     # -- models (created on first use) -----------------------------------------------------
     @property
@@ -238,11 +246,12 @@ class Memory:
         return search(self, query, user_id=user_id, as_of=when, top_k=top_k, **kw)
 
     def answer(self, question: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
-               method: str = "real", **kw: Any) -> Answer:
+               method: str = "real+rsum", **kw: Any) -> Answer:
         """Answer ``question`` from the memory with its evidence (``"Not mentioned"`` when it has none).
 
-        ``method="real"`` (graph search, then one LLM call on the serialised evidence);
-        extra keywords go to :func:`chronomem.retrieve.answer`.
+        ``method``: ``"real+rsum"`` (default: REAL graph evidence plus the session
+        summary), ``"real"`` (graph evidence only) or ``"rsum"`` (the summary
+        only).  Extra keywords go to :func:`chronomem.retrieve.search.answer`.
         """
         from .retrieve.search import METHODS, answer
 
@@ -251,6 +260,58 @@ class Memory:
             raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
         when = None if as_of is None else parse_time(as_of, "as_of")
         return answer(self, question, user_id=user_id, as_of=when, method=method, **kw)
+
+    # -- sessions and recursive summaries (Rsum: chronomem.summarize) ------------------------------
+    @property
+    def rsum(self) -> RsumMemory:
+        """The recursive-summary memory (``M_i`` per ended session), created on first use."""
+        if self._rsum is None:
+            from .summarize.rsum import RsumMemory
+
+            self._rsum = RsumMemory(self.store, self.llm)
+        return self._rsum
+
+    def end_session(self, *, user_id: str | None = None, session_id: str | None = None,
+                    ended_at: datetime | str | None = None) -> SessionEnd:
+        """Close a session: flush its buffered turns, extract what is left, update the summary.
+
+        Every step can be repeated (the flush is idempotent, extraction runs on
+        turns not yet extracted, and an existing checkpoint is recomputed), so
+        a crash mid-way is fixed by calling it again.
+        """
+        user_id = check_user(user_id)
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValidationError("session_id", session_id, "is required: the session to end")
+        return self._lifecycle().end(user_id, session_id, ended_at=ended_at)
+
+    def summary(self, *, user_id: str | None = None, as_of: datetime | str | None = None) -> str:
+        """The user's recursive summary after the last session ended by ``as_of`` ("" before any)."""
+        return self.rsum.summary(check_user(user_id), as_of)
+
+    def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+                budget_tokens: int = 2048, strategy: str = "token_budget",
+                keep_turns: int = 6) -> list[dict[str, Any]]:
+        """The message list for the next LLM call: the stored summary as a system message,
+        then the conversation compacted to ``budget_tokens`` by ``strategy``
+        (``sliding_window``, ``summary`` or ``token_budget``).  Never exceeds the
+        budget and never drops the newest user turn.
+        """
+        from .summarize.compaction import compact
+
+        memory = self.summary(user_id=user_id)
+        llm = self.llm
+        return compact(messages, memory or None, budget_tokens, strategy, llm, llm.count_tokens,
+                       keep_turns=keep_turns).messages
+
+    def _lifecycle(self) -> SessionLifecycle:
+        if self._session_lifecycle is None:
+            from .summarize.buffer import InMemorySessionBuffer
+            from .summarize.lifecycle import SessionLifecycle
+
+            self._session_lifecycle = SessionLifecycle(
+                self.store, self._buffer or InMemorySessionBuffer(), self.rsum,
+                extract=lambda u, s: self.extract_pending(user_id=u, session_id=s))
+        return self._session_lifecycle
 
     # -- forgetting ------------------------------------------------------------------------------
     def forget(self, *, user_id: str | None = None, fact_id: str | None = None,
@@ -304,6 +365,13 @@ class Memory:
                 store.delete_session(user_id, session_id)
             res.reopened = len(self.graph.rebuild(user_id, affected))
             res.entities_deleted = store.delete_orphan_entities(user_id)
+        if session_id is not None and store.checkpoints(user_id):
+            # later summaries were written from the forgotten session too: replay them without it
+            try:
+                res.summaries_rebuilt = len(self.rsum.replay(user_id))
+            except ChronomemError as e:
+                res.warnings.append(f"the session is deleted but later summaries still mention it: "
+                                    f"replaying them failed ({e}); call mem.rsum.replay(user_id) again")
         return res
 
     # -- export / import ---------------------------------------------------------------------------

@@ -274,40 +274,64 @@ def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dic
 #: ``answer()`` runs with the model loaded anyway, so the evaluator and the intent
 #: fallback are on, under a small per-query budget.
 ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000)
-METHODS = ("real",)
+METHODS = ("real", "rsum", "real+rsum")
 
 
 def answer(mem: Memory, question: str, *, user_id: str, as_of: datetime | str | None = None,
-           top_k: int = 10, config: SearchConfig | None = None, method: str = "real",
+           top_k: int = 10, config: SearchConfig | None = None, method: str = "real+rsum",
            speaker: str | None = None, user_entity: str | None = None, max_tokens: int = 64) -> Answer:
-    """Answer ``question`` from ``user_id``'s memory: REAL search, then one LLM call on the context.
+    """Answer ``question`` from ``user_id``'s memory with one LLM call on the evidence.
 
-    Says ``"Not mentioned"`` without calling the model when the search finds
-    nothing.  ``usage`` counts every model call of the query (evaluator,
-    intents, answer).
+    ``method``: ``"real"`` (REAL search, then the answer on the serialised
+    evidence), ``"rsum"`` (the recursive summary valid at ``as_of``, with the
+    paper's extract-then-use reply prompt) or ``"real+rsum"`` (REAL evidence
+    and the summary together; the same as ``"real"`` while no session has
+    ended).  Says ``"Not mentioned"`` without calling the model when there is
+    no evidence.  ``usage`` counts every model call of the query.
     """
     if method not in METHODS:
         raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
         raise ValidationError("max_tokens", max_tokens, "must be an integer between 1 and 4096")
-    res = search(mem, question, user_id=user_id, as_of=as_of, top_k=top_k,
+    question = _check_query(question, "question")
+    when = utcnow() if as_of is None else parse_time(as_of, "as_of")
+    usage: dict[str, Any] = {"search_llm_calls": 0, "search_llm_tokens": 0, "answer_prompt_tokens": 0,
+                             "answer_completion_tokens": 0, "answer_latency_s": 0.0}
+    summary = mem.summary(user_id=user_id, as_of=when) if method != "real" else ""
+    if method == "rsum":
+        text, ctx = NOT_MENTIONED, summary
+        if summary:
+            r = mem.rsum.reply(user_id, [{"role": "user", "content": question}], as_of=when,
+                               max_tokens=max(max_tokens, 128))
+            text = r.text.strip() or NOT_MENTIONED
+            usage.update(answer_prompt_tokens=r.usage.prompt_tokens,
+                         answer_completion_tokens=r.usage.completion_tokens,
+                         answer_latency_s=round(r.usage.latency_s, 3))
+        usage["llm_calls"] = int(bool(summary))
+        usage["tokens"] = usage["answer_prompt_tokens"] + usage["answer_completion_tokens"]
+        return Answer(text=text, evidence=[], context_tokens=mem.llm.count_tokens(ctx) if ctx else 0,
+                      usage=usage, context=ctx, method=method)
+    res = search(mem, question, user_id=user_id, as_of=when, top_k=top_k,
                  config=config if config is not None else ANSWER_CONFIG, speaker=speaker,
                  user_entity=user_entity)
-    when = utcnow() if as_of is None else parse_time(as_of, "as_of")
-    usage: dict[str, Any] = {"search_llm_calls": res.trace.budget.get("llm_calls", 0),
-                             "search_llm_tokens": res.trace.budget.get("llm_tokens", 0),
-                             "answer_prompt_tokens": 0, "answer_completion_tokens": 0, "answer_latency_s": 0.0}
-    if res.empty:
+    usage.update(search_llm_calls=res.trace.budget.get("llm_calls", 0),
+                 search_llm_tokens=res.trace.budget.get("llm_tokens", 0))
+    context, context_tokens = res.context, res.context_tokens
+    if summary:
+        block = f"Summary of earlier conversations:\n{summary}"
+        context = f"{block}\n\n{context}" if context.strip() else block
+        context_tokens += mem.llm.count_tokens(block)
+    if not context.strip():
         text = NOT_MENTIONED
     else:
-        text, u = generate(mem.llm, question, res.context, as_of=when, max_tokens=max_tokens)
+        text, u = generate(mem.llm, question, context, as_of=when, max_tokens=max_tokens)
         if u is not None:
             usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
                          answer_latency_s=round(u.latency_s, 3))
-    usage["llm_calls"] = usage["search_llm_calls"] + (0 if res.empty else 1)
+    usage["llm_calls"] = usage["search_llm_calls"] + (0 if not context.strip() else 1)
     usage["tokens"] = (usage["search_llm_tokens"] + usage["answer_prompt_tokens"]
                        + usage["answer_completion_tokens"])
     by_id = {f.id: f for f in res.facts}
     evidence = [by_id[i] for i in res.context_fact_ids if i in by_id]
-    return Answer(text=text, evidence=evidence, context_tokens=res.context_tokens, usage=usage,
-                  trace=res.trace, context=res.context, method=method)
+    return Answer(text=text, evidence=evidence, context_tokens=context_tokens, usage=usage,
+                  trace=res.trace, context=context, method=method)

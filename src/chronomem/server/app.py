@@ -13,6 +13,7 @@ PostgreSQL database (``CHRONOMEM_DB=postgresql://…``).
 from __future__ import annotations
 
 import hmac
+from dataclasses import asdict
 import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -159,15 +160,15 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
 
     @app.delete("/v1/users/{user_id}/facts/{fact_id}", dependencies=deps)
     def forget_fact(user_id: str, fact_id: str) -> dict[str, Any]:
-        return _asdict(mem.forget(user_id=user_id, fact_id=fact_id))
+        return asdict(mem.forget(user_id=user_id, fact_id=fact_id))
 
     @app.delete("/v1/users/{user_id}/sessions/{session_id}", dependencies=deps)
     def forget_session(user_id: str, session_id: str) -> dict[str, Any]:
-        return _asdict(mem.forget(user_id=user_id, session_id=session_id))
+        return asdict(mem.forget(user_id=user_id, session_id=session_id))
 
     @app.delete("/v1/users/{user_id}", dependencies=deps)
     def forget_user(user_id: str) -> dict[str, Any]:
-        return _asdict(mem.forget(user_id=user_id, everything=True))
+        return asdict(mem.forget(user_id=user_id, everything=True))
 
     @app.get("/v1/users/{user_id}/export", dependencies=deps)
     def export(user_id: str) -> dict[str, Any]:
@@ -179,6 +180,3 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
 
     return app
 
-
-def _asdict(obj: Any) -> dict[str, Any]:
-    return {k: getattr(obj, k) for k in obj.__slots__}

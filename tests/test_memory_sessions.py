@@ -1,0 +1,100 @@
+"""Memory's session lifecycle: end_session → Rsum checkpoint, summary, context, answer methods,
+forgetting a session replays later summaries.  A test-double LLM, no model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_extract_pipeline import ScriptedLLM, conv
+
+from chronomem import Memory, ValidationError
+from chronomem.providers.base import CallUsage, ChatResult
+
+
+class SessionLLM(ScriptedLLM):
+    """Extraction from the script; Rsum writes one sentence per speaker line it is shown;
+    answers echo the first context line that mentions a word of the question."""
+
+    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
+             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+        usage = CallUsage(prompt_tokens=50, completion_tokens=10, purpose=purpose)
+        text = "\n".join(m["content"] for m in messages)
+        if purpose == "extract":
+            return super().chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
+                                stop=stop, purpose=purpose)
+        self.calls.append(messages)
+        if purpose == "rsum":
+            said = [line.split(":", 1)[1].strip() for line in text.splitlines()
+                    if line.startswith(("Maya:", "Tom:")) and "." in line]
+            return ChatResult(text=" ".join(f"Maya said: {s}" for s in said) or "none", usage=usage)
+        if purpose in ("answer", "rsum_reply"):
+            return ChatResult(text="Munich" if "Munich" in text else "Not mentioned", usage=usage)
+        if purpose == "compact":
+            return ChatResult(text="Earlier they talked about moving.", usage=usage)
+        raise AssertionError(f"unexpected purpose {purpose}")
+
+
+@pytest.fixture
+def mem(tmp_path) -> Memory:
+    m = Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False)
+    yield m
+    m.close()
+
+
+def two_sessions(mem: Memory) -> None:
+    mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
+    mem.end_session(user_id="u1", session_id="s1", ended_at="2023-01-10T11:00:00Z")
+    mem.add(conv("I moved to Munich last week.", prefix="b", ts="2023-06-10T10:00:00Z"),
+            user_id="u1", session_id="s2")
+    mem.end_session(user_id="u1", session_id="s2", ended_at="2023-06-10T11:00:00Z")
+
+
+def test_end_session_writes_a_checkpoint_per_session(mem: Memory) -> None:
+    two_sessions(mem)
+    cps = mem.store.checkpoints("u1")
+    assert [c.session_id for c in cps] == ["s1", "s2"]
+    assert "Munich" in mem.summary(user_id="u1")
+    assert "Munich" not in mem.summary(user_id="u1", as_of="2023-02-01")
+    assert mem.summary(user_id="u1", as_of="2022-01-01") == ""
+    assert [s.ended_at is not None for s in mem.store.sessions("u1")] == [True, True]
+
+
+def test_end_session_is_repeatable(mem: Memory) -> None:
+    two_sessions(mem)
+    mem.end_session(user_id="u1", session_id="s2")
+    assert [c.session_id for c in mem.store.checkpoints("u1")] == ["s1", "s2"]
+
+
+def test_end_session_needs_a_session(mem: Memory) -> None:
+    with pytest.raises(ValidationError, match="session_id"):
+        mem.end_session(user_id="u1")
+
+
+def test_answer_methods(mem: Memory) -> None:
+    two_sessions(mem)
+    assert mem.answer("Where does Maya live?", user_id="u1", method="real").text == "Munich"
+    r = mem.answer("Where does Maya live?", user_id="u1", method="rsum")
+    assert r.text == "Munich" and r.evidence == [] and "Munich" in r.context
+    h = mem.answer("Where does Maya live?", user_id="u1")  # default: real+rsum
+    assert h.method == "real+rsum" and "Summary of earlier conversations" in h.context and h.evidence
+    with pytest.raises(ValidationError, match="method"):
+        mem.answer("Where?", user_id="u1", method="magic")
+
+
+def test_context_injects_the_summary_and_keeps_the_budget(mem: Memory) -> None:
+    two_sessions(mem)
+    chat = [{"role": "user", "content": f"old message number {i} " * 5} for i in range(30)]
+    chat.append({"role": "user", "content": "What should I pack?"})
+    out = mem.context(chat, user_id="u1", budget_tokens=120, strategy="sliding_window")
+    assert out[0]["role"] == "system" and "Munich" in out[0]["content"]
+    assert out[-1]["content"] == "What should I pack?"
+    assert sum(len(m["content"].split()) for m in out) <= 120
+
+
+def test_forgetting_a_session_replays_later_summaries(mem: Memory) -> None:
+    two_sessions(mem)
+    res = mem.forget(user_id="u1", session_id="s1")
+    assert res.summaries_rebuilt >= 1 and res.warnings == []
+    assert "Berlin" not in mem.summary(user_id="u1") and "Munich" in mem.summary(user_id="u1")
+    assert [c.session_id for c in mem.store.checkpoints("u1")] == ["s2"]
