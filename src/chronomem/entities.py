@@ -64,7 +64,7 @@ class ExactResolver:
                 raise ValidationError("entity", s, "name is empty after normalisation")
         types = {n: t for n, t in names if t}
         known = self.lookup(user_id, spellings)
-        ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())))}
+        ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())), with_aliases=False)}
         out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}
         if create:
             by_norm: dict[str, Entity] = {}

@@ -59,7 +59,9 @@ class Store(ABC):
 
     # -- entities --------------------------------------------------------------
     @abstractmethod
-    def entities(self, user_id: str, ids: Sequence[str] | None = None) -> list[Entity]: ...
+    def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
+                 with_aliases: bool = True) -> list[Entity]:
+        """The user's entities (all, or those with ``ids``); ``with_aliases=False`` skips loading aliases."""
 
     @abstractmethod
     def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:

@@ -56,7 +56,7 @@ def fact_to_row(f: Fact) -> tuple[Any, ...]:
     return (f.user_id, f.id, f.subject_id, f.subject, f.relation, f.object_id, f.object,
             _us(f.valid_from), _us(f.valid_to), _us(f.stated_to), f.confidence, f.intent.value,
             f.origin.value, _us(f.recorded_at), f.session_id, f.agent_id,
-            json.dumps(f.source_ids), f.text, f.closed_by)
+            json.dumps(f.source_ids) if f.source_ids else "[]", f.text, f.closed_by)
 
 
 def row_to_fact(r: Sequence[Any]) -> Fact:
@@ -218,7 +218,8 @@ class SQLStore(Store):
                    [(state, user_id, i) for i in ids])
 
     # -- entities -------------------------------------------------------------------------
-    def entities(self, user_id: str, ids: Sequence[str] | None = None) -> list[Entity]:
+    def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
+                 with_aliases: bool = True) -> list[Entity]:
         sql = f"SELECT {', '.join(ENT_COLS)} FROM entities WHERE user_id = ?"
         params: list[Any] = [user_id]
         if ids is not None:
@@ -228,7 +229,7 @@ class SQLStore(Store):
             params.extend(ids)
         rows = self._all(sql + " ORDER BY created_at, id", params)
         aliases: dict[str, list[str]] = {}
-        for eid, alias in self._all("SELECT entity_id, alias FROM entity_names WHERE user_id = ? "
+        for eid, alias in [] if not with_aliases else self._all("SELECT entity_id, alias FROM entity_names WHERE user_id = ? "
                                     "ORDER BY alias", (user_id,)):
             aliases.setdefault(eid, []).append(alias)
         return [Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]),

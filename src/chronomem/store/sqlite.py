@@ -22,6 +22,7 @@ from typing import Any
 import sqlean as sqlite3
 
 from ..errors import CorruptDatabaseError, StoreError
+from ..model import Fact
 from ..timeutil import to_micros, utcnow
 from .sql import SQLStore
 
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION_KEY = "schema_version"
 APP_KEY = "application"
 APP_NAME = "chronomem"
+# what the full-text index holds for a fact (the same expression as the delete/update triggers)
+FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
 
 
 def _migrations(dialect: str) -> list[tuple[int, str]]:
@@ -198,6 +201,15 @@ class SQLiteStore(SQLStore):
         sims = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q) + 1e-12)
         order = np.argsort(-sims)[:k]
         return [(rows[i][0], float(sims[i])) for i in order]
+
+    def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
+        if not facts:
+            return
+        with self._conn(user_id, write=True) as c:  # one writer: the new rows are those above the old max
+            start = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
+            super().insert_facts(user_id, facts)
+            c.execute(f"INSERT INTO facts_fts (rowid, text) SELECT rowid, {FACT_FTS_TEXT} FROM facts "
+                      "WHERE rowid > ?", (start,))
 
     def _upsert_ignore(self, table: str, cols: Sequence[str]) -> str:
         return f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
