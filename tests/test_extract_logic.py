@@ -305,4 +305,16 @@ def test_a_fact_copied_to_both_speakers_keeps_the_turns_speaker() -> None:
         {"subject": "Melanie", "relation": "loves", "object": "husband"},
     ), numbered)
     assert [(c.subject, c.object) for c in cands] == [("Caroline", "transgender journey"), ("Melanie", "husband")]
-    assert any("other speaker" in n for n in notes)
+    assert any("other speaker" in n or "speaker of the line" in n for n in notes)
+
+
+def test_first_person_given_to_the_wrong_speaker_is_fixed() -> None:
+    numbered = {1: msg(1, "Sam", "How is life?"), 2: msg(2, "Maya", "Hi Sam! I live in Berlin and have two dogs."),
+                3: msg(3, "Maya", "Sam, you work at Acme, right?")}
+    cands, notes = postprocess(_facts(
+        {"subject": "Sam", "relation": "lives_in", "object": "Berlin"},  # model's mistake: Maya said it
+        {"subject": "Maya", "relation": "has_pet", "object": "dog"},  # plural in the text
+        {"subject": "Sam", "relation": "works_at", "object": "Acme"},  # Sam is named in the line: kept
+    ), numbered)
+    assert [(c.subject, c.object) for c in cands] == [("Maya", "Berlin"), ("Maya", "dog"), ("Sam", "Acme")]
+    assert any("the speaker of the line" in n for n in notes)

@@ -67,6 +67,8 @@ def test_rehomed_pet_is_gone_now_but_was_there(maya: tuple[Memory, list]) -> Non
 def test_tentative_plan_is_kept_but_unstable(maya: tuple[Memory, list]) -> None:
     mem, _ = maya
     theta = mem.config.theta_stable
-    paris = [f for f in mem.history(user_id="maya") if f.object == "Paris"]
+    # the model writes it as "Maya plans_to move to Paris" (a lives_in Paris would do too)
+    paris = [f for f in mem.history(user_id="maya") if "Paris" in f.object]
     assert paris and all(f.confidence < theta for f in paris)
-    assert "Paris" not in {f.object for f in mem.facts(user_id="maya")}
+    assert not [f for f in mem.facts(user_id="maya") if "Paris" in f.object]
+    assert "Munich" in _objs(mem.facts(user_id="maya", subject="Maya"), "lives_in")  # closed nothing

@@ -215,6 +215,15 @@ def postprocess(
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(f.subject, first.speaker, other)
         obj = resolve_person(f.object, first.speaker, other)
+        if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
+            continue
+        clause = confidence.relevant_clause(first.text, f.object) or first.text.lower()
+        if (subject in speakers and subject != first.speaker and obj not in speakers
+                and subject.lower() not in clause):
+            # the model resolved "I" to the wrong speaker: the clause that says it is
+            # first.speaker's and does not name the other speaker ("Hi Sam! I live in Berlin")
+            notes.append(f"subject {subject!r} → {first.speaker!r} (the speaker of the line)")
+            subject = first.speaker
         ended = f.ended
         rel_raw = f.relation
         rel_norm = re.sub(r"[^0-9a-z]+", "_", rel_raw.lower()).strip("_")
@@ -295,9 +304,17 @@ def _hits(words: set[str], turn_words: set[str]) -> int:
     """Words found in a turn, exactly or by a shared 5-letter stem ("parrots"/"parrot", "allergic"/"allergy")."""
     n = 0
     for w in words:
-        if w in turn_words or (len(w) >= 5 and any(len(t) >= 5 and t[:5] == w[:5] for t in turn_words)):
+        if (w in turn_words or f"{w}s" in turn_words or f"{w}es" in turn_words
+                or (len(w) >= 5 and any(len(t) >= 5 and t[:5] == w[:5] for t in turn_words))):
             n += 1
     return n
+
+
+def _only_asked(text: str, words: set[str]) -> bool:
+    """True when every sentence of ``text`` that mentions ``words`` is a question."""
+    sentences = re.findall(r"[^.!?]+[.!?]*", text)
+    mentioning = [x for x in sentences if _hits(words, _words(x))]
+    return bool(mentioning) and all(x.strip().endswith("?") for x in mentioning)
 
 
 def ground(f: ExtractedFact, numbered: dict[int, Message], speakers: Sequence[str] = ()) -> list[Message]:
@@ -322,6 +339,8 @@ def ground(f: ExtractedFact, numbered: dict[int, Message], speakers: Sequence[st
             hit = 0.5  # "Tom friend_of Maya" said by Tom to Maya
         if not hit:
             continue
+        if _only_asked(m.text, obj_words):
+            hit *= 0.3  # "Wow, why Munich?" does not state the fact; the answer does
         subj = _hits(subj_words, tw) / len(subj_words) if subj_words else 0.0
         if f.subject.strip().lower() == m.speaker.lower() or f.subject.strip().lower() in _SELF:
             subj = max(subj, 1.0)
