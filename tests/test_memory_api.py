@@ -238,3 +238,21 @@ def test_full_text_search_over_facts_and_messages(mem: Memory) -> None:
     mem.add_facts([{**MAYA, "text": "Maya lives in Porto near the river"}], user_id=U)
     hits = mem.store.search_facts_text(U, "river porto")
     assert len(hits) == 1 and hits[0][0] == mem.history(user_id=U)[0].id
+
+
+def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
+    import sqlean
+
+    from chronomem.store.sqlite import _migrations, _split_sql
+
+    path = tmp_path / "old.db"
+    db = sqlean.connect(path, isolation_level=None)
+    for stmt in _split_sql(_migrations("sqlite")[0][1]):
+        db.execute(stmt)
+    db.execute("INSERT INTO chronomem_meta VALUES ('application', 'chronomem'), ('schema_version', '1')")
+    db.close()
+    with Memory(path) as mem:
+        mem.add_facts([{**MAYA, "text": "near the river"}], user_id=U)
+        assert [h[0] for h in mem.store.search_facts_text(U, "river")] == [mem.history(user_id=U)[0].id]
+        version = mem.store._db.execute("SELECT value FROM chronomem_meta WHERE key = 'schema_version'")
+        assert int(version.fetchone()[0]) == _migrations("sqlite")[-1][0]
