@@ -41,7 +41,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
-from ..providers.base import LLM, CallUsage, Embedder, Messages
+from ..providers.base import LLM, CallUsage, Embedder, Messages, UsageTotals
 from .datasets import QA, Conversation, Turn
 from .retrievers import BM25Index, DenseIndex
 
@@ -96,25 +96,8 @@ def load_prompt(version: str) -> PromptTemplate:
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(slots=True)
-class UsageSummary:
-    calls: int = 0
-    cached_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
-
-    def add(self, u: CallUsage) -> None:
-        self.calls += 1
-        self.cached_calls += int(u.cached)
-        self.prompt_tokens += u.prompt_tokens
-        self.completion_tokens += u.completion_tokens
-        self.latency_s += u.latency_s
-
-    def as_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["latency_s"] = round(self.latency_s, 3)
-        return d
+# model usage of a question or an ingestion: the model layer's own aggregate
+UsageSummary = UsageTotals
 
 
 @dataclass(slots=True)
