@@ -220,9 +220,9 @@ class Memory:
         from .entities import normalize_name
 
         user_id = check_user(user_id)
-        for field, v in (("name", name), ("alias", alias)):
+        for what, v in (("name", name), ("alias", alias)):
             if not isinstance(v, str) or not normalize_name(v):
-                raise ValidationError(field, v, "must be a non-empty name")
+                raise ValidationError(what, v, "must be a non-empty name")
         with self.store.transaction(user_id):
             ent = self.resolver.resolve_many(user_id, [(name, None)])[name]
             other = self.resolver.lookup(user_id, [alias]).get(alias)

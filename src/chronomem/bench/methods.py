@@ -41,7 +41,7 @@ from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
-from ..providers.base import LLM, CallUsage, Embedder, Messages, UsageTotals
+from ..providers.base import LLM, Embedder, Messages, UsageTotals
 from .datasets import QA, Conversation, Turn
 from .retrievers import BM25Index, DenseIndex
 
