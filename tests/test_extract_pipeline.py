@@ -280,3 +280,15 @@ def test_fuzzy_resolver_plugs_into_the_graph(mem: Memory) -> None:
     rep = mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "NYC",
                           "valid_from": "2021-01-01"}], user_id="u1")
     assert rep.added == [] and len(rep.reinforced) == 1
+
+
+def test_fuzzy_resolver_never_merges_names_with_different_numbers(mem: Memory) -> None:
+    for p in range(3):
+        for i in range(12):
+            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"City-{p}-{i}"}], user_id="u1")
+    names = sorted(e.name for e in mem.entities(user_id="u1") if e.name.startswith("City"))
+    assert len(names) == 36
+    assert all(not e.aliases for e in mem.entities(user_id="u1"))
+    mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "Route 66"},
+                   {"subject": "Maya", "relation": "likes", "object": "Route 67"}], user_id="u1")
+    assert {"Route 66", "Route 67"} <= {e.name for e in mem.entities(user_id="u1")}

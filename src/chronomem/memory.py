@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
-from .entities import ExactResolver
+from .extract.entities import FuzzyEntityResolver
 from .errors import ChronomemError, ConfigError, NotFoundError, ValidationError
 from .graph import GraphWriter
 from .model import Entity, Fact, UpdateReport
@@ -85,7 +85,7 @@ class Memory:
             else:
                 self.registry.update([r])
         self.usage = UsageTracker()
-        self.resolver = ExactResolver(self.store)
+        self.resolver = FuzzyEntityResolver(self.store)
         self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)
         self._llm = llm
         self._embedder = embedder

@@ -55,6 +55,7 @@ def _b(name: str, *syn: str, single: bool = False, symmetric: bool = False,
 
 BUILTIN_RELATIONS: tuple[RelationSpec, ...] = (
     _b("lives_in", "resides_in", "lives in", "living_in", "lives_at", "based_in", "home_is",
+       "moved_to", "relocated_to",
        single=True, obj="place", desc="current place of residence"),
     _b("works_at", "employed_at", "employed_by", "works_for", "job_at", "works at",
        single=True, obj="organisation", desc="current employer"),

@@ -10,6 +10,8 @@ a wrong merge silently corrupts the graph, a missed one only costs recall — so
   "New York City"), the same word set in another order;
 * then fuzzy string similarity at a high threshold (≥ 0.92, names of 5+
   characters, so "Anna"/"Anne" or "Paris"/"Parks" never merge);
+* never across different numbers: "Flat 11" and "Flat 1", or "City-1-0" and
+  "City-0-1", stay apart whatever the other checks say;
 * then, only when an embedder is given, cosine similarity ≥ 0.92 with a clear
   margin over the runner-up.
 
@@ -58,6 +60,11 @@ def is_acronym_of(short: str, long: str) -> bool:
     s = _NON_WORD.sub("", normalize_name(short))
     acr = acronym(long)
     return bool(acr) and 2 <= len(s) <= 6 and s == acr and normalize_name(short) != normalize_name(long)
+
+
+def numbers(name: str) -> list[str]:
+    """The digit runs of a name, in order: names with different numbers never merge."""
+    return re.findall(r"\d+", normalize_name(name))
 
 
 def similarity(a: str, b: str) -> float:
@@ -123,6 +130,9 @@ class FuzzyEntityResolver:
     def _match(self, name: str, candidates: Sequence[Entity]) -> Entity | None:
         if not normalize_name(name):
             return None
+        # numbers are identity: "Flat 11"/"Flat 1", "Route 66"/"Route 67", "City-1-0"/"City-0-1"
+        digits = numbers(name)
+        candidates = [e for e in candidates if any(numbers(s) == digits for s in self._spellings(e))]
         key = variant_key(name)
         hits = {e.id: e for e in candidates for s in self._spellings(e) if key and variant_key(s) == key}
         if len(hits) == 1:

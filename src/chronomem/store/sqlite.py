@@ -203,11 +203,26 @@ class SQLiteStore(SQLStore):
         return [(rows[i][0], float(sims[i])) for i in order]
 
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
-        if not facts:
-            return
-        with self._conn(user_id, write=True) as c:  # one writer: the new rows are those above the old max
+        if facts:
+            with self._indexing_new_facts(user_id):
+                super().insert_facts(user_id, facts)
+
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+        with self._indexing_new_facts(user_id):
+            super().load_user(user_id, rows)
+
+    @contextmanager
+    def _indexing_new_facts(self, user_id: str) -> Iterator[None]:
+        """Add the facts inserted inside the block to the full-text index, in one statement.
+
+        Every path that inserts facts must go through this: the index has no
+        insert trigger (see migration 0002), and deleting a fact that was never
+        indexed would corrupt it.  One writer at a time, so the new rows are
+        exactly those above the old maximum rowid.
+        """
+        with self._conn(user_id, write=True) as c:
             start = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
-            super().insert_facts(user_id, facts)
+            yield
             c.execute(f"INSERT INTO facts_fts (rowid, text) SELECT rowid, {FACT_FTS_TEXT} FROM facts "
                       "WHERE rowid > ?", (start,))
 
