@@ -9,7 +9,6 @@ in ``test_extract_pipeline.py``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -24,6 +24,7 @@ from .providers.base import Embedder, LLM, UsageTracker
 from .registry import RelationRegistry, RelationSpec
 from .store import Store, open_store
 from .timeutil import iso, parse_time, utcnow
+from .validation import check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
@@ -37,14 +38,6 @@ log = logging.getLogger(__name__)
 
 EXPORT_FORMAT = "chronomem.export"
 EXPORT_VERSION = 1
-
-
-def check_user(user_id: Any) -> str:
-    if user_id is None:
-        raise ValidationError("user_id", user_id, "is required: every memory belongs to a user")
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise ValidationError("user_id", user_id, "must be a non-empty string")
-    return user_id
 
 
 @dataclass(slots=True)

@@ -30,6 +30,7 @@ from ..errors import ChronomemError, ModelUnavailableError, ValidationError
 from ..graph import validate_fact
 from ..model import Fact, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
+from ..validation import check_user
 from ..timeutil import parse_time, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, Candidate, Extractor, canonical_relation
@@ -220,7 +221,7 @@ class WritePipeline:
         stores (buffered sessions; call :meth:`extract_pending` later).
         ``progress(done, total)`` is called after each chunk.
         """
-        user_id = _check_user(user_id)
+        user_id = check_user(user_id)
         if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
             raise ValidationError("session_id", session_id, "must be a non-empty string")
         if agent_id is not None and (not isinstance(agent_id, str) or not agent_id.strip()):
@@ -266,7 +267,7 @@ class WritePipeline:
         progress: Callable[[int, int], None] | None = None,
     ) -> AddResult:
         """Extract every stored turn not yet extracted (new, buffered, or failed before)."""
-        user_id = _check_user(user_id)
+        user_id = check_user(user_id)
         pending = self.mem.store.messages(user_id, session_id=session_id, pending_only=True)
         result = AddResult(session_id=session_id)
         result.session_ids = list(dict.fromkeys(m.session_id for m in pending))
@@ -379,11 +380,3 @@ class WritePipeline:
 def totals_add(totals: UsageTotals, usage: CallUsage | None) -> None:
     if usage is not None:
         totals.add(usage)
-
-
-def _check_user(user_id: Any) -> str:
-    if user_id is None:
-        raise ValidationError("user_id", user_id, "is required: every memory belongs to a user")
-    if not isinstance(user_id, str) or not user_id.strip():
-        raise ValidationError("user_id", user_id, "must be a non-empty string")
-    return user_id

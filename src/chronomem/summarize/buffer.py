@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import quote
 
+from ..validation import check_id
 from ..errors import ConfigError, StoreError, ValidationError
 from ..model import Message
 from ..timeutil import from_micros, parse_time, to_micros
@@ -166,9 +167,8 @@ def _check_message(m: Any) -> Message:
 
 
 def _check_ids(user_id: Any, session_id: Any = "-") -> None:
-    for name, v in (("user_id", user_id), ("session_id", session_id)):
-        if not isinstance(v, str) or not v.strip():
-            raise ValidationError(name, v, "must be a non-empty string")
+    check_id("user_id", user_id)
+    check_id("session_id", session_id)
 
 
 def _check_ttl(ttl_seconds: Any) -> int:

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..errors import ValidationError
 from ..model import Checkpoint, Message
 from ..providers.base import Messages
 from ..timeutil import parse_time, utcnow
+from ..validation import check_id
 from .buffer import SessionBuffer
 from .compaction import memory_system_message
 from .rsum import RsumMemory
@@ -96,8 +96,8 @@ class SessionLifecycle:
 
     def end(self, user_id: str, session_id: str, *, ended_at: datetime | str | None = None) -> SessionEnd:
         """Flush, extract, mark ended and update the Rsum memory."""
-        _check("user_id", user_id)
-        _check("session_id", session_id)
+        check_id("user_id", user_id)
+        check_id("session_id", session_id)
         when = parse_time(ended_at, "ended_at") if ended_at is not None else self._clock()
         stored: list[Message] = []
         flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
@@ -111,15 +111,15 @@ class SessionLifecycle:
 
     def restore(self, user_id: str, session_id: str, *, instructions: str = "") -> Messages:
         """The messages to resume a session with: memory as a system message, then the buffered turns."""
-        _check("user_id", user_id)
-        _check("session_id", session_id)
+        check_id("user_id", user_id)
+        check_id("session_id", session_id)
         memory = self.rsum.summary(user_id)
         head = [memory_system_message(memory, instructions)] if (memory or instructions) else []
         return head + turns_as_chat(self.buffer.read(user_id, session_id))
 
     def recover(self, user_id: str) -> dict[str, int]:
         """Write the turns of flushes that a crash interrupted (they stay pending until written)."""
-        _check("user_id", user_id)
+        check_id("user_id", user_id)
         return self.buffer.recover(user_id, lambda batch: self._write(user_id, batch))
 
     def _write(self, user_id: str, batch: list[Message]) -> list[Message]:
@@ -129,8 +129,3 @@ class SessionLifecycle:
             self.store.ensure_session(user_id, sid, started_at=min(m.timestamp for m in turns),
                                       agent_id=turns[0].agent_id)
         return self.store.add_messages(user_id, batch)
-
-
-def _check(name: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(name, value, "must be a non-empty string")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..validation import check_id
 from ..errors import ValidationError
 from ..model import Checkpoint, Message
 from ..providers.base import LLM, CallUsage, ChatResult, Messages
@@ -348,8 +349,8 @@ class RsumMemory:
         messages.  Idempotent: calling it again for a checkpointed session
         recomputes that checkpoint and the ones after it from the stored turns.
         """
-        _check_id("user_id", user_id)
-        _check_id("session_id", session_id)
+        check_id("user_id", user_id)
+        check_id("session_id", session_id)
         chain = self.store.checkpoints(user_id)
         for k, cp in enumerate(chain):
             if cp.session_id == session_id:
@@ -382,7 +383,7 @@ class RsumMemory:
         chain in place; the replacement itself runs in one store transaction
         when the store offers ``transaction(user_id)``.
         """
-        _check_id("user_id", user_id)
+        check_id("user_id", user_id)
         chain = self.store.checkpoints(user_id)
         if not chain:
             return []
@@ -419,7 +420,7 @@ class RsumMemory:
         timestamp; the creation time when unknown); at ``as_of`` the valid one
         is the latest in the chain among those already valid.
         """
-        _check_id("user_id", user_id)
+        check_id("user_id", user_id)
         chain = self.store.checkpoints(user_id)
         if as_of is None:
             return chain[-1] if chain else None
@@ -496,8 +497,3 @@ class RsumMemory:
             for cp in new:
                 self.store.put_checkpoint(cp)
         return new
-
-
-def _check_id(name: str, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(name, value, "must be a non-empty string")
