@@ -98,3 +98,37 @@ def test_forgetting_a_session_replays_later_summaries(mem: Memory) -> None:
     assert res.summaries_rebuilt >= 1 and res.warnings == []
     assert "Berlin" not in mem.summary(user_id="u1") and "Munich" in mem.summary(user_id="u1")
     assert [c.session_id for c in mem.store.checkpoints("u1")] == ["s2"]
+
+
+def test_buffered_session_extracts_at_end(tmp_path) -> None:
+    llm = SessionLLM()
+    with Memory(tmp_path / "b.db", llm=llm, embedder=False, buffer=True) as mem:
+        r = mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"),
+                    user_id="u1", session_id="s1")
+        assert r.messages_stored == 1 and r.facts_added == 0 and "buffered" in r.warnings[-1]
+        assert mem.store.messages("u1") == [] and llm.calls == []  # nothing written, no model call yet
+        again = mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"),
+                        user_id="u1", session_id="s1")
+        assert again.messages_stored == 0 and again.messages_skipped == 1  # idempotent by id
+        end = mem.end_session(user_id="u1", session_id="s1")
+        assert len(end.stored) == 1 and end.checkpoint is not None
+        assert sorted(f.object for f in mem.facts(user_id="u1")) == ["Acme", "Berlin"]
+
+
+def test_buffered_mode_uses_real_redis_when_configured(tmp_path, monkeypatch) -> None:
+    import uuid
+
+    import redis
+
+    try:
+        redis.Redis.from_url("redis://127.0.0.1:6379/0").ping()
+    except redis.RedisError as e:  # .ci/run starts the server; a missing one is a real failure
+        pytest.fail(f"Redis on 127.0.0.1:6379 is not reachable: {e}")
+    monkeypatch.setenv("CHRONOMEM_REDIS_URL", "redis://127.0.0.1:6379/0")
+    user = f"u-{uuid.uuid4().hex}"
+    with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as mem:
+        assert type(mem._buffer).__name__ == "RedisSessionBuffer"
+        mem.add(conv("I moved to Munich last week.", ts="2023-06-10T10:00:00Z"), user_id=user, session_id="s1")
+        with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as other_worker:
+            other_worker.end_session(user_id=user, session_id="s1")  # another process flushes it
+        assert [f.object for f in mem.facts(user_id=user)] == ["Munich"]

@@ -9,6 +9,7 @@ delegates.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -51,6 +52,20 @@ class ForgetResult:
     warnings: list[str] = field(default_factory=list)
 
 
+def _make_buffer(spec: SessionBuffer | bool | str | None) -> SessionBuffer | None:
+    """``None``: Redis when ``CHRONOMEM_REDIS_URL`` is set, else unbuffered; ``True``: buffered
+    (Redis when configured, else in process); ``False``: unbuffered; a URL or a buffer object."""
+    if spec is False or (spec is None and not os.environ.get("CHRONOMEM_REDIS_URL")):
+        return None
+    from .summarize.buffer import make_buffer
+
+    if spec is None or spec is True:
+        return make_buffer()
+    if isinstance(spec, str):
+        return make_buffer(spec)
+    return spec
+
+
 class Memory:
     """Long-term memory for one application, many users.
 
@@ -64,7 +79,8 @@ class Memory:
     def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
                  embedder: Embedder | str | bool | None = None, config: Config | None = None,
                  theta_stable: float | None = None,
-                 relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None) -> None:
+                 relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
+                 buffer: SessionBuffer | bool | str | None = None) -> None:
         self.config = config or Config.load(theta_stable=theta_stable)
         if config is not None and theta_stable is not None:
             self.config = Config(**{**config.__dict__, "theta_stable": theta_stable})
@@ -85,7 +101,7 @@ class Memory:
         self._pipeline: WritePipeline | None = None
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
-        self._buffer: SessionBuffer | None = None
+        self._buffer: SessionBuffer | None = _make_buffer(buffer)
 
     # -- models (created on first use) -----------------------------------------------------
     @property
@@ -146,14 +162,30 @@ class Memory:
             progress: Callable[[int, int], None] | None = None) -> AddResult:
         """Store conversation turns verbatim and extract facts from them before returning.
 
+        In buffered mode (``Memory(buffer=…)`` or ``CHRONOMEM_REDIS_URL``) the
+        turns wait in the session buffer instead, and ``end_session`` writes
+        and extracts them.
+
         ``messages``: a string (one message) or a list of dicts with ``speaker`` or
         ``role``, ``text`` or ``content``, optional ``id`` and ``timestamp``.
         Re-adding the same ids changes nothing and costs no model call.  One
         LLM call per chunk of turns (never per turn); the result reports the
         facts added, closed and reinforced, warnings, and the usage of the call.
         """
-        return self._write_path().add(messages, user_id=check_user(user_id), session_id=session_id,
-                                      timestamp=timestamp, agent_id=agent_id, progress=progress)
+        user_id = check_user(user_id)
+        if self._buffer is None:
+            return self._write_path().add(messages, user_id=user_id, session_id=session_id,
+                                          timestamp=timestamp, agent_id=agent_id, progress=progress)
+        # buffered session: turns wait in the buffer until end_session writes and extracts them
+        sid = session_id
+        known = 0 if sid is None else (len(self._buffer.read(user_id, sid))
+                                       + len(self.store.messages(user_id, session_id=sid)))
+        result, msgs = self._write_path().prepare(messages, user_id=user_id, session_id=sid,
+                                                  timestamp=timestamp, agent_id=agent_id, next_seq=known)
+        result.messages_stored = self._lifecycle().add(msgs)
+        result.messages_skipped = len(msgs) - result.messages_stored
+        result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
+        return result
 
     def extract_pending(self, *, user_id: str | None = None, session_id: str | None = None,
                         progress: Callable[[int, int], None] | None = None) -> AddResult:

@@ -30,7 +30,7 @@ from ..errors import ChronomemError, ModelUnavailableError, ValidationError
 from ..graph import validate_fact
 from ..model import Fact, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
-from ..validation import check_user
+from ..validation import check_id, check_user
 from ..timeutil import parse_time, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, Candidate, Extractor, canonical_relation
@@ -203,6 +203,46 @@ class WritePipeline:
         self._extractor: Extractor | None = None
 
     # -- public ------------------------------------------------------------------------
+    def prepare(
+        self,
+        messages: Any,
+        *,
+        user_id: str,
+        session_id: str | None = None,
+        timestamp: datetime | str | None = None,
+        agent_id: str | None = None,
+        next_seq: int = 0,
+    ) -> tuple[AddResult, list[Message]]:
+        """Validate ``messages`` and turn them into :class:`Message` rows (nothing is written).
+
+        Per-message timestamps override ``timestamp``; with neither, the
+        current time is used and the result says so.
+        """
+        user_id = check_user(user_id)
+        if session_id is not None:
+            check_id("session_id", session_id)
+        if agent_id is not None:
+            check_id("agent_id", agent_id)
+        base_ts = None if timestamp is None else parse_time(timestamp, "timestamp")
+        incoming = normalize_messages(messages)  # all validation before any write
+        result = AddResult(session_id=session_id or uuid.uuid4().hex)
+        sid = result.session_id
+        assert sid is not None
+        result.session_ids = [sid]
+        now = utcnow()
+        missing_ts = sum(1 for m in incoming if m.timestamp is None) if base_ts is None else 0
+        if missing_ts:
+            result.warnings.append(
+                f"no timestamp given for {missing_ts} message(s); used the current time ({now.isoformat()})"
+            )
+        msgs = [Message(
+            id=m.id or uuid.uuid4().hex, user_id=user_id, session_id=sid, speaker=m.speaker, text=m.text,
+            # identical fallback times would lose the order; keep it with microsecond steps
+            timestamp=m.timestamp or base_ts or (now + timedelta(microseconds=i)),
+            recorded_at=now, agent_id=agent_id, seq=next_seq + i,
+        ) for i, m in enumerate(incoming)]
+        return result, msgs
+
     def add(
         self,
         messages: Any,
@@ -216,45 +256,23 @@ class WritePipeline:
     ) -> AddResult:
         """Store ``messages`` verbatim (idempotently by id) and extract facts from the new ones.
 
-        Per-message timestamps override ``timestamp``; with neither, the
-        current time is used and the result says so.  ``extract=False`` only
-        stores (buffered sessions; call :meth:`extract_pending` later).
+        ``extract=False`` only stores (call :meth:`extract_pending` later).
         ``progress(done, total)`` is called after each chunk.
         """
-        user_id = check_user(user_id)
-        if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-            raise ValidationError("session_id", session_id, "must be a non-empty string")
-        if agent_id is not None and (not isinstance(agent_id, str) or not agent_id.strip()):
-            raise ValidationError("agent_id", agent_id, "must be a non-empty string")
-        base_ts = None if timestamp is None else parse_time(timestamp, "timestamp")
-        incoming = normalize_messages(messages)  # all validation before any write
-        result = AddResult(session_id=session_id or uuid.uuid4().hex)
+        store = self.mem.store
+        result, msgs = self.prepare(messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
+                                    agent_id=agent_id)
         sid = result.session_id
         assert sid is not None
-        now = utcnow()
-        missing_ts = sum(1 for m in incoming if m.timestamp is None) if base_ts is None else 0
-        if missing_ts:
-            result.warnings.append(
-                f"no timestamp given for {missing_ts} message(s); used the current time ({now.isoformat()})"
-            )
-        store = self.mem.store
         with store.transaction(user_id):
             existing = store.messages(user_id, session_id=sid)
             next_seq = max((m.seq for m in existing), default=-1) + 1
-            msgs: list[Message] = []
-            for i, m in enumerate(incoming):
-                # identical fallback times would lose the order; keep it with microsecond steps
-                ts = m.timestamp or base_ts or (now + timedelta(microseconds=i))
-                msgs.append(Message(
-                    id=m.id or uuid.uuid4().hex, user_id=user_id, session_id=sid, speaker=m.speaker,
-                    text=m.text, timestamp=ts, recorded_at=now, agent_id=agent_id, seq=next_seq + i,
-                ))
-            first_ts = min(x.timestamp for x in msgs)
-            store.ensure_session(user_id, sid, started_at=first_ts, agent_id=agent_id)
+            for i, m in enumerate(msgs):
+                m.seq = next_seq + i
+            store.ensure_session(user_id, sid, started_at=min(x.timestamp for x in msgs), agent_id=agent_id)
             new = store.add_messages(user_id, msgs)
         result.messages_stored = len(new)
         result.messages_skipped = len(msgs) - len(new)
-        result.session_ids = [sid]
         if new and extract:
             self._extract(user_id, new, result, agent_id=agent_id, progress=progress)
         return result
