@@ -9,7 +9,7 @@ and a reply is generated from the latest memory and the current context::
 
     r_t = LLM(C_t, M_N, P_r)
 
-``P_m`` (``prompts/rsum_memory_v1.md``) follows the paper's structure: task
+``P_m`` (``prompts/rsum_memory_v2.md``) follows the paper's structure: task
 definition, a four-step procedure, the sentence cap, then the inputs. ``P_r``
 (``prompts/rsum_reply_v1.md``) is a five-step "extract, then use" procedure.
 Every call runs at temperature 0.  The sentence cap is also enforced in code.
@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 NO_MEMORY = "none"  # M_0, as in the paper
 DEFAULT_MAX_SENTENCES = 20
-MEMORY_PROMPT = "rsum_memory_v1"
+MEMORY_PROMPT = "rsum_memory_v2"
 REPLY_PROMPT = "rsum_reply_v1"
 _TOKENS_PER_SENTENCE = 32  # generation allowance per memory sentence
 _PROMPT_MARGIN = 32  # tokens kept free for the chat template around the prompt
@@ -97,6 +97,17 @@ class MemoryUpdate:
 # --------------------------------------------------------------------------- prompts
 
 
+def _most_talkative(session_text: str, names: Sequence[str]) -> str:
+    """The speaker who said the most: the one the example sentence names (the 1.5B model
+    otherwise writes facts about whoever spoke first, often the one asking questions)."""
+    words = {n: 0 for n in names}
+    for line in session_text.splitlines():
+        who, sep, said = line.partition(":")
+        if sep and who.strip() in words:
+            words[who.strip()] += len(said.split())
+    return max(names, key=lambda n: words[n])
+
+
 def build_memory_messages(
     session_text: str,
     previous_memory: str,
@@ -121,7 +132,7 @@ def build_memory_messages(
         session=session_text.strip(),
         session_header=session_header(session_time),
         speakers=_join_names(names) if names else "the names used in the transcript",
-        first_speaker=names[0] if names else "Name",
+        first_speaker=_most_talkative(session_text, names) if names else "Name",
     )
     return [{"role": "user", "content": text}]
 
