@@ -318,3 +318,14 @@ def test_first_person_given_to_the_wrong_speaker_is_fixed() -> None:
     ), numbered)
     assert [(c.subject, c.object) for c in cands] == [("Maya", "Berlin"), ("Maya", "dog"), ("Sam", "Acme")]
     assert any("the speaker of the line" in n for n in notes)
+
+
+def test_postprocess_drops_facts_about_the_conversation_itself() -> None:
+    numbered = {1: msg(1, "Sam", "Hi Maya, how is life?"), 2: msg(2, "Maya", "Good! Sam, I live in Berlin.")}
+    cands, notes = postprocess(_facts(
+        {"turns": [1], "subject": "Sam", "relation": "asks", "object": "Maya"},
+        {"turns": [2], "subject": "Maya", "relation": "answers", "object": "Sam"},
+        {"turns": [2], "subject": "Maya", "relation": "lives_in", "object": "Berlin"},
+    ), numbered, context_speakers=["Sam", "Maya"])
+    assert [(c.subject, c.relation, c.object) for c in cands] == [("Maya", "lives_in", "Berlin")]
+    assert sum("small talk" in n for n in notes) == 2

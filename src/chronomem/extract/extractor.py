@@ -85,6 +85,10 @@ def _one_line(text: str) -> str:
 # "we"/"our" are read as the speaker: "we had to rehome Pixel" is about the speaker's household
 _SELF = {"i", "me", "my", "myself", "mine", "i'm", "im", "we", "us", "ourselves"}
 _OTHER = {"you", "your", "yourself", "yours", "u"}
+# relations about the conversation itself, not about anyone's life ("Sam asks Maya"): small talk
+_DIALOGUE_RELATIONS = {"asks", "asked", "answers", "answered", "says", "said", "tells", "told", "replies",
+                       "replied", "greets", "greeted", "talks_to", "talked_to", "speaks_to", "responds_to",
+                       "thanks", "thanked", "congratulates", "congratulated", "asks_about", "chats_with"}
 _JUNK_OBJECTS = {"", "none", "null", "nothing", "unknown", "n/a", "something", "it", "this", "that", "they"}
 _CAUSAL_RELATIONS = re.compile(r"(?:^|_)(?:caused_by|because|because_of|due_to|reason|causes|led_to|result_of)(?:_|$)")
 
@@ -233,6 +237,9 @@ def postprocess(
             relation = canonical(rel_raw)
         except Exception:  # registry rejects it (e.g. only punctuation)
             notes.append(f"dropped fact with unusable relation {f.relation!r}")
+            continue
+        if relation in _DIALOGUE_RELATIONS:
+            notes.append(f"dropped small talk about the conversation: {subject} {relation} {obj}")
             continue
         if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
             continue
