@@ -160,15 +160,17 @@ class GraphWriter:
     def apply(self, user_id: str, facts: Sequence[Mapping[str, Any] | FactInput], *,
               session_id: str | None = None, agent_id: str | None = None,
               default_origin: Origin = Origin.IMPORTED) -> UpdateReport:
-        now = utcnow()
-        inputs = [f if isinstance(f, FactInput) else
-                  validate_fact(f, self.registry, index=i, now=now, default_origin=default_origin,
-                                default_session=session_id, default_agent=agent_id)
-                  for i, f in enumerate(facts)]
         report = UpdateReport()
-        if not inputs:
+        if not facts:
             return report
         with self.store.transaction(user_id):
+            # "now" (the default valid_from and the recorded time) is read under the user's
+            # write lock, so racing writers' defaults follow the order they are applied in
+            now = utcnow()
+            inputs = [f if isinstance(f, FactInput) else
+                      validate_fact(f, self.registry, index=i, now=now, default_origin=default_origin,
+                                    default_session=session_id, default_agent=agent_id)
+                      for i, f in enumerate(facts)]
             ents = self.resolver.resolve_many(
                 user_id, [(f.subject, f.subject_type) for f in inputs] +
                 [(f.object, f.object_type) for f in inputs])
