@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model import Fact, Origin
-from ..providers.base import LLM, CallUsage, ChatResult, Embedder, Messages
+from ..providers.base import LLM, CallUsage, ChatResult, Embedder, LLMWrapper, Messages
 from ..timeutil import iso
 from .datasets import QA, Conversation, Session, Turn
 from .methods import (ANSWER_MAX_TOKENS, IngestStats, Method, MethodAnswer, MethodConfig, MethodUnavailableError,
@@ -75,7 +75,7 @@ FACT_KIND = "fact"  # the vector kind REAL's Relevance uses for stored facts (re
 # --------------------------------------------------------------------------- usage recording
 
 
-class RecordingLLM:
+class RecordingLLM(LLMWrapper):
     """An :class:`~chronomem.providers.base.LLM` that forwards every call and keeps its usage.
 
     The Memory of a benchmark conversation talks to the model through this
@@ -86,19 +86,8 @@ class RecordingLLM:
     """
 
     def __init__(self, inner: LLM) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._calls: list[CallUsage] = []
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
 
     def chat(self, messages: Messages, *, schema: Any = None, max_tokens: int = 512, temperature: float = 0.0,
              stop: list[str] | None = None, purpose: str = "") -> ChatResult:

@@ -111,6 +111,26 @@ class LLM(Protocol):
         ...
 
 
+class LLMWrapper:
+    """Base of wrappers around an :class:`LLM` (usage tracking, caching, recording):
+    ``name``, ``context_window`` and ``count_tokens`` pass through to ``inner``;
+    subclasses implement ``chat``."""
+
+    def __init__(self, inner: LLM) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def context_window(self) -> int:
+        return self.inner.context_window
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+
 @runtime_checkable
 class Embedder(Protocol):
     """A text embedding model."""

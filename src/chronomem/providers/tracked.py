@@ -13,29 +13,18 @@ import time
 from typing import Any
 
 from ..errors import StructuredOutputError
-from .base import LLM, CallUsage, ChatResult, Messages, UsageTracker
+from .base import LLM, CallUsage, ChatResult, LLMWrapper, Messages, UsageTracker
 from .cache import CachedResponse, ResponseCache, response_key
 from .structured import OutputSchema, SchemaLike, to_plain
 
 
-class TrackedLLM:
+class TrackedLLM(LLMWrapper):
     """An :class:`~.base.LLM` that records every call in ``usage`` and can serve replies from ``cache``."""
 
     def __init__(self, inner: LLM, *, usage: UsageTracker | None = None, cache: ResponseCache | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.usage = usage if usage is not None else UsageTracker()
         self.cache = cache
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def context_window(self) -> int:
-        return self.inner.context_window
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
 
     def __getattr__(self, item: str) -> Any:  # provider extras (load, tokenize, last_timings …)
         if item == "inner":
