@@ -160,3 +160,21 @@ def test_logical_consistency_can_ignore_confidence() -> None:
     with_conf = logical_consistency([f], lambda r: False)
     without = logical_consistency([f], lambda r: False, use_confidence=False)
     assert with_conf < without and without == pytest.approx(with_conf / 0.25)
+
+
+def test_time_window_moves_from_the_question_into_as_of() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.retrieve.search import _decouple_time
+
+    now = datetime(2026, 11, 30, tzinfo=timezone.utc)
+    an = {"window_text": "in 2020", "window": ["2020-01-01T00:00:00+00:00", "2021-01-01T00:00:00+00:00"]}
+    q, at = _decouple_time("Where did Maya live in 2020?", an, now, explicit=False)
+    assert q == "Where did Maya live?" and at.year == 2020 and at.month == 7
+    before = {"window_text": "before 2021", "window": [None, "2021-01-01T00:00:00+00:00"]}
+    q, at = _decouple_time("Where did Maya live before 2021?", before, now, explicit=False)
+    assert q == "Where did Maya live?" and at.date().isoformat() == "2020-12-31"
+    # the caller's own as_of wins, and questions without a window are left alone
+    assert _decouple_time("Where did Maya live in 2020?", an, now, explicit=True) == (
+        "Where did Maya live in 2020?", now)
+    assert _decouple_time("Where does Maya live?", {}, now, explicit=False) == ("Where does Maya live?", now)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, ValidationError
@@ -277,6 +277,30 @@ ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, m
 METHODS = ("real", "rsum", "real+rsum")
 
 
+def _decouple_time(question: str, analysis: dict[str, Any], when: datetime, *,
+                   explicit: bool) -> tuple[str, datetime]:
+    """Take the question's time window out of its words and into the answer's "as of".
+
+    The search already restricted the evidence to the window ("in 2020"); a small model
+    that is asked "where did Maya live in 2020?" looks for "2020" in the evidence and
+    says "Not mentioned", while "where did Maya live?" as of mid-2020 it answers.  Only
+    when the caller gave no ``as_of`` of their own.
+    """
+    text, window = analysis.get("window_text"), analysis.get("window")
+    if explicit or not text or not window or text not in question:
+        return question, when
+    start, end = (parse_time(w, "window") if w else None for w in window)
+    if start is None and end is None:
+        return question, when
+    if start and end:
+        point = end - (end - start) / 2
+    else:  # "before 2021": just before the end; "since 2020": its start
+        point = start if start else end - timedelta(days=1)  # type: ignore[operator]
+    point = min(point, when)
+    stripped = " ".join(question.replace(text, " ").split()).replace(" ?", "?")
+    return stripped, point  # type: ignore[return-value]
+
+
 def answer(mem: Memory, question: str, *, user_id: str, as_of: datetime | str | None = None,
            top_k: int = 10, config: SearchConfig | None = None, method: str = "real+rsum",
            speaker: str | None = None, user_entity: str | None = None, max_tokens: int = 64) -> Answer:
@@ -324,7 +348,8 @@ def answer(mem: Memory, question: str, *, user_id: str, as_of: datetime | str | 
     if not context.strip():
         text = NOT_MENTIONED
     else:
-        text, u = generate(mem.llm, question, context, as_of=when, max_tokens=max_tokens)
+        asked, asked_at = _decouple_time(question, res.trace.analysis, when, explicit=as_of is not None)
+        text, u = generate(mem.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)
         if u is not None:
             usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
                          answer_latency_s=round(u.latency_s, 3))
