@@ -67,6 +67,8 @@ def test_user_id_is_required(mem: Memory, user) -> None:
 def test_facts_must_be_a_list(mem: Memory) -> None:
     with pytest.raises(ValidationError, match="facts"):
         mem.add_facts(MAYA, user_id=U)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="list of fact dicts"):
+        mem.add_facts("Maya lives in Porto", user_id=U)  # type: ignore[arg-type]
 
 
 def test_bad_as_of(mem: Memory) -> None:

@@ -152,7 +152,7 @@ class Memory:
         batch is validated first and written in one transaction.
         """
         user_id = check_user(user_id)
-        if isinstance(facts, Mapping) or not isinstance(facts, Sequence):
+        if isinstance(facts, Mapping | str | bytes) or not isinstance(facts, Sequence):
             raise ValidationError("facts", type(facts).__name__, "must be a list of fact dicts")
         return self.graph.apply(user_id, facts, session_id=session_id, agent_id=agent_id)
 
