@@ -44,3 +44,11 @@ def test_extract_pending_after_failure_retries_the_chunk() -> None:
         mem._pipeline = None
         r2 = mem.extract_pending(user_id="u1")
         assert r2.ok and r2.facts_added == 2
+
+
+def test_add_refuses_nul_characters_and_writes_nothing() -> None:
+    with Memory(":memory:", llm=ScriptedLLM()) as mem:
+        with pytest.raises(ValidationError, match="NUL"):
+            mem.add([{"speaker": "Maya", "text": "fine"}, {"speaker": "Maya", "text": "bad\x00byte"}],
+                    user_id="u1")
+        assert mem.store.messages("u1") == []

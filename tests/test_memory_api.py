@@ -46,6 +46,7 @@ def test_persistence_across_reopen(tmp_path: Path) -> None:
     ({**MAYA, "origin": "derived"}, "facts[0].origin"),
     ({**MAYA, "colour": "blue"}, "facts[0].colour"),
     ({**MAYA, "source_ids": "m1"}, "facts[0].source_ids"),
+    ({**MAYA, "object": "Por\x00to"}, "facts[0].object"),
 ])
 def test_bad_fact_input_names_the_field_and_writes_nothing(mem: Memory, bad: dict, field: str) -> None:
     good = {"subject": "Rui", "relation": "likes", "object": "jazz"}

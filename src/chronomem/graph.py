@@ -55,6 +55,8 @@ class FactInput:
 def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str | None:
     v = d.get(key)
     if type(v) is str:  # the common case, checked first: bulk loads validate millions of these
+        if "\x00" in v:  # PostgreSQL cannot store it; refuse it on every store alike
+            raise ValidationError(f"{where}.{key}", v[:40], "contains a NUL character")
         s = v.strip()
         if not required or (s and normalize_name(s)):
             return s

@@ -109,6 +109,8 @@ class _Incoming:
 
 def _content_text(value: Any, where: str) -> str:
     if isinstance(value, str):
+        if "\x00" in value:  # PostgreSQL cannot store it; refuse it on every store alike
+            raise ValidationError(where, value[:40], "contains a NUL character")
         return value
     if isinstance(value, list):  # OpenAI multi-part content: accept text parts only
         parts = []
