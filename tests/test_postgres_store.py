@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from chronomem import CorruptDatabaseError, Memory
-from chronomem.errors import ConfigError, StoreError
+from chronomem.errors import ConfigError, StoreError, ValidationError
 from chronomem.store.postgres import PostgresStore, split_url, url_options
 
 
@@ -82,11 +82,22 @@ def test_pgvector_gets_one_hnsw_index_per_dimension(url_factory: Callable[[str],
         assert [i for i, _ in m.store.knn("u", "fact", [1.0, 0.0, 0.0])] == ["a"]
 
 
-def test_nul_characters_are_refused_with_a_store_error(url_factory: Callable[[str], str]) -> None:
-    """PostgreSQL text cannot hold NUL; the error says so instead of leaking a driver exception."""
+def test_nul_characters_are_refused_with_a_clear_error(url_factory: Callable[[str], str]) -> None:
+    """PostgreSQL text cannot hold NUL: Memory refuses it up front (as on SQLite), and the store
+    itself says so instead of leaking a driver exception when called directly."""
+    from chronomem.model import Fact, Intent, Origin
+    from chronomem.timeutil import utcnow
+
     with Memory(url_factory("postgres")) as m:
-        with pytest.raises(StoreError, match="NUL"):
+        with pytest.raises(ValidationError, match="NUL"):
             m.add_facts([{"subject": "Maya", "relation": "likes", "object": "a\x00b"}], user_id="u")
+        assert m.history(user_id="u") == []
+        now = utcnow()
+        bad = Fact(id="f", user_id="u", subject="Maya", relation="likes", object="a\x00b", valid_from=now,
+                   valid_to=None, confidence=1.0, intent=Intent.FACT, origin=Origin.IMPORTED, recorded_at=now,
+                   subject_id="s", object_id="o")
+        with pytest.raises(StoreError, match="NUL"):
+            m.store.insert_facts("u", [bad])
         assert m.history(user_id="u") == []
 
 
