@@ -227,48 +227,34 @@ class Method(ABC):
     def answer(self, qa: QA) -> MethodAnswer:
         if self.conversation is None:
             raise RuntimeError(f"{self.name}: ingest() a conversation before answer()")
-        t0 = time.perf_counter()
-        ret = self.retrieve(qa.question)
-        t1 = time.perf_counter()
         prompt = load_prompt(self.config.answer_prompt)
-        messages = prompt.messages(context=ret.context, question=qa.question)
-        res = self.llm.chat(messages, max_tokens=ANSWER_MAX_TOKENS, temperature=0.0, purpose="answer")
-        t2 = time.perf_counter()
-        usage = UsageSummary(**asdict(ret.usage))
-        usage.add(res.usage)
-        return MethodAnswer(
-            text=clean_answer(res.text),
-            context=ret.context,
-            context_tokens=self.llm.count_tokens(ret.context),
-            retrieved_ids=ret.ids,
-            usage=usage,
-            retrieval_latency_s=t1 - t0,
-            answer_latency_s=t2 - t1,
-            truncated=ret.truncated,
-            info=ret.info,
-        )
+        return self._respond(qa.question, lambda ctx: prompt.messages(context=ctx, question=qa.question),
+                             max_tokens=ANSWER_MAX_TOKENS, purpose="answer", clean=clean_answer)
 
     def reply(self, dialogue: list[Turn], speaker: str, other: str) -> MethodAnswer:
         """Next utterance of ``speaker`` after ``dialogue`` (the current session so far)."""
         if self.conversation is None:
             raise RuntimeError(f"{self.name}: ingest() a conversation before reply()")
-        query = "\n".join(t.render() for t in dialogue[-2:]) or speaker
+        prompt = load_prompt(self.config.reply_prompt)
+        transcript = "\n".join(t.render() for t in dialogue)
+        return self._respond(
+            "\n".join(t.render() for t in dialogue[-2:]) or speaker,
+            lambda ctx: prompt.messages(context=ctx, dialogue=transcript, speaker=speaker, other=other),
+            max_tokens=REPLY_MAX_TOKENS, purpose="reply", stop=["\n"], clean=str.strip)
+
+    def _respond(self, query: str, build: Callable[[str], Messages], *, max_tokens: int, purpose: str,
+                 clean: Callable[[str], str], stop: list[str] | None = None) -> MethodAnswer:
+        """Retrieve for ``query``, then one model call on the messages ``build(context)`` makes."""
         t0 = time.perf_counter()
         ret = self.retrieve(query)
         t1 = time.perf_counter()
-        prompt = load_prompt(self.config.reply_prompt)
-        messages = prompt.messages(
-            context=ret.context,
-            dialogue="\n".join(t.render() for t in dialogue),
-            speaker=speaker,
-            other=other,
-        )
-        res = self.llm.chat(messages, max_tokens=REPLY_MAX_TOKENS, temperature=0.0, stop=["\n"], purpose="reply")
+        res = self.llm.chat(build(ret.context), max_tokens=max_tokens, temperature=0.0, stop=stop,
+                            purpose=purpose)
         t2 = time.perf_counter()
         usage = UsageSummary(**asdict(ret.usage))
         usage.add(res.usage)
         return MethodAnswer(
-            text=res.text.strip(),
+            text=clean(res.text),
             context=ret.context,
             context_tokens=self.llm.count_tokens(ret.context),
             retrieved_ids=ret.ids,
