@@ -259,3 +259,17 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
         assert [h[0] for h in mem.store.search_facts_text(U, "river")] == [mem.history(user_id=U)[0].id]
         version = mem.store._db.execute("SELECT value FROM chronomem_meta WHERE key = 'schema_version'")
         assert int(version.fetchone()[0]) == _migrations("sqlite")[-1][0]
+
+
+def test_newer_schema_or_foreign_meta_is_refused(tmp_path: Path) -> None:
+    from chronomem import StoreError
+
+    path = tmp_path / "m.db"
+    with Memory(path) as mem:
+        mem.store._db.execute("UPDATE chronomem_meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer than this chronomem"):
+        Memory(path)
+    with Memory(tmp_path / "n.db") as mem:
+        mem.store._db.execute("UPDATE chronomem_meta SET value = 'other' WHERE key = 'application'")
+    with pytest.raises(CorruptDatabaseError, match="not a chronomem database"):
+        Memory(tmp_path / "n.db")

@@ -56,8 +56,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConfigError, CorruptDatabaseError, StoreError
 from ..timeutil import to_micros, utcnow
-from .sql import SQLStore
-from .sqlite import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, _migrations
+from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 
 log = logging.getLogger(__name__)
 
@@ -209,17 +208,9 @@ class PostgresStore(SQLStore):
             raise CorruptDatabaseError(
                 f"{where} holds tables that are not chronomem's ({sorted(tables)[:5]}); refusing to touch "
                 "it — choose another schema with ?schema=NAME")
-        meta: dict[str, str] = {}
-        if tables:
-            meta = dict(conn.execute(f'SELECT key, value FROM "{s}".chronomem_meta').fetchall())
-            if meta.get(APP_KEY) != APP_NAME:
-                raise CorruptDatabaseError(f"{where} is not a chronomem database")
-        current = int(meta.get(SCHEMA_VERSION_KEY, "0"))
-        migrations = _migrations("postgres")
-        latest = migrations[-1][0]
-        if current > latest:
-            raise StoreError(f"{where} has schema version {current}, newer than this chronomem "
-                             f"({latest}); upgrade chronomem")
+        meta = dict(conn.execute(f'SELECT key, value FROM "{s}".chronomem_meta').fetchall()) \
+            if tables else None
+        current, migrations = schema_version(meta, where, "postgres")
         if current == 0:
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{s}"')
             self.vector_backend = PGVECTOR if self._create_vector_extension(conn) else BYTEA

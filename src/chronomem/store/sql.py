@@ -9,12 +9,15 @@ since the epoch (UTC) in both dialects, so the same comparisons work in both.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from importlib import resources
 from typing import Any
 
+from ..errors import CorruptDatabaseError, StoreError
 from ..model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session
 from ..timeutil import from_micros, to_micros
 from .base import Store
@@ -42,6 +45,40 @@ TABLES: dict[str, tuple[str, ...]] = {
 }
 TIME_COLS = {"valid_from", "valid_to", "stated_to", "recorded_at", "ts", "started_at",
              "ended_at", "created_at", "session_time"}
+
+
+SCHEMA_VERSION_KEY = "schema_version"
+APP_KEY = "application"
+APP_NAME = "chronomem"
+
+
+def migrations(dialect: str) -> list[tuple[int, str]]:
+    """``(version, sql)`` of the dialect's migration files, oldest first."""
+    folder = resources.files("chronomem.store") / "migrations" / dialect
+    out = []
+    for entry in folder.iterdir():
+        m = re.match(r"(\d+)_.*\.sql$", entry.name)
+        if m:
+            out.append((int(m.group(1)), entry.read_text(encoding="utf-8")))
+    return sorted(out)
+
+
+def schema_version(meta: dict[str, str] | None, where: str,
+                   dialect: str) -> tuple[int, list[tuple[int, str]]]:
+    """Check a database's ``chronomem_meta`` rows and return its version and the dialect's migrations.
+
+    ``meta=None`` (no meta table) is a new database, version 0.  Refuses a
+    foreign application and a schema newer than this chronomem knows.
+    """
+    if meta is not None and meta.get(APP_KEY) != APP_NAME:
+        raise CorruptDatabaseError(f"{where} is not a chronomem database")
+    current = int((meta or {}).get(SCHEMA_VERSION_KEY, "0"))
+    found = migrations(dialect)
+    latest = found[-1][0]
+    if current > latest:
+        raise StoreError(f"{where} has schema version {current}, newer than this chronomem "
+                         f"({latest}); upgrade chronomem")
+    return current, found
 
 
 def _us(dt: datetime | None) -> int | None:

@@ -15,7 +15,6 @@ import struct
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,25 +23,13 @@ import sqlean as sqlite3
 from ..errors import CorruptDatabaseError, StoreError
 from ..model import Fact
 from ..timeutil import to_micros, utcnow
-from .sql import SQLStore
+from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION_KEY = "schema_version"
-APP_KEY = "application"
-APP_NAME = "chronomem"
 # what the full-text index holds for a fact (the same expression as the delete/update triggers)
 FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
-
-
-def _migrations(dialect: str) -> list[tuple[int, str]]:
-    folder = resources.files("chronomem.store") / "migrations" / dialect
-    out = []
-    for entry in folder.iterdir():
-        m = re.match(r"(\d+)_.*\.sql$", entry.name)
-        if m:
-            out.append((int(m.group(1)), entry.read_text(encoding="utf-8")))
-    return sorted(out)
 
 
 def _fts_query(text: str) -> str:
@@ -104,18 +91,10 @@ class SQLiteStore(SQLStore):
     def _migrate(self) -> None:
         db = self._db
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        current = 0
-        if "chronomem_meta" in tables:
-            meta = dict(db.execute("SELECT key, value FROM chronomem_meta").fetchall())
-            if meta.get(APP_KEY) != APP_NAME:
-                raise CorruptDatabaseError(f"{self.path} is not a chronomem database")
-            current = int(meta.get(SCHEMA_VERSION_KEY, "0"))
-        migrations = _migrations("sqlite")
-        latest = migrations[-1][0]
-        if current > latest:
-            raise StoreError(f"{self.path} has schema version {current}, newer than this chronomem "
-                             f"({latest}); upgrade chronomem")
-        for version, sql in migrations:
+        meta = dict(db.execute("SELECT key, value FROM chronomem_meta").fetchall()) \
+            if "chronomem_meta" in tables else None
+        current, found = schema_version(meta, self.path, "sqlite")
+        for version, sql in found:
             if version <= current:
                 continue
             log.info("migrating %s to schema version %d", self.path, version)
