@@ -7,13 +7,14 @@ stores times are integers: microseconds since the Unix epoch.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 from .errors import ValidationError
 
 UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 def utcnow() -> datetime:
@@ -51,13 +52,12 @@ def parse_optional_time(value: Any, field: str) -> datetime | None:
 
 
 def to_micros(dt: datetime) -> int:
-    delta = dt.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    if dt.tzinfo is None:  # naive: local time, as astimezone reads it
+        dt = dt.astimezone(UTC)
+    return (dt - _EPOCH) // _ONE_MICROSECOND  # exact integer arithmetic, any offset
 
 
 def from_micros(us: int) -> datetime:
-    from datetime import timedelta
-
     return _EPOCH + timedelta(microseconds=us)
 
 
