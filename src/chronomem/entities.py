@@ -58,25 +58,41 @@ class ExactResolver:
 
     def resolve_many(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
                      create: bool = True) -> dict[str, Entity]:
-        spellings = list(dict.fromkeys(n for n, _ in names))
-        for s in spellings:
-            if not normalize_name(s):
-                raise ValidationError("entity", s, "name is empty after normalisation")
-        types = {n: t for n, t in names if t}
+        spellings = _check_spellings(names)
         known = self.lookup(user_id, spellings)
         ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())), with_aliases=False)}
         out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}
         if create:
-            by_norm: dict[str, Entity] = {}
-            now = utcnow()
-            for n in spellings:
-                if n in out:
-                    continue
-                norm = normalize_name(n)
-                if norm in by_norm:  # two spellings of one new entity in the same batch
-                    out[n] = by_norm[norm]
-                    continue
-                by_norm[norm] = out[n] = Entity(id=new_id(), user_id=user_id, name=n.strip(),
-                                                type=types.get(n), created_at=now)
+            out.update(self.create(user_id, [(n, t) for n, t in names if n not in out]))
+        return out
+
+    def create(self, user_id: str, names: Sequence[tuple[str, str | None]]) -> dict[str, Entity]:
+        """Create entities for spellings that are known to match none (one per normalised form).
+
+        For callers that have just looked the spellings up (:meth:`resolve_many`,
+        the fuzzy resolver), so they are not looked up again.
+        """
+        spellings = _check_spellings(names)
+        types = {n: t for n, t in names if t}
+        out: dict[str, Entity] = {}
+        by_norm: dict[str, Entity] = {}
+        now = utcnow()
+        for n in spellings:
+            norm = normalize_name(n)
+            if norm in by_norm:  # two spellings of one new entity in the same batch
+                out[n] = by_norm[norm]
+                continue
+            by_norm[norm] = out[n] = Entity(id=new_id(), user_id=user_id, name=n.strip(),
+                                            type=types.get(n), created_at=now)
+        if by_norm:
             self.store.insert_entities(user_id, [(e, norm) for norm, e in by_norm.items()])
         return out
+
+
+def _check_spellings(names: Sequence[tuple[str, str | None]]) -> list[str]:
+    """The distinct spellings of ``(spelling, type)`` pairs, in order; each must survive normalisation."""
+    spellings = list(dict.fromkeys(n for n, _ in names))
+    for s in spellings:
+        if not normalize_name(s):
+            raise ValidationError("entity", s, "name is empty after normalisation")
+    return spellings

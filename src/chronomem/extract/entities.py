@@ -28,6 +28,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..entities import ExactResolver, normalize_name
 from ..model import Entity
@@ -41,6 +42,7 @@ _NON_WORD = re.compile(r"[^0-9a-z\u00c0-\uffff]+")
 _STOP = {"the", "of", "and", "a", "an", "de", "la", "le"}
 
 
+@lru_cache(maxsize=65536)
 def variant_key(name: str) -> str:
     """Article-free, punctuation-free, order-free form: "The New-York City" → "city new york"."""
     norm = _ARTICLE.sub("", normalize_name(name))
@@ -48,6 +50,7 @@ def variant_key(name: str) -> str:
     return " ".join(sorted(words))
 
 
+@lru_cache(maxsize=65536)
 def acronym(name: str) -> str | None:
     """"New York City" → "nyc"; ``None`` for names of fewer than two significant words."""
     words = [w for w in _NON_WORD.split(_ARTICLE.sub("", normalize_name(name))) if w and w not in _STOP]
@@ -62,14 +65,28 @@ def is_acronym_of(short: str, long: str) -> bool:
     return bool(acr) and 2 <= len(s) <= 6 and s == acr and normalize_name(short) != normalize_name(long)
 
 
-def numbers(name: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def numbers(name: str) -> tuple[str, ...]:
     """The digit runs of a name, in order: names with different numbers never merge."""
-    return re.findall(r"\d+", normalize_name(name))
+    return tuple(re.findall(r"\d+", normalize_name(name)))
 
 
 def similarity(a: str, b: str) -> float:
     """Character-level similarity of two normalised names in [0, 1]."""
     return difflib.SequenceMatcher(None, normalize_name(a), normalize_name(b)).ratio()
+
+
+def similarity_at_least(a: str, b: str, threshold: float) -> float:
+    """:func:`similarity` when it reaches ``threshold``, else 0.0.
+
+    Skips the full comparison when difflib's cheap upper bounds (lengths, then
+    character counts) already fall short, so scanning many candidates stays fast.
+    """
+    m = difflib.SequenceMatcher(None, normalize_name(a), normalize_name(b))
+    if m.real_quick_ratio() < threshold or m.quick_ratio() < threshold:
+        return 0.0
+    r = m.ratio()
+    return r if r >= threshold else 0.0
 
 
 @dataclass
@@ -110,8 +127,8 @@ class FuzzyEntityResolver:
         spellings = list(dict.fromkeys(n for n, _ in names))
         out = self.exact.resolve_many(user_id, [(n, t) for n, t in names], create=False)
         missing = [n for n in spellings if n not in out]
-        if missing:
-            candidates = self.store.entities(user_id)
+        candidates = self.store.entities(user_id) if missing else []
+        if candidates:  # a user with no entities yet has nothing to match against
             for n in missing:
                 match = self._match(n, candidates)
                 if match is not None:
@@ -119,8 +136,8 @@ class FuzzyEntityResolver:
                     self.store.add_alias(user_id, match.id, n.strip(), normalize_name(n))
                     out[n] = match
         still = [(n, t) for n, t in names if n not in out]
-        if still and create:
-            out.update(self.exact.resolve_many(user_id, still, create=True))
+        if still and create:  # looked up above and matched nothing: create without a second lookup
+            out.update(self.exact.create(user_id, still))
         return out
 
     # -- matching --------------------------------------------------------------
@@ -154,7 +171,8 @@ class FuzzyEntityResolver:
             scored: list[tuple[float, Entity]] = []
             for e in candidates:
                 best = max(
-                    (similarity(name, s) for s in self._spellings(e) if len(normalize_name(s)) >= st.fuzzy_min_length),
+                    (similarity_at_least(name, s, st.fuzzy_threshold) for s in self._spellings(e)
+                     if len(normalize_name(s)) >= st.fuzzy_min_length),
                     default=0.0,
                 )
                 if best >= st.fuzzy_threshold:
