@@ -18,8 +18,8 @@ from typing import Any
 
 from .entities import ExactResolver, Resolver, new_id, normalize_name
 from .errors import ValidationError
-from .model import Fact, Intent, Origin, UpdateReport
-from .registry import RelationRegistry
+from .model import Entity, Fact, Intent, Origin, UpdateReport
+from .registry import RelationRegistry, RelationSpec
 from .store.base import Store
 from .temporal import plan_update
 from .timeutil import parse_time, utcnow
@@ -73,66 +73,198 @@ def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str 
     raise ValidationError(f"{where}.{key}", v, "has no usable characters")
 
 
-def validate_fact(d: Mapping[str, Any], registry: RelationRegistry, *, index: int = 0,
-                  now: datetime | None = None, default_origin: Origin = Origin.IMPORTED,
-                  default_session: str | None = None, default_agent: str | None = None) -> FactInput:
-    """Check one add_facts dict and fill the documented defaults.
+_OPTIONAL_TEXT = ("session_id", "text", "subject_type", "object_type", "agent_id", "id")
+_INTENTS = {i.value: i for i in Intent}
+_ORIGINS = {o.value: o for o in Origin}
 
-    Defaults: confidence 1.0, intent FACT, origin "imported", ``valid_from`` =
-    now — except for an ending (``valid_to`` given, no ``valid_from``), whose
-    start stays unknown so it can close the matching open fact.
+
+class FactValidator:
+    """Checks the add_facts dicts of one batch and fills the documented defaults.
+
+    Every fact gets every check; what a batch repeats (the same relation
+    spelling, the same time string) is worked out once and reused.  Defaults:
+    confidence 1.0, intent FACT, origin "imported", ``valid_from`` = now —
+    except for an ending (``valid_to`` given, no ``valid_from``), whose start
+    stays unknown so it can close the matching open fact.
     """
-    where = f"facts[{index}]"
-    if not isinstance(d, Mapping):
-        raise ValidationError(where, d, "each fact must be a mapping")
-    unknown = set(d) - FACT_FIELDS
-    if unknown:
-        raise ValidationError(f"{where}.{sorted(unknown)[0]}", d[sorted(unknown)[0]],
-                              f"unknown field; allowed: {', '.join(sorted(FACT_FIELDS))}")
-    subject = _text(d, "subject", where, required=True)
-    obj = _text(d, "object", where, required=True)
-    rel_raw = _text(d, "relation", where, required=True)
-    try:
-        relation = registry.canonical(rel_raw)  # type: ignore[arg-type]
-    except ValidationError as e:
-        raise ValidationError(f"{where}.relation", rel_raw, e.reason) from None
-    valid_to = None if d.get("valid_to") is None else parse_time(d["valid_to"], f"{where}.valid_to")
-    if d.get("valid_from") is not None:
-        valid_from: datetime | None = parse_time(d["valid_from"], f"{where}.valid_from")
-    else:
-        valid_from = None if valid_to is not None else (now or utcnow())
-    if valid_from is not None and valid_to is not None and valid_to <= valid_from:
-        raise ValidationError(f"{where}.valid_to", d.get("valid_to"),
-                              f"must be after valid_from ({valid_from.isoformat()})")
+
+    def __init__(self, registry: RelationRegistry, *, now: datetime | None = None,
+                 default_origin: Origin = Origin.IMPORTED, default_session: str | None = None,
+                 default_agent: str | None = None) -> None:
+        self.registry = registry
+        self.now = now
+        self.default_origin = default_origin
+        self.default_session = default_session
+        self.default_agent = default_agent
+        self._relations: dict[str, str] = {}  # spelling -> canonical relation
+        self._times: dict[str, datetime] = {}  # ISO string -> parsed time (successes only)
+
+    def __call__(self, d: Mapping[str, Any], index: int = 0) -> FactInput:
+        where = f"facts[{index}]"
+        if not isinstance(d, Mapping):
+            raise ValidationError(where, d, "each fact must be a mapping")
+        if not FACT_FIELDS.issuperset(d):
+            unknown = sorted(set(d) - FACT_FIELDS)[0]
+            raise ValidationError(f"{where}.{unknown}", d[unknown],
+                                  f"unknown field; allowed: {', '.join(sorted(FACT_FIELDS))}")
+        subject = _text(d, "subject", where, required=True)
+        obj = _text(d, "object", where, required=True)
+        relation = self._relation(_text(d, "relation", where, required=True), where)  # type: ignore[arg-type]
+        valid_from, valid_to = self._interval(d, where)
+        confidence, intent, origin = _confidence(d, where), _intent(d, where), self._origin(d, where)
+        source_ids = _source_ids(d, where)
+        extra = {k: None if d.get(k) is None else _text(d, k, where, required=False) for k in _OPTIONAL_TEXT}
+        return FactInput(
+            subject=subject, relation=relation, object=obj, valid_from=valid_from,  # type: ignore[arg-type]
+            valid_to=valid_to, confidence=confidence, intent=intent, origin=origin, source_ids=source_ids,
+            session_id=extra["session_id"] or self.default_session, text=extra["text"] or "",
+            subject_type=extra["subject_type"], object_type=extra["object_type"],
+            agent_id=extra["agent_id"] or self.default_agent, id=extra["id"],
+        )
+
+    def _relation(self, spelling: str, where: str) -> str:
+        canon = self._relations.get(spelling)
+        if canon is None:
+            try:
+                canon = self._relations[spelling] = self.registry.canonical(spelling)
+            except ValidationError as e:
+                raise ValidationError(f"{where}.relation", spelling, e.reason) from None
+        return canon
+
+    def _time(self, value: Any, field: str) -> datetime:
+        if type(value) is not str:
+            return parse_time(value, field)
+        dt = self._times.get(value)
+        if dt is None:
+            dt = self._times[value] = parse_time(value, field)
+        return dt
+
+    def _interval(self, d: Mapping[str, Any], where: str) -> tuple[datetime | None, datetime | None]:
+        raw_to = d.get("valid_to")
+        valid_to = None if raw_to is None else self._time(raw_to, f"{where}.valid_to")
+        raw_from = d.get("valid_from")
+        if raw_from is not None:
+            valid_from: datetime | None = self._time(raw_from, f"{where}.valid_from")
+        else:
+            valid_from = None if valid_to is not None else (self.now or utcnow())
+        if valid_from is not None and valid_to is not None and valid_to <= valid_from:
+            raise ValidationError(f"{where}.valid_to", raw_to,
+                                  f"must be after valid_from ({valid_from.isoformat()})")
+        return valid_from, valid_to
+
+    def _origin(self, d: Mapping[str, Any], where: str) -> Origin:
+        raw = d.get("origin")
+        if not raw:
+            origin = self.default_origin
+        else:
+            found = _ORIGINS.get(str(raw).lower())
+            if found is None:
+                raise ValidationError(f"{where}.origin", raw, f"must be one of {[o.value for o in Origin]}")
+            origin = found
+        if origin is Origin.DERIVED:
+            raise ValidationError(f"{where}.origin", "derived", "derived facts are never stored as stated")
+        return origin
+
+
+def _confidence(d: Mapping[str, Any], where: str) -> float:
     conf = d.get("confidence", 1.0)
     if isinstance(conf, bool) or not isinstance(conf, int | float) or math.isnan(conf) or not 0.0 <= conf <= 1.0:
         raise ValidationError(f"{where}.confidence", conf, "must be a number between 0 and 1")
-    try:
-        intent = Intent(str(d.get("intent") or "FACT").upper())
-    except ValueError:
-        raise ValidationError(f"{where}.intent", d.get("intent"),
-                              f"must be one of {[i.value for i in Intent]}") from None
-    try:
-        origin = Origin(str(d["origin"]).lower()) if d.get("origin") else default_origin
-    except ValueError:
-        raise ValidationError(f"{where}.origin", d.get("origin"),
-                              f"must be one of {[o.value for o in Origin]}") from None
-    if origin is Origin.DERIVED:
-        raise ValidationError(f"{where}.origin", "derived", "derived facts are never stored as stated")
+    return float(conf)
+
+
+def _intent(d: Mapping[str, Any], where: str) -> Intent:
+    raw = d.get("intent")
+    if not raw:
+        return Intent.FACT
+    intent = _INTENTS.get(str(raw).upper())
+    if intent is None:
+        raise ValidationError(f"{where}.intent", raw, f"must be one of {[i.value for i in Intent]}")
+    return intent
+
+
+def _source_ids(d: Mapping[str, Any], where: str) -> list[str]:
     sources = d.get("source_ids") or []
     if isinstance(sources, str) or not isinstance(sources, Iterable):
         raise ValidationError(f"{where}.source_ids", sources, "must be a list of message ids")
-    return FactInput(
-        subject=subject, relation=relation, object=obj, valid_from=valid_from,  # type: ignore[arg-type]
-        valid_to=valid_to, confidence=float(conf), intent=intent, origin=origin,
-        source_ids=[str(s) for s in sources],
-        session_id=_text(d, "session_id", where, required=False) or default_session,
-        text=_text(d, "text", where, required=False) or "",
-        subject_type=_text(d, "subject_type", where, required=False),
-        object_type=_text(d, "object_type", where, required=False),
-        agent_id=_text(d, "agent_id", where, required=False) or default_agent,
-        id=_text(d, "id", where, required=False),
-    )
+    return [str(s) for s in sources]
+
+
+def validate_fact(d: Mapping[str, Any], registry: RelationRegistry, *, index: int = 0,
+                  now: datetime | None = None, default_origin: Origin = Origin.IMPORTED,
+                  default_session: str | None = None, default_agent: str | None = None) -> FactInput:
+    """Check one add_facts dict and fill the documented defaults (see :class:`FactValidator`)."""
+    return FactValidator(registry, now=now, default_origin=default_origin, default_session=default_session,
+                         default_agent=default_agent)(d, index)
+
+
+class _Batch:
+    """The facts one ``apply`` can touch, indexed by (entity id, relation), and what it changed.
+
+    Each incoming fact is planned by :func:`chronomem.temporal.plan_update`
+    against the facts of its relation family (the relation and its inverse)
+    touching its subject or object, stored or inserted earlier in the batch.
+    """
+
+    def __init__(self, registry: RelationRegistry, theta: float, key: Callable[[Fact], tuple[str, str, str]],
+                 stored: Iterable[Fact]) -> None:
+        self.registry = registry
+        self.theta = theta
+        self.key = key
+        self.pool: dict[str, Fact] = {}
+        self._by_slot: dict[tuple[str | None, str], dict[str, None]] = {}  # insertion-ordered id sets
+        self._families: dict[str, tuple[RelationSpec, tuple[str, ...]]] = {}
+        self.inserted: dict[str, Fact] = {}
+        self.changed: dict[str, Fact] = {}
+        self.closed: dict[str, Fact] = {}
+        self.reinforced: dict[str, Fact] = {}
+        for f in stored:
+            self._index(f)
+
+    def _index(self, f: Fact) -> None:
+        self.pool[f.id] = f
+        for entity in (f.subject_id, f.object_id):
+            self._by_slot.setdefault((entity, f.relation), {})[f.id] = None
+
+    def _family(self, relation: str) -> tuple[RelationSpec, tuple[str, ...]]:
+        found = self._families.get(relation)
+        if found is None:
+            spec = self.registry.spec(relation)
+            found = self._families[relation] = (spec, tuple(dict.fromkeys(
+                r for r in (spec.name, spec.inverse) if r is not None)))
+        return found
+
+    def _near(self, new: Fact, family: tuple[str, ...]) -> list[Fact]:
+        ids: dict[str, None] = {}
+        for rel in family:
+            for entity in (new.subject_id, new.object_id):
+                found = self._by_slot.get((entity, rel))
+                if found:
+                    ids.update(found)
+        return [self.pool[x] for x in ids]
+
+    def add(self, new: Fact) -> None:
+        """Plan ``new`` against the facts it can interact with and record the outcome."""
+        spec, family = self._family(new.relation)
+        plan = plan_update(new, self._near(new, family), spec, self.key, self.theta)
+        for f in plan.changed:
+            self.pool[f.id] = f
+            (self.inserted if f.id in self.inserted else self.changed)[f.id] = f
+        for f in plan.closed:
+            self.closed[f.id] = f
+        if plan.reinforced is not None:
+            self.reinforced[plan.reinforced.id] = plan.reinforced
+        if plan.insert is not None:
+            self._index(plan.insert)
+            self.inserted[plan.insert.id] = plan.insert
+
+    def report(self) -> UpdateReport:
+        """The final state of each fact the batch added, closed or reinforced."""
+        pool = self.pool
+        return UpdateReport(
+            added=[pool[k] for k in self.inserted],
+            closed=[pool[k] for k in self.closed if k not in self.inserted or pool[k].valid_to is not None],
+            reinforced=[pool[k] for k in self.reinforced])
 
 
 class GraphWriter:
@@ -162,33 +294,19 @@ class GraphWriter:
     def apply(self, user_id: str, facts: Sequence[Mapping[str, Any] | FactInput], *,
               session_id: str | None = None, agent_id: str | None = None,
               default_origin: Origin = Origin.IMPORTED) -> UpdateReport:
-        report = UpdateReport()
         if not facts:
-            return report
+            return UpdateReport()
         with self.store.transaction(user_id):
             # "now" (the default valid_from and the recorded time) is read under the user's
             # write lock, so racing writers' defaults follow the order they are applied in
             now = utcnow()
-            inputs = [f if isinstance(f, FactInput) else
-                      validate_fact(f, self.registry, index=i, now=now, default_origin=default_origin,
-                                    default_session=session_id, default_agent=agent_id)
-                      for i, f in enumerate(facts)]
+            check = FactValidator(self.registry, now=now, default_origin=default_origin,
+                                  default_session=session_id, default_agent=agent_id)
+            inputs = [f if isinstance(f, FactInput) else check(f, i) for i, f in enumerate(facts)]
             ents = self.resolver.resolve_many(
                 user_id, [(f.subject, f.subject_type) for f in inputs] +
                 [(f.object, f.object_type) for f in inputs])
-            relations = {f.relation for f in inputs}
-            relations |= {inv for r in relations if (inv := self.registry.spec(r).inverse)}
-            ids = list({ents[f.subject].id for f in inputs} | {ents[f.object].id for f in inputs})
-            pool = {f.id: f for f in self.store.facts(user_id, touching=ids, relations=sorted(relations))}
-            by_entity: dict[str, set[str]] = defaultdict(set)
-            for f in pool.values():
-                by_entity[f.subject_id].add(f.id)  # type: ignore[index]
-                by_entity[f.object_id].add(f.id)  # type: ignore[index]
-            inserted: dict[str, Fact] = {}
-            changed: dict[str, Fact] = {}
-            closed: dict[str, Fact] = {}
-            reinforced: dict[str, Fact] = {}
-            key = self._cached_key()
+            batch = self._load_batch(user_id, inputs, ents)
             for i, fi in enumerate(inputs):
                 s, o = ents[fi.subject], ents[fi.object]
                 new = Fact(
@@ -199,31 +317,20 @@ class GraphWriter:
                     source_ids=fi.source_ids, session_id=fi.session_id, text=fi.text,
                     agent_id=fi.agent_id, subject_id=s.id, object_id=o.id,
                 )
-                if new.id in pool:
+                if new.id in batch.pool:
                     raise ValidationError(f"facts[{i}].id", new.id, "a fact with this id already exists")
-                spec = self.registry.spec(new.relation)
-                family = {spec.name, spec.inverse}
-                near = [pool[x] for x in by_entity[s.id] | by_entity[o.id] if pool[x].relation in family]
-                plan = plan_update(new, near, spec, key, self.theta)
-                for f in plan.changed:
-                    pool[f.id] = f
-                    (inserted if f.id in inserted else changed)[f.id] = f
-                for f in plan.closed:
-                    closed[f.id] = f
-                if plan.reinforced is not None:
-                    reinforced[plan.reinforced.id] = plan.reinforced
-                if plan.insert is not None:
-                    ins = plan.insert
-                    pool[ins.id] = inserted[ins.id] = ins
-                    by_entity[s.id].add(ins.id)
-                    by_entity[o.id].add(ins.id)
-            self.store.insert_facts(user_id, list(inserted.values()))
-            self.store.update_facts(user_id, [f for k, f in changed.items() if k not in inserted])
-        final = lambda d: [pool[k] for k in d]  # noqa: E731 - report the final state of each fact
-        report.added = final(inserted)
-        report.closed = [f for f in final(closed) if f.id not in inserted or f.valid_to is not None]
-        report.reinforced = final(reinforced)
-        return report
+                batch.add(new)
+            self.store.insert_facts(user_id, list(batch.inserted.values()))
+            self.store.update_facts(user_id, [f for k, f in batch.changed.items() if k not in batch.inserted])
+        return batch.report()
+
+    def _load_batch(self, user_id: str, inputs: Sequence[FactInput], ents: Mapping[str, Entity]) -> _Batch:
+        """The stored facts a batch can interact with: its relations (and their inverses) touching its entities."""
+        relations = {f.relation for f in inputs}
+        relations |= {inv for r in relations if (inv := self.registry.spec(r).inverse)}
+        ids = list({ents[f.subject].id for f in inputs} | {ents[f.object].id for f in inputs})
+        stored = self.store.facts(user_id, touching=ids, relations=sorted(relations))
+        return _Batch(self.registry, self.theta, self._cached_key(), stored)
 
     def rebuild(self, user_id: str, facts: Sequence[Fact]) -> list[Fact]:
         """Recompute closures of the slots these facts belong to (after forgetting)."""
