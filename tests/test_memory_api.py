@@ -261,6 +261,43 @@ def test_a_version_1_database_is_migrated_in_place(tmp_path: Path) -> None:
         assert int(version.fetchone()[0]) == _migrations("sqlite")[-1][0]
 
 
+def test_a_version_2_database_keeps_its_entities_aliases_and_facts(tmp_path: Path) -> None:
+    """Migration 0003 rebuilds the entity tables WITHOUT ROWID and makes the session index partial."""
+    import sqlean
+
+    from chronomem.store.sqlite import _migrations, _split_sql
+
+    path = tmp_path / "v2.db"
+    db = sqlean.connect(path, isolation_level=None)
+    for _, sql in _migrations("sqlite")[:2]:
+        for stmt in _split_sql(sql):
+            db.execute(stmt)
+    db.execute("INSERT INTO chronomem_meta VALUES ('application', 'chronomem'), ('schema_version', '2')")
+    db.execute("INSERT INTO entities VALUES (?, 'e1', 'New York City', 'place', 1), (?, 'e2', 'Maya', NULL, 1)",
+               (U, U))
+    db.execute("INSERT INTO entity_names VALUES (?, 'new york city', 'e1', 'New York City'), "
+               "(?, 'nyc', 'e1', 'NYC'), (?, 'maya', 'e2', 'Maya')", (U, U, U))
+    db.execute("INSERT INTO facts (user_id, id, subject_id, subject, relation, object_id, object, valid_from, "
+               "confidence, intent, origin, recorded_at, session_id) VALUES "
+               "(?, 'f1', 'e2', 'Maya', 'lives_in', 'e1', 'New York City', 0, 1.0, 'FACT', 'imported', 1, 's1')",
+               (U,))
+    db.execute("INSERT INTO facts_fts (rowid, text) SELECT rowid, subject || ' ' || replace(relation, '_', ' ') "
+               "|| ' ' || object || ' ' || text FROM facts")
+    db.close()
+    with Memory(path) as mem:
+        version = mem.store._db.execute("SELECT value FROM chronomem_meta WHERE key = 'schema_version'")
+        assert int(version.fetchone()[0]) == _migrations("sqlite")[-1][0]
+        assert [(e.id, e.name, e.type, e.aliases) for e in mem.entities(user_id=U)] == [
+            ("e1", "New York City", "place", ["NYC"]), ("e2", "Maya", None, [])]
+        assert [f.id for f in mem.facts(user_id=U, subject="maya", object="NYC", as_of="2000-01-01")] == ["f1"]
+        assert [f.id for f in mem.store.facts(U, session_id="s1")] == ["f1"]
+        rep = mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "nyc",
+                              "valid_from": "2020-01-01"}], user_id=U)
+        assert rep.reinforced and not rep.added  # resolved through the migrated alias
+        mem.forget(user_id=U, fact_id="f1")
+        assert mem.entities(user_id=U) == [] and mem.store.search_facts_text(U, "maya") == []
+
+
 def test_newer_schema_or_foreign_meta_is_refused(tmp_path: Path) -> None:
     from chronomem import StoreError
 
