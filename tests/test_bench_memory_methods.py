@@ -153,8 +153,8 @@ DIA_IDS = {d for d, _, _ in SESSION_1 + SESSION_2}
 
 
 def test_memory_methods_are_registered_and_available() -> None:
-    for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real-no-intervals", "real-no-confidence",
-                 "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
+    for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real-no-intervals",
+                 "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
         assert unavailable_reason(name) is None, name
     with pytest.raises(MethodUnavailableError, match="embedder"):
         make_method("real", ScriptedLLM(), MethodConfig(), None)
@@ -243,7 +243,8 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     shared = SharedIngest(c)
     cfg = MethodConfig(top_k=5)
     ctx = {}
-    for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real-no-intervals", "real-no-evaluator"):
+    for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real-no-intervals",
+                 "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
         ctx[name] = m.retrieve("Where does Maya work?")
@@ -256,6 +257,10 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     assert ctx["flat_facts"].context.startswith("Memories:") and "c=" not in ctx["flat_facts"].context
     assert ctx["real+rsum"].context.startswith("Summary of all sessions:\nMaya moved")
     assert "Relevant facts:\nEvidence" in ctx["real+rsum"].context
+    # real+sources: REAL's evidence, then the verbatim turns its facts cite, dated and attributed
+    evidence, quotes = ctx["real+sources"].context.split("\nSource turns:\n")
+    assert evidence == ctx["real"].context
+    assert quotes.splitlines()[0].startswith("[2023-05-") and " D1:1 Maya: " in quotes.splitlines()[0]
     # the evaluator-off ablation never asks the model to evaluate
     n_eval = llm.purposes.count("evaluate")
     m = make_method("real-no-evaluator", llm, cfg, HashEmbedder())

@@ -277,3 +277,53 @@ def test_embeddings_are_written_lazily_once(mem: Memory) -> None:
     again = mem.search("Where does Maya's brother live?", user_id=U, config=cfg)
     assert again.trace.stats.get("embedded_facts", 0) == 0
     assert not any("lexical" in n for n in again.trace.notes)
+
+
+def test_quote_sources_appends_the_cited_turns_in_fact_order_within_budget() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.model import Message
+
+    m = Memory(":memory:", embedder=False)
+    t = datetime(2023, 5, 1, 9, 30, tzinfo=timezone.utc)
+    m.store.ensure_session(U, "s1", started_at=t)
+    m.store.add_messages(U, [
+        Message(id="m1", user_id=U, session_id="s1", speaker="Maya", text="I moved to   Porto last month!",
+                timestamp=t, recorded_at=t, seq=0),
+        Message(id="m2", user_id=U, session_id="s1", speaker="Maya", text="x " * 1000,
+                timestamp=t, recorded_at=t, seq=1),
+    ])
+    m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2023-04-01",
+                  "source_ids": ["m1"]},
+                 {"subject": "Maya", "relation": "likes", "object": "pastries", "source_ids": ["m2", "m1"]}],
+                user_id=U)
+    plain = m.search("Where does Maya live?", user_id=U, config=CFG)
+    assert "Source turns" not in plain.context and plain.quoted_ids == []
+    res = m.search("Where does Maya live?", user_id=U,
+                   config=SearchConfig(embeddings=False, evaluator=False, quote_sources=5))
+    evidence, quotes = res.context.split("\nSource turns:\n")
+    assert evidence == plain.context  # the graph evidence is unchanged, the quotes follow it
+    assert quotes.splitlines()[0] == "[2023-05-01 09:30] m1 Maya: I moved to Porto last month!"
+    assert res.quoted_ids[0] == "m1" and res.quoted_ids.count("m1") == 1
+    # a quote that would break the budget is left out and the trace says so
+    tight = m.search("What does Maya like?", user_id=U,
+                     config=SearchConfig(embeddings=False, evaluator=False, quote_sources=5, context_tokens=150))
+    assert "m2" not in tight.quoted_ids and tight.context_tokens <= 150
+    assert any("not quoted" in n for n in tight.trace.notes)
+    with pytest.raises(ValidationError, match="quote_sources"):
+        SearchConfig(quote_sources=-1)
+    m.close()
+
+
+def test_quote_line_cuts_long_turns() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.model import Message
+    from chronomem.retrieve.serialize import MAX_QUOTE_CHARS, quote_line
+
+    t = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    msg = Message(id="D1:2", user_id=U, session_id="s", speaker="Jon", text="word " * 200, timestamp=t,
+                  recorded_at=t)
+    line = quote_line(msg)
+    assert line.startswith("[2023-05-01] D1:2 Jon: word word") and line.endswith("…")
+    assert len(line) < MAX_QUOTE_CHARS + 40

@@ -493,6 +493,17 @@ class VanillaGraph(RealMethod):
     rendering = "triples"
 
 
+class RealSources(RealMethod):
+    """REAL evidence followed by the verbatim turns its facts came from (``SearchConfig.quote_sources``).
+
+    The graph search chooses the turns; quoting them gives the answer model
+    what a lossy extraction left out (a small model's facts are coarse).
+    """
+
+    name = "real+sources"
+    overrides = {"quote_sources": 8}
+
+
 class RealRsum(RealMethod):
     """REAL evidence plus the Rsum memory M_N (the same summary the ``rsum`` method uses)."""
 
@@ -541,6 +552,7 @@ MEMORY_METHODS: dict[str, type[_MemoryMethod]] = {
     "vanilla_graph": VanillaGraph,
     "real": RealMethod,
     "real+rsum": RealRsum,
+    "real+sources": RealSources,
     **{name: _ablation(name, sw, f"REAL with SearchConfig overrides {sw}") for name, sw in ABLATIONS.items()},
 }
 

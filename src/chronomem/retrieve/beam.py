@@ -124,7 +124,11 @@ class SearchConfig:
         ``min_relevance`` (0.0): paths whose ``S_QR`` is not above it are dropped
         from the result (a path must touch the question somewhere);
         ``context_min_ratio`` (0.5): only paths scoring at least this share of the
-        best path's score go into the context (weak paths are noise to a small model).
+        best path's score go into the context (weak paths are noise to a small model);
+        ``quote_sources`` (0): after the evidence, quote up to this many of the
+        verbatim turns its facts were extracted from (dated, with the speaker), best
+        facts first, inside the same ``context_tokens`` budget — the graph finds
+        the turns, the turns keep what extraction dropped.
     """
 
     max_depth: int = 3
@@ -157,6 +161,7 @@ class SearchConfig:
     lexical_seeds: int = 10
     min_relevance: float = 0.0
     context_min_ratio: float = 0.5
+    quote_sources: int = 0
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -164,7 +169,8 @@ class SearchConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ValidationError(f"config.{name}", v, "must be a positive integer")
-        for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds"):
+        for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
+                     "quote_sources"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")

@@ -32,7 +32,7 @@ from . import anchoring
 from .answer import NOT_MENTIONED, Answer, generate
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import QueryAnalysis, analyze, intents_messages, parse_intents, INTENT_SCHEMA
-from .serialize import Context, serialize
+from .serialize import Context, append_quotes, serialize
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -79,6 +79,7 @@ class SearchResult:
     trace: Trace
     context_tokens: int = 0
     context_fact_ids: list[str] = field(default_factory=list)
+    quoted_ids: list[str] = field(default_factory=list)  # source turns quoted in the context
 
     @property
     def empty(self) -> bool:
@@ -259,9 +260,28 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=cfg.context_tokens)
     if ctx.truncated:
         trace.notes.append(f"context budget {cfg.context_tokens} tokens: some paths left out")
+    quoted: list[str] = []
+    if cfg.quote_sources and not ctx.empty:
+        ids = _source_turn_ids(mem, user_id, [facts[i] for i in ctx.fact_ids if i in facts])[: cfg.quote_sources]
+        by_id = {m.id: m for m in mem.store.messages(user_id, ids=ids)} if ids else {}
+        ctx, quoted = append_quotes(ctx, [by_id[i] for i in ids if i in by_id], budget_tokens=cfg.context_tokens)
+        if len(quoted) < len(ids):
+            trace.notes.append(f"{len(ids) - len(quoted)} source turns not quoted (missing or over budget)")
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
-    return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids)
+    return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
+
+
+def _source_turn_ids(mem: Memory, user_id: str, facts: list[Fact]) -> list[str]:
+    """Source turn ids of ``facts`` in order, without repeats; derived facts cite their supports' turns."""
+    out: dict[str, None] = {}
+    for f in facts:
+        sources = list(f.source_ids)
+        if not sources and f.support_ids:
+            sources = [s for g in mem.store.facts(user_id, ids=list(f.support_ids)) for s in g.source_ids]
+        for s in sources:
+            out.setdefault(s, None)
+    return list(out)
 
 
 def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dict[str, float]:

@@ -4,7 +4,9 @@ Each fact is written once, numbered (``F1``, ``F2`` …), with its validity
 interval, confidence, short fact id and source message ids; derived facts
 say which rule produced them and which stored facts support them.  A path
 that reuses a fact refers to its number.  Paths are added best first until
-the next one would exceed the budget.
+the next one would exceed the budget.  Optionally (``SearchConfig.quote_sources``)
+the verbatim source turns of the included facts follow, in the order of the
+facts that cite them, while the budget lasts.
 
 Example::
 
@@ -12,6 +14,8 @@ Example::
     P1 Maya -> Rui -> Braga
       F1 Maya sibling of Rui [2017-03-01 -> now) c=0.95 derived:symmetry from 3f2a9c1e
       F2 Rui lives in Braga [2017-03-01 -> now) c=1.00 id:7b1d0e42 src:m3
+    Source turns:
+    [2017-02-20] m3 Rui: We finally moved to Braga!
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..model import Fact, Origin
+from ..model import Fact, Message, Origin
 from .beam import Path, fmt_time, render_fact
 
 _TOKENS = re.compile(r"\w+|[^\w\s]")
 
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
+QUOTES_HEADER = "Source turns:"
+#: longest quoted turn, in characters (a pasted document is cut, not dropped)
+MAX_QUOTE_CHARS = 400
 
 
 def approx_tokens(text: str) -> int:
@@ -102,3 +109,40 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
         return Context(text="", tokens=0, paths=0, fact_ids=[], truncated=truncated)
     text = "\n".join(lines)
     return Context(text=text, tokens=count(text), paths=included, fact_ids=order, truncated=truncated)
+
+
+def quote_line(m: Message) -> str:
+    """``[2023-01-20] D1:4 Jon: I lost my job …``: one verbatim turn, dated, cut at MAX_QUOTE_CHARS."""
+    text = " ".join(m.text.split())
+    if len(text) > MAX_QUOTE_CHARS:
+        text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+    return f"[{fmt_time(m.timestamp)}] {m.id} {m.speaker}: {text}"
+
+
+def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int,
+                  count_tokens: Callable[[str], int] | None = None) -> tuple[Context, list[str]]:
+    """Add the ``turns`` (in the given order) below ``ctx`` while ``budget_tokens`` allows.
+
+    Returns the extended context and the ids of the turns quoted.  A turn that
+    does not fit is skipped (a shorter later one may still fit); nothing is
+    added to an empty context.
+    """
+    if ctx.empty or not turns:
+        return ctx, []
+    count = count_tokens or approx_tokens
+    used = ctx.tokens + count(QUOTES_HEADER)
+    lines: list[str] = []
+    quoted: list[str] = []
+    for m in turns:
+        line = quote_line(m)
+        cost = count(line)
+        if used + cost > budget_tokens:
+            continue
+        lines.append(line)
+        quoted.append(m.id)
+        used += cost
+    if not lines:
+        return ctx, []
+    text = "\n".join([ctx.text, QUOTES_HEADER, *lines])
+    return Context(text=text, tokens=count(text), paths=ctx.paths, fact_ids=ctx.fact_ids,
+                   truncated=ctx.truncated), quoted
