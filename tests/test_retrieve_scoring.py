@@ -178,3 +178,31 @@ def test_time_window_moves_from_the_question_into_as_of() -> None:
     assert _decouple_time("Where did Maya live in 2020?", an, now, explicit=True) == (
         "Where did Maya live in 2020?", now)
     assert _decouple_time("Where does Maya live?", {}, now, explicit=False) == ("Where does Maya live?", now)
+
+
+def test_fmt_time_writes_month_names() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.retrieve.beam import fmt_time
+
+    assert fmt_time(datetime(2023, 1, 19, tzinfo=timezone.utc)) == "19 January 2023"
+    assert fmt_time(datetime(2023, 1, 20, 16, 4, tzinfo=timezone.utc)) == "20 January 2023 16:04"
+    assert fmt_time(None) == "?"
+
+
+def test_fact_text_drops_only_time_words_the_interval_dates_exactly() -> None:
+    from dataclasses import replace
+
+    from chronomem.retrieve.beam import fact_text, render_fact
+
+    base = fact("Jon", "started", "dance studio", "2023-01-19")
+    exact = replace(base, text="Jon started dance studio [yesterday]")
+    assert fact_text(exact) == "Jon started dance studio"
+    assert render_fact(exact).startswith("Jon started dance studio [19 January 2023 -> now) c=")
+    vague = replace(base, text="Gina got a tattoo [a few years ago]")  # the date is only an estimate
+    assert fact_text(vague) == "Gina got a tattoo [a few years ago]"
+    unknown = replace(base, text="Jon opens studio [soon]")
+    assert fact_text(unknown) == "Jon opens studio [soon]"
+    undated = replace(base, text="Jon started dance studio [yesterday]", valid_from=None)
+    assert fact_text(undated) == "Jon started dance studio [yesterday]"
+    assert fact_text(replace(base, text="")) == "Jon started dance studio"

@@ -303,7 +303,7 @@ def test_quote_sources_appends_the_cited_turns_in_fact_order_within_budget() -> 
                    config=SearchConfig(embeddings=False, evaluator=False, quote_sources=5))
     evidence, quotes = res.context.split("\nSource turns:\n")
     assert evidence == plain.context  # the graph evidence is unchanged, the quotes follow it
-    assert quotes.splitlines()[0] == "[2023-05-01 09:30] m1 Maya: I moved to Porto last month!"
+    assert quotes.splitlines()[0] == "[1 May 2023 09:30] m1 Maya: I moved to Porto last month!"
     assert res.quoted_ids[0] == "m1" and res.quoted_ids.count("m1") == 1
     # a quote that would break the budget is left out and the trace says so
     tight = m.search("What does Maya like?", user_id=U,
@@ -325,5 +325,5 @@ def test_quote_line_cuts_long_turns() -> None:
     msg = Message(id="D1:2", user_id=U, session_id="s", speaker="Jon", text="word " * 200, timestamp=t,
                   recorded_at=t)
     line = quote_line(msg)
-    assert line.startswith("[2023-05-01] D1:2 Jon: word word") and line.endswith("…")
+    assert line.startswith("[1 May 2023] D1:2 Jon: word word") and line.endswith("…")
     assert len(line) < MAX_QUOTE_CHARS + 40

@@ -474,6 +474,10 @@ class RealMethod(_MemoryMethod):
         d = super().describe()
         d["search"] = {k: (sorted(v) if isinstance(v, frozenset) else v) for k, v in sorted(self.overrides.items())}
         d["rendering"] = self.rendering
+        if self.rendering == "real":
+            from ..retrieve.serialize import CONTEXT_FORMAT
+
+            d["context_format"] = CONTEXT_FORMAT
         d["as_of"] = "last_session"
         return d
 

@@ -10,12 +10,12 @@ facts that cite them, while the budget lasts.
 
 Example::
 
-    Evidence (as of 2025-06-01; [from -> to), "now" = still holds; c = confidence):
+    Evidence (as of 1 June 2025; [from -> to), "now" = still holds; c = confidence):
     P1 Maya -> Rui -> Braga
-      F1 Maya sibling of Rui [2017-03-01 -> now) c=0.95 derived:symmetry from 3f2a9c1e
-      F2 Rui lives in Braga [2017-03-01 -> now) c=1.00 id:7b1d0e42 src:m3
+      F1 Maya sibling of Rui [1 March 2017 -> now) c=0.95 derived:symmetry from 3f2a9c1e
+      F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 id:7b1d0e42 src:m3
     Source turns:
-    [2017-02-20] m3 Rui: We finally moved to Braga!
+    [20 February 2017] m3 Rui: We finally moved to Braga!
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from .beam import Path, fmt_time, render_fact
 
 _TOKENS = re.compile(r"\w+|[^\w\s]")
 
+#: Version of the context's layout; benchmark results record it (a change is a new version).
+#: 2: dates as "1 September 2020", resolved time words dropped from fact texts, source quotes.
+CONTEXT_FORMAT = 2
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
 #: longest quoted turn, in characters (a pasted document is cut, not dropped)
@@ -112,7 +115,7 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
 
 
 def quote_line(m: Message) -> str:
-    """``[2023-01-20] D1:4 Jon: I lost my job …``: one verbatim turn, dated, cut at MAX_QUOTE_CHARS."""
+    """``[20 January 2023] D1:4 Jon: I lost my job …``: one verbatim turn, dated, cut at MAX_QUOTE_CHARS."""
     text = " ".join(m.text.split())
     if len(text) > MAX_QUOTE_CHARS:
         text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
