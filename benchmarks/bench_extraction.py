@@ -36,12 +36,14 @@ import random
 import re
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from chronomem import Memory
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH, normalize_dia_id
 from chronomem.extract.formats import load_conversations
+from chronomem.extract.extractor import PROMPT_VERSION
 from chronomem.extract.pipeline import WritePipeline
 from chronomem.providers import make_llm
 from chronomem.providers.base import UsageTracker
@@ -138,7 +140,7 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
                 tracker: UsageTracker) -> dict[str, Any]:
     sess = conv.sessions[n - 1]
     mem = Memory(":memory:", llm=llm)
-    pipe = WritePipeline(mem, chunk_size=args.chunk_size, context=args.context)
+    pipe = WritePipeline(mem, chunk_size=args.chunk_size, context=args.context, prompt_version=args.prompt)
     before = tracker.snapshot()
     t0 = time.perf_counter()
     res = pipe.add(sess.messages, user_id="bench", session_id=sess.session_id, timestamp=sess.timestamp)
@@ -153,7 +155,7 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
     q = match(gold_observations(record, n), facts, names)
     out: dict[str, Any] = {
         "sample": conv.conversation_id, "session": n, "turns": len(sess.messages),
-        "chunk_size": args.chunk_size, "facts": len(facts),
+        "chunk_size": args.chunk_size, "prompt": args.prompt, "facts": len(facts),
         "stable_facts": sum(f.confidence >= mem.config.theta_stable for f in facts),
         "failed_chunks": len(res.failed_chunks), **q,
         "llm_calls": d["calls"], "cached_calls": d["cached_calls"],
@@ -181,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=8)
     ap.add_argument("--context", type=int, default=2)
     ap.add_argument("--judge", type=int, default=0, help="facts per session to judge (0 = no judge)")
+    ap.add_argument("--prompt", default=PROMPT_VERSION, help=f"extraction prompt version (default {PROMPT_VERSION})")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
@@ -197,13 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         for line in out_path.read_text().splitlines():
             if line.strip():
                 r = json.loads(line)
-                done.add((r["sample"], r["session"], r["chunk_size"]))
+                done.add((r["sample"], r["session"], r["chunk_size"], r.get("prompt", "extract_v3")))
     tracker = UsageTracker()
     Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
     llm = make_llm(args.llm, usage=tracker, cache=args.cache)
     judge_llm = llm if not args.judge_llm else make_llm(args.judge_llm, usage=tracker, cache=args.cache)
     for n in [int(x) for x in args.sessions.split(",") if x.strip()]:
-        if (args.sample, n, args.chunk_size) in done:
+        if (args.sample, n, args.chunk_size, args.prompt) in done:
             log.info("%s session %d already done; skipping", args.sample, n)
             continue
         log.info("%s session %d: %d turns", args.sample, n, len(conv.sessions[n - 1].messages))
@@ -213,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         log.info("%s", {k: v for k, v in r.items() if k != "fact_rows"})
     if args.judge:
         judge_rows(out_path, args, conv, judge_llm)
-    summarize(out_path, args.sample, args.chunk_size)
+    summarize(out_path, args.sample, args.chunk_size, args.prompt)
     return 0
 
 
@@ -223,7 +226,8 @@ def judge_rows(path: Path, args: argparse.Namespace, conv: Any, llm: Any) -> Non
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     turns = {m["id"]: f"{m['speaker']}: {m['text']}" for s in conv.sessions for m in s.messages}
     for r in rows:
-        if r["sample"] != args.sample or r["chunk_size"] != args.chunk_size or "judged" in r:
+        if (r["sample"] != args.sample or r["chunk_size"] != args.chunk_size
+                or r.get("prompt", "extract_v3") != args.prompt or "judged" in r):
             continue
         facts = r["fact_rows"]
         rng = random.Random(f"{r['sample']}-{r['session']}")
@@ -243,9 +247,10 @@ def judge_rows(path: Path, args: argparse.Namespace, conv: Any, llm: Any) -> Non
         path.write_text("".join(json.dumps(x) + "\n" for x in rows), encoding="utf-8")
 
 
-def summarize(path: Path, sample: str, chunk_size: int) -> dict[str, Any]:
+def summarize(path: Path, sample: str, chunk_size: int, prompt: str = PROMPT_VERSION) -> dict[str, Any]:
     rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    rows = [r for r in rows if r["sample"] == sample and r["chunk_size"] == chunk_size]
+    rows = [r for r in rows if r["sample"] == sample and r["chunk_size"] == chunk_size
+            and r.get("prompt", "extract_v3") == prompt]
     if not rows:
         return {}
     turns = sum(r["turns"] for r in rows)
@@ -262,6 +267,9 @@ def summarize(path: Path, sample: str, chunk_size: int) -> dict[str, Any]:
         "completion_tokens_per_turn": round(sum(r["completion_tokens"] for r in rows) / turns, 1),
         "wall_s_per_turn": round(sum(r["wall_s"] for r in uncached) / ut, 2),
         "failed_chunks": sum(r["failed_chunks"] for r in rows),
+        "prompt": prompt,
+        # a relation the model over-uses (copied from the prompt's examples) shows up here
+        "top_relations": Counter(f["r"] for r in rows for f in r["fact_rows"]).most_common(8),
     }
     judged = [r for r in rows if r.get("judged")]
     if judged:

@@ -329,3 +329,27 @@ def test_postprocess_drops_facts_about_the_conversation_itself() -> None:
     ), numbered, context_speakers=["Sam", "Maya"])
     assert [(c.subject, c.relation, c.object) for c in cands] == [("Maya", "lives_in", "Berlin")]
     assert sum("small talk" in n for n in notes) == 2
+
+
+def test_postprocess_drops_the_act_of_sharing_a_photo_but_keeps_what_it_shows() -> None:
+    numbered = {1: msg(1, "Jon", "Look at my studio! [shares an image: a photo of a dance studio with mirrors]"),
+                2: msg(2, "Gina", "We share an apartment with my cousin.")}
+    cands, notes = postprocess(_facts(
+        {"turns": [1], "subject": "Jon", "relation": "shared_image", "object": "dance studio with mirrors"},
+        {"turns": [1], "subject": "Jon", "relation": "shares", "object": "a photo of a dance studio"},
+        {"turns": [1], "subject": "Jon", "relation": "owns", "object": "dance studio"},
+        {"turns": [2], "subject": "Gina", "relation": "shares", "object": "apartment"},
+    ), numbered, context_speakers=["Jon", "Gina"])
+    assert [(c.subject, c.relation, c.object) for c in cands] == [("Jon", "owns", "dance studio"),
+                                                                 ("Gina", "shares", "apartment")]
+    assert sum("small talk" in n for n in notes) == 2
+
+
+def test_is_photo_sharing() -> None:
+    from chronomem.extract.extractor import is_photo_sharing
+
+    for rel in ("shares_an_image", "shared_image", "posted_photo", "sends_a_picture", "shows_pics"):
+        assert is_photo_sharing(rel, "anything"), rel
+    assert is_photo_sharing("shared", "A photo of a cake") and is_photo_sharing("posts", "an image of Rome")
+    assert not is_photo_sharing("shares", "apartment") and not is_photo_sharing("painted", "a picture of a lake")
+    assert not is_photo_sharing("likes", "photos")

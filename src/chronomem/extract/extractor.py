@@ -89,6 +89,19 @@ _OTHER = {"you", "your", "yourself", "yours", "u"}
 _DIALOGUE_RELATIONS = {"asks", "asked", "answers", "answered", "says", "said", "tells", "told", "replies",
                        "replied", "greets", "greeted", "talks_to", "talked_to", "speaks_to", "responds_to",
                        "thanks", "thanked", "congratulates", "congratulated", "asks_about", "chats_with"}
+# "[shares an image: …]" read as a fact about sharing ("Jon shared_image a photo of …"): the photo's
+# content may matter, the act of sharing it in the chat does not
+_PHOTO_RELATION = re.compile(r"^(?:share|shares|shared|sharing|send|sends|sent|post|posts|posted|show|shows|showed)"
+                             r"(?:_(?:a|an|the))?_(?:image|images|photo|photos|picture|pictures|pic|pics)$")
+_PHOTO_OBJECT = re.compile(r"^(?:a |an |the )?(?:photo|image|picture|pic)\b", re.IGNORECASE)
+_SHARE_VERBS = {"share", "shares", "shared", "sharing", "sends", "sent", "posts", "posted", "shows", "showed"}
+
+
+def is_photo_sharing(relation: str, obj: str) -> bool:
+    """``shares_an_image <anything>`` or ``shares a photo of …``: the chat's act of sharing, not a fact."""
+    return bool(_PHOTO_RELATION.match(relation)) or (relation in _SHARE_VERBS and bool(_PHOTO_OBJECT.match(obj)))
+
+
 _JUNK_OBJECTS = {"", "none", "null", "nothing", "unknown", "n/a", "something", "it", "this", "that", "they"}
 _CAUSAL_RELATIONS = re.compile(r"(?:^|_)(?:caused_by|because|because_of|due_to|reason|causes|led_to|result_of)(?:_|$)")
 
@@ -238,7 +251,7 @@ def postprocess(
         except Exception:  # registry rejects it (e.g. only punctuation)
             notes.append(f"dropped fact with unusable relation {f.relation!r}")
             continue
-        if relation in _DIALOGUE_RELATIONS:
+        if relation in _DIALOGUE_RELATIONS or is_photo_sharing(relation, obj):
             notes.append(f"dropped small talk about the conversation: {subject} {relation} {obj}")
             continue
         if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
