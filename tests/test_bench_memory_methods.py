@@ -153,7 +153,7 @@ DIA_IDS = {d for d, _, _ in SESSION_1 + SESSION_2}
 
 
 def test_memory_methods_are_registered_and_available() -> None:
-    for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real-no-intervals",
+    for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real+turns", "real-no-intervals",
                  "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
         assert unavailable_reason(name) is None, name
     with pytest.raises(MethodUnavailableError, match="embedder"):
@@ -243,8 +243,8 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     shared = SharedIngest(c)
     cfg = MethodConfig(top_k=5)
     ctx = {}
-    for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real-no-intervals",
-                 "real-no-evaluator"):
+    for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns",
+                 "real-no-intervals", "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
         ctx[name] = m.retrieve("Where does Maya work?")
@@ -261,6 +261,11 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     evidence, quotes = ctx["real+sources"].context.split("\nSource turns:\n")
     assert evidence == ctx["real"].context
     assert quotes.splitlines()[0] == "[8 May 2023 13:56] D1:1 Maya: I live in Berlin and I work at Acme."
+    # real+turns: the same, then other turns full-text search finds; their ids count for recall too
+    turns = ctx["real+turns"]
+    assert turns.context.startswith(ctx["real+sources"].context + "\nOther turns that match the question:\n")
+    assert turns.ids[: len(ctx["real+sources"].ids)] == ctx["real+sources"].ids
+    assert len(turns.ids) > len(ctx["real+sources"].ids)
     # the evaluator-off ablation never asks the model to evaluate
     n_eval = llm.purposes.count("evaluate")
     m = make_method("real-no-evaluator", llm, cfg, HashEmbedder())

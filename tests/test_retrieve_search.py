@@ -327,3 +327,37 @@ def test_quote_line_cuts_long_turns() -> None:
     line = quote_line(msg)
     assert line.startswith("[1 May 2023] D1:2 Jon: word word") and line.endswith("…")
     assert len(line) < MAX_QUOTE_CHARS + 40
+
+
+def test_search_turns_adds_full_text_hits_said_by_as_of_even_without_graph_evidence() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.model import Message
+
+    m = Memory(":memory:", embedder=False)
+    t1 = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    t2 = datetime(2023, 9, 1, tzinfo=timezone.utc)
+    m.store.ensure_session(U, "s1", started_at=t1)
+    m.store.add_messages(U, [
+        Message(id="m1", user_id=U, session_id="s1", speaker="Maya", text="I moved to Porto last month!",
+                timestamp=t1, recorded_at=t1, seq=0),
+        Message(id="m2", user_id=U, session_id="s1", speaker="Maya", text="My tattoo says freedom.",
+                timestamp=t1, recorded_at=t1, seq=1),
+        Message(id="m3", user_id=U, session_id="s1", speaker="Maya", text="I got a second tattoo today.",
+                timestamp=t2, recorded_at=t2, seq=2),
+    ])
+    m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2023-04-01",
+                  "source_ids": ["m1"]}], user_id=U)
+    cfg = SearchConfig(embeddings=False, evaluator=False, quote_sources=3, search_turns=3)
+    # the graph knows where Maya lives; the tattoo is only in the turns
+    res = m.search("What does Maya's tattoo say?", user_id=U, config=cfg, as_of="2023-06-01")
+    assert res.quoted_ids[-1] == "m2" and "m3" not in res.quoted_ids  # m3 was said after as_of
+    assert "Other turns that match the question:\n[1 May 2023] m2 Maya: My tattoo says freedom." in res.context
+    assert any("full-text search" in n for n in res.trace.notes)
+    # no entity of the question in the graph: the context is the turns alone
+    alone = m.search("Which tattoo did someone get?", user_id=U, config=cfg)
+    assert alone.facts == [] and alone.context.startswith("Other turns that match the question:")
+    assert set(alone.quoted_ids) == {"m2", "m3"}
+    # off by default
+    assert "Other turns" not in m.search("What does Maya's tattoo say?", user_id=U, config=CFG).context
+    m.close()

@@ -468,7 +468,9 @@ class RealMethod(_MemoryMethod):
         info = {"facts": len(shown), "paths": len(res.paths), "intents": res.trace.intents,
                 "search_llm_calls": res.trace.budget.get("llm_calls", 0), "notes": res.trace.notes[:5],
                 "search_ms": res.trace.timings_ms.get("total")}
-        return Retrieved(context=context, ids=ing.source_ids(shown), usage=usage, info=info)
+        ids = ing.source_ids(shown)
+        ids += [i for i in res.quoted_ids if i not in ids]  # turns quoted by full-text search come last
+        return Retrieved(context=context, ids=ids, usage=usage, info=info)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
@@ -506,6 +508,18 @@ class RealSources(RealMethod):
 
     name = "real+sources"
     overrides = {"quote_sources": 8}
+
+
+class RealTurns(RealMethod):
+    """REAL evidence, its source turns, then the turns full-text search finds for the question.
+
+    For what extraction missed altogether: the graph answers what it holds, the
+    raw turns cover the rest (and the context is turns only when no entity of
+    the question is in the graph).
+    """
+
+    name = "real+turns"
+    overrides = {"quote_sources": 8, "search_turns": 5}
 
 
 class RealRsum(RealMethod):
@@ -557,6 +571,7 @@ MEMORY_METHODS: dict[str, type[_MemoryMethod]] = {
     "real": RealMethod,
     "real+rsum": RealRsum,
     "real+sources": RealSources,
+    "real+turns": RealTurns,
     **{name: _ablation(name, sw, f"REAL with SearchConfig overrides {sw}") for name, sw in ABLATIONS.items()},
 }
 

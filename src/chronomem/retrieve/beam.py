@@ -129,7 +129,10 @@ class SearchConfig:
         ``quote_sources`` (0): after the evidence, quote up to this many of the
         verbatim turns its facts were extracted from (dated, with the speaker), best
         facts first, inside the same ``context_tokens`` budget — the graph finds
-        the turns, the turns keep what extraction dropped.
+        the turns, the turns keep what extraction dropped; ``search_turns`` (0):
+        then add up to this many other turns (said by ``as_of``) that full-text
+        search over the user's messages finds for the question — the fallback for
+        what extraction missed altogether (the context may then hold turns only).
     """
 
     max_depth: int = 3
@@ -163,6 +166,7 @@ class SearchConfig:
     min_relevance: float = 0.0
     context_min_ratio: float = 0.5
     quote_sources: int = 0
+    search_turns: int = 0
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -171,7 +175,7 @@ class SearchConfig:
             if not isinstance(v, int) or v < 1:
                 raise ValidationError(f"config.{name}", v, "must be a positive integer")
         for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
-                     "quote_sources"):
+                     "quote_sources", "search_turns"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")

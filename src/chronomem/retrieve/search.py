@@ -32,7 +32,7 @@ from . import anchoring
 from .answer import NOT_MENTIONED, Answer, generate
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import QueryAnalysis, analyze, intents_messages, parse_intents, INTENT_SCHEMA
-from .serialize import Context, append_quotes, serialize
+from .serialize import SEARCH_HEADER, Context, append_quotes, serialize
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -79,7 +79,7 @@ class SearchResult:
     trace: Trace
     context_tokens: int = 0
     context_fact_ids: list[str] = field(default_factory=list)
-    quoted_ids: list[str] = field(default_factory=list)  # source turns quoted in the context
+    quoted_ids: list[str] = field(default_factory=list)  # turns quoted in the context (sources, then search)
 
     @property
     def empty(self) -> bool:
@@ -231,9 +231,10 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     t3 = time.perf_counter()
     if not roots:
         trace.notes.append("no root entity found: the memory has nothing to start from")
+        ctx, quoted = _search_turns(mem, user_id, query, when, cfg, Context("", 0, 0), [], trace.notes)
         trace.budget, trace.stats = budget.as_dict(), stats
         trace.timings_ms = _ms(t0, t1, t2, t3, time.perf_counter(), time.perf_counter())
-        return SearchResult([], [], "", trace)
+        return SearchResult([], [], ctx.text, trace, ctx.tokens, [], quoted)
 
     spec = analysis.answer_spec()
     beam = BeamSearch(store=mem.store, registry=mem.registry, user_id=user_id, theta=mem.config.theta_stable,
@@ -267,9 +268,25 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
         ctx, quoted = append_quotes(ctx, [by_id[i] for i in ids if i in by_id], budget_tokens=cfg.context_tokens)
         if len(quoted) < len(ids):
             trace.notes.append(f"{len(ids) - len(quoted)} source turns not quoted (missing or over budget)")
+    ctx, quoted = _search_turns(mem, user_id, query, when, cfg, ctx, quoted, trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
     return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
+
+
+def _search_turns(mem: Memory, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
+                  quoted: list[str], notes: list[str]) -> tuple[Context, list[str]]:
+    """Append up to ``cfg.search_turns`` full-text hits over the user's turns said by ``when``."""
+    if not cfg.search_turns:
+        return ctx, quoted
+    hits = [i for i, _ in mem.store.search_messages_text(user_id, query, limit=cfg.search_turns + len(quoted))
+            if i not in quoted]
+    by_id = {m.id: m for m in mem.store.messages(user_id, ids=hits)} if hits else {}
+    turns = [by_id[i] for i in hits if i in by_id and by_id[i].timestamp <= when][: cfg.search_turns]
+    ctx, added = append_quotes(ctx, turns, budget_tokens=cfg.context_tokens, header=SEARCH_HEADER)
+    if added:
+        notes.append(f"{len(added)} turns added by full-text search over the messages")
+    return ctx, quoted + added
 
 
 def _source_turn_ids(mem: Memory, user_id: str, facts: list[Fact]) -> list[str]:

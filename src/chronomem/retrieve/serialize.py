@@ -6,7 +6,8 @@ say which rule produced them and which stored facts support them.  A path
 that reuses a fact refers to its number.  Paths are added best first until
 the next one would exceed the budget.  Optionally (``SearchConfig.quote_sources``)
 the verbatim source turns of the included facts follow, in the order of the
-facts that cite them, while the budget lasts.
+facts that cite them, while the budget lasts; then (``SearchConfig.search_turns``)
+other turns that full-text search finds for the question.
 
 Example::
 
@@ -35,6 +36,7 @@ _TOKENS = re.compile(r"\w+|[^\w\s]")
 CONTEXT_FORMAT = 2
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
+SEARCH_HEADER = "Other turns that match the question:"
 #: longest quoted turn, in characters (a pasted document is cut, not dropped)
 MAX_QUOTE_CHARS = 400
 
@@ -122,18 +124,18 @@ def quote_line(m: Message) -> str:
     return f"[{fmt_time(m.timestamp)}] {m.id} {m.speaker}: {text}"
 
 
-def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int,
+def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int, header: str = QUOTES_HEADER,
                   count_tokens: Callable[[str], int] | None = None) -> tuple[Context, list[str]]:
-    """Add the ``turns`` (in the given order) below ``ctx`` while ``budget_tokens`` allows.
+    """Add the ``turns`` (in the given order) under ``header`` below ``ctx`` while ``budget_tokens`` allows.
 
     Returns the extended context and the ids of the turns quoted.  A turn that
-    does not fit is skipped (a shorter later one may still fit); nothing is
-    added to an empty context.
+    does not fit is skipped (a shorter later one may still fit).  ``ctx`` may be
+    empty: the turns are then the whole context.
     """
-    if ctx.empty or not turns:
+    if not turns:
         return ctx, []
     count = count_tokens or approx_tokens
-    used = ctx.tokens + count(QUOTES_HEADER)
+    used = ctx.tokens + count(header)
     lines: list[str] = []
     quoted: list[str] = []
     for m in turns:
@@ -146,6 +148,6 @@ def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int,
         used += cost
     if not lines:
         return ctx, []
-    text = "\n".join([ctx.text, QUOTES_HEADER, *lines])
+    text = "\n".join([*([ctx.text] if ctx.text else []), header, *lines])
     return Context(text=text, tokens=count(text), paths=ctx.paths, fact_ids=ctx.fact_ids,
                    truncated=ctx.truncated), quoted
