@@ -27,7 +27,9 @@ The answer step
     prompt as the turn baselines (``prompts/answer_v1.txt``); only ``{context}``
     differs.  ``real`` therefore calls ``Memory.search`` with the configuration
     ``Memory.answer`` uses (:data:`chronomem.retrieve.ANSWER_CONFIG`: evaluator and
-    intent fallback on, at most 3 LLM calls per query) and puts REAL's serialised
+    intent fallback on, at most 3 LLM calls per query) minus its source quotes —
+    the published method's graph evidence only; ``real+sources`` is what
+    ``Memory.answer`` sends by default — and puts REAL's serialised
     evidence into the shared prompt instead of REAL's own answer prompt
     (``retrieve/prompts/answer_v1.md``).  The serialised evidence begins with a
     header that explains its notation (intervals, "now", confidence), so the
@@ -433,11 +435,21 @@ class FlatFacts(_MemoryMethod):
                          info={"facts": len(facts), "scores": [round(s, 4) for _, s in hits]})
 
 
+def real_base_config(answer_config: SearchConfig) -> SearchConfig:
+    """``Memory.answer``'s search configuration with REAL's graph evidence only (no turns quoted).
+
+    The base of ``real`` and its ablations: their results stay comparable whatever
+    ``Memory.answer`` adds around the evidence; methods that quote turns say so in
+    their overrides.
+    """
+    return replace(answer_config, quote_sources=0, search_turns=0)
+
+
 class RealMethod(_MemoryMethod):
-    """REAL temporal graph search (``Memory.search`` with ``Memory.answer``'s configuration)."""
+    """REAL temporal graph search (``Memory.search`` with ``Memory.answer``'s configuration, no quotes)."""
 
     name = "real"
-    #: ``SearchConfig`` fields set by this method on top of ``ANSWER_CONFIG`` (the ablation switches).
+    #: ``SearchConfig`` fields set by this method on top of :func:`real_base_config` (the ablation switches).
     overrides: dict[str, Any] = {}
     #: How the evidence is written: "real" (REAL's serialiser: intervals, confidence, derivations) or
     #: "triples" (subject relation object only).
@@ -451,7 +463,7 @@ class RealMethod(_MemoryMethod):
         if missing:
             raise MethodUnavailableError(f"{self.name} needs SearchConfig.{', SearchConfig.'.join(missing)}, "
                                          "which chronomem.retrieve does not have")
-        return replace(ANSWER_CONFIG, **self.overrides)
+        return replace(real_base_config(ANSWER_CONFIG), **self.overrides)
 
     def retrieve(self, query: str) -> Retrieved:
         ing = self.memory
