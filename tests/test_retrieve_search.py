@@ -361,3 +361,11 @@ def test_search_turns_adds_full_text_hits_said_by_as_of_even_without_graph_evide
     # off by default
     assert "Other turns" not in m.search("What does Maya's tattoo say?", user_id=U, config=CFG).context
     m.close()
+
+
+def test_generated_message_ids_are_shortened_in_the_context() -> None:
+    from chronomem.retrieve.serialize import short_id
+
+    assert short_id("625f04bb9d2d4a238739c97fbf1a7607") == "625f04bb"
+    assert short_id("D1:4") == "D1:4" and short_id("m1") == "m1"
+    assert short_id("625F04BB9D2D4A238739C97FBF1A7607") == "625F04BB9D2D4A238739C97FBF1A7607"  # not ours

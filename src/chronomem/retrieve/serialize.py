@@ -61,6 +61,14 @@ class Context:
         return not self.fact_ids
 
 
+_GENERATED_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def short_id(message_id: str) -> str:
+    """A generated 32-hex message id shortened to 8 digits (as fact ids are); ids users gave stay whole."""
+    return message_id[:8] if _GENERATED_ID.fullmatch(message_id) else message_id
+
+
 def fact_line(n: int, f: Fact) -> str:
     line = f"F{n} {render_fact(f)}"
     if f.origin == Origin.DERIVED:
@@ -69,7 +77,7 @@ def fact_line(n: int, f: Fact) -> str:
     else:
         line += f" id:{f.id[:8]}"
     if f.source_ids:
-        line += " src:" + ",".join(f.source_ids[:4]) + ("…" if len(f.source_ids) > 4 else "")
+        line += " src:" + ",".join(short_id(i) for i in f.source_ids[:4]) + ("…" if len(f.source_ids) > 4 else "")
     return line
 
 
@@ -121,7 +129,7 @@ def quote_line(m: Message) -> str:
     text = " ".join(m.text.split())
     if len(text) > MAX_QUOTE_CHARS:
         text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
-    return f"[{fmt_time(m.timestamp)}] {m.id} {m.speaker}: {text}"
+    return f"[{fmt_time(m.timestamp)}] {short_id(m.id)} {m.speaker}: {text}"
 
 
 def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int, header: str = QUOTES_HEADER,
