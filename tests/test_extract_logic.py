@@ -353,3 +353,23 @@ def test_is_photo_sharing() -> None:
     assert is_photo_sharing("shared", "A photo of a cake") and is_photo_sharing("posts", "an image of Rome")
     assert not is_photo_sharing("shares", "apartment") and not is_photo_sharing("painted", "a picture of a lake")
     assert not is_photo_sharing("likes", "photos")
+
+
+def test_plausible_pet() -> None:
+    from chronomem.extract.extractor import plausible_pet
+
+    for obj in ("dog", "golden retriever", "two cats", "Pixel", "Mr Whiskers", "a puppy", "guinea pigs"):
+        assert plausible_pet(obj, ["Jon", "Gina"]), obj
+    for obj in ("pink sign", "business plan", "online store", "Gina", "jon", "passion", "", "123"):
+        assert not plausible_pet(obj, ["Jon", "Gina"]), obj
+
+
+def test_postprocess_drops_has_pet_used_as_a_generic_has() -> None:
+    numbered = {1: msg(1, "Jon", "I made a pink sign for the studio, and Rex my beagle loves it.")}
+    cands, notes = postprocess(_facts(
+        {"turns": [1], "subject": "Jon", "relation": "has_pet", "object": "pink sign"},
+        {"turns": [1], "subject": "Jon", "relation": "has_pet", "object": "Rex"},
+        {"turns": [1], "subject": "Jon", "relation": "has_pet", "object": "beagle"},
+    ), numbered, context_speakers=["Jon", "Gina"])
+    assert [c.object for c in cands] == ["Rex", "beagle"]
+    assert any("no animal or pet name" in n for n in notes)

@@ -102,6 +102,31 @@ def is_photo_sharing(relation: str, obj: str) -> bool:
     return bool(_PHOTO_RELATION.match(relation)) or (relation in _SHARE_VERBS and bool(_PHOTO_OBJECT.match(obj)))
 
 
+# has_pet is the relation a small model reaches for as a generic "has" ("Jon has_pet pink sign",
+# "Gina has_pet online store"): its object must be an animal word or a pet's name
+_ANIMALS = frozenset("""
+    animal pet dog puppy pup cat kitten kitty bird parrot parakeet budgie canary cockatiel finch hamster
+    guinea pig rabbit bunny mouse mice rat ferret chinchilla gerbil hedgehog fish goldfish betta turtle
+    tortoise snake lizard gecko iguana chameleon frog horse pony donkey goat sheep lamb cow pig chicken
+    hen duck goose alpaca llama retriever labrador lab poodle beagle terrier bulldog shepherd husky
+    corgi dachshund chihuahua pug spaniel collie doodle labradoodle tabby siamese persian
+""".split())
+
+
+def plausible_pet(obj: str, speakers: Sequence[str] = ()) -> bool:
+    """Can ``obj`` be a pet: an animal word ("golden retriever", "two cats") or a name ("Pixel")?
+
+    Speakers are never pets.  Any other phrase ("pink sign", "business plan",
+    "dance studio") is the model using ``has_pet`` as a generic "has".
+    """
+    words = re.findall(r"[A-Za-z]+", obj)
+    if not words or obj.strip().lower() in {s.lower() for s in speakers}:
+        return False
+    if any(w.lower() in _ANIMALS or (w.lower().endswith("s") and w.lower()[:-1] in _ANIMALS) for w in words):
+        return True
+    return len(words) <= 3 and all(w[0].isupper() for w in words)  # a name: Pixel, Mr Whiskers
+
+
 _JUNK_OBJECTS = {"", "none", "null", "nothing", "unknown", "n/a", "something", "it", "this", "that", "they"}
 _CAUSAL_RELATIONS = re.compile(r"(?:^|_)(?:caused_by|because|because_of|due_to|reason|causes|led_to|result_of)(?:_|$)")
 
@@ -253,6 +278,9 @@ def postprocess(
             continue
         if relation in _DIALOGUE_RELATIONS or is_photo_sharing(relation, obj):
             notes.append(f"dropped small talk about the conversation: {subject} {relation} {obj}")
+            continue
+        if relation == "has_pet" and not plausible_pet(obj, speakers):
+            notes.append(f"dropped has_pet whose object is no animal or pet name: {subject} has_pet {obj}")
             continue
         if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
             continue
