@@ -296,3 +296,18 @@ def test_refused_with_a_clear_error_when_an_api_is_missing(monkeypatch: pytest.M
         needs_memory_api=info.needs_memory_api, needs_options=("use_intent_magic",)))
     reason = unavailable_reason("real-no-intents")
     assert reason is not None and "SearchConfig.use_intent_magic" in reason
+
+
+def test_ingest_key_follows_the_postprocess_version_and_keeps_older_keys() -> None:
+    import hashlib
+    import json
+    from dataclasses import asdict, replace
+
+    from chronomem.bench.memory_methods import INGEST_VERSION, IngestConfig
+
+    old = IngestConfig(llm="local:m", extract_prompt="extract_v3", chunk_size=8, chunk_context=2,
+                       theta_stable=0.6, postprocess=1)
+    legacy = {k: v for k, v in asdict(old).items() if k != "postprocess"}
+    assert legacy["version"] == INGEST_VERSION
+    assert old.key() == hashlib.sha1(json.dumps(legacy, sort_keys=True).encode()).hexdigest()[:10]
+    assert replace(old, postprocess=2).key() != old.key()  # a memory built by other post-processing

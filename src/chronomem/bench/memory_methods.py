@@ -136,19 +136,24 @@ class IngestConfig:
     chunk_size: int
     chunk_context: int
     theta_stable: float
+    postprocess: int = 1
     version: int = INGEST_VERSION
 
     @classmethod
     def for_llm(cls, llm: LLM) -> IngestConfig:
         from ..config import Config
         from ..extract.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT
-        from ..extract.extractor import PROMPT_VERSION
+        from ..extract.extractor import POSTPROCESS_VERSION, PROMPT_VERSION
 
         return cls(llm=llm.name, extract_prompt=PROMPT_VERSION, chunk_size=DEFAULT_CHUNK_SIZE,
-                   chunk_context=DEFAULT_CONTEXT, theta_stable=Config().theta_stable)
+                   chunk_context=DEFAULT_CONTEXT, theta_stable=Config().theta_stable,
+                   postprocess=POSTPROCESS_VERSION)
 
     def key(self) -> str:
-        ident = json.dumps(asdict(self), sort_keys=True)
+        d = asdict(self)
+        if d["postprocess"] == 1:  # keys from before the field existed stay what they were
+            del d["postprocess"]
+        ident = json.dumps(d, sort_keys=True)
         return hashlib.sha1(ident.encode()).hexdigest()[:10]
 
 

@@ -28,6 +28,10 @@ from .schema import EXTRACTION_SCHEMA, MAX_FACTS_PER_CHUNK, ExtractedFact, parse
 log = logging.getLogger(__name__)
 
 PROMPT_VERSION = "extract_v3"
+#: Bump when :func:`postprocess` keeps, drops or rewrites different facts from the same model
+#: output (benchmarks key their ingested memories on it).  2: photo-sharing and non-pet has_pet
+#: facts dropped.
+POSTPROCESS_VERSION = 2
 # v1 (kept for reference): the relation list read as a template to fill; on a LoCoMo chunk
 # about feelings and a support group the 1.5B model wrote twelve "<name> has_pet unknown"
 # facts.  v2 asks for relations in the speaker's words and forbids "unknown", but still listed
