@@ -229,3 +229,16 @@ def test_cli_lists_methods_refuses_unavailable_ones_and_rewrites_reports(tmp_pat
     run_locomo(conv30, ["bm25"], FirstTurnLLM(), tmp_path, categories=(4,), sample=2)
     rewritten = runner.invoke(app, ["report", "--out", str(tmp_path), "--no-plots"])
     assert rewritten.exit_code == 0 and "| bm25 |" in rewritten.output
+
+
+def test_report_labels_a_method_run_under_two_configurations_by_what_differs() -> None:
+    from chronomem.bench.report import group_rows
+
+    def row(key: str, config: dict) -> dict:
+        return {"dataset": "locomo", "method": "real", "config_key": key, "config": config, "qid": "q1",
+                "category": 1, "scores": {"locomo_f1": 1.0}}
+
+    base = {"method": "real", "top_k": 10, "ingest": "abc", "search": {}}
+    groups = group_rows([row("k1", base), row("k2", {**base, "context_format": 2}),
+                         {**row("k3", {"method": "bm25", "top_k": 10}), "method": "bm25"}], "locomo")
+    assert [g.label for g in groups] == ["real [context_format=None]", "real [context_format=2]", "bm25"]

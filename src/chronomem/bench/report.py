@@ -67,9 +67,12 @@ def group_rows(rows: Sequence[dict[str, Any]], dataset: str) -> list[MethodStats
             groups[key] = MethodStats(label=r["method"], method=r["method"], config=r.get("config", {}))
         groups[key].rows.append(r)
     for g in groups.values():
-        if len(per_method[g.method]) > 1:  # same method under several configurations: say which
-            extra = ",".join(f"{k}={v}" for k, v in sorted(g.config.items()) if k != "method")
-            g.label = f"{g.method} [{extra}]"
+        if len(per_method[g.method]) > 1:  # same method under several configurations: say how they differ
+            siblings = [groups[k].config for k in per_method[g.method]]
+            differ = sorted({k for c in siblings for k in c if k != "method"
+                             and any(json.dumps(c.get(k), sort_keys=True) != json.dumps(g.config.get(k), sort_keys=True)
+                                     for c in siblings)})
+            g.label = f"{g.method} [{','.join(f'{k}={g.config.get(k)}' for k in differ)}]"
     return list(groups.values())
 
 
