@@ -277,7 +277,8 @@ class Memory:
         ``method``: ``"real+rsum"`` (default: REAL graph evidence plus the session
         summary), ``"real"`` (graph evidence only) or ``"rsum"`` (the summary
         only).  The graph evidence is followed by the verbatim turns its facts
-        came from (``SearchConfig.quote_sources``; pass ``config=`` to change it).  Extra keywords go to :func:`chronomem.retrieve.search.answer`.
+        came from and a few turns full-text search finds (``SearchConfig.quote_sources``,
+        ``search_turns``; pass ``config=`` to change them).  Extra keywords go to :func:`chronomem.retrieve.search.answer`.
         """
         from .retrieve.search import METHODS, answer
 

@@ -28,7 +28,7 @@ The answer step
     differs.  ``real`` therefore calls ``Memory.search`` with the configuration
     ``Memory.answer`` uses (:data:`chronomem.retrieve.ANSWER_CONFIG`: evaluator and
     intent fallback on, at most 3 LLM calls per query) minus its source quotes —
-    the published method's graph evidence only; ``real+sources`` is what
+    the published method's graph evidence only; ``real+turns`` is what
     ``Memory.answer`` sends by default — and puts REAL's serialised
     evidence into the shared prompt instead of REAL's own answer prompt
     (``retrieve/prompts/answer_v1.md``).  The serialised evidence begins with a
