@@ -369,3 +369,23 @@ def test_generated_message_ids_are_shortened_in_the_context() -> None:
     assert short_id("625f04bb9d2d4a238739c97fbf1a7607") == "625f04bb"
     assert short_id("D1:4") == "D1:4" and short_id("m1") == "m1"
     assert short_id("625F04BB9D2D4A238739C97FBF1A7607") == "625F04BB9D2D4A238739C97FBF1A7607"  # not ours
+
+
+def test_source_turn_ids_of_a_derived_fact_are_its_supports_sources() -> None:
+    from dataclasses import replace
+
+    from chronomem.retrieve.search import source_turn_ids
+
+    m = Memory(":memory:", embedder=False)
+    m.add_facts([{"subject": "Rui", "relation": "sibling_of", "object": "Maya", "source_ids": ["m7", "m2"]},
+                 {"subject": "Maya", "relation": "lives_in", "object": "Porto", "source_ids": ["m2"]}], user_id=U)
+    res = m.search("Who is Maya's sibling?", user_id=U, config=CFG)
+    derived = [f for f in res.facts if f.origin == Origin.DERIVED]
+    assert derived and derived[0].support_ids
+    assert source_turn_ids(m.store, U, derived) == ["m7", "m2"]
+    # a derived fact that carries no sources of its own cites its supports' turns
+    derived = [replace(derived[0], source_ids=[])]
+    assert source_turn_ids(m.store, U, derived) == ["m7", "m2"]
+    stored = m.facts(user_id=U, subject="Maya")
+    assert source_turn_ids(m.store, U, [*derived, *stored]) == ["m7", "m2"]  # no repeats, first seen first
+    m.close()

@@ -193,23 +193,12 @@ class IngestedMemory:
     sessions_resumed: int = 0
     failed_chunks: int = 0
     embedded_facts: int = 0
-    _source_cache: dict[str, list[str]] = field(default_factory=dict)
 
     def source_ids(self, facts: Sequence[Fact]) -> list[str]:
         """The dia_ids behind ``facts``, in order, without duplicates (derived facts: their supports')."""
-        out: dict[str, None] = {}
-        for f in facts:
-            for sid in self._sources_of(f):
-                out.setdefault(sid, None)
-        return list(out)
+        from ..retrieve.search import source_turn_ids
 
-    def _sources_of(self, f: Fact) -> list[str]:
-        if f.source_ids or f.origin != Origin.DERIVED:
-            return list(f.source_ids)
-        if f.id not in self._source_cache:
-            support = self.mem.store.facts(self.user_id, ids=list(f.support_ids)) if f.support_ids else []
-            self._source_cache[f.id] = [s for g in support for s in g.source_ids]
-        return self._source_cache[f.id]
+        return source_turn_ids(self.mem.store, self.user_id, facts)
 
     def info(self) -> dict[str, Any]:
         return {"memory_file": self.path, "ingest_key": self.config.key(), "sessions_added": self.sessions_added,

@@ -286,7 +286,7 @@ def postprocess(
         if relation == "has_pet" and not plausible_pet(obj, speakers):
             notes.append(f"dropped has_pet whose object is no animal or pet name: {subject} has_pet {obj}")
             continue
-        if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
+        if subject.lower() == obj.lower():  # a self-loop again after the speaker fix above
             continue
         key = (subject.lower(), relation, obj.lower(), ended)
         if key in seen:

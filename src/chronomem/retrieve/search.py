@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, ValidationError
-from ..model import Fact, Intent
+from ..model import Fact, Intent, Message
 from ..providers.base import Embedder
 from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
@@ -36,6 +37,7 @@ from .serialize import SEARCH_HEADER, Context, append_quotes, serialize
 
 if TYPE_CHECKING:
     from ..memory import Memory
+    from ..store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -261,17 +263,30 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=cfg.context_tokens)
     if ctx.truncated:
         trace.notes.append(f"context budget {cfg.context_tokens} tokens: some paths left out")
-    quoted: list[str] = []
-    if cfg.quote_sources and not ctx.empty:
-        ids = _source_turn_ids(mem, user_id, [facts[i] for i in ctx.fact_ids if i in facts])[: cfg.quote_sources]
-        by_id = {m.id: m for m in mem.store.messages(user_id, ids=ids)} if ids else {}
-        ctx, quoted = append_quotes(ctx, [by_id[i] for i in ids if i in by_id], budget_tokens=cfg.context_tokens)
-        if len(quoted) < len(ids):
-            trace.notes.append(f"{len(ids) - len(quoted)} source turns not quoted (missing or over budget)")
+    ctx, quoted = _quote_sources(mem, user_id, [facts[i] for i in ctx.fact_ids if i in facts], cfg, ctx,
+                                 trace.notes)
     ctx, quoted = _search_turns(mem, user_id, query, when, cfg, ctx, quoted, trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
     return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
+
+
+def _turns_in_order(mem: Memory, user_id: str, ids: list[str]) -> list[Message]:
+    """The user's stored turns with these ids, in the order of ``ids`` (missing ones left out)."""
+    by_id = {m.id: m for m in mem.store.messages(user_id, ids=ids)} if ids else {}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def _quote_sources(mem: Memory, user_id: str, facts: list[Fact], cfg: SearchConfig, ctx: Context,
+                   notes: list[str]) -> tuple[Context, list[str]]:
+    """Append up to ``cfg.quote_sources`` source turns of the context's ``facts``, best facts first."""
+    if not cfg.quote_sources or ctx.empty:
+        return ctx, []
+    ids = source_turn_ids(mem.store, user_id, facts)[: cfg.quote_sources]
+    ctx, quoted = append_quotes(ctx, _turns_in_order(mem, user_id, ids), budget_tokens=cfg.context_tokens)
+    if len(quoted) < len(ids):
+        notes.append(f"{len(ids) - len(quoted)} source turns not quoted (missing or over budget)")
+    return ctx, quoted
 
 
 def _search_turns(mem: Memory, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
@@ -281,21 +296,20 @@ def _search_turns(mem: Memory, user_id: str, query: str, when: datetime, cfg: Se
         return ctx, quoted
     hits = [i for i, _ in mem.store.search_messages_text(user_id, query, limit=cfg.search_turns + len(quoted))
             if i not in quoted]
-    by_id = {m.id: m for m in mem.store.messages(user_id, ids=hits)} if hits else {}
-    turns = [by_id[i] for i in hits if i in by_id and by_id[i].timestamp <= when][: cfg.search_turns]
+    turns = [m for m in _turns_in_order(mem, user_id, hits) if m.timestamp <= when][: cfg.search_turns]
     ctx, added = append_quotes(ctx, turns, budget_tokens=cfg.context_tokens, header=SEARCH_HEADER)
     if added:
         notes.append(f"{len(added)} turns added by full-text search over the messages")
     return ctx, quoted + added
 
 
-def _source_turn_ids(mem: Memory, user_id: str, facts: list[Fact]) -> list[str]:
+def source_turn_ids(store: Store, user_id: str, facts: Sequence[Fact]) -> list[str]:
     """Source turn ids of ``facts`` in order, without repeats; derived facts cite their supports' turns."""
     out: dict[str, None] = {}
     for f in facts:
         sources = list(f.source_ids)
         if not sources and f.support_ids:
-            sources = [s for g in mem.store.facts(user_id, ids=list(f.support_ids)) for s in g.source_ids]
+            sources = [s for g in store.facts(user_id, ids=list(f.support_ids)) for s in g.source_ids]
         for s in sources:
             out.setdefault(s, None)
     return list(out)
