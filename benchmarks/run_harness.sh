@@ -1,0 +1,79 @@
+#!/bin/sh
+# The whole measurement plan of the evaluation harness (BENCHMARKS.md "Evaluation harness"), one command:
+#
+#   benchmarks/run_harness.sh                       # every stage, in order
+#   benchmarks/run_harness.sh conv26-main msc       # some stages
+#   nohup benchmarks/run_harness.sh > bench-out/harness.log 2>&1 &
+#
+# Stages (each one `chronomem bench …` command, local model, results in bench-out/<folder>):
+#   conv30-main   LoCoMo conv-30, every category 1-4 question (81), the main methods   -> bench-out/conv30
+#   conv26-main   LoCoMo conv-26, every category 1-4 question (152), the main methods  -> bench-out/conv26
+#   samples       every method and ablation on a fixed stratified sample of 40 category 1-4 questions
+#                 (--sample 40 --seed 0) of conv-30, conv-26 and conv-42, in the same folders as the
+#                 whole-conversation runs, so answers already given there are not given again
+#   msc           Rsum (and BM25 over the past sessions, for reference) on the first 50 MSC episodes
+#                                                                                   -> bench-out/msc
+#   report        rewrite every folder's report.md and plots
+#
+# Resumable at any point: re-run the same command.  Before a stage starts, a folder that has no
+# results yet is restored from its saved copy in benchmarks/results/ (see benchmarks/snapshot.py), so
+# a fresh machine continues where the last one stopped and replays cached model calls for free.
+# One model process at a time; CHRONOMEM_THREADS (default 2) is its thread count.
+set -eu
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+PY="${PY:-$ROOT/.venv/bin/python}"
+export CHRONOMEM_THREADS="${CHRONOMEM_THREADS:-2}"
+export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
+
+MAIN="bm25,real+turns,real,real+rsum,rsum,dense,full_context"
+ALL="full_context,sliding_window,bm25,dense,rsum,bm25+rsum,flat_facts,vanilla_graph,real,real+rsum,real+sources,real+turns"
+ALL="$ALL,real-no-intervals,real-no-confidence,real-no-intents,real-no-evaluator,real-no-counterfactuals"
+
+cm() { "$PY" -c "import sys; from chronomem.cli import main; sys.argv[0] = 'chronomem'; main()" "$@"; }
+log() { echo "$(date -u '+%Y-%m-%dT%H:%M:%SZ') $*" >&2; }
+
+restore() {  # restore <saved folder name> <run folder>
+  if [ ! -s "$2/results.jsonl" ] && [ -d "benchmarks/results/$1" ]; then
+    "$PY" benchmarks/snapshot.py restore "benchmarks/results/$1" "$2"
+  fi
+}
+
+locomo() {  # locomo <conversation> <categories> <out> <ctx> <methods> [extra args]
+  conv=$1 cats=$2 out=$3 ctx=$4 methods=$5
+  shift 5
+  log "locomo $conv: methods=$methods out=$out $*"
+  cm bench locomo --conversations "$conv" --categories "$cats" --methods "$methods" --llm local \
+    --top-k 10 --ctx "$ctx" --cache "$out/llm-cache.sqlite" --out "$out" --verbose "$@"
+}
+
+stage() {
+  case "$1" in
+    conv30-main)
+      restore locomo-conv30 bench-out/conv30
+      locomo conv-30 1,2,4 bench-out/conv30 16384 "$MAIN,real+sources" ;;
+    conv26-main)
+      restore locomo-conv26 bench-out/conv26
+      locomo conv-26 1,2,3,4 bench-out/conv26 32768 "$MAIN" ;;
+    samples)
+      restore locomo-conv30 bench-out/conv30
+      restore locomo-conv26 bench-out/conv26
+      restore locomo-conv42 bench-out/conv42
+      locomo conv-30 1,2,4 bench-out/conv30 16384 "$ALL" --sample 40 --seed 0
+      locomo conv-26 1,2,3,4 bench-out/conv26 32768 "$ALL" --sample 40 --seed 0
+      locomo conv-42 1,2,3,4 bench-out/conv42 32768 "$ALL" --sample 40 --seed 0 ;;
+    msc)
+      restore msc bench-out/msc
+      log "msc: 50 episodes"
+      cm bench msc --episodes 50 --max-replies 3 --methods rsum,bm25 --llm local --ctx 8192 \
+        --cache bench-out/msc/llm-cache.sqlite --out bench-out/msc --verbose ;;
+    report)
+      for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc; do
+        [ -s "$d/results.jsonl" ] && cm bench report --out "$d" > /dev/null && log "report: $d/report.md"
+      done ;;
+    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, report)" >&2; exit 2 ;;
+  esac
+}
+
+[ $# -eq 0 ] && set -- conv30-main conv26-main samples msc report
+for s in "$@"; do stage "$s"; done
