@@ -39,29 +39,32 @@ restore() {  # restore <saved folder name> <run folder>
   fi
 }
 
-locomo() {  # locomo <conversation> <categories> <out> <ctx> <methods> [extra args]
-  conv=$1 cats=$2 out=$3 ctx=$4 methods=$5
-  shift 5
+locomo() {  # locomo <conversation> <categories> <out> <ctx> <top-k> <methods> [extra args]
+  conv=$1 cats=$2 out=$3 ctx=$4 k=$5 methods=$6
+  shift 6
   log "locomo $conv: methods=$methods out=$out $*"
   cm bench locomo --conversations "$conv" --categories "$cats" --methods "$methods" --llm local \
-    --top-k 10 --ctx "$ctx" --cache "$out/llm-cache.sqlite" --out "$out" --verbose "$@"
+    --top-k "$k" --ctx "$ctx" --cache "$out/llm-cache.sqlite" --out "$out" --verbose "$@"
 }
 
 stage() {
   case "$1" in
     conv30-main)
       restore locomo-conv30 bench-out/conv30
-      locomo conv-30 1,2,4 bench-out/conv30 16384 "$MAIN,real+sources" ;;
+      locomo conv-30 1,2,4 bench-out/conv30 16384 10 "$MAIN,real+sources"
+      # BM25 with as many context tokens as real+turns (~1,100): is REAL's gain more than context size?
+      locomo conv-30 1,2,4 bench-out/conv30 16384 20 bm25 ;;
     conv26-main)
       restore locomo-conv26 bench-out/conv26
-      locomo conv-26 1,2,3,4 bench-out/conv26 32768 "$MAIN" ;;
+      locomo conv-26 1,2,3,4 bench-out/conv26 32768 10 "$MAIN"
+      locomo conv-26 1,2,3,4 bench-out/conv26 32768 20 bm25 ;;
     samples)
       restore locomo-conv30 bench-out/conv30
       restore locomo-conv26 bench-out/conv26
       restore locomo-conv42 bench-out/conv42
-      locomo conv-30 1,2,4 bench-out/conv30 16384 "$ALL" --sample 40 --seed 0
-      locomo conv-26 1,2,3,4 bench-out/conv26 32768 "$ALL" --sample 40 --seed 0
-      locomo conv-42 1,2,3,4 bench-out/conv42 32768 "$ALL" --sample 40 --seed 0 ;;
+      locomo conv-30 1,2,4 bench-out/conv30 16384 10 "$ALL" --sample 40 --seed 0
+      locomo conv-26 1,2,3,4 bench-out/conv26 32768 10 "$ALL" --sample 40 --seed 0
+      locomo conv-42 1,2,3,4 bench-out/conv42 32768 10 "$ALL" --sample 40 --seed 0 ;;
     msc)
       restore msc bench-out/msc
       log "msc: 50 episodes"

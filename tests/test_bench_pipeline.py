@@ -124,9 +124,14 @@ def test_locomo_run_report_and_resume(tmp_path: Path, conv30) -> None:  # type: 
     # every method saw the same prompt template: system message identical
     assert len({tuple(m[0]["content"] for m in [c]) for c in llm.calls}) == 1
 
+    run = read_jsonl(tmp_path / "runs.jsonl")[-1]  # where and how it ran, for reproducing a row
+    assert run["context_window"] == 100_000 and run["machine"]["cpus"] >= 1 and run["machine"]["python"]
+    assert "threads" not in run  # this test double has no thread count
+
     report = write_report(tmp_path)
     text = report.read_text()
     assert "overall 1–4" in text and "5 adversarial" in text
+    assert f"Machine: {run['machine']['cpus']} CPUs" in text and "context window 100000" in text
     for m in methods:
         assert f"| {m} |" in text
     assert (tmp_path / PLOT_BY_CATEGORY).stat().st_size > 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,15 @@ def test_make_llm_builds_remote_tracked(tmp_path: Path) -> None:
     assert llm.inner.http.timeout == 3.0
     assert llm.cache is not None and llm.cache.path == tmp_path / "r.sqlite"
     assert make_llm("openai:m@http://127.0.0.1:9/v1", cache=False).cache is None
+
+
+def test_local_llm_reports_its_thread_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.providers.local_llama import LocalLlamaLLM
+
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(12))  # the engine is not loaded until first use
+    assert LocalLlamaLLM(gguf, n_threads=3).threads == 3
+    monkeypatch.setenv("CHRONOMEM_THREADS", "2")
+    assert LocalLlamaLLM(gguf).threads == 2
+    monkeypatch.setenv("CHRONOMEM_THREADS", "many")  # unreadable: falls back to the CPU count
+    assert LocalLlamaLLM(gguf).threads == (os.cpu_count() or 1)

@@ -76,6 +76,20 @@ def group_rows(rows: Sequence[dict[str, Any]], dataset: str) -> list[MethodStats
     return list(groups.values())
 
 
+def _setup_line(run: dict[str, Any]) -> str:
+    """'Machine: 2 CPUs (x86_64, Linux-…), Python 3.11.2; model context window 16384, 2 threads.' or ''."""
+    m = run.get("machine") or {}
+    bits = []
+    if m:
+        bits.append(f"Machine: {m.get('cpus')} CPUs ({m.get('processor')}, {m.get('platform')}), Python {m.get('python')}")
+    model = [f"context window {run['context_window']}" if run.get("context_window") else "",
+             f"{run['threads']} threads" if run.get("threads") else ""]
+    model = [b for b in model if b]
+    if model:
+        bits.append("model " + ", ".join(model))
+    return "; ".join(bits) + "." if bits else ""
+
+
 def _latency(rows: Sequence[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
     vals = [float(r[key]) for r in rows if r.get(key) is not None]
     return percentile(vals, 50), percentile(vals, 95)
@@ -217,8 +231,11 @@ def write_report(out_dir: str | Path, plots: bool = True) -> Path:
     parts = ["# chronomem benchmark report", ""]
     if runs:
         last = runs[-1]
-        parts += [f"Model: `{last.get('llm')}`; prompt `{last.get('prompt')}`; last run started {last.get('started')}.",
-                  "", "Commands run into this folder:", ""]
+        parts += [f"Model: `{last.get('llm')}`; prompt `{last.get('prompt')}`; last run started {last.get('started')}."]
+        setup = _setup_line(last)
+        if setup:
+            parts += ["", setup]
+        parts += ["", "Commands run into this folder:", ""]
         commands = list(dict.fromkeys(r["command"] for r in runs if r.get("command")))
         parts += [f"- `{c}` ({sum(1 for r in runs if r.get('command') == c)} run(s))" for c in commands] \
             or ["- (library calls)"]

@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import platform
 import random
 import time
 from collections import Counter
@@ -204,6 +206,23 @@ class RunSummary:
     failures: list[str] = field(default_factory=list)
 
 
+def run_environment(llm: LLM) -> dict[str, Any]:
+    """Where and with what model settings a run happened, for its record in ``runs.jsonl``.
+
+    Greedy output of llama.cpp depends on its thread count, so the threads are
+    part of what a reader needs to reproduce a row.
+    """
+    env: dict[str, Any] = {
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(terse=True),
+                    "processor": platform.machine(), "python": platform.python_version()},
+        "context_window": getattr(llm, "context_window", None),
+    }
+    threads = getattr(llm, "threads", None)
+    if threads is not None:
+        env["threads"] = threads
+    return env
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
@@ -263,7 +282,7 @@ def run_locomo(
     summary.skipped_done = sum(1 for c in conversations for m in methods for q in plan[c.sample_id]
                                if (keys[m.name], q.qid) in done)
     JsonlLog(out / RUNS_FILE).append({
-        "started": _now(), "dataset": "locomo", "command": command, "llm": llm.name,
+        "started": _now(), "dataset": "locomo", "command": command, "llm": llm.name, **run_environment(llm),
         "embedder": embedder.name if embedder else None, "methods": list(method_names),
         "conversations": [c.sample_id for c in conversations], "categories": list(cats),
         "sample": sample, "seed": seed, "top_k": config.top_k, "window_tokens": config.window_tokens,
@@ -363,7 +382,8 @@ def run_msc(
                                for qid in [f"{e.episode_id}:memory"] + [f"{e.episode_id}:r{i}" for i in targets(e)]
                                if (keys[m.name], qid) in done)
     JsonlLog(out / RUNS_FILE).append({
-        "started": _now(), "dataset": "msc", "command": command, "llm": llm.name, "methods": list(method_names),
+        "started": _now(), "dataset": "msc", "command": command, "llm": llm.name, **run_environment(llm),
+        "methods": list(method_names),
         "episodes": len(episodes), "speaker": speaker, "max_replies": max_replies, "prompt": config.reply_prompt,
         "planned": summary.planned, "already_done": summary.skipped_done,
     })

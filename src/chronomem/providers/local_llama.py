@@ -193,6 +193,11 @@ class LocalLlamaLLM(ChatLLM):
         self.registry = registry or MODELS
         self.last_timings: dict[str, Any] = {}
 
+    @property
+    def threads(self) -> int:
+        """Threads the engine runs with (``CHRONOMEM_THREADS`` or the CPU count unless given)."""
+        return self.settings.n_threads or default_threads()
+
     def __repr__(self) -> str:
         return f"LocalLlamaLLM(path={str(self.path)!r}, n_ctx={self.context_window})"
 
