@@ -153,7 +153,8 @@ DIA_IDS = {d for d, _, _ in SESSION_1 + SESSION_2}
 
 
 def test_memory_methods_are_registered_and_available() -> None:
-    for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real+turns", "real-no-intervals",
+    for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real+turns", "real+fts",
+                 "real-no-intervals",
                  "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
         assert unavailable_reason(name) is None, name
     with pytest.raises(MethodUnavailableError, match="embedder"):
@@ -243,7 +244,7 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     shared = SharedIngest(c)
     cfg = MethodConfig(top_k=5)
     ctx = {}
-    for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns",
+    for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns", "real+fts",
                  "real-no-intervals", "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
@@ -266,6 +267,12 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     assert turns.context.startswith(ctx["real+sources"].context + "\nOther turns that match the question:\n")
     assert turns.ids[: len(ctx["real+sources"].ids)] == ctx["real+sources"].ids
     assert len(turns.ids) > len(ctx["real+sources"].ids)
+    # real+fts: REAL's evidence, then full-text hits only (no "Source turns:" block); the facts' own
+    # turns come first in its ids, as the evidence cites them, then the hits
+    fts = ctx["real+fts"]
+    assert fts.context.startswith(ctx["real"].context + "\nOther turns that match the question:\n")
+    assert "Source turns:" not in fts.context
+    assert fts.ids[0] == "D1:1" and len(fts.ids) > len(ctx["real"].ids)
     # the evaluator-off ablation never asks the model to evaluate
     n_eval = llm.purposes.count("evaluate")
     m = make_method("real-no-evaluator", llm, cfg, HashEmbedder())
