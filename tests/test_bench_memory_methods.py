@@ -154,8 +154,7 @@ DIA_IDS = {d for d, _, _ in SESSION_1 + SESSION_2}
 
 def test_memory_methods_are_registered_and_available() -> None:
     for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real-no-intervals",
-                 "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
+                 "real-no-intervals", "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
         assert unavailable_reason(name) is None, name
     with pytest.raises(MethodUnavailableError, match="embedder"):
         make_method("real", ScriptedLLM(), MethodConfig(), None)
