@@ -11,7 +11,7 @@
 #   samples       every method and ablation on a fixed stratified sample of 40 category 1-4 questions
 #                 (--sample 40 --seed 0) of conv-30, conv-26 and conv-42, in the same folders as the
 #                 whole-conversation runs, so answers already given there are not given again
-#   msc           Rsum (and BM25 over the past sessions, for reference) on the first 50 MSC episodes
+#   msc           Rsum, and BM25 and full context over the past sessions for reference, on the first 50 MSC episodes
 #                                                                                   -> bench-out/msc
 #   report        rewrite every folder's report.md and plots
 #
@@ -27,7 +27,7 @@ export CHRONOMEM_THREADS="${CHRONOMEM_THREADS:-2}"
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
 
 MAIN="bm25,real+turns,real,real+rsum,rsum,dense,full_context"
-ALL="full_context,sliding_window,bm25,dense,rsum,bm25+rsum,flat_facts,vanilla_graph,real,real+rsum,real+sources,real+turns"
+ALL="full_context,sliding_window,bm25,dense,rsum,bm25+rsum,flat_facts,vanilla_graph,real,real+rsum,real+sources,real+turns,real+fts"
 ALL="$ALL,real-no-intervals,real-no-confidence,real-no-intents,real-no-evaluator,real-no-counterfactuals"
 
 cm() { "$PY" -c "import sys; from chronomem.cli import main; sys.argv[0] = 'chronomem'; main()" "$@"; }
@@ -68,7 +68,7 @@ stage() {
     msc)
       restore msc bench-out/msc
       log "msc: 50 episodes"
-      cm bench msc --episodes 50 --max-replies 3 --methods rsum,bm25 --llm local --ctx 8192 \
+      cm bench msc --episodes 50 --max-replies 3 --methods rsum,bm25,full_context --llm local --ctx 8192 \
         --cache bench-out/msc/llm-cache.sqlite --out bench-out/msc --verbose ;;
     report)
       for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc; do
