@@ -205,11 +205,11 @@ def test_rsum_methods_share_one_memory_build(tmp_path: Path, conv30) -> None:  #
 def test_msc_run_and_report(tmp_path: Path) -> None:
     eps = load_msc(MSC, limit=2)
     llm = FirstTurnLLM()
-    methods = ["bm25", "sliding_window", "rsum"]
+    methods = ["bm25", "sliding_window", "rsum", "full_context"]
     s = run_msc(eps, methods, llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2)
     rows = read_jsonl(tmp_path / "results.jsonl")
     replies = [r for r in rows if r["kind"] == "reply"]
-    assert s.answered == len(rows) and len(replies) == 2 * 2 * 3
+    assert s.answered == len(rows) and len(replies) == 2 * 2 * 4
     assert all(0.0 <= r["scores"]["reply_f1"] <= 1.0 and r["gold"] for r in replies)
     memory = {(r["method"], r["sample_id"]): r for r in rows if r["kind"] == "memory"}
     # baselines keep no standing memory: persona recall is not invented for them
