@@ -72,7 +72,10 @@ stage() {
         --cache bench-out/msc/llm-cache.sqlite --out bench-out/msc --verbose ;;
     report)
       for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc; do
-        [ -s "$d/results.jsonl" ] && cm bench report --out "$d" > /dev/null && log "report: $d/report.md"
+        if [ -s "$d/results.jsonl" ]; then  # a folder with no results yet is skipped; a failing report stops the run
+          cm bench report --out "$d" > /dev/null
+          log "report: $d/report.md"
+        fi
       done ;;
     *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, report)" >&2; exit 2 ;;
   esac
