@@ -26,8 +26,8 @@ PY="${PY:-$ROOT/.venv/bin/python}"
 export CHRONOMEM_THREADS="${CHRONOMEM_THREADS:-2}"
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
 
-MAIN="bm25,real+turns,real,real+rsum,rsum,dense,full_context"
-ALL="full_context,sliding_window,bm25,dense,rsum,bm25+rsum,flat_facts,vanilla_graph,real,real+rsum,real+sources,real+turns,real+fts"
+MAIN="bm25,real+turns,real+floor,real,real+rsum,rsum,dense,full_context"
+ALL="full_context,sliding_window,bm25,dense,rsum,bm25+rsum,flat_facts,vanilla_graph,real,real+rsum,real+sources,real+turns,real+fts,real+floor"
 ALL="$ALL,real-no-intervals,real-no-confidence,real-no-intents,real-no-evaluator,real-no-counterfactuals"
 
 cm() { "$PY" -c "import sys; from chronomem.cli import main; sys.argv[0] = 'chronomem'; main()" "$@"; }

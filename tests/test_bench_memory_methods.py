@@ -154,7 +154,7 @@ DIA_IDS = {d for d, _, _ in SESSION_1 + SESSION_2}
 
 def test_memory_methods_are_registered_and_available() -> None:
     for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real-no-intervals", "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
+                 "real+floor", "real-no-intervals", "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
         assert unavailable_reason(name) is None, name
     with pytest.raises(MethodUnavailableError, match="embedder"):
         make_method("real", ScriptedLLM(), MethodConfig(), None)
@@ -244,7 +244,7 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     cfg = MethodConfig(top_k=5)
     ctx = {}
     for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real-no-intervals", "real-no-evaluator"):
+                 "real+floor", "real-no-intervals", "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
         ctx[name] = m.retrieve("Where does Maya work?")
@@ -272,6 +272,10 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     assert fts.context.startswith(ctx["real"].context + "\nOther turns that match the question:\n")
     assert "Source turns:" not in fts.context
     assert fts.ids[0] == "D1:1" and len(fts.ids) > len(ctx["real"].ids)
+    # real+floor: real+turns' context while a path clears the floor of 0.5, else full-text hits alone
+    floor = ctx["real+floor"].context
+    assert floor == turns.context or (floor.startswith("Other turns that match the question:")
+                                      and "Evidence" not in floor)
     # the evaluator-off ablation never asks the model to evaluate
     n_eval = llm.purposes.count("evaluate")
     m = make_method("real-no-evaluator", llm, cfg, HashEmbedder())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from importlib import resources
 
 import pytest
@@ -360,6 +361,42 @@ def test_search_turns_adds_full_text_hits_said_by_as_of_even_without_graph_evide
     assert set(alone.quoted_ids) == {"m2", "m3"}
     # off by default
     assert "Other turns" not in m.search("What does Maya's tattoo say?", user_id=U, config=CFG).context
+    m.close()
+
+
+def test_fallback_turns_replace_paths_below_the_relevance_floor() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.model import Message
+
+    m = Memory(":memory:", embedder=False)
+    t = datetime(2023, 5, 1, tzinfo=timezone.utc)
+    m.store.ensure_session(U, "s1", started_at=t)
+    m.store.add_messages(U, [
+        Message(id=f"m{i}", user_id=U, session_id="s1", speaker="Maya", text=f"Tattoo number {i} of Maya.",
+                timestamp=t, recorded_at=t, seq=i) for i in range(6)
+    ])
+    m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2023-04-01",
+                  "source_ids": ["m0"]}], user_id=U)
+    base = SearchConfig(embeddings=False, evaluator=False, quote_sources=3, search_turns=2)
+    # without a floor, the weak path (it only names Maya) leads the context, then 2 hits
+    weak = m.search("Which tattoo does Maya have?", user_id=U, config=base)
+    assert weak.facts and weak.context.startswith("Evidence") and len(weak.quoted_ids) == 3
+    floor = weak.paths[0].s_qr
+    # with a floor above it, the graph has nothing about the question: 4 hits and nothing else
+    cfg = replace(base, min_relevance=round(floor + 0.01, 2), fallback_turns=4)
+    alone = m.search("Which tattoo does Maya have?", user_id=U, config=cfg)
+    assert alone.facts == [] and alone.paths == []
+    assert alone.context.startswith("Other turns that match the question:") and len(alone.quoted_ids) == 4
+    assert any("relevant enough" in n for n in alone.trace.notes)
+    # without fallback_turns the turns-only context keeps search_turns' count
+    assert len(m.search("Which tattoo does Maya have?", user_id=U,
+                        config=replace(cfg, fallback_turns=0)).quoted_ids) == 2
+    # a question the path does answer keeps the graph evidence under the same floor
+    kept = m.search("Where does Maya live?", user_id=U, config=cfg)
+    assert kept.paths and kept.paths[0].answer == "Porto" and kept.context.startswith("Evidence")
+    with pytest.raises(ValidationError, match="fallback_turns"):
+        SearchConfig(fallback_turns=-1)
     m.close()
 
 

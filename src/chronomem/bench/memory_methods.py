@@ -528,6 +528,19 @@ class RealTurns(RealMethod):
     overrides = {"quote_sources": 8, "search_turns": 5}
 
 
+class RealFloor(RealMethod):
+    """``real+turns`` that drops paths of query relevance ``S_QR`` <= 0.5 and, when none is left, answers from turns.
+
+    With no path relevant enough the graph holds nothing about the question:
+    the context is then 15 full-text hits over the turns (``fallback_turns``)
+    instead of weak paths and 5 hits.  On conv-30, questions whose best path
+    had ``S_QR`` < 0.5 were where ``real+turns`` lost most to BM25.
+    """
+
+    name = "real+floor"
+    overrides = {"quote_sources": 8, "search_turns": 5, "min_relevance": 0.5, "fallback_turns": 15}
+
+
 class RealFts(RealMethod):
     """REAL evidence, then the turns full-text search finds for the question, without quoting sources.
 
@@ -592,6 +605,7 @@ MEMORY_METHODS: dict[str, type[_MemoryMethod]] = {
     "real+sources": RealSources,
     "real+turns": RealTurns,
     "real+fts": RealFts,
+    "real+floor": RealFloor,
     **{name: _ablation(name, sw, f"REAL with SearchConfig overrides {sw}") for name, sw in ABLATIONS.items()},
 }
 

@@ -132,7 +132,11 @@ class SearchConfig:
         the turns, the turns keep what extraction dropped; ``search_turns`` (0):
         then add up to this many other turns (said by ``as_of``) that full-text
         search over the user's messages finds for the question — the fallback for
-        what extraction missed altogether (the context may then hold turns only).
+        what extraction missed altogether (the context may then hold turns only);
+        ``fallback_turns`` (0): when no path clears ``min_relevance`` (or no root
+        entity is found), the context is this many full-text hits instead of
+        ``search_turns`` — the graph holds nothing about the question, so its
+        weak paths would only mislead the answer model (0: ``search_turns``).
     """
 
     max_depth: int = 3
@@ -167,6 +171,7 @@ class SearchConfig:
     context_min_ratio: float = 0.5
     quote_sources: int = 0
     search_turns: int = 0
+    fallback_turns: int = 0
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -175,7 +180,7 @@ class SearchConfig:
             if not isinstance(v, int) or v < 1:
                 raise ValidationError(f"config.{name}", v, "must be a positive integer")
         for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
-                     "quote_sources", "search_turns"):
+                     "quote_sources", "search_turns", "fallback_turns"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")

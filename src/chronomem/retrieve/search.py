@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -233,10 +233,7 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     t3 = time.perf_counter()
     if not roots:
         trace.notes.append("no root entity found: the memory has nothing to start from")
-        ctx, quoted = _search_turns(mem, user_id, query, when, cfg, Context("", 0, 0), [], trace.notes)
-        trace.budget, trace.stats = budget.as_dict(), stats
-        trace.timings_ms = _ms(t0, t1, t2, t3, time.perf_counter(), time.perf_counter())
-        return SearchResult([], [], ctx.text, trace, ctx.tokens, [], quoted)
+        return _turns_only(mem, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3))
 
     spec = analysis.answer_spec()
     beam = BeamSearch(store=mem.store, registry=mem.registry, user_id=user_id, theta=mem.config.theta_stable,
@@ -254,6 +251,10 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     relevant = [p for p in found.values() if p.s_qr > cfg.min_relevance]
     if len(relevant) < len(found):
         trace.notes.append(f"{len(found) - len(relevant)} paths dropped: query relevance <= {cfg.min_relevance}")
+    if not relevant:
+        trace.notes.append("no path found" if not found else
+                           "no path is relevant enough: the graph holds nothing about the question")
+        return _turns_only(mem, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3, t4))
     paths = sorted(relevant, key=lambda p: (-p.score, len(p.facts), p.render()))[:top_k]
     facts: dict[str, Fact] = {}
     for p in paths:
@@ -269,6 +270,17 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
     return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
+
+
+def _turns_only(mem: Memory, user_id: str, query: str, when: datetime, cfg: SearchConfig, trace: Trace,
+                budget: Budget, stats: dict[str, int], marks: tuple[float, ...]) -> SearchResult:
+    """The result when the graph has no evidence: full-text hits over the turns alone (``fallback_turns``)."""
+    turns_cfg = cfg if not cfg.fallback_turns else replace(cfg, search_turns=cfg.fallback_turns)
+    ctx, quoted = _search_turns(mem, user_id, query, when, turns_cfg, Context("", 0, 0), [], trace.notes)
+    trace.budget, trace.stats = budget.as_dict(), stats
+    t = list(marks) + [time.perf_counter()] * (6 - len(marks))
+    trace.timings_ms = _ms(*t)
+    return SearchResult([], [], ctx.text, trace, ctx.tokens, [], quoted)
 
 
 def _turns_in_order(mem: Memory, user_id: str, ids: list[str]) -> list[Message]:
