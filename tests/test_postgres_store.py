@@ -70,7 +70,7 @@ def test_newer_schema_and_foreign_meta_are_refused(url_factory: Callable[[str], 
         Memory(url)
 
 
-def test_pgvector_gets_one_hnsw_index_per_dimension(url_factory: Callable[[str], str]) -> None:
+def test_pgvector_gets_one_hnsw_index_per_dimension_from_0_8_on(url_factory: Callable[[str], str]) -> None:
     url = url_factory("postgres_pgvector")
     with Memory(url) as m:
         m.store.put_vectors("u", "fact", [("a", [1.0, 0.0, 0.0])], "m")
@@ -78,7 +78,13 @@ def test_pgvector_gets_one_hnsw_index_per_dimension(url_factory: Callable[[str],
         m.store.put_vectors("v", "fact", [("c", [0.0, 1.0, 0.0])], "m")
         names = {r[0] for r in m.store._all("SELECT indexname FROM pg_indexes WHERE schemaname = ? "  # type: ignore[attr-defined]
                                             "AND tablename = 'vectors'", (split_url(url)[1],))}
-        assert {"vectors_hnsw_d3", "vectors_hnsw_d4"} <= names
+        if m.store.has_vector_index:  # type: ignore[attr-defined]
+            assert {"vectors_hnsw_d3", "vectors_hnsw_d4"} <= names
+        else:  # pgvector < 0.8 (no iterative scans): no index, every k-NN is an exact per-user scan
+            from chronomem.store.postgres import ITERATIVE_SCAN_VERSION, _version_tuple
+
+            assert _version_tuple(m.store.vector_extension_version) < ITERATIVE_SCAN_VERSION  # type: ignore[attr-defined]
+            assert not {n for n in names if n.startswith("vectors_hnsw")}
         assert [i for i, _ in m.store.knn("u", "fact", [1.0, 0.0, 0.0])] == ["a"]
 
 
@@ -110,3 +116,12 @@ def test_vector_index_off_keeps_pgvector_storage_but_searches_exactly(url_factor
         assert m.store._all("SELECT to_regclass('vectors_hnsw_d2')")[0][0] is None  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="vector_index"):
         PostgresStore(url_factory("postgres") + "&vector_index=maybe")
+
+
+def test_pgvector_versions_compare_numerically() -> None:
+    from chronomem.store.postgres import ITERATIVE_SCAN_VERSION, _version_tuple
+
+    assert _version_tuple("0.8.1") == (0, 8, 1) and _version_tuple("0.10.0") > ITERATIVE_SCAN_VERSION
+    assert _version_tuple("0.6.2") < ITERATIVE_SCAN_VERSION <= _version_tuple("0.8")
+    assert _version_tuple(None) == () < ITERATIVE_SCAN_VERSION and _version_tuple("dev") == ()
+    assert _version_tuple("0.7.0-beta") == (0, 7, 0)

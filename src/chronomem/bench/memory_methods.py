@@ -486,6 +486,9 @@ class RealMethod(_MemoryMethod):
             from ..retrieve.serialize import CONTEXT_FORMAT
 
             d["context_format"] = CONTEXT_FORMAT
+        from ..store.fulltext import FULL_TEXT_VERSION
+
+        d["full_text"] = FULL_TEXT_VERSION  # full-text turn hits and anchoring seeds
         d["as_of"] = "last_session"
         return d
 

@@ -34,7 +34,9 @@ Vectors
     dimension gets a partial HNSW index (cosine) on first use; queries filter by
     user and let the planner choose between that index (with pgvector 0.8's
     iterative scans, so the ``user_id`` filter keeps recall) and an exact scan of
-    the user's rows.  Without pgvector vectors are float32 ``bytea`` and k-NN is
+    the user's rows.  With pgvector older than 0.8 (Ubuntu 24.04 ships 0.6)
+    queries always scan the user's rows exactly: a filtered HNSW scan without
+    iterative scans can return fewer than k rows.  Without pgvector vectors are float32 ``bytea`` and k-NN is
     an exact per-user scan in numpy — per-user memories are small.  Which one a
     database uses is recorded in ``chronomem_meta`` (``vector_backend``) and
     fixed at creation; :attr:`PostgresStore.has_vector_index` tells callers.
@@ -56,6 +58,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ..errors import ConfigError, CorruptDatabaseError, StoreError
 from ..timeutil import to_micros, utcnow
+from .fulltext import query_words
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 
 log = logging.getLogger(__name__)
@@ -67,6 +70,9 @@ BYTEA = "bytea"
 MIGRATION_LOCK = "chronomem.migrate"  # advisory-lock key (hashed) shared by every schema of a database
 VECTOR_INDEX_LOCK = "chronomem.vector_index"
 HNSW_MAX_DIM = 2000  # pgvector's limit for indexing `vector`
+#: The HNSW index is used only from this pgvector version on: without iterative scans a filtered
+#: index scan returns fewer than k rows when the user's vectors are a small share of the table.
+ITERATIVE_SCAN_VERSION = (0, 8)
 _SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -138,10 +144,20 @@ def _exact_knn(rows: Sequence[tuple[str, bytes]], vector: Sequence[float], k: in
     return [(rows[i][0], float(sims[i])) for i in order]
 
 
+def _version_tuple(version: str | None) -> tuple[int, ...]:
+    """``"0.8.1"`` → ``(0, 8, 1)``; ``None`` or junk → ``()`` (older than any version)."""
+    parts = []
+    for p in (version or "").split("."):
+        m = re.match(r"\d+", p)
+        if m is None:
+            break
+        parts.append(int(m.group()))
+    return tuple(parts)
+
+
 def _ts_query(text: str) -> str:
-    """Free text → a safe ``to_tsquery`` OR-expression of its words (only ``\\w`` characters survive)."""
-    words = re.findall(r"\w+", text.lower())
-    return " | ".join(w for w in dict.fromkeys(words) if len(w) > 1)
+    """Free text → a safe ``to_tsquery`` OR-expression of its content words (:mod:`.fulltext`)."""
+    return " | ".join(query_words(text))
 
 
 class PostgresStore(SQLStore):
@@ -177,7 +193,11 @@ class PostgresStore(SQLStore):
             self._migrate(connect_timeout_s)
         except psycopg.OperationalError as e:
             raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {e}".strip()) from e
-        self.has_vector_index = self.vector_backend == PGVECTOR and self.use_vector_index
+        iterative = _version_tuple(self.vector_extension_version) >= ITERATIVE_SCAN_VERSION
+        if self.vector_backend == PGVECTOR and self.use_vector_index and not iterative:
+            log.info("pgvector %s has no iterative index scans (%s+): k-NN on %s is an exact per-user scan",
+                     self.vector_extension_version, ".".join(map(str, ITERATIVE_SCAN_VERSION)), redact(url))
+        self.has_vector_index = self.vector_backend == PGVECTOR and self.use_vector_index and iterative
         path = f'"{self.schema}"' + (f',"{self.extension_schema}"' if self.extension_schema
                                      and self.extension_schema != self.schema else "")
         options = f"-c search_path={path}"  # no spaces: libpq splits options on whitespace
@@ -217,6 +237,8 @@ class PostgresStore(SQLStore):
         else:
             self.vector_backend = meta.get(VECTOR_BACKEND_KEY, BYTEA)
         self.extension_schema = self._vector_extension_schema(conn)
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+        self.vector_extension_version: str | None = None if row is None else str(row[0])
         if self.vector_backend == PGVECTOR and self.extension_schema is None:
             raise StoreError(f"{where} stores vectors with pgvector, but the server has no 'vector' "
                              "extension installed in this database any more")

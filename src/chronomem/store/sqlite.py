@@ -10,7 +10,6 @@ time); readers never block thanks to WAL.
 from __future__ import annotations
 
 import logging
-import re
 import struct
 import threading
 from collections.abc import Iterator, Sequence
@@ -23,6 +22,7 @@ import sqlean as sqlite3
 from ..errors import CorruptDatabaseError, StoreError
 from ..model import Fact
 from ..timeutil import to_micros, utcnow
+from .fulltext import query_words
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
 
@@ -33,9 +33,8 @@ FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object 
 
 
 def _fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 OR-query of its words."""
-    words = re.findall(r"\w+", text.lower())
-    return " OR ".join(f'"{w}"' for w in dict.fromkeys(words) if len(w) > 1)
+    """Turn free text into a safe FTS5 OR-query of its content words (:mod:`.fulltext`)."""
+    return " OR ".join(f'"{w}"' for w in query_words(text))
 
 
 class SQLiteStore(SQLStore):
