@@ -37,6 +37,9 @@ def store_info(store: Store) -> dict[str, Any]:
     """Schema version, vector backend and the other ``chronomem_meta`` entries of a SQL store."""
     meta = dict(store._all("SELECT key, value FROM chronomem_meta"))  # type: ignore[attr-defined]
     vec = meta.get("vector_backend") or ("sqlite-vec" if getattr(store, "_vec", False) else "exact")
+    version = getattr(store, "vector_extension_version", None)
+    if vec == "pgvector" and version:
+        vec = f"pgvector {version}"
     return {"url": store.url, "schema_version": int(meta.get("schema_version", 0)), "vector_backend": vec,
             "has_vector_index": store.has_vector_index,
             "migrated": {k: v for k, v in meta.items() if k.startswith("migrated_")}}
