@@ -537,7 +537,9 @@ class RealFloor(RealMethod):
     With no path relevant enough the graph holds nothing about the question:
     the context is then 15 full-text hits over the turns (``fallback_turns``)
     instead of weak paths and 5 hits.  On conv-30, questions whose best path
-    had ``S_QR`` < 0.5 were where ``real+turns`` lost most to BM25.
+    had ``S_QR`` < 0.5 were where ``real+turns`` lost most to BM25; with
+    stopwords dropped from the full-text query the floor no longer helps there
+    (40.0 against 41.0 official F1, with 24 % fewer context tokens).
     """
 
     name = "real+floor"

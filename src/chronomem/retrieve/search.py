@@ -338,9 +338,10 @@ def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dic
 #: fallback are on, under a small per-query budget; the evidence is followed by the
 #: verbatim turns its facts came from (up to 8) and by up to 5 other turns full-text
 #: search finds for the question.  On LoCoMo conv-30 with the local 1.5B model
-#: (BENCHMARKS.md, "Evaluation harness"): graph evidence alone 18.1 official F1, with
-#: its source turns 25.0 (81 questions); on a 40-question sample 18.9 → 27.6 → 41.3
-#: with the full-text turns too, against BM25's 34.4.  Facts loaded with ``add_facts``
+#: (BENCHMARKS.md, "Evaluation harness", 81 questions): graph evidence alone 17.3
+#: official F1, this configuration 41.0, BM25 over raw turns 37.5 (top-10) and 39.6
+#: (top-20, as many context tokens).  ``min_relevance`` with ``fallback_turns`` gave
+#: a smaller context and 40.0, so both stay off.  Facts loaded with ``add_facts``
 #: have no source turns and get no quotes.
 ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000,
                              quote_sources=8, search_turns=5)
