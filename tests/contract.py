@@ -216,10 +216,11 @@ def test_store_reports_its_vector_backend(store_url: str, request: pytest.Fixtur
     with Memory(store_url) as m:
         pgvector = request.node.callspec.params["store_url"] == "postgres_pgvector"
         # the HNSW index needs pgvector 0.8's iterative scans; older versions search exactly
+        from chronomem.store.postgres import ITERATIVE_SCAN_VERSION, _version_tuple
+
         version = getattr(m.store, "vector_extension_version", None)
         assert (version is not None) is pgvector
-        iterative = pgvector and tuple(int(x) for x in version.split(".")[:2]) >= (0, 8)
-        assert m.store.has_vector_index is iterative
+        assert m.store.has_vector_index is (pgvector and _version_tuple(version) >= ITERATIVE_SCAN_VERSION)
 
 
 # -- forgetting ----------------------------------------------------------------------------------

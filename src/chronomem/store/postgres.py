@@ -36,8 +36,9 @@ Vectors
     iterative scans, so the ``user_id`` filter keeps recall) and an exact scan of
     the user's rows.  With pgvector older than 0.8 (Ubuntu 24.04 ships 0.6)
     queries always scan the user's rows exactly: a filtered HNSW scan without
-    iterative scans can return fewer than k rows.  Without pgvector vectors are float32 ``bytea`` and k-NN is
-    an exact per-user scan in numpy — per-user memories are small.  Which one a
+    iterative scans can return fewer than k rows.  Without pgvector vectors are
+    float32 ``bytea`` and k-NN is an exact per-user scan in numpy — per-user
+    memories are small.  Which one a
     database uses is recorded in ``chronomem_meta`` (``vector_backend``) and
     fixed at creation; :attr:`PostgresStore.has_vector_index` tells callers.
 """
@@ -193,11 +194,12 @@ class PostgresStore(SQLStore):
             self._migrate(connect_timeout_s)
         except psycopg.OperationalError as e:
             raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {e}".strip()) from e
+        wants_index = self.vector_backend == PGVECTOR and self.use_vector_index
         iterative = _version_tuple(self.vector_extension_version) >= ITERATIVE_SCAN_VERSION
-        if self.vector_backend == PGVECTOR and self.use_vector_index and not iterative:
+        if wants_index and not iterative:
             log.info("pgvector %s has no iterative index scans (%s+): k-NN on %s is an exact per-user scan",
                      self.vector_extension_version, ".".join(map(str, ITERATIVE_SCAN_VERSION)), redact(url))
-        self.has_vector_index = self.vector_backend == PGVECTOR and self.use_vector_index and iterative
+        self.has_vector_index = wants_index and iterative
         path = f'"{self.schema}"' + (f',"{self.extension_schema}"' if self.extension_schema
                                      and self.extension_schema != self.schema else "")
         options = f"-c search_path={path}"  # no spaces: libpq splits options on whitespace
@@ -236,9 +238,7 @@ class PostgresStore(SQLStore):
             self.vector_backend = PGVECTOR if self._create_vector_extension(conn) else BYTEA
         else:
             self.vector_backend = meta.get(VECTOR_BACKEND_KEY, BYTEA)
-        self.extension_schema = self._vector_extension_schema(conn)
-        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        self.vector_extension_version: str | None = None if row is None else str(row[0])
+        self.extension_schema, self.vector_extension_version = self._vector_extension(conn) or (None, None)
         if self.vector_backend == PGVECTOR and self.extension_schema is None:
             raise StoreError(f"{where} stores vectors with pgvector, but the server has no 'vector' "
                              "extension installed in this database any more")
@@ -260,7 +260,7 @@ class PostgresStore(SQLStore):
     def _create_vector_extension(self, conn: psycopg.Connection[Any]) -> bool:
         """Try ``CREATE EXTENSION vector`` (in ``public`` when it exists, so dropping our schema
         never drops the extension other schemas use); False when the server lacks it or we may not."""
-        if self._vector_extension_schema(conn) is not None:
+        if self._vector_extension(conn) is not None:
             return True
         has_public = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'public'").fetchone()
         target = "public" if has_public else self.schema
@@ -274,10 +274,11 @@ class PostgresStore(SQLStore):
         return True
 
     @staticmethod
-    def _vector_extension_schema(conn: psycopg.Connection[Any]) -> str | None:
-        row = conn.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+    def _vector_extension(conn: psycopg.Connection[Any]) -> tuple[str, str] | None:
+        """The schema and version of the installed ``vector`` extension; None without it."""
+        row = conn.execute("SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n "
                            "ON n.oid = e.extnamespace WHERE e.extname = 'vector'").fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else (str(row[0]), str(row[1]))
 
     def schema_version(self) -> int:
         rows = self._all("SELECT value FROM chronomem_meta WHERE key = ?", (SCHEMA_VERSION_KEY,))
