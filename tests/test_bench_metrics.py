@@ -110,3 +110,16 @@ def test_percentile_interpolates() -> None:
     assert percentile([1, 2, 3, 4], 50) == 2.5
     assert percentile([10.0], 95) == 10.0
     assert percentile([], 50) is None
+
+
+def test_sign_test_against_hand_computed_binomial_tails() -> None:
+    from chronomem.bench.metrics import sign_test
+
+    assert sign_test(0, 0) is None
+    assert sign_test(1, 1) == 1.0  # an even split is no evidence at all
+    assert sign_test(5, 0) == pytest.approx(2 / 32)  # 2 × 0.5^5
+    assert sign_test(0, 5) == sign_test(5, 0)  # symmetric
+    # 8 wins, 2 losses: 2 × (C(10,0) + C(10,1) + C(10,2)) / 2^10 = 2 × 56 / 1024
+    assert sign_test(8, 2) == pytest.approx(112 / 1024)
+    with pytest.raises(ValueError, match="counts"):
+        sign_test(-1, 3)

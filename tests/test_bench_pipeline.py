@@ -247,3 +247,37 @@ def test_report_labels_a_method_run_under_two_configurations_by_what_differs() -
     groups = group_rows([row("k1", base), row("k2", {**base, "context_format": 2}),
                          {**row("k3", {"method": "bm25", "top_k": 10}), "method": "bm25"}], "locomo")
     assert [g.label for g in groups] == ["real [context_format=None]", "real [context_format=2]", "bm25"]
+
+
+def test_head_to_head_counts_wins_ties_losses_per_category_on_shared_questions() -> None:
+    from chronomem.bench.report import group_rows, head_to_head, head_to_head_table, reference_group
+
+    def row(method: str, key: str, qid: str, cat: int, f1: float, time: str = "2026-12-01T00:00:00") -> dict:
+        return {"dataset": "locomo", "method": method, "config_key": key, "config": {"method": method, "v": key},
+                "qid": qid, "category": cat, "scores": {"locomo_f1": f1}, "time": time}
+
+    rows = [
+        # an older configuration of the reference method: never the reference while a newer one exists
+        row("real+turns", "old", "q1", 1, 0.0, "2026-11-01T00:00:00"),
+        row("real+turns", "new", "q1", 1, 1.0), row("real+turns", "new", "q2", 1, 0.5),
+        row("real+turns", "new", "q3", 2, 0.2), row("real+turns", "new", "q4", 2, 0.0),
+        row("real+turns", "new", "q5", 5, 1.0),  # category 5 is not part of the head-to-head
+        row("bm25", "b", "q1", 1, 0.5), row("bm25", "b", "q2", 1, 0.5),
+        row("bm25", "b", "q3", 2, 0.6), row("bm25", "b", "q5", 5, 0.0),  # q4 unanswered by bm25: left out
+    ]
+    groups = group_rows(rows, "locomo")
+    ref = reference_group(groups)
+    assert ref is not None and ref.config["v"] == "new"
+    bm25 = next(g for g in groups if g.method == "bm25")
+    cat1, cat2, overall = head_to_head(ref, bm25)
+    assert (cat1.category, cat1.questions, cat1.wins, cat1.ties, cat1.losses) == (1, 2, 1, 1, 0)
+    assert (cat2.category, cat2.questions, cat2.wins, cat2.ties, cat2.losses) == (2, 1, 0, 0, 1)
+    assert (overall.category, overall.questions, overall.wins, overall.ties, overall.losses) == (None, 3, 1, 1, 1)
+    assert overall.delta == pytest.approx(((1.0 - 0.5) + 0.0 + (0.2 - 0.6)) / 3)
+    assert overall.p == 1.0
+    table = head_to_head_table(groups)
+    assert "| bm25 | 3 | 1/1/0 | 0/0/1 | **1/1/1** | +3.3 | 1.00 |" in table
+    # the older configuration is compared too, on the one question both answered
+    assert "| real+turns [v=old] | 1 | 1/0/0 | – | **1/0/0** | +100.0 | 1.00 |" in table
+    # no REAL-family method: no section
+    assert head_to_head_table([bm25]) == ""

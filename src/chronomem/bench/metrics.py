@@ -13,6 +13,9 @@
   retrieved ids.
 * :func:`persona_recall` — MSC: how much of each gold persona fact a memory
   text holds.
+* :func:`sign_test` — two-sided exact sign test of paired wins and losses
+  (ties dropped), for saying whether one method's lead over another on the
+  same questions is more than chance.
 """
 
 from __future__ import annotations
@@ -210,3 +213,18 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     lo = math.floor(pos)
     hi = math.ceil(pos)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def sign_test(wins: int, losses: int) -> float | None:
+    """Two-sided exact sign test: P(a split at least this uneven | wins and losses equally likely).
+
+    Ties are left out before calling.  None when there is nothing to test (no wins, no losses).
+    """
+    if wins < 0 or losses < 0:
+        raise ValueError(f"wins and losses must be counts >= 0, got {wins} and {losses}")
+    n = wins + losses
+    if n == 0:
+        return None
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return min(1.0, 2 * tail)

@@ -3,7 +3,9 @@
 LoCoMo: official F1 ×100 per method and category, overall over categories
 1–4 (question-weighted, as the LoCoMo paper does) and category 5 apart;
 Mem0-style F1, BLEU-1, optional judge, evidence recall, context tokens, LLM
-calls and tokens, latency p50/p95.  MSC: reply F1 / BLEU-1 and persona recall.
+calls and tokens, latency p50/p95, and a head-to-head of ``Memory.answer()``'s
+read path against every other method on the questions both answered
+(wins/ties/losses per category, sign test).  MSC: reply F1 / BLEU-1 and persona recall.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import CATEGORY_NAMES
-from .metrics import percentile
+from .metrics import percentile, sign_test
 from .runner import INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,8 @@ REPORT_FILE = "report.md"
 PLOT_BY_CATEGORY = "score_by_category.png"
 PLOT_VS_TOKENS = "score_vs_context_tokens.png"
 HEADLINE = (1, 2, 3, 4)
+REFERENCE_METHOD = "real+turns"  # Memory.answer()'s default read path: the method the head-to-head is about
+TIE = 1e-9
 
 
 def _mean(xs: Sequence[float | None]) -> float | None:
@@ -74,6 +78,82 @@ def group_rows(rows: Sequence[dict[str, Any]], dataset: str) -> list[MethodStats
                                      for c in siblings)})
             g.label = f"{g.method} [{','.join(f'{k}={g.config.get(k)}' for k in differ)}]"
     return list(groups.values())
+
+
+@dataclass(frozen=True)
+class Pairing:
+    """One method against another on the questions both answered, in one category (None: all of 1–4)."""
+
+    category: int | None
+    questions: int
+    wins: int
+    ties: int
+    losses: int
+    delta: float | None  # mean official F1 of the first minus the second, on these questions (0–1 scale)
+    p: float | None  # two-sided sign test of wins against losses
+
+
+def head_to_head(ref: MethodStats, other: MethodStats) -> list[Pairing]:
+    """Per-question comparison of ``ref`` with ``other``: one pairing per category of 1–4 present, then overall."""
+    theirs = {r["qid"]: r["scores"].get("locomo_f1") for r in other.headline_rows()}
+    pairs: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for r in ref.headline_rows():
+        a, b = r["scores"].get("locomo_f1"), theirs.get(r["qid"])
+        if a is not None and b is not None:
+            pairs[r["category"]].append((a, b))
+
+    def pairing(cat: int | None, ps: Sequence[tuple[float, float]]) -> Pairing:
+        wins = sum(1 for a, b in ps if a - b > TIE)
+        losses = sum(1 for a, b in ps if b - a > TIE)
+        return Pairing(cat, len(ps), wins, len(ps) - wins - losses, losses,
+                       sum(a - b for a, b in ps) / len(ps) if ps else None, sign_test(wins, losses))
+
+    out = [pairing(c, pairs[c]) for c in sorted(pairs)]
+    out.append(pairing(None, [p for c in sorted(pairs) for p in pairs[c]]))
+    return out
+
+
+def _fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
+
+
+def reference_group(groups: Sequence[MethodStats]) -> MethodStats | None:
+    """The newest configuration of ``real+turns``; else the first REAL-family group; else None."""
+    ours = [g for g in groups if g.method == REFERENCE_METHOD and g.headline_rows()]
+    if ours:
+        return max(ours, key=lambda g: max(str(r.get("time", "")) for r in g.rows))
+    return next((g for g in groups if g.method.startswith("real") and g.headline_rows()), None)
+
+
+def head_to_head_table(groups: Sequence[MethodStats]) -> str:
+    """Markdown: the reference method against each other method, wins/ties/losses per category; '' if none."""
+    ref = reference_group(groups)
+    if ref is None or len(groups) < 2:
+        return ""
+    cats = sorted({r["category"] for g in groups for r in g.headline_rows()})
+    lines = [f"### Head to head: `{ref.label}` against each method, question by question", "",
+             "W/T/L: questions where its official F1 is higher / equal / lower, on the questions both "
+             "answered. Δ: its mean F1 minus the other's there (×100). p: two-sided sign test of wins "
+             "against losses (ties left out); below 0.05, a lead unlikely to be chance.", ""]
+    cols = ["against", "n"] + [f"{c} {CATEGORY_NAMES[c]}" for c in cats] + ["**all 1–4 W/T/L**", "Δ", "p"]
+    lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for g in groups:
+        if g is ref:
+            continue
+        pairings = head_to_head(ref, g)
+        overall = pairings[-1]
+        if not overall.questions:
+            continue
+        by_cat = {p.category: p for p in pairings[:-1]}
+        cells = [g.label, str(overall.questions)]
+        cells += [f"{p.wins}/{p.ties}/{p.losses}" if (p := by_cat.get(c)) else "–" for c in cats]
+        cells += [f"**{overall.wins}/{overall.ties}/{overall.losses}**",
+                  f"{overall.delta * 100:+.1f}" if overall.delta is not None else "–",
+                  _fmt_p(overall.p)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _setup_line(run: dict[str, Any]) -> str:
@@ -243,6 +323,9 @@ def write_report(out_dir: str | Path, plots: bool = True) -> Path:
     locomo = group_rows(rows, "locomo")
     if locomo:
         parts += [locomo_tables(locomo, ingest), ""]
+        versus = head_to_head_table(locomo)
+        if versus:
+            parts += [versus, ""]
         if plots:
             for p in plot_locomo(locomo, out):
                 parts.append(f"![{p.stem}]({p.name})")
