@@ -7,7 +7,9 @@ and every category 1-4 question is searched three ways:
 * ``all words``  — the full-text query before ``FULL_TEXT_VERSION`` 2 (every word of two or more
   characters, stopwords included), run through the same FTS5 SQL as the store;
 * ``store``      — ``search_messages_text`` as it is now (``chronomem.store.fulltext``);
-* ``bench BM25`` — the ``bm25`` bench method's own index over the same turns, for reference.
+* ``bench BM25`` — the ``bm25`` bench method's own index over the same turns, for reference;
+* ``+ replies``  — the store's hits, and BM25's, each followed by the next turn of its session (its
+  reply) in the same k turns: ``SearchConfig.turn_replies`` (``chronomem.retrieve.search.with_replies``).
 
 Recall@k = share of a question's gold evidence turns among the k hits (questions without evidence
 left out), averaged over questions.
@@ -27,6 +29,7 @@ from chronomem.bench.memory_methods import turn_message
 from chronomem.bench.methods import turn_index_text
 from chronomem.bench.retrievers import BM25Index
 from chronomem.model import Message
+from chronomem.retrieve.search import with_replies
 from chronomem.store.sqlite import SQLiteStore
 from chronomem.timeutil import utcnow
 
@@ -59,6 +62,13 @@ def all_words_search(store: SQLiteStore, query: str, k: int) -> list[str]:
     return [r[0] for r in rows]
 
 
+def replies_of(store: SQLiteStore, ids: list[str], k: int) -> list[str]:
+    """The hits ``ids`` (best first), each followed by its reply, cut at ``k`` turns."""
+    by_id = {m.id: m for m in store.messages(USER, ids=ids)}
+    hits = [by_id[i] for i in ids if i in by_id]
+    return [m.id for m in with_replies(store, USER, hits, utcnow(), set(), k)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_LOCOMO_PATH))
@@ -66,19 +76,21 @@ def main() -> None:
     ap.add_argument("--k", default="5,10,15,20")
     args = ap.parse_args()
     ks = [int(k) for k in args.k.split(",")]
-    print("| conversation | questions | k | all words | store (no stopwords) | bench BM25 |")
-    print("|---|---|---|---|---|---|")
+    print("| conversation | questions | k | all words | store (no stopwords) | bench BM25 "
+          "| store + replies | bench BM25 + replies |")
+    print("|---|---|---|---|---|---|---|---|")
     for conv in load_locomo(args.data, sample_ids=args.conversations.split(",")):
         store = SQLiteStore(":memory:")
         load_turns(store, conv)
         bm25 = BM25Index.build([turn_index_text(t) for t in conv.turns])
         qs = [q for q in conv.qa if q.category in (1, 2, 3, 4) and q.evidence]
         for k in ks:
-            sums = [0.0, 0.0, 0.0]
+            sums = [0.0] * 5
             for q in qs:
-                hits = (all_words_search(store, q.question, k),
-                        [i for i, _ in store.search_messages_text(USER, q.question, limit=k)],
-                        [conv.turns[i].dia_id for i, _ in bm25.search(q.question, k)])
+                fts = [i for i, _ in store.search_messages_text(USER, q.question, limit=k)]
+                ranked = [conv.turns[i].dia_id for i, _ in bm25.search(q.question, k)]
+                hits = (all_words_search(store, q.question, k), fts, ranked,
+                        replies_of(store, fts, k), replies_of(store, ranked, k))
                 for j, h in enumerate(hits):
                     sums[j] += metrics.evidence_recall(q.evidence, h, None) or 0.0
             print(f"| {conv.sample_id} | {len(qs)} | {k} | " + " | ".join(f"{s / len(qs):.3f}" for s in sums) + " |")

@@ -174,6 +174,23 @@ def test_full_text_search_over_facts_and_messages(cmem: Memory) -> None:
     assert scores == sorted(scores, reverse=True)
 
 
+def test_next_messages_are_the_following_turn_of_the_same_session_and_user(cmem: Memory) -> None:
+    for s in ("s1", "s2"):
+        cmem.store.ensure_session(U, s)
+    cmem.store.ensure_session(V, "s1")
+    # seq gaps and a session that interleaves in time with another: the next turn is by seq, per session
+    cmem.store.add_messages(U, [msg(1, "s1", "Where is the internship?"), msg(5, "s2", "Other chat."),
+                                msg(3, "s1", "An international company.", speaker="Gina"),
+                                msg(7, "s1", "Congrats!")])
+    cmem.store.add_messages(V, [msg(2, "s1", "bob's turn", user=V)])
+    nxt = cmem.store.next_messages(U, ["m1", "m3", "m5", "m7", "m1", "nope", "m2"])
+    assert {k: (m.id, m.speaker, m.session_id) for k, m in nxt.items()} == {
+        "m1": ("m3", "Gina", "s1"), "m3": ("m7", "Maya", "s1")}  # m5, m7 end their session; m2 is bob's
+    assert nxt["m1"].text == "An international company." and nxt["m1"].user_id == U
+    assert cmem.store.next_messages(U, []) == {}
+    assert cmem.store.next_messages(V, ["m2"]) == {}
+
+
 def test_full_text_search_ignores_english_stopwords(cmem: Memory) -> None:
     """Both stores drop PostgreSQL's English stopwords: shared function words match nothing."""
     cmem.store.ensure_session(U, "s1")

@@ -154,7 +154,8 @@ DIA_IDS = {d for d, _, _ in SESSION_1 + SESSION_2}
 
 def test_memory_methods_are_registered_and_available() -> None:
     for name in ("flat_facts", "vanilla_graph", "real", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real+floor", "real-no-intervals", "real-no-confidence", "real-no-intents", "real-no-evaluator", "real-no-counterfactuals"):
+                 "real+floor", "real+replies", "real-no-intervals", "real-no-confidence", "real-no-intents",
+                 "real-no-evaluator", "real-no-counterfactuals"):
         assert unavailable_reason(name) is None, name
     with pytest.raises(MethodUnavailableError, match="embedder"):
         make_method("real", ScriptedLLM(), MethodConfig(), None)
@@ -244,7 +245,7 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     cfg = MethodConfig(top_k=5)
     ctx = {}
     for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real+floor", "real-no-intervals", "real-no-evaluator"):
+                 "real+floor", "real+replies", "real-no-intervals", "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
         ctx[name] = m.retrieve("Where does Maya work?")
@@ -276,6 +277,12 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     floor = ctx["real+floor"].context
     assert floor == turns.context or (floor.startswith("Other turns that match the question:")
                                       and "Evidence" not in floor)
+    # real+replies: real+turns' evidence and source turns; its other turns are hits each followed by
+    # its reply (here D2:1's reply D2:2, which matches nothing), within real+turns' 5 other turns
+    replies = ctx["real+replies"]
+    assert replies.context.startswith(ctx["real+sources"].context + "\nOther turns that match the question:\n")
+    assert set(turns.ids) <= set(replies.ids) and len(replies.ids) - len(ctx["real+sources"].ids) <= 5
+    assert "D2:2" not in turns.ids and replies.ids.index("D2:2") == replies.ids.index("D2:1") + 1
     # the evaluator-off ablation never asks the model to evaluate
     n_eval = llm.purposes.count("evaluate")
     m = make_method("real-no-evaluator", llm, cfg, HashEmbedder())

@@ -400,6 +400,44 @@ def test_fallback_turns_replace_paths_below_the_relevance_floor() -> None:
     m.close()
 
 
+def test_turn_replies_follow_each_full_text_hit_with_the_next_turn_of_its_session() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from chronomem.model import Message
+
+    m = Memory(":memory:", embedder=False)
+    t = datetime(2023, 5, 27, 19, 18, tzinfo=timezone.utc)
+    turns = [("s1", "Jon", "Congrats on the fashion internship! Where is the internship?"),
+             ("s1", "Gina", "In the design department of an international company."),
+             ("s1", "Jon", "Amazing."),
+             ("s2", "Gina", "My internship starts Monday, fashion all day."),
+             ("s2", "Jon", "Good luck!"),
+             ("s3", "Gina", "The internship went well, I love fashion."),  # said after as_of
+             ("s3", "Jon", "Told you.")]
+    for i, (sid, who, text) in enumerate(turns):
+        m.store.ensure_session(U, sid, started_at=t)
+        m.store.add_messages(U, [Message(id=f"m{i}", user_id=U, session_id=sid, speaker=who, text=text,
+                                         timestamp=t + timedelta(days=30 * int(sid[1:]), minutes=i),
+                                         recorded_at=t, seq=i)])
+    q = "Where is the fashion internship?"
+    as_of = t + timedelta(days=61)  # sessions 1 and 2 only
+    base = SearchConfig(embeddings=False, search_turns=4)
+    plain = m.search(q, user_id=U, as_of=as_of, config=base)
+    assert sorted(plain.quoted_ids) == ["m0", "m3"]  # the answer shares no word with the question...
+    first = plain.quoted_ids[0]
+    reply = {"m0": "m1", "m3": "m4"}
+    with_replies = m.search(q, user_id=U, as_of=as_of, config=replace(base, turn_replies=True))
+    ids = with_replies.quoted_ids  # ...but it is m0's reply: each hit, in rank order, then its reply
+    assert ids == [first, reply[first], plain.quoted_ids[1], reply[plain.quoted_ids[1]]]
+    assert "international company" in with_replies.context
+    # replies count in search_turns; nothing said after as_of comes in
+    three = m.search(q, user_id=U, as_of=as_of, config=replace(base, turn_replies=True, search_turns=3))
+    assert three.quoted_ids == ids[:3]
+    with pytest.raises(ValidationError, match="turn_replies"):
+        SearchConfig(turn_replies="yes")  # type: ignore[arg-type]
+    m.close()
+
+
 def test_generated_message_ids_are_shortened_in_the_context() -> None:
     from chronomem.retrieve.serialize import short_id
 

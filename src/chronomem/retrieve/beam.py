@@ -136,7 +136,11 @@ class SearchConfig:
         ``fallback_turns`` (0): when no path clears ``min_relevance`` (or no root
         entity is found), the context is this many full-text hits instead of
         ``search_turns`` — the graph holds nothing about the question, so its
-        weak paths would only mislead the answer model (0: ``search_turns``).
+        weak paths would only mislead the answer model (0: ``search_turns``);
+        ``turn_replies`` (off): each full-text hit is followed by the next turn of
+        its session, its reply, inside the same count of turns — in a conversation
+        the answer to a question is often the turn after the one that shares the
+        question's words.
     """
 
     max_depth: int = 3
@@ -172,6 +176,7 @@ class SearchConfig:
     quote_sources: int = 0
     search_turns: int = 0
     fallback_turns: int = 0
+    turn_replies: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -189,6 +194,8 @@ class SearchConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
                 raise ValidationError(f"config.{name}", v, "must be in [0, 1]")
+        if not isinstance(self.turn_replies, bool):
+            raise ValidationError("config.turn_replies", self.turn_replies, "must be True or False")
         unknown = set(self.rules) - cf.ALL_RULES
         if unknown:
             raise ValidationError("config.rules", sorted(unknown), f"unknown rules; known: {sorted(cf.ALL_RULES)}")

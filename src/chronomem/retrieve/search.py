@@ -309,10 +309,25 @@ def _search_turns(mem: Memory, user_id: str, query: str, when: datetime, cfg: Se
     hits = [i for i, _ in mem.store.search_messages_text(user_id, query, limit=cfg.search_turns + len(quoted))
             if i not in quoted]
     turns = [m for m in _turns_in_order(mem, user_id, hits) if m.timestamp <= when][: cfg.search_turns]
+    if cfg.turn_replies:
+        turns = with_replies(mem.store, user_id, turns, when, set(quoted), cfg.search_turns)
     ctx, added = append_quotes(ctx, turns, budget_tokens=cfg.context_tokens, header=SEARCH_HEADER)
     if added:
         notes.append(f"{len(added)} turns added by full-text search over the messages")
     return ctx, quoted + added
+
+
+def with_replies(store: Store, user_id: str, hits: Sequence[Message], when: datetime, shown: set[str],
+                 limit: int) -> list[Message]:
+    """``hits`` in rank order, each followed by its reply (the session's next turn, said by ``when``),
+    skipping turns already ``shown`` or listed; at most ``limit`` turns (``SearchConfig.turn_replies``)."""
+    replies = store.next_messages(user_id, [m.id for m in hits])
+    out: dict[str, Message] = {}
+    for m in hits:
+        for t in (m, replies.get(m.id)):
+            if t is not None and t.id not in shown and t.id not in out and t.timestamp <= when:
+                out[t.id] = t
+    return list(out.values())[:limit]
 
 
 def source_turn_ids(store: Store, user_id: str, facts: Sequence[Fact]) -> list[str]:

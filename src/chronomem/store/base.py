@@ -55,6 +55,13 @@ class Store(ABC):
                  ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]: ...
 
     @abstractmethod
+    def next_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
+        """For each message id, the message that follows it in its session (by ``seq``), if any.
+
+        Ids that are unknown or end their session have no entry.
+        """
+
+    @abstractmethod
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None: ...
 
     # -- entities --------------------------------------------------------------
