@@ -355,9 +355,11 @@ def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dic
 #: search finds for the question.  On LoCoMo conv-30 with the local 1.5B model
 #: (BENCHMARKS.md, "Evaluation harness", 81 questions): graph evidence alone 17.3
 #: official F1, this configuration 41.0, BM25 over raw turns 37.5 (top-10) and 39.6
-#: (top-20, as many context tokens).  ``min_relevance`` with ``fallback_turns`` gave
-#: a smaller context and 40.0, so both stay off.  Facts loaded with ``add_facts``
-#: have no source turns and get no quotes.
+#: (top-20, as many context tokens); on conv-26 (152 questions, not tuned on) 33.1
+#: against BM25 top-10's 35.0 — ahead on temporal questions on both, behind on
+#: single-hop.  ``min_relevance`` with ``fallback_turns`` gave a smaller context and
+#: 40.0, ``turn_replies`` 41.1 with more of the gold turns, so all three stay off.
+#: Facts loaded with ``add_facts`` have no source turns and get no quotes.
 ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000,
                              quote_sources=8, search_turns=5)
 METHODS = ("real", "rsum", "real+rsum")
