@@ -38,9 +38,9 @@ Vectors
     queries always scan the user's rows exactly: a filtered HNSW scan without
     iterative scans can return fewer than k rows.  Without pgvector vectors are
     float32 ``bytea`` and k-NN is an exact per-user scan in numpy — per-user
-    memories are small.  Which one a
-    database uses is recorded in ``chronomem_meta`` (``vector_backend``) and
-    fixed at creation; :attr:`PostgresStore.has_vector_index` tells callers.
+    memories are small.  Which one a database uses is recorded in
+    ``chronomem_meta`` (``vector_backend``) and fixed at creation;
+    :attr:`PostgresStore.has_vector_index` tells callers.
 """
 
 from __future__ import annotations
