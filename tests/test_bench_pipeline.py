@@ -281,3 +281,72 @@ def test_head_to_head_counts_wins_ties_losses_per_category_on_shared_questions()
     assert "| real+turns [v=old] | 1 | 1/0/0 | – | **1/0/0** | +100.0 | 1.00 |" in table
     # no REAL-family method: no section
     assert head_to_head_table([bm25]) == ""
+
+
+def _cfg_row(method: str, key: str, config: dict, time: str, qid: str = "q1", f1: float = 1.0) -> dict:
+    return {"dataset": "locomo", "method": method, "config_key": key, "config": {"method": method, **config},
+            "qid": qid, "category": 1, "scores": {"locomo_f1": f1}, "time": time}
+
+
+def test_superseded_configurations_are_set_apart_and_the_current_ones_relabelled() -> None:
+    from chronomem.bench.report import group_rows, split_superseded
+
+    rows = [
+        _cfg_row("real", "new", {"top_k": 10, "ingest": "b", "full_text": 2}, "2026-12-01T00:00:00"),
+        _cfg_row("real", "old", {"top_k": 10, "ingest": "a"}, "2026-11-30T00:00:00", f1=0.0),
+        _cfg_row("bm25", "k10", {"top_k": 10}, "2026-11-30T00:00:00"),
+        _cfg_row("bm25", "k20", {"top_k": 20}, "2026-12-01T00:00:00"),  # a parameter, not a revision: both stay
+        _cfg_row("real+turns", "t", {"top_k": 10, "search": {"search_turns": 5}}, "2026-11-30T00:00:00"),
+        _cfg_row("real+turns", "t8", {"top_k": 10, "search": {"search_turns": 8}}, "2026-11-29T00:00:00"),
+    ]
+    groups = group_rows(rows, "locomo")
+    assert [g.label for g in groups][:2] == ["real [full_text=2,ingest=b]", "real [full_text=None,ingest=a]"]
+    current, superseded = split_superseded(groups)
+    assert [g.label for g in current] == ["real", "bm25 [top_k=10]", "bm25 [top_k=20]",
+                                          "real+turns [search={'search_turns': 5}]",
+                                          "real+turns [search={'search_turns': 8}]"]
+    # the older one is superseded although it was listed second; it keeps the label that tells it apart
+    assert [(old.label, new.label) for old, new in superseded] == [("real [full_text=None,ingest=a]", "real")]
+
+
+def test_report_of_several_folders_on_one_sample(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from chronomem.cli.bench import app
+
+    conv26 = load_locomo(LOCOMO, ["conv-26"])
+    a, b, merged = tmp_path / "conv30", tmp_path / "conv26", tmp_path / "samples"
+    # full context with another window per conversation: one method in the merged report
+    run_locomo(conv30, ["bm25", "full_context"], FirstTurnLLM(context_window=100_000), a, categories=(1, 2, 4),
+               sample=9, seed=0)
+    run_locomo(conv26, ["bm25", "full_context"], FirstTurnLLM(context_window=60_000), b, categories=(1, 2, 3, 4),
+               sample=5, seed=0)
+    # an older revision of bm25 in conv-30's folder: reported apart, not mixed into the current rows
+    old = [{**r, "config_key": "older", "config": {**r["config"], "ingest": "x"}, "time": "2000-01-01T00:00:00",
+            "scores": {**r["scores"], "locomo_f1": 0.0}}
+           for r in read_jsonl(a / "results.jsonl") if r["method"] == "bm25"]
+    with open(a / "results.jsonl", "a") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in old)
+
+    res = CliRunner().invoke(app, ["report", "--out", str(merged), "--from", str(a), "--from", str(b),
+                                   "--sample", "5", "--seed", "0", "--data", str(LOCOMO)])
+    assert res.exit_code == 0, res.output
+    wanted = {q.qid for c in (*conv30, *conv26) for q in select_questions(c, (1, 2, 3, 4), 5, 0)}
+    answered = {r["qid"] for f in (a, b) for r in read_jsonl(f / "results.jsonl") if r["method"] == "bm25"}
+    summary = json.loads((merged / "summary.json").read_text())
+    assert set(summary) == {"bm25", "full_context"}
+    assert summary["bm25"]["n"] == len(wanted & answered) == summary["full_context"]["n"]
+    assert len(wanted & answered) > 5  # both conversations are in it
+    text = (merged / "report.md").read_text()
+    assert "reported together" in text and "stratified sample of 5" in text
+    assert "### Superseded configurations" in text and "| bm25 [ingest=x] |" in text
+    assert (merged / PLOT_BY_CATEGORY).exists() and not (a / "report.md").exists()  # sources are read, not written
+
+    everything = CliRunner().invoke(app, ["report", "--out", str(merged), "--from", str(a), "--all-configs",
+                                          "--no-plots"])
+    assert everything.exit_code == 0
+    assert set(json.loads((merged / "summary.json").read_text())) == {"bm25 [ingest=None]", "bm25 [ingest=x]",
+                                                                      "full_context"}
+    missing = CliRunner().invoke(app, ["report", "--out", str(merged), "--from", str(tmp_path / "nope")])
+    said = " ".join(missing.output.replace("│", " ").split())  # rich draws the error in a box
+    assert missing.exit_code != 0 and "--from" in said and "does not exist" in said

@@ -6,6 +6,16 @@ Mem0-style F1, BLEU-1, optional judge, evidence recall, context tokens, LLM
 calls and tokens, latency p50/p95, and a head-to-head of ``Memory.answer()``'s
 read path against every other method on the questions both answered
 (wins/ties/losses per category, sign test).  MSC: reply F1 / BLEU-1 and persona recall.
+
+A folder that has been run through several revisions of chronomem holds rows of
+older configurations of the same method (an older memory, evidence format or
+full-text query: :data:`REVISION_FIELDS`).  The tables and plots show each
+method's newest configuration; the older ones are listed apart, with what
+superseded them, unless ``include_superseded`` asks for everything.
+
+Several folders (one per conversation, say) can be reported together, and the
+rows narrowed to a set of questions, such as the stratified sample a
+``--sample N --seed S`` run drew: :func:`write_report`'s ``sources`` and ``qids``.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +40,13 @@ PLOT_VS_TOKENS = "score_vs_context_tokens.png"
 HEADLINE = (1, 2, 3, 4)
 REFERENCE_METHOD = "real+turns"  # Memory.answer()'s default read path: the method the head-to-head is about
 TIE = 1e-9
+#: Configuration fields that record a revision of chronomem (the memory's ingestion, the evidence's
+#: serialisation, the full-text query), not a parameter of the method: a configuration that differs
+#: from a newer one of the same method in these fields only is superseded by it.
+REVISION_FIELDS = frozenset({"ingest", "context_format", "full_text"})
+#: Fields that may differ between the folders of one merged report without making two methods of one:
+#: the model window is sized to each conversation (truncation is reported per row).
+PER_RUN_FIELDS = frozenset({"context_window"})
 
 
 def _mean(xs: Sequence[float | None]) -> float | None:
@@ -47,6 +64,7 @@ class MethodStats:
     method: str
     config: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)
+    config_keys: set[str] = field(default_factory=set)  # the rows' config_key values (several when merged)
 
     def by_cat(self, cat: int) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("category") == cat]
@@ -57,27 +75,73 @@ class MethodStats:
     def headline_rows(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("category") in HEADLINE]
 
+    def introduced(self) -> str:
+        """When this configuration first answered (ISO time of its first row; '' if unknown)."""
+        return min((str(r.get("time", "")) for r in self.rows), default="")
 
-def group_rows(rows: Sequence[dict[str, Any]], dataset: str) -> list[MethodStats]:
-    """Rows of one dataset grouped by (method, configuration), in first-seen order."""
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def label_groups(groups: Sequence[MethodStats]) -> None:
+    """Label each group by its method, plus the fields in which it differs from its siblings of the same method."""
+    per_method: dict[str, list[MethodStats]] = defaultdict(list)
+    for g in groups:
+        per_method[g.method].append(g)
+    for siblings in per_method.values():
+        for g in siblings:
+            if len(siblings) == 1:
+                g.label = g.method
+                continue
+            differ = sorted({k for c in siblings for k in c.config if k != "method"
+                             and any(not _same(o.config.get(k), g.config.get(k)) for o in siblings)})
+            g.label = f"{g.method} [{','.join(f'{k}={g.config.get(k)}' for k in differ)}]"
+
+
+def group_rows(rows: Sequence[dict[str, Any]], dataset: str, merge: bool = False) -> list[MethodStats]:
+    """Rows of one dataset grouped by (method, configuration), in first-seen order.
+
+    ``merge``: the rows come from several folders, and configurations that differ only in
+    :data:`PER_RUN_FIELDS` (or in their keys' hashing of those) are one group.
+    """
     groups: dict[str, MethodStats] = {}
-    per_method: dict[str, set[str]] = defaultdict(set)
     for r in rows:
         if r.get("dataset") != dataset:
             continue
-        key = r["config_key"]
-        per_method[r["method"]].add(key)
+        config = r.get("config", {})
+        if merge:
+            key = json.dumps([r["method"], r.get("llm"), r.get("prompt"),
+                              {k: v for k, v in config.items() if k not in PER_RUN_FIELDS}], sort_keys=True)
+        else:
+            key = r["config_key"]
         if key not in groups:
-            groups[key] = MethodStats(label=r["method"], method=r["method"], config=r.get("config", {}))
+            groups[key] = MethodStats(label=r["method"], method=r["method"], config=config)
         groups[key].rows.append(r)
-    for g in groups.values():
-        if len(per_method[g.method]) > 1:  # same method under several configurations: say how they differ
-            siblings = [groups[k].config for k in per_method[g.method]]
-            differ = sorted({k for c in siblings for k in c if k != "method"
-                             and any(json.dumps(c.get(k), sort_keys=True) != json.dumps(g.config.get(k), sort_keys=True)
-                                     for c in siblings)})
-            g.label = f"{g.method} [{','.join(f'{k}={g.config.get(k)}' for k in differ)}]"
-    return list(groups.values())
+        groups[key].config_keys.add(r["config_key"])
+    out = list(groups.values())
+    label_groups(out)
+    return out
+
+
+def split_superseded(groups: Sequence[MethodStats]) -> tuple[list[MethodStats], list[tuple[MethodStats, MethodStats]]]:
+    """The current configurations, and each superseded one with the newest configuration that replaced it.
+
+    A configuration is superseded when a configuration of the same method that first answered later
+    differs from it in :data:`REVISION_FIELDS` only.  The current ones are relabelled among themselves.
+    """
+    def params(g: MethodStats) -> str:
+        return json.dumps({k: v for k, v in g.config.items() if k not in REVISION_FIELDS}, sort_keys=True)
+
+    newest: dict[tuple[str, str], MethodStats] = {}
+    for g in groups:
+        k = (g.method, params(g))
+        if k not in newest or g.introduced() > newest[k].introduced():
+            newest[k] = g
+    current = [g for g in groups if newest[(g.method, params(g))] is g]
+    superseded = [(g, newest[(g.method, params(g))]) for g in groups if newest[(g.method, params(g))] is not g]
+    label_groups(current)  # the superseded keep the labels that tell every configuration apart
+    return current, superseded
 
 
 @dataclass(frozen=True)
@@ -211,7 +275,7 @@ def locomo_tables(groups: Sequence[MethodStats], ingest: Sequence[dict[str, Any]
         n = max(len(rows), 1)
         r50, r95 = _latency(rows, "retrieval_latency_s")
         a50, a95 = _latency(rows, "answer_latency_s")
-        ing = [i for i in ingest if i.get("config_key") == g.rows[0]["config_key"]]
+        ing = [i for i in ingest if i.get("config_key") in g.config_keys]
         latest: dict[str, dict[str, Any]] = {}
         for i in ing:
             latest[i["sample_id"]] = i
@@ -237,6 +301,21 @@ def locomo_tables(groups: Sequence[MethodStats], ingest: Sequence[dict[str, Any]
     return "\n".join(lines)
 
 
+def superseded_table(superseded: Sequence[tuple[MethodStats, MethodStats]]) -> str:
+    """Markdown: each superseded configuration, its score, and what replaced it; '' if none."""
+    if not superseded:
+        return ""
+    lines = ["### Superseded configurations", "",
+             "Rows of older revisions of a method (another memory, evidence format or full-text query) kept "
+             "in this folder; the tables above use the newest. Official F1 ×100, categories 1–4.", "",
+             "| configuration | n | **overall 1–4** | first answered | superseded by | its overall |",
+             "|---|---|---|---|---|---|"]
+    for old, new in superseded:
+        lines.append(f"| {old.label} | {len(old.headline_rows())} | **{_fmt(old.score(old.headline_rows()))}** | "
+                     f"{old.introduced()[:16]} | {new.label} | {_fmt(new.score(new.headline_rows()))} |")
+    return "\n".join(lines)
+
+
 def msc_table(groups: Sequence[MethodStats]) -> str:
     lines = ["### MSC — next-session replies and persona memory", "",
              "| method | episodes | replies | reply F1 ×100 | BLEU-1 ×100 | ctx tokens | persona coverage | "
@@ -257,43 +336,97 @@ def msc_table(groups: Sequence[MethodStats]) -> str:
     return "\n".join(lines)
 
 
+FAMILIES = {  # kind of method -> colour in the plots
+    "Memory.answer() (real+turns)": "#d62728",
+    "REAL variants and ablations": "#ff9896",
+    "flat facts (Mem0-style)": "#9467bd",
+    "Rsum": "#2ca02c",
+    "whole / recent conversation": "#7f7f7f",
+    "turn retrieval (BM25, dense)": "#1f77b4",
+}
+
+
+def family(method: str) -> str:
+    """The kind of method, one colour each in the plots so that they read at a glance."""
+    if method == REFERENCE_METHOD:
+        return "Memory.answer() (real+turns)"
+    if method.startswith("real") or method == "vanilla_graph":
+        return "REAL variants and ablations"
+    if method == "flat_facts":
+        return "flat facts (Mem0-style)"
+    if method in ("full_context", "sliding_window"):
+        return "whole / recent conversation"
+    if method == "rsum":
+        return "Rsum"
+    return "turn retrieval (BM25, dense)"  # bm25, dense, bm25+rsum
+
+
+def _family_colour(method: str) -> str:
+    return FAMILIES[family(method)]
+
+
 def plot_locomo(groups: Sequence[MethodStats], out_dir: Path) -> list[Path]:
+    """Two PNGs: official F1 per category (one panel each, methods best first) and score vs context tokens."""
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.lines
     import matplotlib.pyplot as plt
 
     paths: list[Path] = []
-    cats = sorted({r["category"] for g in groups for r in g.rows})
-    labels = [f"{c} {CATEGORY_NAMES[c]}" for c in cats] + ["overall 1–4"]
-    width = 0.8 / max(len(groups), 1)
-    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 4))
-    for j, g in enumerate(groups):
-        vals = [(g.score(g.by_cat(c)) or 0.0) * 100 for c in cats] + [(g.score(g.headline_rows()) or 0.0) * 100]
-        ax.bar([i + j * width for i in range(len(labels))], vals, width, label=g.label)
-    ax.set_xticks([i + width * (len(groups) - 1) / 2 for i in range(len(labels))], labels)
-    ax.set_ylabel("LoCoMo official F1 ×100")
-    ax.set_title("Score by category")
-    ax.legend(fontsize=8)
+    shown = [g for g in groups if g.headline_rows()]
+    if not shown:
+        return paths
+    shown.sort(key=lambda g: g.score(g.headline_rows()) or 0.0, reverse=True)
+    cats = sorted({r["category"] for g in shown for r in g.headline_rows()})
+    panels = [(f"overall 1–4", lambda g: g.headline_rows())] + [
+        (f"{c} {CATEGORY_NAMES[c]}", lambda g, c=c: g.by_cat(c)) for c in cats]
+    height = max(2.5, 0.32 * len(shown) + 1.2)
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.3 * len(panels) + 2.2, height), sharey=True)
+    axes = list(axes) if len(panels) > 1 else [axes]
+    ys = list(range(len(shown)))
+    colours = [_family_colour(g.method) for g in shown]
+    for ax, (title, rows_of) in zip(axes, panels):
+        vals = [(g.score(rows_of(g)) or 0.0) * 100 for g in shown]
+        counts = [len(rows_of(g)) for g in shown]
+        ax.barh(ys, vals, color=colours)
+        for y, v, n in zip(ys, vals, counts):
+            ax.text(v + 0.8, y, f"{v:.1f}" if n else "–", va="center", fontsize=7)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlim(0, max(max(vals, default=0.0) * 1.25, 10))
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(ys, [g.label for g in shown], fontsize=7)
+    axes[0].invert_yaxis()
+    fig.suptitle("LoCoMo official F1 ×100 by category (best overall first)", fontsize=10)
     fig.tight_layout()
     p = out_dir / PLOT_BY_CATEGORY
     fig.savefig(p, dpi=120)
     plt.close(fig)
     paths.append(p)
 
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for g in groups:
+    fig, (ax, key) = plt.subplots(1, 2, figsize=(10, max(4.0, 0.22 * len(shown) + 1.0)),
+                                  gridspec_kw={"width_ratios": [3, 2]})
+    entries = []
+    for n, g in enumerate(shown, start=1):
         rows = g.headline_rows()
-        if not rows:
-            continue
-        tokens = sum(r.get("context_tokens", 0) for r in rows) / len(rows)
+        tokens = max(sum(r.get("context_tokens", 0) for r in rows) / len(rows), 1)
         score = (g.score(rows) or 0.0) * 100
-        ax.scatter([max(tokens, 1)], [score], s=60)
-        ax.annotate(g.label, (max(tokens, 1), score), textcoords="offset points", xytext=(5, 5), fontsize=8)
+        ax.scatter([tokens], [score], s=45, color=_family_colour(g.method), edgecolors="black", linewidths=0.4)
+        ax.annotate(str(n), (tokens, score), textcoords="offset points", xytext=(4, 3), fontsize=7)
+        entries.append(f"{n:>2}  {g.label}  ({score:.1f}, {tokens:,.0f} tok)")
+    present = list(dict.fromkeys(family(g.method) for g in shown))
+    ax.legend(handles=[matplotlib.lines.Line2D([], [], marker="o", linestyle="", color=FAMILIES[f],
+                                                markeredgecolor="black", markeredgewidth=0.4, label=f)
+                       for f in present], fontsize=7, loc="lower right")
     ax.set_xscale("log")
     ax.set_xlabel("mean context tokens per question (log)")
     ax.set_ylabel("official F1 ×100, categories 1–4")
-    ax.set_title("Score vs context tokens")
+    ax.set_title("Score vs context tokens", fontsize=10)
+    ax.grid(alpha=0.3)
+    key.axis("off")
+    key.text(0.0, 1.0, "\n".join(entries), va="top", ha="left", fontsize=7, family="monospace",
+             transform=key.transAxes)
     fig.tight_layout()
     p = out_dir / PLOT_VS_TOKENS
     fig.savefig(p, dpi=120)
@@ -302,25 +435,48 @@ def plot_locomo(groups: Sequence[MethodStats], out_dir: Path) -> list[Path]:
     return paths
 
 
-def write_report(out_dir: str | Path, plots: bool = True) -> Path:
-    """Write ``report.md`` (and the plots) for everything in ``out_dir/results.jsonl``."""
+def write_report(out_dir: str | Path, plots: bool = True, *, sources: Sequence[str | Path] = (),
+                 qids: Collection[str] | None = None, scope: str = "", include_superseded: bool = False) -> Path:
+    """Write ``report.md``, ``summary.json`` (and the plots) into ``out_dir``.
+
+    The results are ``out_dir``'s own, or with ``sources`` those of each of these folders, reported
+    together (configurations that differ only in :data:`PER_RUN_FIELDS` merged).  ``qids`` keeps only
+    those LoCoMo questions (described by ``scope`` in the report, e.g. "the stratified sample of 40
+    per conversation").  Each method's superseded configurations are listed apart unless
+    ``include_superseded``.
+    """
     out = Path(out_dir)
-    rows = read_jsonl(out / RESULTS_FILE)
-    ingest = read_jsonl(out / INGEST_FILE)
-    runs = read_jsonl(out / RUNS_FILE)
+    folders = [Path(f) for f in sources] or [out]
+    missing = [str(f) for f in folders if not (f / RESULTS_FILE).exists()]
+    if missing:
+        raise FileNotFoundError(f"no {RESULTS_FILE} in {', '.join(missing)}")
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [r for f in folders for r in read_jsonl(f / RESULTS_FILE)]
+    ingest = [i for f in folders for i in read_jsonl(f / INGEST_FILE)]
+    runs = sorted((r for f in folders for r in read_jsonl(f / RUNS_FILE)), key=lambda r: str(r.get("started", "")))
+    if qids is not None:
+        wanted = set(qids)
+        rows = [r for r in rows if r.get("dataset") != "locomo" or r.get("qid") in wanted]
     parts = ["# chronomem benchmark report", ""]
+    if sources:
+        parts += [f"Results of {', '.join(f'`{f}`' for f in folders)}, reported together.", ""]
+    if scope:
+        parts += [f"Questions: {scope}.", ""]
     if runs:
         last = runs[-1]
         parts += [f"Model: `{last.get('llm')}`; prompt `{last.get('prompt')}`; last run started {last.get('started')}."]
         setup = _setup_line(last)
         if setup:
             parts += ["", setup]
-        parts += ["", "Commands run into this folder:", ""]
+        parts += ["", "Commands run into " + ("these folders:" if sources else "this folder:"), ""]
         commands = list(dict.fromkeys(r["command"] for r in runs if r.get("command")))
         parts += [f"- `{c}` ({sum(1 for r in runs if r.get('command') == c)} run(s))" for c in commands] \
             or ["- (library calls)"]
         parts.append("")
-    locomo = group_rows(rows, "locomo")
+    locomo = group_rows(rows, "locomo", merge=bool(sources))
+    superseded: list[tuple[MethodStats, MethodStats]] = []
+    if not include_superseded:
+        locomo, superseded = split_superseded(locomo)
     if locomo:
         parts += [locomo_tables(locomo, ingest), ""]
         versus = head_to_head_table(locomo)
@@ -330,7 +486,10 @@ def write_report(out_dir: str | Path, plots: bool = True) -> Path:
             for p in plot_locomo(locomo, out):
                 parts.append(f"![{p.stem}]({p.name})")
             parts.append("")
-    msc = group_rows(rows, "msc")
+        old = superseded_table(superseded)
+        if old:
+            parts += [old, ""]
+    msc = group_rows(rows, "msc", merge=bool(sources))
     if msc:
         parts += [msc_table(msc), ""]
     if not locomo and not msc:

@@ -6,6 +6,7 @@ Examples::
     chronomem bench locomo --sample 40 --seed 0 --methods full_context,sliding_window,bm25,dense,rsum
     chronomem bench msc --episodes 50 --methods rsum,bm25
     chronomem bench report --out bench-out/locomo
+    chronomem bench report --out bench-out/samples --from bench-out/conv30 --from bench-out/conv26 --sample 40
     chronomem bench methods
 
 Runs append to ``<out>/results.jsonl`` and resume: re-running the same command
@@ -27,7 +28,7 @@ from rich.table import Table
 from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, load_locomo, load_msc
 from ..bench.methods import METHODS, MethodConfig, available_methods, unavailable_reason
 from ..bench.report import write_report
-from ..bench.runner import RichProgress, RunSummary, run_locomo, run_msc
+from ..bench.runner import RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc, select_questions
 from ..errors import ConfigError
 
 app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
@@ -145,13 +146,36 @@ def msc(
 
 
 @app.command("report")
-def report(out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="folder holding results.jsonl"),
-           plots: bool = typer.Option(True, "--plots/--no-plots")) -> None:
-    """(Re)write report.md and the plots from a folder's results.jsonl."""
-    if not (out / "results.jsonl").exists():
-        raise typer.BadParameter(f"{out}/results.jsonl does not exist", param_hint="--out")
-    path = write_report(out, plots=plots)
-    console.print(path.read_text())
+def report(
+    out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="folder holding results.jsonl; the report goes here"),
+    sources: list[Path] = typer.Option([], "--from", help="report these run folders together instead (repeatable)"),
+    sample: int | None = typer.Option(None, "--sample", help="only the stratified sample of N questions per "
+                                      "conversation that `bench locomo --sample N --seed S` draws"),
+    seed: int = typer.Option(0, "--seed"),
+    categories: str = typer.Option("1,2,3,4", "--categories", help="QA categories the sample was drawn from"),
+    data: Path | None = typer.Option(None, "--data", help=f"LoCoMo JSON, to draw --sample (default {DEFAULT_LOCOMO_PATH})"),
+    all_configs: bool = typer.Option(False, "--all-configs", help="show superseded configurations in the tables "
+                                     "and plots too, not apart"),
+    plots: bool = typer.Option(True, "--plots/--no-plots"),
+) -> None:
+    """(Re)write report.md and the plots from the results of one folder, or of several together (--from)."""
+    folders = sources or [out]
+    for f in folders:
+        if not (f / "results.jsonl").exists():
+            raise typer.BadParameter(f"{f}/results.jsonl does not exist", param_hint="--from" if sources else "--out")
+    qids: set[str] | None = None
+    scope = ""
+    if sample is not None:
+        if sample < 1:
+            raise typer.BadParameter("must be at least 1", param_hint="--sample")
+        ids = {r["sample_id"] for f in folders for r in read_jsonl(f / RESULTS_FILE) if r.get("dataset") == "locomo"}
+        convs = load_locomo(_default_data(data, DEFAULT_LOCOMO_PATH), sorted(ids))
+        cats = [int(c) for c in _split(categories)]
+        qids = {q.qid for c in convs for q in select_questions(c, cats, sample, seed)}
+        scope = (f"the stratified sample of {sample} per conversation (categories {categories}, seed {seed}) "
+                 f"of {', '.join(c.sample_id for c in convs)}: {len(qids)} questions")
+    path = write_report(out, plots=plots, sources=sources, qids=qids, scope=scope, include_superseded=all_configs)
+    console.print(path.read_text(), markup=False, highlight=False)  # labels hold [..] that are not rich markup
 
 
 @app.command("methods")
