@@ -13,7 +13,10 @@
 #                 whole-conversation runs, so answers already given there are not given again
 #   msc           Rsum, and BM25 and full context over the past sessions for reference, on the first 50 MSC episodes
 #                                                                                   -> bench-out/msc
-#   report        rewrite every folder's report.md and plots
+#   report        rewrite every folder's report.md and plots, and the samples' report of the three
+#                 conversations together (bench-out/samples: each method on the same 3×40 questions)
+#   save          copy every folder's journals, report, plots and response cache into benchmarks/results/
+#                 (benchmarks/snapshot.py), to be committed: the next machine resumes from there
 #
 # Resumable at any point: re-run the same command.  Before a stage starts, a folder that has no
 # results yet is restored from its saved copy in benchmarks/results/ (see benchmarks/snapshot.py), so
@@ -78,10 +81,26 @@ stage() {
           cm bench report --out "$d" > /dev/null
           log "report: $d/report.md"
         fi
-      done ;;
-    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, report)" >&2; exit 2 ;;
+      done
+      if [ -s bench-out/conv30/results.jsonl ] && [ -s bench-out/conv26/results.jsonl ] && [ -s bench-out/conv42/results.jsonl ]; then
+        cm bench report --out bench-out/samples --from bench-out/conv30 --from bench-out/conv26 --from bench-out/conv42 \
+          --sample 40 --seed 0 > /dev/null
+        log "report: bench-out/samples/report.md"
+      fi ;;
+    save)
+      for pair in conv30:locomo-conv30 conv26:locomo-conv26 conv42:locomo-conv42 msc:msc; do
+        d="bench-out/${pair%%:*}"
+        if [ -s "$d/results.jsonl" ]; then
+          "$PY" benchmarks/snapshot.py save "$d" "benchmarks/results/${pair#*:}"
+        fi
+      done
+      if [ -s bench-out/samples/report.md ]; then
+        mkdir -p benchmarks/results/locomo-samples
+        cp bench-out/samples/report.md bench-out/samples/summary.json bench-out/samples/*.png benchmarks/results/locomo-samples/
+      fi ;;
+    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, report, save)" >&2; exit 2 ;;
   esac
 }
 
-[ $# -eq 0 ] && set -- conv30-main conv26-main samples msc report
+[ $# -eq 0 ] && set -- conv30-main conv26-main samples msc report save
 for s in "$@"; do stage "$s"; done
