@@ -350,3 +350,72 @@ def test_report_of_several_folders_on_one_sample(tmp_path: Path, conv30) -> None
     missing = CliRunner().invoke(app, ["report", "--out", str(merged), "--from", str(tmp_path / "nope")])
     said = " ".join(missing.output.replace("│", " ").split())  # rich draws the error in a box
     assert missing.exit_code != 0 and "--from" in said and "does not exist" in said
+
+
+class JudgingLLM(FirstTurnLLM):
+    """FirstTurnLLM that also judges: answers are CORRECT when they hold the gold answer; replies are
+    labelled by ``labels`` in turn (a judge's raw one-word replies)."""
+
+    name = "test-judge"
+
+    def __init__(self, labels: tuple[str, ...] = ("USES",)) -> None:
+        super().__init__()
+        self.labels = labels
+
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):  # type: ignore[no-untyped-def]
+        if purpose != "judge":
+            return super().chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
+                                stop=stop, purpose=purpose)
+        self.calls.append(messages)
+        self.purposes.append(purpose)
+        user = messages[-1]["content"]
+        if "Gold answer:" in user:
+            gold = user.split("Gold answer:", 1)[1].splitlines()[0].strip().lower()
+            pred = user.split("Generated answer:", 1)[1].splitlines()[0].strip().lower()
+            text = "CORRECT" if gold and gold in pred else "WRONG"
+        else:
+            text = self.labels[sum(1 for p in self.purposes if p == "judge") % len(self.labels) - 1]
+        return ChatResult(text=text, usage=CallUsage(prompt_tokens=self.count_tokens(user), completion_tokens=1,
+                                                     latency_s=0.001, purpose=purpose))
+
+
+def test_locomo_judge_scores_answers_after_a_batch_of_them(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
+    llm = JudgingLLM()
+    run_locomo(conv30, ["full_context"], llm, tmp_path, categories=(1, 2, 4, 5), sample=6, seed=0, judge=llm)
+    rows = read_jsonl(tmp_path / "results.jsonl")
+    assert len(rows) == 6
+    for r in rows:
+        if r["category"] == 5:
+            assert r["scores"]["judge"] is None  # adversarial questions have no gold answer to judge against
+        else:
+            expected = 1.0 if str(r["gold"]).strip().lower() in r["prediction"].lower() else 0.0
+            assert r["scores"]["judge"] == expected
+    # the answers ran back to back (sharing the conversation's cached prefix), then the judge
+    asked = [p for p in llm.purposes if p in ("answer", "judge")]
+    assert asked == ["answer"] * 6 + ["judge"] * 5
+
+
+def test_msc_consistency_judge(tmp_path: Path) -> None:
+    from chronomem.bench.report import msc_table, group_rows
+    from chronomem.bench.runner import judge_consistency
+
+    eps = load_msc(MSC, limit=2)
+    llm = JudgingLLM(labels=("USES.", "It CONTRADICTS the persona", "neutral", "no idea"))
+    run_msc(eps, ["sliding_window"], llm, tmp_path, config=MethodConfig(window_tokens=300), max_replies=2,
+            judge=llm)
+    replies = [r for r in read_jsonl(tmp_path / "results.jsonl") if r["kind"] == "reply"]
+    got = [(r["scores"]["judge_uses"], r["scores"]["judge_contradicts"]) for r in replies]
+    assert got == [(1.0, 0.0), (0.0, 1.0), (0.0, 0.0), (None, None)]  # an unreadable label counts as neither
+    # per episode, its replies first, then their judgements
+    assert [p for p in llm.purposes if p in ("answer", "reply", "judge")][2:4] == ["judge", "judge"]
+    # the judge saw the speaker's persona from the first three sessions
+    judged = [c for c, p in zip(llm.calls, llm.purposes) if p == "judge"]
+    assert eps[0].personas_after_session_3["Speaker 2"][1] in judged[0][-1]["content"]
+    table = msc_table(group_rows(read_jsonl(tmp_path / "results.jsonl"), "msc"))
+    assert "judge: uses persona %" in table and "| sliding_window | 2 | 4 | " in table
+    assert "| 33.3 | 33.3 |" in table  # 1 of the 3 labelled replies each; the unlabelled one left out
+    # no persona to check against: no call, no score
+    n = len(llm.calls)
+    assert judge_consistency(llm, [], "Speaker 2", "Speaker 1", "hi", "hello") == {"judge_contradicts": None,
+                                                                                   "judge_uses": None}
+    assert len(llm.calls) == n

@@ -317,22 +317,30 @@ def superseded_table(superseded: Sequence[tuple[MethodStats, MethodStats]]) -> s
 
 
 def msc_table(groups: Sequence[MethodStats]) -> str:
+    judged = any(r["scores"].get("judge_uses") is not None for g in groups for r in g.rows)
+    cols = ["method", "episodes", "replies", "reply F1 ×100", "BLEU-1 ×100"]
+    cols += ["judge: uses persona %", "judge: contradicts %"] if judged else []
+    cols += ["ctx tokens", "persona coverage", "persona recall", "answer p50/p95 s"]
     lines = ["### MSC — next-session replies and persona memory", "",
-             "| method | episodes | replies | reply F1 ×100 | BLEU-1 ×100 | ctx tokens | persona coverage | "
-             "persona recall | answer p50/p95 s |", "|---|---|---|---|---|---|---|---|---|"]
+             "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for g in groups:
         replies = [r for r in g.rows if r.get("kind") == "reply"]
         mem = [r for r in g.rows if r.get("kind") == "memory"]
         a50, a95 = _latency(replies, "answer_latency_s")
         n = max(len(replies), 1)
-        lines.append(" | ".join([
-            f"| {g.label}", str(len({r['sample_id'] for r in g.rows})), str(len(replies)),
-            _fmt(g.score(replies, "reply_f1")), _fmt(g.score(replies, "bleu1")),
-            f"{sum(r.get('context_tokens', 0) for r in replies) / n:.0f}",
-            _fmt(g.score(mem, "persona_coverage")), _fmt(g.score(mem, "persona_recall")),
-            f"{_fmt(a50, 1, 2)} / {_fmt(a95, 1, 2)} |",
-        ]))
+        cells = [g.label, str(len({r['sample_id'] for r in g.rows})), str(len(replies)),
+                 _fmt(g.score(replies, "reply_f1")), _fmt(g.score(replies, "bleu1"))]
+        if judged:
+            cells += [_fmt(g.score(replies, "judge_uses")), _fmt(g.score(replies, "judge_contradicts"))]
+        cells += [f"{sum(r.get('context_tokens', 0) for r in replies) / n:.0f}",
+                  _fmt(g.score(mem, "persona_coverage")), _fmt(g.score(mem, "persona_recall")),
+                  f"{_fmt(a50, 1, 2)} / {_fmt(a95, 1, 2)}"]
+        lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Persona coverage/recall are given only for methods that keep a standing memory (Rsum)."]
+    if judged:
+        lines += ["The judge labels each reply against the speaker's persona after session 3: it relies on an "
+                  "earlier statement (uses), says something incompatible with one (contradicts), or neither; "
+                  "replies the judge gave no label are left out."]
     return "\n".join(lines)
 
 

@@ -237,6 +237,35 @@ def judge_answer(judge: LLM, qa: QA, prediction: str) -> float:
     return 1.0 if "correct" in res.text.lower() and "incorrect" not in res.text.lower() else 0.0
 
 
+CONSISTENCY_LABELS = ("CONTRADICTS", "USES", "NEUTRAL")
+JUDGE_BATCH = 20  # LoCoMo answers judged together (a crash before the judge loses none: the model cache has them)
+
+
+def judge_consistency(judge: LLM, persona: Sequence[str], speaker: str, other: str, message: str,
+                      reply: str) -> dict[str, float | None]:
+    """LLM judge of an MSC reply against the speaker's persona from earlier sessions.
+
+    Returns ``judge_contradicts`` (1.0 when the reply contradicts an earlier statement) and
+    ``judge_uses`` (1.0 when it relies on one without contradicting it); both None when the
+    judge's reply holds no label or the speaker has no persona to check against.
+    """
+    if not persona:
+        return {"judge_contradicts": None, "judge_uses": None}
+    prompt = load_prompt("consistency_v1")
+    res = judge.chat(
+        prompt.messages(speaker=speaker, other=other, persona="\n".join(f"- {p}" for p in persona),
+                        message=message, reply=reply),
+        max_tokens=6, temperature=0.0, purpose="judge",
+    )
+    text = res.text.upper()
+    found = [(text.find(label), label) for label in CONSISTENCY_LABELS if label in text]
+    if not found:
+        log.warning("consistency judge gave no label: %r", res.text[:80])
+        return {"judge_contradicts": None, "judge_uses": None}
+    label = min(found)[1]  # the first label the judge wrote
+    return {"judge_contradicts": float(label == "CONTRADICTS"), "judge_uses": float(label == "USES")}
+
+
 def score_row(qa: QA, prediction: str, retrieved_ids: Sequence[str], top_k: int | None) -> dict[str, Any]:
     """Scores of one answer; ``top_k`` None when the method's context is not a ranked selection."""
     gold = qa.answer if qa.category != 5 else (qa.adversarial_answer or qa.answer)
@@ -304,6 +333,19 @@ def run_locomo(
                     "sample_id": conv.sample_id, "seconds": round(stats.seconds, 3), "built": stats.built,
                     "usage": stats.usage.as_dict(), **({"info": stats.info} if stats.info else {}),
                 })
+                judged: list[tuple[QA, dict[str, Any]]] = []  # answered, waiting for the judge
+
+                def flush() -> None:
+                    # the judge runs after a batch of answers, so that the answers share their cached prompt
+                    # prefix (the whole conversation, for full_context) instead of re-reading it every time
+                    for qa, row in judged:
+                        if judge is not None:
+                            row["scores"]["judge"] = judge_answer(judge, qa, row["prediction"]) if qa.category != 5 else None
+                        results.append(row)
+                        done.add((key, qa.qid))
+                        summary.answered += 1
+                    judged.clear()
+
                 for q in pending:
                     try:
                         ans = method.answer(q)
@@ -327,12 +369,11 @@ def run_locomo(
                     }
                     if ans.truncated:
                         row["truncation"] = ans.info
-                    if judge is not None:
-                        row["scores"]["judge"] = judge_answer(judge, q, ans.text) if q.category != 5 else None
-                    results.append(row)
-                    done.add((key, q.qid))
-                    summary.answered += 1
+                    judged.append((q, row))
+                    if judge is None or len(judged) >= JUDGE_BATCH:
+                        flush()
                     progress.advance(f"{method.name} {conv.sample_id}")
+                flush()
     finally:
         progress.close()
         summary.seconds = time.perf_counter() - t_start
@@ -352,14 +393,17 @@ def run_msc(
     config: MethodConfig | None = None,
     speaker: str = "Speaker 2",
     max_replies: int | None = None,
+    judge: LLM | None = None,
     progress: ProgressSink | None = None,
     command: str = "",
 ) -> RunSummary:
     """Generate ``speaker``'s next-session replies with every method and score them against the gold replies.
 
     Per reply: token F1 (LoCoMo normalisation) and BLEU-1 against the gold
-    utterance.  Per (method, episode), for methods that keep a standing memory
-    (Rsum): recall of the speaker's gold persona facts in that memory.
+    utterance; with ``judge``, its consistency with the speaker's persona after
+    session 3 (:func:`judge_consistency`).  Per (method, episode), for methods
+    that keep a standing memory (Rsum): recall of the speaker's gold persona
+    facts in that memory.
     """
     out = Path(out_dir)
     config = config or MethodConfig()
@@ -385,6 +429,7 @@ def run_msc(
         "started": _now(), "dataset": "msc", "command": command, "llm": llm.name, **run_environment(llm),
         "methods": list(method_names),
         "episodes": len(episodes), "speaker": speaker, "max_replies": max_replies, "prompt": config.reply_prompt,
+        "judge": judge.name if judge is not None else None,
         "planned": summary.planned, "already_done": summary.skipped_done,
     })
     t_start = time.perf_counter()
@@ -413,6 +458,7 @@ def run_msc(
                     done.add((key, mem_qid))
                     summary.answered += 1
                     progress.advance(f"{method.name} {ep.episode_id} memory")
+                answered: list[dict[str, Any]] = []
                 for i in pending:
                     gold = ep.next_session[i]
                     try:
@@ -422,7 +468,7 @@ def run_msc(
                         summary.failures.append(f"{method.name} {ep.episode_id}:r{i}: {exc}")
                         progress.advance(f"{method.name} {ep.episode_id} (failed)")
                         continue
-                    results.append({
+                    answered.append({
                         **base, "time": _now(), "qid": f"{ep.episode_id}:r{i}", "kind": "reply",
                         "gold": gold.text, "prediction": ans.text,
                         "scores": {"reply_f1": metrics.token_f1(ans.text, gold.text),
@@ -432,9 +478,18 @@ def run_msc(
                         "retrieval_latency_s": round(ans.retrieval_latency_s, 4),
                         "answer_latency_s": round(ans.answer_latency_s, 4),
                     })
-                    done.add((key, f"{ep.episode_id}:r{i}"))
-                    summary.answered += 1
                     progress.advance(f"{method.name} {ep.episode_id}")
+                # judged after the episode's replies, so that the replies share their cached prompt prefix
+                # (the conversation so far) and the judge calls theirs (the persona)
+                for row in answered:
+                    if judge is not None:
+                        i = int(row["qid"].rsplit(":r", 1)[1])
+                        prev = ep.next_session[i - 1]
+                        row["scores"].update(judge_consistency(judge, ep.personas_after_session_3.get(speaker, []),
+                                                               speaker, prev.speaker, prev.text, row["prediction"]))
+                    results.append(row)
+                    done.add((key, row["qid"]))
+                    summary.answered += 1
     finally:
         progress.close()
         summary.seconds = time.perf_counter() - t_start

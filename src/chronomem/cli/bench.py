@@ -69,6 +69,16 @@ def _models(llm_spec: str | None, embedder_spec: str | None, need_embedder: bool
     return llm, embedder
 
 
+def _judge(judge_spec: str | None, llm_spec: str | None, model: Any, cache: str) -> Any:
+    """The judge LLM: None without ``--judge``; the answer model itself when both specs are the same
+    (one local model in memory, not two)."""
+    if not judge_spec:
+        return None
+    if judge_spec == llm_spec:
+        return model
+    return _models(judge_spec, None, False, None, cache)[0]
+
+
 def _finish(summary: RunSummary, out: Path) -> None:
     console.print(f"answered {summary.answered}, already done {summary.skipped_done}, "
                   f"failed {summary.failed} of {summary.planned} in {summary.seconds:.0f}s")
@@ -105,7 +115,7 @@ def locomo(
     cats = [int(c) for c in _split(categories)]
     need_emb = any(METHODS[n].needs_embedder for n in names)
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
-    judge_llm = _models(judge, None, False, None, cache)[0] if judge else None
+    judge_llm = _judge(judge, llm, model, cache)
     config = MethodConfig(top_k=top_k, window_tokens=window_tokens)
     console.print(f"model [bold]{model.name}[/] (window {model.context_window}); methods {', '.join(names)}; "
                   f"{len(convs)} conversation(s); out {out}")
@@ -127,6 +137,8 @@ def msc(
     ctx: int | None = typer.Option(None, "--ctx"),
     top_k: int = typer.Option(10, "--top-k"),
     window_tokens: int = typer.Option(2000, "--window-tokens"),
+    judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge of the replies' "
+                                     "consistency with the speaker's persona"),
     cache: str = typer.Option("default", "--cache"),
     out: Path = typer.Option(Path("bench-out/msc"), "--out"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
@@ -139,8 +151,9 @@ def msc(
     eps = load_msc(_default_data(data, DEFAULT_MSC_PATH), episodes)
     need_emb = any(METHODS[n].needs_embedder for n in names)
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
+    judge_llm = _judge(judge, llm, model, cache)
     summary = run_msc(eps, names, model, out, embedder=emb, config=MethodConfig(top_k=top_k, window_tokens=window_tokens),
-                      speaker=speaker, max_replies=max_replies, progress=RichProgress(console),
+                      speaker=speaker, max_replies=max_replies, judge=judge_llm, progress=RichProgress(console),
                       command=shlex.join(["chronomem", *sys.argv[1:]]))
     _finish(summary, out)
 
