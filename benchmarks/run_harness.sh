@@ -11,8 +11,8 @@
 #   samples       every method and ablation on a fixed stratified sample of 40 category 1-4 questions
 #                 (--sample 40 --seed 0) of conv-30, conv-26 and conv-42, in the same folders as the
 #                 whole-conversation runs, so answers already given there are not given again
-#   msc           Rsum, and BM25 and full context over the past sessions for reference, on the first 50 MSC episodes;
-#                 the local model also judges each reply's consistency with the speaker's persona
+#   msc           Rsum, and BM25 and full context over the past sessions for reference, on the first 50 MSC episodes
+#                 (no consistency judge: the local 1.5B model is none, benchmarks/bench_judge.py)
 #                                                                                   -> bench-out/msc
 #   report        rewrite every folder's report.md and plots, and the samples' report of the three
 #                 conversations together (bench-out/samples: each method on the same 3×40 questions)
@@ -74,7 +74,7 @@ stage() {
     msc)
       restore msc bench-out/msc
       log "msc: 50 episodes"
-      cm bench msc --episodes 50 --max-replies 3 --methods rsum,bm25,full_context --llm local --judge local --ctx 8192 \
+      cm bench msc --episodes 50 --max-replies 3 --methods rsum,bm25,full_context --llm local --ctx 8192 \
         --cache bench-out/msc/llm-cache.sqlite --out bench-out/msc --verbose ;;
     report)
       for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc; do
