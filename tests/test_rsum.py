@@ -28,7 +28,7 @@ from chronomem.summarize.rsum import (
     generate_reply,
     update_memory,
 )
-from chronomem.summarize.text import cap_sentences, load_prompt, split_sentences
+from chronomem.summarize.text import cap_sentences, drop_repeated_sentences, load_prompt, split_sentences
 
 UTC = timezone.utc
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -183,6 +183,32 @@ def test_update_memory_runs_at_temperature_zero_and_caps_sentences() -> None:
     assert upd.memory.splitlines()[0] == "Fact number 0 is true."  # the title line was removed
     assert upd.dropped_sentences == 10 and upd.calls == 1
     assert upd.prompt_tokens > 0 and upd.completion_tokens > 0
+
+
+def test_repeated_sentences_are_dropped_and_near_repeats_too() -> None:
+    text = "Ann lives in Oslo. Ann likes tea.\nAnn lives in Oslo! ANN lives in OSLO. Ann is also a nurse. " \
+           "Ann is a nurse. Ben is a nurse. Ann likes tea and cake."
+    kept, dropped = drop_repeated_sentences(text)
+    assert kept.splitlines() == ["Ann lives in Oslo.", "Ann likes tea.", "Ann is also a nurse.", "Ben is a nurse.",
+                                 "Ann likes tea and cake."]
+    assert dropped == 3  # two spellings of the first sentence, and "a nurse" without "also"
+    assert drop_repeated_sentences("") == ("", 0)
+    # fourteen words in common out of sixteen, but about two people: not a repeat
+    two = ("Caroline is a 30-year-old woman who works as a counselor and is passionate about mental health. "
+           "Melanie is a 30-year-old woman who works as a counselor and is passionate about mental health.")
+    assert drop_repeated_sentences(two)[1] == 0
+    assert drop_repeated_sentences("Ann likes tea and cake. Ann likes tea.", similarity=0.5)[1] == 1
+    with pytest.raises(ValidationError, match="similarity"):
+        drop_repeated_sentences(text, similarity=0.0)
+
+
+def test_a_model_stuck_in_a_loop_leaves_each_sentence_once_and_the_new_one_under_the_cap() -> None:
+    # a small model at temperature 0: the old memory again and again, the session's news at the end
+    loop = "Ann lives in Oslo. Ann likes tea. " * 15 + "Ann adopted a cat called Miso."
+    upd = update_memory(ScriptedLLM(lambda p: loop), [{"speaker": "Ann", "text": "We adopted Miso!"}],
+                        "Ann lives in Oslo.\nAnn likes tea.", max_sentences=20)
+    assert upd.memory.splitlines() == ["Ann lives in Oslo.", "Ann likes tea.", "Ann adopted a cat called Miso."]
+    assert upd.repeated_sentences == 28 and upd.dropped_sentences == 0
 
 
 def test_dialogue_lines_copied_into_the_answer_are_removed() -> None:

@@ -59,7 +59,7 @@ from ..providers.base import LLM, CallUsage, ChatResult, Embedder, LLMWrapper, M
 from ..timeutil import iso
 from .datasets import QA, Conversation, Session, Turn
 from .methods import (ANSWER_MAX_TOKENS, IngestStats, Method, MethodAnswer, MethodConfig, MethodUnavailableError,
-                      Retrieved, RsumState, SharedIngest, UsageSummary, build_rsum, clean_answer, load_prompt)
+                      Retrieved, SharedIngest, UsageSummary, clean_answer, load_prompt, rsum_config, shared_rsum)
 
 if TYPE_CHECKING:
     from ..memory import Memory
@@ -580,10 +580,7 @@ class RealRsum(RealMethod):
 
     def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
         super()._ingest(conversation, shared, stats)
-        key = f"rsum:{self.llm.name}:{self.config.rsum_max_sentences}"  # the key RsumMethod shares
-        built = key not in shared
-        self._rsum: RsumState = shared.get_or_build(
-            key, lambda: build_rsum(self.llm, conversation, self.config.rsum_max_sentences), stats)
+        self._rsum, built = shared_rsum(self.llm, conversation, shared, self.config, stats)  # the one rsum uses
         if built:
             stats.usage = merge_usage(stats.usage, self._rsum.usage)
 
@@ -597,9 +594,7 @@ class RealRsum(RealMethod):
         return self._rsum.memory
 
     def describe(self) -> dict[str, Any]:
-        d = super().describe()
-        d["max_sentences"] = self.config.rsum_max_sentences
-        return d
+        return {**super().describe(), **rsum_config(self.config)}
 
 
 def _ablation(method_name: str, switches: dict[str, Any], doc: str) -> type[RealMethod]:

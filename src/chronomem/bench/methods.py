@@ -487,17 +487,30 @@ def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> Rsum
     return RsumState(memory=memory, per_session=checkpoints, usage=usage)
 
 
+def rsum_config(config: MethodConfig) -> dict[str, Any]:
+    """What determines the Rsum memory, for the ``describe()`` of the methods that show it."""
+    from ..summarize.rsum import MEMORY_POSTPROCESS, MEMORY_PROMPT
+
+    return {"max_sentences": config.rsum_max_sentences, "memory_prompt": MEMORY_PROMPT,
+            "memory_postprocess": MEMORY_POSTPROCESS}
+
+
+def shared_rsum(llm: LLM, conversation: Conversation, shared: SharedIngest, config: MethodConfig,
+                stats: IngestStats) -> tuple[RsumState, bool]:
+    """The conversation's Rsum memory, built once for every method that uses it; True if built by this call."""
+    key = f"rsum:{llm.name}:{config.rsum_max_sentences}"
+    built = key not in shared
+    return shared.get_or_build(key, lambda: build_rsum(llm, conversation, config.rsum_max_sentences), stats), built
+
+
 class RsumMethod(Method):
     """The recursive-summary memory ``M_N`` after the last session, as the whole context."""
 
     name = "rsum"
 
     def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
-        key = f"rsum:{self.llm.name}:{self.config.rsum_max_sentences}"
-        built_before = key in shared
-        self._rsum: RsumState = shared.get_or_build(
-            key, lambda: build_rsum(self.llm, conversation, self.config.rsum_max_sentences), stats)
-        if not built_before:
+        self._rsum, built = shared_rsum(self.llm, conversation, shared, self.config, stats)
+        if built:
             stats.usage = self._rsum.usage
 
     def retrieve(self, query: str) -> Retrieved:
@@ -507,7 +520,7 @@ class RsumMethod(Method):
         return self._rsum.memory
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "max_sentences": self.config.rsum_max_sentences}
+        return {"method": self.name, **rsum_config(self.config)}
 
 
 class BM25RsumMethod(BM25Turns):
@@ -517,12 +530,12 @@ class BM25RsumMethod(BM25Turns):
 
     def _ingest(self, conversation: Conversation, shared: SharedIngest, stats: IngestStats) -> None:
         super()._ingest(conversation, shared, stats)
-        key = f"rsum:{self.llm.name}:{self.config.rsum_max_sentences}"
-        built_before = key in shared
-        self._rsum: RsumState = shared.get_or_build(
-            key, lambda: build_rsum(self.llm, conversation, self.config.rsum_max_sentences), stats)
-        if not built_before:
+        self._rsum, built = shared_rsum(self.llm, conversation, shared, self.config, stats)
+        if built:
             stats.usage = self._rsum.usage
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **rsum_config(self.config)}
 
     def retrieve(self, query: str) -> Retrieved:
         turns = super().retrieve(query)

@@ -38,6 +38,7 @@ from ..timeutil import parse_time, utcnow
 from .text import (
     cap_sentences,
     clean_model_text,
+    drop_repeated_sentences,
     format_transcript,
     format_turn,
     load_prompt,
@@ -49,6 +50,7 @@ __all__ = [
     "NO_MEMORY",
     "DEFAULT_MAX_SENTENCES",
     "MEMORY_PROMPT",
+    "MEMORY_POSTPROCESS",
     "REPLY_PROMPT",
     "RsumStore",
     "MemoryUpdate",
@@ -64,6 +66,9 @@ log = logging.getLogger(__name__)
 NO_MEMORY = "none"  # M_0, as in the paper
 DEFAULT_MAX_SENTENCES = 20
 MEMORY_PROMPT = "rsum_memory_v2"
+#: What the code does to the model's memory text: 1 = dialogue lines removed, sentence cap;
+#: 2 = also repeated sentences dropped before the cap (a memory written by a model in a loop).
+MEMORY_POSTPROCESS = 2
 REPLY_PROMPT = "rsum_reply_v1"
 _TOKENS_PER_SENTENCE = 32  # generation allowance per memory sentence
 _PROMPT_MARGIN = 32  # tokens kept free for the chat template around the prompt
@@ -91,6 +96,7 @@ class MemoryUpdate:
     completion_tokens: int = 0
     dropped_sentences: int = 0  # sentences beyond the cap that the code removed
     echoed_lines: int = 0  # dialogue lines ("Name: …") copied into the answer and removed
+    repeated_sentences: int = 0  # sentences that repeated an earlier one and were removed
     usages: list[CallUsage] = field(default_factory=list)
 
 
@@ -237,6 +243,10 @@ def update_memory(
         if echoed:
             log.info("rsum: removed %d dialogue lines the model copied into the memory", echoed)
         out.echoed_lines += echoed
+        kept, repeated = drop_repeated_sentences(kept)
+        if repeated:
+            log.info("rsum: removed %d sentences that repeat earlier ones", repeated)
+        out.repeated_sentences += repeated
         capped, dropped = cap_sentences(kept, max_sentences)
         if not capped.strip():
             log.warning("rsum: the model returned an empty memory; keeping the previous one")

@@ -21,6 +21,7 @@ __all__ = [
     "render_prompt",
     "split_sentences",
     "cap_sentences",
+    "drop_repeated_sentences",
     "clean_model_text",
     "format_turn",
     "format_transcript",
@@ -107,6 +108,39 @@ def cap_sentences(text: str, max_sentences: int) -> tuple[str, int]:
     sentences = split_sentences(text)
     kept = sentences[:max_sentences]
     return "\n".join(kept), len(sentences) - len(kept)
+
+
+_WORD = re.compile(r"[a-z0-9']+")
+REPEAT_SIMILARITY = 0.85  # word-set overlap (Jaccard) at which a sentence counts as a repeat
+_NAME = re.compile(r"\b[A-Z][A-Za-z0-9'-]*")
+_FILLER = frozenset({"also", "still", "too", "really", "very", "currently", "now", "just"})
+
+
+def drop_repeated_sentences(text: str, similarity: float = REPEAT_SIMILARITY) -> tuple[str, int]:
+    """Drop every sentence that repeats an earlier one, one sentence per line in the result.
+
+    A repeat names the same people and things (its capitalised words) as an earlier sentence
+    and has the same words, or nearly: the overlap of the two sets of words (Jaccard; case,
+    punctuation and fillers such as "also" ignored) is at least ``similarity``.  So "Ana is a
+    nurse." repeats "Ana is also a nurse.", while "Ben is a nurse." does not, however long
+    the rest of the sentence they share.
+    Small models at temperature 0 fall into loops that write the same sentences again
+    until the token limit.  Returns the text and how many sentences were dropped.
+    """
+    if not 0.0 < similarity <= 1.0:
+        raise ValidationError("similarity", similarity, "must be in (0, 1]")
+    kept: list[str] = []
+    seen: list[tuple[frozenset[str], frozenset[str]]] = []
+    dropped = 0
+    for sentence in split_sentences(text):
+        words = frozenset(_WORD.findall(sentence.lower())) - _FILLER
+        names = frozenset(w.lower() for w in _NAME.findall(sentence))
+        if words and any(names == n and len(words & w) / len(words | w) >= similarity for n, w in seen):
+            dropped += 1
+            continue
+        kept.append(sentence)
+        seen.append((names, words))
+    return "\n".join(kept), dropped
 
 
 _PREAMBLE = re.compile(
