@@ -131,16 +131,15 @@ def split_superseded(groups: Sequence[MethodStats]) -> tuple[list[MethodStats], 
     A configuration is superseded when a configuration of the same method that first answered later
     differs from it in :data:`REVISION_FIELDS` only.  The current ones are relabelled among themselves.
     """
-    def params(g: MethodStats) -> str:
-        return json.dumps({k: v for k, v in g.config.items() if k not in REVISION_FIELDS}, sort_keys=True)
+    def params(g: MethodStats) -> tuple[str, str]:
+        return g.method, json.dumps({k: v for k, v in g.config.items() if k not in REVISION_FIELDS}, sort_keys=True)
 
     newest: dict[tuple[str, str], MethodStats] = {}
     for g in groups:
-        k = (g.method, params(g))
-        if k not in newest or g.introduced() > newest[k].introduced():
-            newest[k] = g
-    current = [g for g in groups if newest[(g.method, params(g))] is g]
-    superseded = [(g, newest[(g.method, params(g))]) for g in groups if newest[(g.method, params(g))] is not g]
+        if params(g) not in newest or g.introduced() > newest[params(g)].introduced():
+            newest[params(g)] = g
+    current = [g for g in groups if newest[params(g)] is g]
+    superseded = [(g, newest[params(g)]) for g in groups if newest[params(g)] is not g]
     label_groups(current)  # the superseded keep the labels that tell every configuration apart
     return current, superseded
 
@@ -388,7 +387,7 @@ def plot_locomo(groups: Sequence[MethodStats], out_dir: Path) -> list[Path]:
         return paths
     shown.sort(key=lambda g: g.score(g.headline_rows()) or 0.0, reverse=True)
     cats = sorted({r["category"] for g in shown for r in g.headline_rows()})
-    panels = [(f"overall 1–4", lambda g: g.headline_rows())] + [
+    panels = [("overall 1–4", lambda g: g.headline_rows())] + [
         (f"{c} {CATEGORY_NAMES[c]}", lambda g, c=c: g.by_cat(c)) for c in cats]
     height = max(2.5, 0.32 * len(shown) + 1.2)
     fig, axes = plt.subplots(1, len(panels), figsize=(2.3 * len(panels) + 2.2, height), sharey=True)

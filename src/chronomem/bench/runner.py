@@ -458,7 +458,7 @@ def run_msc(
                     done.add((key, mem_qid))
                     summary.answered += 1
                     progress.advance(f"{method.name} {ep.episode_id} memory")
-                answered: list[dict[str, Any]] = []
+                answered: list[tuple[int, dict[str, Any]]] = []  # (turn index in the next session, row)
                 for i in pending:
                     gold = ep.next_session[i]
                     try:
@@ -468,7 +468,7 @@ def run_msc(
                         summary.failures.append(f"{method.name} {ep.episode_id}:r{i}: {exc}")
                         progress.advance(f"{method.name} {ep.episode_id} (failed)")
                         continue
-                    answered.append({
+                    answered.append((i, {
                         **base, "time": _now(), "qid": f"{ep.episode_id}:r{i}", "kind": "reply",
                         "gold": gold.text, "prediction": ans.text,
                         "scores": {"reply_f1": metrics.token_f1(ans.text, gold.text),
@@ -477,13 +477,12 @@ def run_msc(
                         "usage": ans.usage.as_dict(),
                         "retrieval_latency_s": round(ans.retrieval_latency_s, 4),
                         "answer_latency_s": round(ans.answer_latency_s, 4),
-                    })
+                    }))
                     progress.advance(f"{method.name} {ep.episode_id}")
                 # judged after the episode's replies, so that the replies share their cached prompt prefix
                 # (the conversation so far) and the judge calls theirs (the persona)
-                for row in answered:
+                for i, row in answered:
                     if judge is not None:
-                        i = int(row["qid"].rsplit(":r", 1)[1])
                         prev = ep.next_session[i - 1]
                         row["scores"].update(judge_consistency(judge, ep.personas_after_session_3.get(speaker, []),
                                                                speaker, prev.speaker, prev.text, row["prediction"]))
