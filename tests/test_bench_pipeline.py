@@ -419,3 +419,14 @@ def test_msc_consistency_judge(tmp_path: Path) -> None:
     assert judge_consistency(llm, [], "Speaker 2", "Speaker 1", "hi", "hello") == {"judge_contradicts": None,
                                                                                    "judge_uses": None}
     assert len(llm.calls) == n
+
+
+def test_judge_spec_that_names_the_answer_model_reuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.cli.bench import _judge
+
+    monkeypatch.delenv("CHRONOMEM_LLM", raising=False)
+    answer_model = object()
+    assert _judge(None, None, answer_model, "off") is None
+    # `--judge local` with no `--llm`: both resolve to the default local model, so no second copy is loaded
+    assert _judge("local", None, answer_model, "off") is answer_model
+    assert _judge("openai:m@http://h/v1", "openai:m@http://h/v1", answer_model, "off") is answer_model

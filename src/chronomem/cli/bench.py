@@ -70,11 +70,13 @@ def _models(llm_spec: str | None, embedder_spec: str | None, need_embedder: bool
 
 
 def _judge(judge_spec: str | None, llm_spec: str | None, model: Any, cache: str) -> Any:
-    """The judge LLM: None without ``--judge``; the answer model itself when both specs are the same
-    (one local model in memory, not two)."""
+    """The judge LLM: None without ``--judge``; the answer model itself when both specs resolve to the
+    same model (``--judge local`` with no ``--llm`` included), so one local model is in memory, not two."""
+    from ..providers.settings import resolve_llm_settings
+
     if not judge_spec:
         return None
-    if judge_spec == llm_spec:
+    if resolve_llm_settings(judge_spec).spec == resolve_llm_settings(llm_spec).spec:
         return model
     return _models(judge_spec, None, False, None, cache)[0]
 
