@@ -430,3 +430,49 @@ def test_judge_spec_that_names_the_answer_model_reuses_it(monkeypatch: pytest.Mo
     # `--judge local` with no `--llm`: both resolve to the default local model, so no second copy is loaded
     assert _judge("local", None, answer_model, "off") is answer_model
     assert _judge("openai:m@http://h/v1", "openai:m@http://h/v1", answer_model, "off") is answer_model
+
+
+def test_bad_run_parameters_are_refused_by_name_before_anything_is_written(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from chronomem.cli.bench import app
+    from chronomem.errors import ValidationError
+
+    out = tmp_path / "run"
+    runner = CliRunner()
+    for args, named in [(["locomo", "--categories", "1,x"], "--categories"),
+                        (["locomo", "--categories", "7"], "--categories"),
+                        (["locomo", "--sample", "0"], "--sample"),
+                        (["msc", "--episodes", "-1"], "--episodes"),  # would have run all but the last episode
+                        (["msc", "--max-replies", "-2"], "--max-replies"),
+                        (["locomo", "--top-k", "0"], "--top-k")]:
+        res = runner.invoke(app, [*args, "--methods", "bm25", "--data", str(LOCOMO if args[0] == "locomo" else MSC),
+                                  "--llm", "openai:none@http://127.0.0.1:9/v1", "--out", str(out)])
+        assert res.exit_code == 2 and named in res.output, (args, res.output)
+    assert not out.exists()
+    # the library refuses the same, by field
+    with pytest.raises(ValidationError, match="categories"):
+        run_locomo(conv30, ["bm25"], FirstTurnLLM(), out, categories=(0, 4))
+    with pytest.raises(ValidationError, match="sample"):
+        run_locomo(conv30, ["bm25"], FirstTurnLLM(), out, sample=-3)
+    with pytest.raises(ValidationError, match="max_replies"):
+        run_msc(load_msc(MSC, limit=1), ["bm25"], FirstTurnLLM(), out, max_replies=-1)
+    with pytest.raises(ValidationError, match="limit"):
+        load_msc(MSC, limit=-1)
+    assert not out.exists()
+
+
+def test_a_run_that_selects_no_question_says_so_instead_of_a_traceback(tmp_path: Path) -> None:
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from chronomem.cli.bench import app
+
+    data = _json.loads(LOCOMO.read_text())[:1]
+    data[0]["qa"] = [q for q in data[0]["qa"] if q["category"] != 3]  # no open-domain question left
+    path = tmp_path / "locomo.json"
+    path.write_text(_json.dumps(data))
+    res = CliRunner().invoke(app, ["locomo", "--methods", "bm25", "--categories", "3", "--data", str(path),
+                                   "--llm", "openai:none@http://127.0.0.1:9/v1", "--out", str(tmp_path / "run")])
+    assert res.exit_code == 1 and "no results" in res.output, res.output

@@ -340,5 +340,7 @@ def load_msc(path: str | Path = DEFAULT_MSC_PATH, limit: int | None = None) -> l
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
     if limit is not None:
+        if limit < 1:
+            raise ValidationError("limit", limit, "the number of episodes must be at least 1")
         data = data[:limit]
     return [_parse_msc_episode(r) for r in data]

@@ -24,10 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ChronomemError
+from ..errors import ChronomemError, ValidationError
 from ..providers.base import LLM, Embedder
 from . import metrics
-from .datasets import QA, Conversation, MscEpisode
+from .datasets import CATEGORY_NAMES, QA, Conversation, MscEpisode
 from .methods import Method, MethodConfig, SharedIngest, load_prompt, make_method
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,10 @@ def select_questions(
     the file's question order.
     """
     cats = set(categories)
+    if not cats or not cats <= set(CATEGORY_NAMES):
+        raise ValidationError("categories", sorted(cats), f"expected LoCoMo categories among {sorted(CATEGORY_NAMES)}")
+    if sample is not None and sample < 1:
+        raise ValidationError("sample", sample, "a sample needs at least one question")
     qs = [q for q in conversation.qa if q.category in cats]
     if sample is None or sample >= len(qs):
         return qs
@@ -294,6 +298,8 @@ def run_locomo(
     command: str = "",
 ) -> RunSummary:
     """Answer the selected questions of every conversation with every method; append rows; resume."""
+    cats = tuple(sorted(set(categories)))
+    plan = {c.sample_id: select_questions(c, cats, sample, seed) for c in conversations}  # bad input fails here
     out = Path(out_dir)
     config = config or MethodConfig()
     if config.memory_dir is None:  # memories live with the results, so a re-run resumes their ingestion too
@@ -301,11 +307,9 @@ def run_locomo(
     progress = progress or NullProgress()
     results = JsonlLog(out / RESULTS_FILE)
     ingest_log = JsonlLog(out / INGEST_FILE)
-    cats = tuple(sorted(set(categories)))
     methods = [make_method(n, llm, config, embedder) for n in method_names]  # fails fast on unavailable ones
     keys = {m.name: config_key(m, llm, config.answer_prompt) for m in methods}
     done = {(r.get("config_key"), r.get("qid")) for r in results.rows() if r.get("dataset") == "locomo"}
-    plan = {c.sample_id: select_questions(c, cats, sample, seed) for c in conversations}
     summary = RunSummary(out_dir=out)
     summary.planned = sum(len(v) for v in plan.values()) * len(methods)
     summary.skipped_done = sum(1 for c in conversations for m in methods for q in plan[c.sample_id]
@@ -405,6 +409,8 @@ def run_msc(
     that keep a standing memory (Rsum): recall of the speaker's gold persona
     facts in that memory.
     """
+    if max_replies is not None and max_replies < 0:
+        raise ValidationError("max_replies", max_replies, "must be 0 (the memory only) or more")
     out = Path(out_dir)
     config = config or MethodConfig()
     if config.memory_dir is None:  # memories live with the results, so a re-run resumes their ingestion too

@@ -25,7 +25,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, load_locomo, load_msc
+from ..bench.datasets import CATEGORY_NAMES, DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, load_locomo, load_msc
 from ..bench.methods import METHODS, MethodConfig, available_methods, unavailable_reason
 from ..bench.report import write_report
 from ..bench.runner import RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc, select_questions
@@ -37,6 +37,19 @@ console = Console()
 
 def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def _categories(value: str) -> list[int]:
+    """``--categories`` as LoCoMo category numbers, or an error that names the bad part."""
+    try:
+        cats = [int(c) for c in _split(value)]
+    except ValueError:
+        raise typer.BadParameter(f"{value!r}: expected comma-separated numbers, e.g. 1,2,4", param_hint="--categories")
+    bad = [c for c in cats if c not in CATEGORY_NAMES]
+    if not cats or bad:
+        raise typer.BadParameter(f"{value!r}: LoCoMo categories are " + ", ".join(
+            f"{n} {name}" for n, name in CATEGORY_NAMES.items()), param_hint="--categories")
+    return cats
 
 
 def _default_data(path: Path | None, default: Path) -> Path:
@@ -86,6 +99,9 @@ def _finish(summary: RunSummary, out: Path) -> None:
                   f"failed {summary.failed} of {summary.planned} in {summary.seconds:.0f}s")
     for f in summary.failures[:10]:
         console.print(f"[yellow]failed:[/] {f}")
+    if not (out / RESULTS_FILE).exists():  # nothing selected, or every answer failed on a first run
+        console.print(f"[red]no results in {out}, so no report[/]")
+        raise typer.Exit(1)
     report = write_report(out)
     console.print(f"report: {report}")
 
@@ -96,13 +112,13 @@ def locomo(
     data: Path | None = typer.Option(None, "--data", help=f"LoCoMo JSON (default {DEFAULT_LOCOMO_PATH})"),
     conversations: str | None = typer.Option(None, "--conversations", help="e.g. conv-26,conv-30 (default: all)"),
     categories: str = typer.Option("1,2,3,4", "--categories", help="QA categories (5 = adversarial)"),
-    sample: int | None = typer.Option(None, "--sample", help="stratified sample of N questions per conversation"),
+    sample: int | None = typer.Option(None, "--sample", min=1, help="stratified sample of N questions per conversation"),
     seed: int = typer.Option(0, "--seed"),
     llm: str | None = typer.Option(None, "--llm", help="LLM spec (local, local:0.5b, openai:MODEL@URL …)"),
     embedder: str | None = typer.Option(None, "--embedder", help="embedder spec for dense (default local MiniLM)"),
-    ctx: int | None = typer.Option(None, "--ctx", help="context window of the model (full_context needs ~16k–32k)"),
-    top_k: int = typer.Option(10, "--top-k", help="turns retrieved by bm25/dense"),
-    window_tokens: int = typer.Option(2000, "--window-tokens", help="sliding_window budget"),
+    ctx: int | None = typer.Option(None, "--ctx", min=512, help="context window of the model (full_context needs ~16k–32k)"),
+    top_k: int = typer.Option(10, "--top-k", min=1, help="turns retrieved by bm25/dense"),
+    window_tokens: int = typer.Option(2000, "--window-tokens", min=1, help="sliding_window budget"),
     judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge"),
     cache: str = typer.Option("default", "--cache", help="model cache file (LLM responses and embeddings): default, off, or a path"),
     out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="output folder (results, report, plots)"),
@@ -114,7 +130,7 @@ def locomo(
     names = _split(methods)
     _check_methods(names)
     convs = load_locomo(_default_data(data, DEFAULT_LOCOMO_PATH), _split(conversations) or None)
-    cats = [int(c) for c in _split(categories)]
+    cats = _categories(categories)
     need_emb = any(METHODS[n].needs_embedder for n in names)
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
     judge_llm = _judge(judge, llm, model, cache)
@@ -131,14 +147,14 @@ def locomo(
 def msc(
     methods: str = typer.Option(..., "--methods", help="comma-separated: " + ", ".join(METHODS)),
     data: Path | None = typer.Option(None, "--data", help=f"MSC JSON (default {DEFAULT_MSC_PATH})"),
-    episodes: int | None = typer.Option(None, "--episodes", help="first N episodes (default: all)"),
+    episodes: int | None = typer.Option(None, "--episodes", min=1, help="first N episodes (default: all)"),
     speaker: str = typer.Option("Speaker 2", "--speaker", help="whose replies are generated and scored"),
-    max_replies: int | None = typer.Option(None, "--max-replies", help="replies per episode"),
+    max_replies: int | None = typer.Option(None, "--max-replies", min=0, help="replies per episode (0: the memory only)"),
     llm: str | None = typer.Option(None, "--llm"),
     embedder: str | None = typer.Option(None, "--embedder"),
-    ctx: int | None = typer.Option(None, "--ctx"),
-    top_k: int = typer.Option(10, "--top-k"),
-    window_tokens: int = typer.Option(2000, "--window-tokens"),
+    ctx: int | None = typer.Option(None, "--ctx", min=512),
+    top_k: int = typer.Option(10, "--top-k", min=1),
+    window_tokens: int = typer.Option(2000, "--window-tokens", min=1),
     judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge of the replies' "
                                      "consistency with the speaker's persona"),
     cache: str = typer.Option("default", "--cache"),
@@ -164,7 +180,7 @@ def msc(
 def report(
     out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="folder holding results.jsonl; the report goes here"),
     sources: list[Path] = typer.Option([], "--from", help="report these run folders together instead (repeatable)"),
-    sample: int | None = typer.Option(None, "--sample", help="only the stratified sample of N questions per "
+    sample: int | None = typer.Option(None, "--sample", min=1, help="only the stratified sample of N questions per "
                                       "conversation that `bench locomo --sample N --seed S` draws"),
     seed: int = typer.Option(0, "--seed"),
     categories: str = typer.Option("1,2,3,4", "--categories", help="QA categories the sample was drawn from"),
@@ -181,11 +197,9 @@ def report(
     qids: set[str] | None = None
     scope = ""
     if sample is not None:
-        if sample < 1:
-            raise typer.BadParameter("must be at least 1", param_hint="--sample")
         ids = {r["sample_id"] for f in folders for r in read_jsonl(f / RESULTS_FILE) if r.get("dataset") == "locomo"}
         convs = load_locomo(_default_data(data, DEFAULT_LOCOMO_PATH), sorted(ids))
-        cats = [int(c) for c in _split(categories)]
+        cats = _categories(categories)
         qids = {q.qid for c in convs for q in select_questions(c, cats, sample, seed)}
         scope = (f"the stratified sample of {sample} per conversation (categories {categories}, seed {seed}) "
                  f"of {', '.join(c.sample_id for c in convs)}: {len(qids)} questions")
