@@ -70,7 +70,9 @@ stage() {
       restore locomo-conv42 bench-out/conv42
       locomo conv-30 1,2,4 bench-out/conv30 16384 10 "$ALL" --sample 40 --seed 0
       locomo conv-26 1,2,3,4 bench-out/conv26 32768 10 "$ALL" --sample 40 --seed 0
-      locomo conv-42 1,2,3,4 bench-out/conv42 32768 10 "$ALL" --sample 40 --seed 0 ;;
+      locomo conv-42 1,2,3,4 bench-out/conv42 32768 10 "$ALL" --sample 40 --seed 0
+      # BM25 with as many context tokens as real+turns, as conv-30 and conv-26 have it from their main stages
+      locomo conv-42 1,2,3,4 bench-out/conv42 32768 20 bm25 --sample 40 --seed 0 ;;
     msc)
       restore msc bench-out/msc
       log "msc: 50 episodes"
