@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,6 +36,15 @@ CATEGORY_NAMES: dict[int, str] = {
     4: "single-hop",
     5: "adversarial",
 }
+
+
+def check_categories(categories: Iterable[int]) -> set[int]:
+    """``categories`` as a set, or a :class:`ValidationError` when empty or not LoCoMo categories."""
+    cats = set(categories)
+    if not cats or not cats <= set(CATEGORY_NAMES):
+        raise ValidationError("categories", sorted(cats), "LoCoMo categories are " + ", ".join(
+            f"{n} {name}" for n, name in CATEGORY_NAMES.items()))
+    return cats
 
 #: Default data locations, relative to the repository root.
 DEFAULT_DATA_ROOT = Path("../shared/data")

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from ..errors import ChronomemError, ValidationError
 from ..providers.base import LLM, Embedder
 from . import metrics
-from .datasets import CATEGORY_NAMES, QA, Conversation, MscEpisode
+from .datasets import QA, Conversation, MscEpisode, check_categories
 from .methods import Method, MethodConfig, SharedIngest, load_prompt, make_method
 
 log = logging.getLogger(__name__)
@@ -71,9 +71,7 @@ def select_questions(
     each category draws with its own seeded generator, and the result keeps
     the file's question order.
     """
-    cats = set(categories)
-    if not cats or not cats <= set(CATEGORY_NAMES):
-        raise ValidationError("categories", sorted(cats), f"expected LoCoMo categories among {sorted(CATEGORY_NAMES)}")
+    cats = check_categories(categories)
     if sample is not None and sample < 1:
         raise ValidationError("sample", sample, "a sample needs at least one question")
     qs = [q for q in conversation.qa if q.category in cats]

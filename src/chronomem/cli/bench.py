@@ -25,11 +25,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..bench.datasets import CATEGORY_NAMES, DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, load_locomo, load_msc
+from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, check_categories, load_locomo, load_msc
 from ..bench.methods import METHODS, MethodConfig, available_methods, unavailable_reason
 from ..bench.report import write_report
 from ..bench.runner import RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc, select_questions
-from ..errors import ConfigError
+from ..errors import ConfigError, ValidationError
 
 app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
 console = Console()
@@ -45,10 +45,10 @@ def _categories(value: str) -> list[int]:
         cats = [int(c) for c in _split(value)]
     except ValueError:
         raise typer.BadParameter(f"{value!r}: expected comma-separated numbers, e.g. 1,2,4", param_hint="--categories")
-    bad = [c for c in cats if c not in CATEGORY_NAMES]
-    if not cats or bad:
-        raise typer.BadParameter(f"{value!r}: LoCoMo categories are " + ", ".join(
-            f"{n} {name}" for n, name in CATEGORY_NAMES.items()), param_hint="--categories")
+    try:
+        check_categories(cats)  # before any model loads
+    except ValidationError as exc:
+        raise typer.BadParameter(f"{value!r}: {exc.reason}", param_hint="--categories")
     return cats
 
 
