@@ -32,6 +32,21 @@ def test_add_facts_then_facts_and_history(tmp_path: Path) -> None:
     assert [x["object"] for x in json.loads(r.output)] == ["Porto", "Lisbon"]
 
 
+def test_empty_answers_say_what_was_looked_for(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}]))
+    run("add-facts", str(f), "--user", "u1", "--db", db)
+    r = run("history", "--user", "u1", "Nobody", "--db", db)
+    assert r.exit_code == 0 and "no facts about 'Nobody' for user 'u1'" in r.output
+    r = run("history", "--user", "u2", "Maya", "lives_in", "--db", db)  # another user's facts stay invisible
+    assert "no facts about 'Maya' with relation 'lives_in' for user 'u2'" in r.output
+    r = run("facts", "--user", "u1", "--subject", "Maya", "--as-of", "1990-01-01", "--db", db)
+    assert "no facts about 'Maya' for user 'u1' valid 1990-01-01" in r.output
+    r = run("facts", "--user", "u1", "--subject", "Maya", "--db", db)  # and a hit still prints the table
+    assert "Porto" in r.output and "no facts" not in r.output
+
+
 def test_export_import_and_forget(tmp_path: Path) -> None:
     db, db2 = str(tmp_path / "a.db"), str(tmp_path / "b.db")
     f = tmp_path / "facts.json"

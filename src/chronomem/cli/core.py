@@ -57,6 +57,10 @@ def facts_cmd(user: UserOpt, subject: Annotated[Optional[str], typer.Option("--s
         facts = mem.facts(user_id=user, subject=subject, relation=relation, as_of=as_of, include_unstable=all_)
         if as_json:
             console.print_json(json.dumps([f.to_dict() for f in facts]))
+        elif not facts:
+            about = "".join(f" {k} {v!r}" for k, v in (("about", subject), ("with relation", relation)) if v)
+            console.print(f"no facts{about} for user {user!r} valid {as_of or 'now'}"
+                          + ("" if all_ else " (--all also shows unstable ones)"))
         else:
             console.print(facts_table(facts, f"facts of {user} valid {as_of or 'now'}", mem.config.theta_stable))
 
@@ -68,6 +72,9 @@ def history_cmd(user: UserOpt, subject: str, relation: Annotated[Optional[str], 
         facts = mem.history(user_id=user, subject=subject, relation=relation)
         if as_json:
             console.print_json(json.dumps([f.to_dict() for f in facts]))
+        elif not facts:
+            console.print(f"no facts about {subject!r}" + (f" with relation {relation!r}" if relation else "")
+                          + f" for user {user!r}, at any time")
         else:
             console.print(facts_table(facts, f"history of {subject}", mem.config.theta_stable))
 
