@@ -219,6 +219,26 @@ def test_msc_run_and_report(tmp_path: Path) -> None:
     assert run_msc(eps, methods, llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2).answered == 0
 
 
+def test_msc_report_compares_methods_on_the_episodes_all_of_them_reached(tmp_path: Path) -> None:
+    from chronomem.bench.report import group_rows, msc_table
+
+    eps = load_msc(MSC, limit=3)
+    llm = FirstTurnLLM()
+    run_msc(eps, ["bm25"], llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2)  # a run that got further
+    run_msc(eps[:1], ["bm25", "sliding_window"], llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2)
+    groups = group_rows(read_jsonl(tmp_path / "results.jsonl"), "msc")
+    table = msc_table(groups)
+    assert "| bm25 | 3 | 6 |" in table and "| sliding_window | 1 | 2 |" in table
+    assert "On the 1 episodes every method replied in:" in table
+    bm25 = next(g for g in groups if g.method == "bm25")
+    first = [r for r in bm25.rows if r.get("kind") == "reply" and r["sample_id"] == eps[0].episode_id]
+    f1 = sum(r["scores"]["reply_f1"] for r in first) / len(first)
+    assert f"| bm25 | 2 | {100 * f1:.1f} |" in table
+    # every method on the same episodes: no second table
+    only = msc_table([g for g in groups if g.method == "bm25"])
+    assert "every method replied" not in only
+
+
 def test_cli_lists_methods_refuses_unavailable_ones_and_rewrites_reports(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 

@@ -336,6 +336,16 @@ def msc_table(groups: Sequence[MethodStats]) -> str:
                   _fmt(g.score(mem, "persona_coverage")), _fmt(g.score(mem, "persona_recall")),
                   f"{_fmt(a50, 1, 2)} / {_fmt(a95, 1, 2)}"]
         lines.append("| " + " | ".join(cells) + " |")
+    # the same episodes for everyone, when a run cut short left the methods on different sets
+    eps = [{r["sample_id"] for r in g.rows if r.get("kind") == "reply"} for g in groups]
+    if len(groups) > 1 and any(e != eps[0] for e in eps):
+        common = set.intersection(*eps)
+        lines += ["", f"On the {len(common)} episodes every method replied in:", "",
+                  "| method | replies | reply F1 ×100 | BLEU-1 ×100 |", "|---|---|---|---|"]
+        for g in groups:
+            replies = [r for r in g.rows if r.get("kind") == "reply" and r["sample_id"] in common]
+            lines.append(f"| {g.label} | {len(replies)} | {_fmt(g.score(replies, 'reply_f1'))} | "
+                         f"{_fmt(g.score(replies, 'bleu1'))} |")
     lines += ["", "Persona coverage/recall are given only for methods that keep a standing memory (Rsum)."]
     if judged:
         lines += ["The judge labels each reply against the speaker's persona after session 3: it relies on an "
