@@ -269,6 +269,19 @@ def test_report_labels_a_method_run_under_two_configurations_by_what_differs() -
     assert [g.label for g in groups] == ["real [context_format=None]", "real [context_format=2]", "bm25"]
 
 
+def test_report_lists_methods_best_first_and_category_5_only_ones_last() -> None:
+    from chronomem.bench.report import best_first, group_rows
+
+    def row(method: str, qid: str, cat: int, f1: float) -> dict:
+        return {"dataset": "locomo", "method": method, "config_key": method, "config": {"method": method},
+                "qid": qid, "category": cat, "scores": {"locomo_f1": f1}}
+
+    rows = [row("adversarial_only", "q9", 5, 1.0), row("dense", "q1", 1, 0.2), row("bm25", "q1", 1, 0.5),
+            row("bm25", "q2", 4, 0.5), row("real", "q1", 1, 0.9), row("real", "q2", 4, 0.1)]
+    ordered = [g.method for g in best_first(group_rows(rows, "locomo"))]
+    assert ordered == ["bm25", "real", "dense", "adversarial_only"]  # 0.5 = 0.5: ties keep run order
+
+
 def test_head_to_head_counts_wins_ties_losses_per_category_on_shared_questions() -> None:
     from chronomem.bench.report import group_rows, head_to_head, head_to_head_table, reference_group
 

@@ -125,6 +125,15 @@ def group_rows(rows: Sequence[dict[str, Any]], dataset: str, merge: bool = False
     return out
 
 
+def best_first(groups: Sequence[MethodStats]) -> list[MethodStats]:
+    """``groups`` by official F1 on categories 1–4, best first; those with no such question last, in order."""
+    def key(g: MethodStats) -> float:
+        score = g.score(g.headline_rows()) if g.headline_rows() else None
+        return -(score if score is not None else -1.0)
+
+    return sorted(groups, key=key)
+
+
 def split_superseded(groups: Sequence[MethodStats]) -> tuple[list[MethodStats], list[tuple[MethodStats, MethodStats]]]:
     """The current configurations, and each superseded one with the newest configuration that replaced it.
 
@@ -392,10 +401,9 @@ def plot_locomo(groups: Sequence[MethodStats], out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     paths: list[Path] = []
-    shown = [g for g in groups if g.headline_rows()]
+    shown = best_first([g for g in groups if g.headline_rows()])
     if not shown:
         return paths
-    shown.sort(key=lambda g: g.score(g.headline_rows()) or 0.0, reverse=True)
     cats = sorted({r["category"] for g in shown for r in g.headline_rows()})
     panels = [("overall 1–4", lambda g: g.headline_rows())] + [
         (f"{c} {CATEGORY_NAMES[c]}", lambda g, c=c: g.by_cat(c)) for c in cats]
@@ -495,6 +503,7 @@ def write_report(out_dir: str | Path, plots: bool = True, *, sources: Sequence[s
     superseded: list[tuple[MethodStats, MethodStats]] = []
     if not include_superseded:
         locomo, superseded = split_superseded(locomo)
+    locomo = best_first(locomo)
     if locomo:
         parts += [locomo_tables(locomo, ingest), ""]
         versus = head_to_head_table(locomo)
