@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import time
 import uuid
@@ -306,24 +305,27 @@ def test_redis_ttl_expires_abandoned_sessions_but_not_pending_turns(
 # --------------------------------------------------------------------------- Redis specifics
 
 
-def test_redis_append_and_read_are_sub_millisecond(redis_client: redis.Redis, prefix: str) -> None:
+def test_redis_append_and_read_are_one_round_trip_each(redis_client: redis.Redis, prefix: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Their latency is measured by benchmarks/bench_rsum_msc.py latency (BENCHMARKS.md "Rsum (MSC)");
+    # what a test can check without a clock is that each is a single command (a Lua script) on the wire.
     buf = RedisSessionBuffer(redis_client, prefix=prefix)
     buf.append(msg(0))  # loads the scripts
-    appends, reads = [], []
-    for i in range(1, 200):
-        t = time.perf_counter()
-        buf.append(msg(i, session="s1" if i < 20 else "s2"))
-        appends.append(time.perf_counter() - t)
-    for _ in range(50):
-        t = time.perf_counter()
-        assert len(buf.read("u1", "s1")) == 20
-        reads.append(time.perf_counter() - t)
-    # One round trip each: ~0.1 ms per append and ~0.2 ms per read of 20 turns
-    # on an idle local server.  The best case must be sub-millisecond; the
-    # medians only guard against something pathological, because this test
-    # shares two CPU cores with model runs (load averages of 10+ were seen).
-    assert min(appends) < 0.001 and min(reads) < 0.001
-    assert statistics.median(appends) < 0.01 and statistics.median(reads) < 0.01
+    buf.read("u1", "s1")
+    sent: list[str] = []
+    real = redis_client.execute_command
+
+    def counting(*args: object, **kwargs: object) -> object:
+        sent.append(str(args[0]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(redis_client, "execute_command", counting)
+    for i in range(1, 20):
+        buf.append(msg(i))
+    assert sent == ["EVALSHA"] * 19
+    sent.clear()
+    assert len(buf.read("u1", "s1")) == 20
+    assert sent == ["EVALSHA"]
 
 
 def test_make_buffer_picks_redis_from_the_environment(redis_url: str, prefix: str) -> None:
