@@ -39,6 +39,8 @@ def test_empty_answers_say_what_was_looked_for(tmp_path: Path) -> None:
     run("add-facts", str(f), "--user", "u1", "--db", db)
     r = run("history", "--user", "u1", "Nobody", "--db", db)
     assert r.exit_code == 0 and "no facts about 'Nobody' for user 'u1'" in r.output
+    r = run("history", "--user", "u1", "[bold]Maya[/bold]", "--db", db)  # names are printed, not rendered
+    assert "no facts about '[bold]Maya[/bold]'" in r.output
     r = run("history", "--user", "u2", "Maya", "lives_in", "--db", db)  # another user's facts stay invisible
     assert "no facts about 'Maya' with relation 'lives_in' for user 'u2'" in r.output
     r = run("facts", "--user", "u1", "--subject", "Maya", "--as-of", "1990-01-01", "--db", db)

@@ -60,7 +60,7 @@ def facts_cmd(user: UserOpt, subject: Annotated[Optional[str], typer.Option("--s
         elif not facts:
             about = "".join(f" {k} {v!r}" for k, v in (("about", subject), ("with relation", relation)) if v)
             console.print(f"no facts{about} for user {user!r} valid {as_of or 'now'}"
-                          + ("" if all_ else " (--all also shows unstable ones)"))
+                          + ("" if all_ else " (--all also shows unstable ones)"), markup=False)
         else:
             console.print(facts_table(facts, f"facts of {user} valid {as_of or 'now'}", mem.config.theta_stable))
 
@@ -74,7 +74,7 @@ def history_cmd(user: UserOpt, subject: str, relation: Annotated[Optional[str], 
             console.print_json(json.dumps([f.to_dict() for f in facts]))
         elif not facts:
             console.print(f"no facts about {subject!r}" + (f" with relation {relation!r}" if relation else "")
-                          + f" for user {user!r}, at any time")
+                          + f" for user {user!r}, at any time", markup=False)  # ids are not rich markup
         else:
             console.print(facts_table(facts, f"history of {subject}", mem.config.theta_stable))
 
