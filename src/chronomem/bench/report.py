@@ -125,6 +125,13 @@ def group_rows(rows: Sequence[dict[str, Any]], dataset: str, merge: bool = False
     return out
 
 
+def shared_subset(id_sets: Sequence[set[str]]) -> set[str] | None:
+    """What every set holds, when the sets differ (methods that answered different questions); else None."""
+    if len(id_sets) > 1 and any(ids != id_sets[0] for ids in id_sets):
+        return set.intersection(*id_sets)
+    return None
+
+
 def best_first(groups: Sequence[MethodStats]) -> list[MethodStats]:
     """``groups`` by official F1 on categories 1–4, best first; those with no such question last, in order."""
     def key(g: MethodStats) -> float:
@@ -265,9 +272,8 @@ def locomo_tables(groups: Sequence[MethodStats], ingest: Sequence[dict[str, Any]
         lines.append("| " + " | ".join(cells) + " |")
 
     # the same questions for everyone, when the methods did not all answer the same set
-    qsets = [{r["qid"] for r in g.headline_rows()} for g in groups]
-    if len(groups) > 1 and any(s != qsets[0] for s in qsets):
-        common = set.intersection(*qsets)
+    common = shared_subset([{r["qid"] for r in g.headline_rows()} for g in groups])
+    if common is not None:
         lines += ["", f"On the {len(common)} category 1–4 questions every method answered:", ""]
         lines += ["| method | overall 1–4 |", "|---|---|"]
         for g in groups:
@@ -332,8 +338,8 @@ def msc_table(groups: Sequence[MethodStats]) -> str:
     cols += ["ctx tokens", "persona coverage", "persona recall", "answer p50/p95 s"]
     lines = ["### MSC — next-session replies and persona memory", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for g in groups:
-        replies = [r for r in g.rows if r.get("kind") == "reply"]
+    replies_of = [[r for r in g.rows if r.get("kind") == "reply"] for g in groups]
+    for g, replies in zip(groups, replies_of):
         mem = [r for r in g.rows if r.get("kind") == "memory"]
         a50, a95 = _latency(replies, "answer_latency_s")
         n = max(len(replies), 1)
@@ -346,13 +352,12 @@ def msc_table(groups: Sequence[MethodStats]) -> str:
                   f"{_fmt(a50, 1, 2)} / {_fmt(a95, 1, 2)}"]
         lines.append("| " + " | ".join(cells) + " |")
     # the same episodes for everyone, when a run cut short left the methods on different sets
-    eps = [{r["sample_id"] for r in g.rows if r.get("kind") == "reply"} for g in groups]
-    if len(groups) > 1 and any(e != eps[0] for e in eps):
-        common = set.intersection(*eps)
+    common = shared_subset([{r["sample_id"] for r in replies} for replies in replies_of])
+    if common is not None:
         lines += ["", f"On the {len(common)} episodes every method replied in:", "",
                   "| method | replies | reply F1 ×100 | BLEU-1 ×100 |", "|---|---|---|---|"]
-        for g in groups:
-            replies = [r for r in g.rows if r.get("kind") == "reply" and r["sample_id"] in common]
+        for g, all_replies in zip(groups, replies_of):
+            replies = [r for r in all_replies if r["sample_id"] in common]
             lines.append(f"| {g.label} | {len(replies)} | {_fmt(g.score(replies, 'reply_f1'))} | "
                          f"{_fmt(g.score(replies, 'bleu1'))} |")
     lines += ["", "Persona coverage/recall are given only for methods that keep a standing memory (Rsum)."]
