@@ -214,9 +214,57 @@ def test_msc_run_and_report(tmp_path: Path) -> None:
     memory = {(r["method"], r["sample_id"]): r for r in rows if r["kind"] == "memory"}
     # baselines keep no standing memory: persona recall is not invented for them
     assert all(memory[("bm25", e.episode_id)]["scores"]["persona_recall"] is None for e in eps)
-    assert all(0.0 <= memory[("rsum", e.episode_id)]["scores"]["persona_recall"] <= 1.0 for e in eps)
-    assert "MSC" in write_report(tmp_path).read_text()
+    assert all(memory[("bm25", e.episode_id)]["scores"]["persona_recall_after_s3"] is None for e in eps)
+    for e in eps:  # the Rsum memory against both gold lists: the next session's facts, the first three's personas
+        row = memory[("rsum", e.episode_id)]
+        assert 0.0 <= row["scores"]["persona_recall"] <= 1.0 and 0.0 <= row["scores"]["persona_recall_after_s3"] <= 1.0
+        assert row["persona_after_session_3"] == e.personas_after_session_3["Speaker 2"]
+        assert row["speaker"] == "Speaker 2"
+    report = write_report(tmp_path).read_text()
+    assert "### MSC — Speaker 2's next-session replies" in report
+    assert "persona recall (coverage): next-session facts" in report and "after session 3" in report
     assert run_msc(eps, methods, llm, tmp_path, config=MethodConfig(top_k=3), max_replies=2).answered == 0
+
+
+def test_msc_memory_rows_from_before_a_score_existed_get_it_on_the_next_run(tmp_path: Path) -> None:
+    from chronomem.bench.runner import memory_scores
+
+    eps = load_msc(MSC, limit=2)
+    llm = FirstTurnLLM()
+    run_msc(eps, ["rsum", "bm25"], llm, tmp_path, max_replies=1)
+    results = tmp_path / "results.jsonl"
+    rows = read_jsonl(results)
+    for r in rows:  # the rows as an older version wrote them: no after-session-3 scores, no speaker
+        r.pop("speaker")
+        r.pop("persona_after_session_3", None)
+        if r["kind"] == "memory":
+            r["scores"] = {k: v for k, v in r["scores"].items() if not k.endswith("_after_s3")}
+            r["scores"]["persona_recall"] = 0.125  # a score already stored is kept as it is
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    calls = len(llm.calls)
+    assert run_msc(eps, ["rsum", "bm25"], llm, tmp_path, max_replies=1).answered == 0
+    assert len(llm.calls) == calls  # nothing re-generated
+    after = read_jsonl(results)
+    assert len(after) == len(rows) and not list(tmp_path.glob("*.rescore"))
+    by_id = {e.episode_id: e for e in eps}
+    for r in (r for r in after if r["kind"] == "memory"):
+        want = memory_scores(r["memory"], by_id[r["sample_id"]], "Speaker 2")
+        assert r["scores"]["persona_recall_after_s3"] == want["persona_recall_after_s3"]
+        assert r["scores"]["persona_recall"] == 0.125
+    assert any(r["scores"]["persona_recall_after_s3"] is not None for r in after if r["method"] == "rsum")
+
+
+def test_msc_runs_for_another_speaker_are_not_taken_for_done(tmp_path: Path) -> None:
+    eps = load_msc(MSC, limit=1)
+    llm = FirstTurnLLM()
+    first = run_msc(eps, ["sliding_window"], llm, tmp_path, max_replies=1)
+    other = run_msc(eps, ["sliding_window"], llm, tmp_path, max_replies=1, speaker="Speaker 1")
+    assert first.answered == other.answered == 2  # the memory row and one reply each
+    rows = read_jsonl(tmp_path / "results.jsonl")
+    assert sorted(r["speaker"] for r in rows) == ["Speaker 1", "Speaker 1", "Speaker 2", "Speaker 2"]
+    report = write_report(tmp_path).read_text()
+    assert "### MSC — Speaker 2's" in report and "### MSC — Speaker 1's" in report
+    assert "| sliding_window | 1 | 1 |" in report
 
 
 def test_msc_report_compares_methods_on_the_episodes_all_of_them_reached(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from .datasets import CATEGORY_NAMES
 from .metrics import percentile, sign_test
-from .runner import INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl
+from .runner import INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl, row_speaker
 
 log = logging.getLogger(__name__)
 
@@ -331,12 +331,21 @@ def superseded_table(superseded: Sequence[tuple[MethodStats, MethodStats]]) -> s
     return "\n".join(lines)
 
 
-def msc_table(groups: Sequence[MethodStats]) -> str:
+def _recall(g: MethodStats, memory_rows: Sequence[dict[str, Any]], suffix: str) -> str:
+    """'recall (coverage)' of a group's memory rows against one gold list, to 3 decimals; '–' without."""
+    rec = g.score(memory_rows, "persona_recall" + suffix)
+    if rec is None:
+        return "–"
+    return f"{rec:.3f} ({_fmt(g.score(memory_rows, 'persona_coverage' + suffix), 1, 3)})"
+
+
+def msc_table(groups: Sequence[MethodStats], speaker: str = "Speaker 2") -> str:
     judged = any(r["scores"].get("judge_uses") is not None for g in groups for r in g.rows)
     cols = ["method", "episodes", "replies", "reply F1 ×100", "BLEU-1 ×100"]
     cols += ["judge: uses persona %", "judge: contradicts %"] if judged else []
-    cols += ["ctx tokens", "persona coverage", "persona recall", "answer p50/p95 s"]
-    lines = ["### MSC — next-session replies and persona memory", "",
+    cols += ["ctx tokens", "persona recall (coverage): next-session facts",
+             "persona recall (coverage): after session 3", "answer p50/p95 s"]
+    lines = [f"### MSC — {speaker}'s next-session replies and persona memory", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     replies_of = [[r for r in g.rows if r.get("kind") == "reply"] for g in groups]
     for g, replies in zip(groups, replies_of):
@@ -348,7 +357,7 @@ def msc_table(groups: Sequence[MethodStats]) -> str:
         if judged:
             cells += [_fmt(g.score(replies, "judge_uses")), _fmt(g.score(replies, "judge_contradicts"))]
         cells += [f"{sum(r.get('context_tokens', 0) for r in replies) / n:.0f}",
-                  _fmt(g.score(mem, "persona_coverage")), _fmt(g.score(mem, "persona_recall")),
+                  _recall(g, mem, ""), _recall(g, mem, "_after_s3"),
                   f"{_fmt(a50, 1, 2)} / {_fmt(a95, 1, 2)}"]
         lines.append("| " + " | ".join(cells) + " |")
     # the same episodes for everyone, when a run cut short left the methods on different sets
@@ -360,7 +369,10 @@ def msc_table(groups: Sequence[MethodStats]) -> str:
             replies = [r for r in all_replies if r["sample_id"] in common]
             lines.append(f"| {g.label} | {len(replies)} | {_fmt(g.score(replies, 'reply_f1'))} | "
                          f"{_fmt(g.score(replies, 'bleu1'))} |")
-    lines += ["", "Persona coverage/recall are given only for methods that keep a standing memory (Rsum)."]
+    lines += ["", "Persona recall is given only for methods that keep a standing memory (Rsum): the share of "
+              f"{speaker}'s gold persona facts whose content words the memory covers at least half of (coverage: the "
+              "mean covered share), against the facts gathered in the next session and against the personas "
+              "established by the three sessions the memory was built from."]
     if judged:
         lines += ["The judge labels each reply against the speaker's persona after session 3: it relies on an "
                   "earlier statement (uses), says something incompatible with one (contradicts), or neither; "
@@ -521,10 +533,11 @@ def write_report(out_dir: str | Path, plots: bool = True, *, sources: Sequence[s
         old = superseded_table(superseded)
         if old:
             parts += [old, ""]
-    msc = group_rows(rows, "msc", merge=bool(sources))
-    if msc:
-        parts += [msc_table(msc), ""]
-    if not locomo and not msc:
+    msc_rows = [r for r in rows if r.get("dataset") == "msc"]
+    for speaker in dict.fromkeys(row_speaker(r) for r in msc_rows):  # one table per speaker scored
+        groups = group_rows([r for r in msc_rows if row_speaker(r) == speaker], "msc", merge=bool(sources))
+        parts += [msc_table(groups, speaker), ""]
+    if not locomo and not msc_rows:
         parts.append("No results yet.")
     path = out / REPORT_FILE
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")

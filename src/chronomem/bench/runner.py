@@ -385,6 +385,56 @@ def run_locomo(
 # --------------------------------------------------------------------------- MSC
 
 
+def row_speaker(row: dict[str, Any]) -> str:
+    """Whose replies and memory an MSC row scores; rows from before it was recorded used the default."""
+    return str(row.get("speaker", "Speaker 2"))
+
+
+def memory_scores(memory: str | None, ep: MscEpisode, speaker: str) -> dict[str, float | None]:
+    """Persona recall of a standing memory (None for methods without one, or a speaker without gold facts).
+
+    Two gold lists, two questions: ``persona_*`` against ``persona_facts_session_4``
+    (what the speaker goes on to say about themselves in the session the memory
+    is used for) and ``persona_*_after_s3`` against ``personas_after_session_3``
+    (what the three sessions the memory was built from established).
+    """
+    out: dict[str, float | None] = {}
+    for suffix, facts in (("", ep.persona_facts_session_4.get(speaker, [])),
+                          ("_after_s3", ep.personas_after_session_3.get(speaker, []))):
+        rec = metrics.persona_recall(memory, facts) if memory is not None else None
+        out[f"persona_coverage{suffix}"] = rec[0] if rec else None
+        out[f"persona_recall{suffix}"] = rec[1] if rec else None
+    return out
+
+
+def rescore_memory_rows(results: JsonlLog, episodes: Sequence[MscEpisode], speaker: str) -> int:
+    """Give MSC memory rows written before a persona score existed every score :func:`memory_scores` computes.
+
+    The scores are pure functions of the stored memory text and the gold
+    facts, so nothing is re-generated; the file is rewritten atomically, and
+    only when some row lacks a score.  Returns the number of rows completed.
+    """
+    by_id = {ep.episode_id: ep for ep in episodes}
+    rows = results.rows()
+    completed = 0
+    for row in rows:
+        ep = by_id.get(row.get("sample_id"))
+        if row.get("dataset") != "msc" or row.get("kind") != "memory" or ep is None or row_speaker(row) != speaker:
+            continue
+        scores = memory_scores(row.get("memory"), ep, speaker)
+        if set(scores) <= set(row.get("scores", {})):
+            continue
+        row["scores"] = {**scores, **row.get("scores", {})}  # scores already there stay as they were
+        row.setdefault("persona_after_session_3", ep.personas_after_session_3.get(speaker, []))
+        completed += 1
+    if completed:
+        tmp = results.path.with_name(results.path.name + ".rescore")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, results.path)
+        log.info("%s: added persona scores to %d memory rows written before they existed", results.path, completed)
+    return completed
+
+
 def run_msc(
     episodes: Sequence[MscEpisode],
     method_names: Sequence[str],
@@ -415,9 +465,11 @@ def run_msc(
         config = replace(config, memory_dir=str(out / MEMORY_DIR))
     progress = progress or NullProgress()
     results = JsonlLog(out / RESULTS_FILE)
+    rescore_memory_rows(results, episodes, speaker)
     methods = [make_method(n, llm, config, embedder) for n in method_names]
     keys = {m.name: config_key(m, llm, config.reply_prompt) for m in methods}
-    done = {(r.get("config_key"), r.get("qid")) for r in results.rows() if r.get("dataset") == "msc"}
+    done = {(r.get("config_key"), r.get("qid")) for r in results.rows()
+            if r.get("dataset") == "msc" and row_speaker(r) == speaker}
     other = "Speaker 1" if speaker == "Speaker 2" else "Speaker 2"
 
     def targets(ep: MscEpisode) -> list[int]:
@@ -450,15 +502,14 @@ def run_msc(
                     continue
                 method.ingest(conv, shared)
                 base = {"dataset": "msc", "method": method.name, "config_key": key, "config": method.describe(),
-                        "llm": llm.name, "prompt": config.reply_prompt, "sample_id": ep.episode_id}
+                        "llm": llm.name, "prompt": config.reply_prompt, "sample_id": ep.episode_id,
+                        "speaker": speaker}
                 if (key, mem_qid) not in done:
                     memory = method.memory_text()
-                    facts = ep.persona_facts_session_4.get(speaker, [])
-                    rec = metrics.persona_recall(memory, facts) if memory is not None else None
-                    results.append({**base, "time": _now(), "qid": mem_qid, "kind": "memory",
-                                    "memory": memory, "persona_facts": facts,
-                                    "scores": {"persona_coverage": rec[0] if rec else None,
-                                               "persona_recall": rec[1] if rec else None}})
+                    results.append({**base, "time": _now(), "qid": mem_qid, "kind": "memory", "memory": memory,
+                                    "persona_facts": ep.persona_facts_session_4.get(speaker, []),
+                                    "persona_after_session_3": ep.personas_after_session_3.get(speaker, []),
+                                    "scores": memory_scores(memory, ep, speaker)})
                     done.add((key, mem_qid))
                     summary.answered += 1
                     progress.advance(f"{method.name} {ep.episode_id} memory")
