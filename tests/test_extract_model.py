@@ -16,7 +16,9 @@ from chronomem import Memory
 from chronomem.extract import WritePipeline
 from chronomem.extract.formats import load_conversations, sample_conversation_path
 
-pytestmark = pytest.mark.model
+# three extraction calls take about a minute alone, and many times that when a benchmark shares the
+# cores; the project-wide 600 s guard is for hangs, so this module gets more
+pytestmark = [pytest.mark.model, pytest.mark.timeout(1800)]
 
 
 @pytest.fixture(scope="module")
