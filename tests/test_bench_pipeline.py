@@ -277,7 +277,7 @@ def test_msc_report_compares_methods_on_the_episodes_all_of_them_reached(tmp_pat
     groups = group_rows(read_jsonl(tmp_path / "results.jsonl"), "msc")
     table = msc_table(groups)
     assert "| bm25 | 3 | 6 |" in table and "| sliding_window | 1 | 2 |" in table
-    assert "On the 1 episodes every method replied in:" in table
+    assert "On the 1 episode every method replied in:" in table
     bm25 = next(g for g in groups if g.method == "bm25")
     first = [r for r in bm25.rows if r.get("kind") == "reply" and r["sample_id"] == eps[0].episode_id]
     f1 = sum(r["scores"]["reply_f1"] for r in first) / len(first)

@@ -363,7 +363,7 @@ def msc_table(groups: Sequence[MethodStats], speaker: str = "Speaker 2") -> str:
     # the same episodes for everyone, when a run cut short left the methods on different sets
     common = shared_subset([{r["sample_id"] for r in replies} for replies in replies_of])
     if common is not None:
-        lines += ["", f"On the {len(common)} episodes every method replied in:", "",
+        lines += ["", f"On the {len(common)} episode{'' if len(common) == 1 else 's'} every method replied in:", "",
                   "| method | replies | reply F1 ×100 | BLEU-1 ×100 |", "|---|---|---|---|"]
         for g, all_replies in zip(groups, replies_of):
             replies = [r for r in all_replies if r["sample_id"] in common]
