@@ -245,7 +245,7 @@ def test_msc_memory_rows_from_before_a_score_existed_get_it_on_the_next_run(tmp_
     assert run_msc(eps, ["rsum", "bm25"], llm, tmp_path, max_replies=1).answered == 0
     assert len(llm.calls) == calls  # nothing re-generated
     after = read_jsonl(results)
-    assert len(after) == len(rows) and not list(tmp_path.glob("*.rescore"))
+    assert len(after) == len(rows) and not list(tmp_path.glob("*.tmp"))
     by_id = {e.episode_id: e for e in eps}
     for r in (r for r in after if r["kind"] == "memory"):
         want = memory_scores(r["memory"], by_id[r["sample_id"]], "Speaker 2")

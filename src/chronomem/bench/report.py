@@ -30,7 +30,7 @@ from typing import Any
 
 from .datasets import CATEGORY_NAMES
 from .metrics import percentile, sign_test
-from .runner import INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl, row_speaker
+from .runner import DEFAULT_SPEAKER, INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl, row_speaker
 
 log = logging.getLogger(__name__)
 
@@ -339,7 +339,7 @@ def _recall(g: MethodStats, memory_rows: Sequence[dict[str, Any]], suffix: str) 
     return f"{rec:.3f} ({_fmt(g.score(memory_rows, 'persona_coverage' + suffix), 1, 3)})"
 
 
-def msc_table(groups: Sequence[MethodStats], speaker: str = "Speaker 2") -> str:
+def msc_table(groups: Sequence[MethodStats], speaker: str = DEFAULT_SPEAKER) -> str:
     judged = any(r["scores"].get("judge_uses") is not None for g in groups for r in g.rows)
     cols = ["method", "episodes", "replies", "reply F1 ×100", "BLEU-1 ×100"]
     cols += ["judge: uses persona %", "judge: contradicts %"] if judged else []

@@ -36,6 +36,7 @@ RESULTS_FILE = "results.jsonl"
 INGEST_FILE = "ingest.jsonl"
 RUNS_FILE = "runs.jsonl"
 MEMORY_DIR = "memories"  # the memory-based methods' SQLite files (one per conversation and ingestion config)
+DEFAULT_SPEAKER = "Speaker 2"  # whose MSC replies are generated and scored unless told otherwise
 
 
 # --------------------------------------------------------------------------- sampling
@@ -111,6 +112,12 @@ class JsonlLog:
         with open(self.path, "a", encoding="utf-8") as fh:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             fh.flush()
+
+    def rewrite(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Replace the whole file with ``rows``, atomically (a crash leaves the old file or the new one)."""
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        os.replace(tmp, self.path)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -387,7 +394,7 @@ def run_locomo(
 
 def row_speaker(row: dict[str, Any]) -> str:
     """Whose replies and memory an MSC row scores; rows from before it was recorded used the default."""
-    return str(row.get("speaker", "Speaker 2"))
+    return str(row.get("speaker", DEFAULT_SPEAKER))
 
 
 def memory_scores(memory: str | None, ep: MscEpisode, speaker: str) -> dict[str, float | None]:
@@ -407,15 +414,14 @@ def memory_scores(memory: str | None, ep: MscEpisode, speaker: str) -> dict[str,
     return out
 
 
-def rescore_memory_rows(results: JsonlLog, episodes: Sequence[MscEpisode], speaker: str) -> int:
+def rescore_memory_rows(rows: Sequence[dict[str, Any]], episodes: Sequence[MscEpisode], speaker: str) -> int:
     """Give MSC memory rows written before a persona score existed every score :func:`memory_scores` computes.
 
     The scores are pure functions of the stored memory text and the gold
-    facts, so nothing is re-generated; the file is rewritten atomically, and
-    only when some row lacks a score.  Returns the number of rows completed.
+    facts, so nothing is re-generated.  ``rows`` are completed in place;
+    returns how many were.
     """
     by_id = {ep.episode_id: ep for ep in episodes}
-    rows = results.rows()
     completed = 0
     for row in rows:
         ep = by_id.get(row.get("sample_id"))
@@ -427,11 +433,6 @@ def rescore_memory_rows(results: JsonlLog, episodes: Sequence[MscEpisode], speak
         row["scores"] = {**scores, **row.get("scores", {})}  # scores already there stay as they were
         row.setdefault("persona_after_session_3", ep.personas_after_session_3.get(speaker, []))
         completed += 1
-    if completed:
-        tmp = results.path.with_name(results.path.name + ".rescore")
-        tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        os.replace(tmp, results.path)
-        log.info("%s: added persona scores to %d memory rows written before they existed", results.path, completed)
     return completed
 
 
@@ -443,7 +444,7 @@ def run_msc(
     *,
     embedder: Embedder | None = None,
     config: MethodConfig | None = None,
-    speaker: str = "Speaker 2",
+    speaker: str = DEFAULT_SPEAKER,
     max_replies: int | None = None,
     judge: LLM | None = None,
     progress: ProgressSink | None = None,
@@ -465,10 +466,14 @@ def run_msc(
         config = replace(config, memory_dir=str(out / MEMORY_DIR))
     progress = progress or NullProgress()
     results = JsonlLog(out / RESULTS_FILE)
-    rescore_memory_rows(results, episodes, speaker)
+    rows = results.rows()
+    rescored = rescore_memory_rows(rows, episodes, speaker)
+    if rescored:
+        results.rewrite(rows)
+        log.info("%s: added persona scores to %d memory rows written before they existed", results.path, rescored)
     methods = [make_method(n, llm, config, embedder) for n in method_names]
     keys = {m.name: config_key(m, llm, config.reply_prompt) for m in methods}
-    done = {(r.get("config_key"), r.get("qid")) for r in results.rows()
+    done = {(r.get("config_key"), r.get("qid")) for r in rows
             if r.get("dataset") == "msc" and row_speaker(r) == speaker}
     other = "Speaker 1" if speaker == "Speaker 2" else "Speaker 2"
 

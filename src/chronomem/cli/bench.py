@@ -28,7 +28,8 @@ from rich.table import Table
 from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, check_categories, load_locomo, load_msc
 from ..bench.methods import METHODS, MethodConfig, available_methods, unavailable_reason
 from ..bench.report import write_report
-from ..bench.runner import RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc, select_questions
+from ..bench.runner import (DEFAULT_SPEAKER, RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc,
+                            select_questions)
 from ..errors import ConfigError, ValidationError
 
 app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
@@ -148,7 +149,7 @@ def msc(
     methods: str = typer.Option(..., "--methods", help="comma-separated: " + ", ".join(METHODS)),
     data: Path | None = typer.Option(None, "--data", help=f"MSC JSON (default {DEFAULT_MSC_PATH})"),
     episodes: int | None = typer.Option(None, "--episodes", min=1, help="first N episodes (default: all)"),
-    speaker: str = typer.Option("Speaker 2", "--speaker", help="whose replies are generated and scored"),
+    speaker: str = typer.Option(DEFAULT_SPEAKER, "--speaker", help="whose replies are generated and scored"),
     max_replies: int | None = typer.Option(None, "--max-replies", min=0, help="replies per episode (0: the memory only)"),
     llm: str | None = typer.Option(None, "--llm"),
     embedder: str | None = typer.Option(None, "--embedder"),
