@@ -18,6 +18,7 @@ from chronomem.bench.methods import (FullContext, MethodConfig, MethodUnavailabl
                                      available_methods, build_rsum, make_method)
 from chronomem.bench.report import PLOT_BY_CATEGORY, PLOT_VS_TOKENS, write_report
 from chronomem.bench.runner import allocate, read_jsonl, run_locomo, run_msc, select_questions
+from chronomem.errors import ValidationError
 from chronomem.providers.base import CallUsage, ChatResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -265,6 +266,11 @@ def test_msc_runs_for_another_speaker_are_not_taken_for_done(tmp_path: Path) -> 
     report = write_report(tmp_path).read_text()
     assert "### MSC — Speaker 2's" in report and "### MSC — Speaker 1's" in report
     assert "| sliding_window | 1 | 1 |" in report
+    before = (tmp_path / "results.jsonl").read_text()
+    with pytest.raises(ValidationError, match="invalid speaker='speaker 2': the episodes' speakers are 'Speaker 1', "
+                                              "'Speaker 2'"):
+        run_msc(eps, ["sliding_window"], llm, tmp_path, max_replies=1, speaker="speaker 2")
+    assert (tmp_path / "results.jsonl").read_text() == before  # nothing written, nothing lost
 
 
 def test_msc_report_compares_methods_on_the_episodes_all_of_them_reached(tmp_path: Path) -> None:
@@ -517,7 +523,6 @@ def test_bad_run_parameters_are_refused_by_name_before_anything_is_written(tmp_p
     from typer.testing import CliRunner
 
     from chronomem.cli.bench import app
-    from chronomem.errors import ValidationError
 
     out = tmp_path / "run"
     runner = CliRunner()

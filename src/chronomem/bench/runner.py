@@ -460,6 +460,9 @@ def run_msc(
     """
     if max_replies is not None and max_replies < 0:
         raise ValidationError("max_replies", max_replies, "must be 0 (the memory only) or more")
+    speakers = sorted({name for ep in episodes for name in (ep.conversation.speaker_a, ep.conversation.speaker_b)})
+    if episodes and speaker not in speakers:
+        raise ValidationError("speaker", speaker, "the episodes' speakers are " + ", ".join(map(repr, speakers)))
     out = Path(out_dir)
     config = config or MethodConfig()
     if config.memory_dir is None:  # memories live with the results, so a re-run resumes their ingestion too
