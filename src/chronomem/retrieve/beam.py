@@ -446,7 +446,7 @@ class BeamSearch:
     def entity_types(self, ids: Sequence[str]) -> None:
         todo = [i for i in dict.fromkeys(ids) if i not in self._types]
         if todo:
-            for e in self.store.entities(self.user_id, ids=todo):
+            for e in self.store.entities(self.user_id, ids=todo, with_aliases=False):
                 self._types[e.id] = e.type
             for i in todo:
                 self._types.setdefault(i, None)

@@ -223,13 +223,13 @@ def propose(frontier_id: str, neighbours: Sequence[Fact], lookup: Lookup, regist
         return list(out.values())
     links = _links(lookup, [f.object_id for f in base if f.object_id], chain_rel, max_hops, valid,
                    TEMPORAL_INHERITANCE in rules, decay)
+    isa = {k: [x for x in v if x.relation == IS_A] for k, v in links.items()}
+    loc = {k: [x for x in v if x.relation == LOCATED_IN] for k, v in links.items()}
     for f in base:
         if HYPONYMY in rules:
-            isa = {k: [x for x in v if x.relation == IS_A] for k, v in links.items()}
             for d in chain_up(f, isa, HYPONYMY, max_hops=max_hops, decay=decay):
                 add(d)
         if CONTAINMENT in rules and place_like(f.relation, registry):
-            loc = {k: [x for x in v if x.relation == LOCATED_IN] for k, v in links.items()}
             for d in chain_up(f, loc, CONTAINMENT, max_hops=max_hops, decay=decay):
                 add(d)
     return list(out.values())

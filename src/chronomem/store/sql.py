@@ -102,7 +102,8 @@ def row_to_fact(r: Sequence[Any]) -> Fact:
         object=r[6], valid_from=_dt(r[7]), valid_to=_dt(r[8]), stated_to=_dt(r[9]),
         confidence=r[10], intent=Intent(r[11]), origin=Origin(r[12]),
         recorded_at=_dt(r[13]),  # type: ignore[arg-type]
-        session_id=r[14], agent_id=r[15], source_ids=json.loads(r[16]), text=r[17],
+        session_id=r[14], agent_id=r[15], source_ids=[] if r[16] == "[]" else json.loads(r[16]),
+        text=r[17],
         closed_by=r[18],
     )
 
@@ -278,9 +279,14 @@ class SQLStore(Store):
             params.extend(ids)
         rows = self._all(sql + " ORDER BY created_at, id", params)
         aliases: dict[str, list[str]] = {}
-        for eid, alias in [] if not with_aliases else self._all("SELECT entity_id, alias FROM entity_names WHERE user_id = ? "
-                                    "ORDER BY alias", (user_id,)):
-            aliases.setdefault(eid, []).append(alias)
+        if with_aliases and rows:
+            alias_sql = "SELECT entity_id, alias FROM entity_names WHERE user_id = ?"
+            alias_params: list[Any] = [user_id]
+            if ids is not None:  # only the asked entities' names, not the user's every alias
+                alias_sql += f" AND entity_id IN {self._in(ids)}"
+                alias_params.extend(ids)
+            for eid, alias in self._all(alias_sql + " ORDER BY alias", alias_params):
+                aliases.setdefault(eid, []).append(alias)
         return [Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]),
                        aliases=[a for a in aliases.get(r[1], []) if a != r[2]]) for r in rows]
 
