@@ -96,11 +96,16 @@ def fact_to_row(f: Fact) -> tuple[Any, ...]:
             json.dumps(f.source_ids) if f.source_ids else "[]", f.text, f.closed_by)
 
 
+# enum lookups by value without Enum.__call__ (row_to_fact runs for every fact a search reads)
+_INTENTS = {m.value: m for m in Intent}
+_ORIGINS = {m.value: m for m in Origin}
+
+
 def row_to_fact(r: Sequence[Any]) -> Fact:
     return Fact(
         user_id=r[0], id=r[1], subject_id=r[2], subject=r[3], relation=r[4], object_id=r[5],
         object=r[6], valid_from=_dt(r[7]), valid_to=_dt(r[8]), stated_to=_dt(r[9]),
-        confidence=r[10], intent=Intent(r[11]), origin=Origin(r[12]),
+        confidence=r[10], intent=_INTENTS[r[11]], origin=_ORIGINS[r[12]],
         recorded_at=_dt(r[13]),  # type: ignore[arg-type]
         session_id=r[14], agent_id=r[15], source_ids=[] if r[16] == "[]" else json.loads(r[16]),
         text=r[17],
