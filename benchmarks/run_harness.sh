@@ -15,6 +15,8 @@
 #                 same episodes for reference
 #                 (no consistency judge: the local 1.5B model is none, benchmarks/bench_judge.py)
 #                                                                                   -> bench-out/msc
+#   final-bm25    #21's held-out conversations conv-41/43/44/47, every category 1-4 question, BM25 top-20
+#                 (runs early: it needs no memory; never tune on these)                -> bench-out/final
 #   report        rewrite every folder's report.md and plots, and the samples' report of the three
 #                 conversations together (bench-out/samples: each method on the same 3×40 questions)
 #   save          copy every folder's journals, report, plots and response cache into benchmarks/results/
@@ -83,8 +85,14 @@ stage() {
         cm bench msc --episodes 50 --max-replies 3 --methods "$methods" --llm local --ctx 8192 \
           --cache bench-out/msc/llm-cache.sqlite --out bench-out/msc --verbose
       done ;;
+    final-bm25)
+      # #21's held-out run: every category 1-4 question of conv-41, -43, -44 and -47 (603), nothing tuned on
+      # them.  BM25 top-20 (as many context tokens as answer()) first: it depends on no memory, so it can run
+      # in the background while the write path is still being improved; answer() follows in stage final.
+      restore locomo-final bench-out/final
+      locomo conv-41,conv-43,conv-44,conv-47 1,2,3,4 bench-out/final 8192 20 bm25 ;;
     report)
-      for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc; do
+      for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc bench-out/final; do
         if [ -s "$d/results.jsonl" ]; then  # a folder with no results yet is skipped; a failing report stops the run
           cm bench report --out "$d" > /dev/null
           log "report: $d/report.md"
@@ -96,7 +104,7 @@ stage() {
         log "report: bench-out/samples/report.md"
       fi ;;
     save)
-      for pair in conv30:locomo-conv30 conv26:locomo-conv26 conv42:locomo-conv42 msc:msc; do
+      for pair in conv30:locomo-conv30 conv26:locomo-conv26 conv42:locomo-conv42 msc:msc final:locomo-final; do
         d="bench-out/${pair%%:*}"
         if [ -s "$d/results.jsonl" ]; then
           "$PY" benchmarks/snapshot.py save "$d" "benchmarks/results/${pair#*:}"
@@ -106,7 +114,7 @@ stage() {
         mkdir -p benchmarks/results/locomo-samples
         cp bench-out/samples/report.md bench-out/samples/summary.json bench-out/samples/*.png benchmarks/results/locomo-samples/
       fi ;;
-    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, report, save)" >&2; exit 2 ;;
+    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, final-bm25, report, save)" >&2; exit 2 ;;
   esac
 }
 
