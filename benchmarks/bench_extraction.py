@@ -140,7 +140,7 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
                 tracker: UsageTracker) -> dict[str, Any]:
     sess = conv.sessions[n - 1]
     mem = Memory(":memory:", llm=llm)
-    pipe = WritePipeline(mem, chunk_size=args.chunk_size, context=args.context, prompt_version=args.prompt)
+    pipe = mem.write_pipeline(chunk_size=args.chunk_size, context=args.context, prompt_version=args.prompt)
     before = tracker.snapshot()
     t0 = time.perf_counter()
     res = pipe.add(sess.messages, user_id="bench", session_id=sess.session_id, timestamp=sess.timestamp)

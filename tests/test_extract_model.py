@@ -27,7 +27,7 @@ def maya(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Memory, lis
     db = tmp_path_factory.mktemp("extract_model") / "m.db"
     with Memory(db, llm="local", embedder=False) as mem:
         (conv,) = load_conversations(sample_conversation_path())
-        pipe = WritePipeline(mem)
+        pipe = mem.write_pipeline()
         results = [pipe.add(s.messages, user_id="maya", session_id=s.session_id, timestamp=s.timestamp)
                    for s in conv.sessions]
         yield mem, results

@@ -14,6 +14,7 @@ from chronomem.errors import StructuredOutputError, ValidationError
 from chronomem.extract import FuzzyEntityResolver, WritePipeline, normalize_messages
 from chronomem.extract.pipeline import FAILED
 from chronomem.providers.base import CallUsage, ChatResult
+from chronomem.providers.modelset import ModelSet
 
 UTC = timezone.utc
 LINE = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
@@ -81,7 +82,7 @@ def conv(*texts: str, prefix: str = "t", ts: str = "2023-01-10T10:00:00Z") -> li
 
 
 def test_add_stores_extracts_and_reports(mem: Memory) -> None:
-    pipe = WritePipeline(mem)
+    pipe = mem.write_pipeline()
     res = pipe.add(conv("I live in Berlin and work at Acme.", "Nice!", "My dog Pixel is the best."),
                    user_id="u1", session_id="s1")
     assert res.session_id == "s1" and res.messages_stored == 3 and res.messages_skipped == 0
@@ -95,7 +96,7 @@ def test_add_stores_extracts_and_reports(mem: Memory) -> None:
 
 
 def test_re_adding_the_same_ids_costs_no_llm_call(mem: Memory) -> None:
-    pipe = WritePipeline(mem)
+    pipe = mem.write_pipeline()
     batch = conv("I live in Berlin and work at Acme.", "Nice!")
     pipe.add(batch, user_id="u1", session_id="s1")
     llm: ScriptedLLM = mem.llm  # type: ignore[assignment]
@@ -108,7 +109,7 @@ def test_re_adding_the_same_ids_costs_no_llm_call(mem: Memory) -> None:
 
 
 def test_one_call_per_chunk_never_per_turn(mem: Memory) -> None:
-    pipe = WritePipeline(mem, chunk_size=8, context=2)
+    pipe = mem.write_pipeline(chunk_size=8, context=2)
     texts = [f"small talk {i}" for i in range(24)]
     res = pipe.add(conv(*texts), user_id="u1", session_id="s1")
     llm: ScriptedLLM = mem.llm  # type: ignore[assignment]
@@ -121,7 +122,7 @@ def test_one_call_per_chunk_never_per_turn(mem: Memory) -> None:
 
 
 def test_multi_session_evolution_through_the_core_rules(mem: Memory) -> None:
-    pipe = WritePipeline(mem)
+    pipe = mem.write_pipeline()
     pipe.add(conv("I live in Berlin and work at Acme.", "Cool.", "My dog Pixel is the best.", prefix="a",
                   ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
     res = pipe.add(conv("I moved to Munich last week.", "Wow.", "I joined Globex in March.", prefix="b",
@@ -145,8 +146,8 @@ def test_multi_session_evolution_through_the_core_rules(mem: Memory) -> None:
 
 
 def test_malformed_output_keeps_messages_and_marks_the_chunk(mem: Memory) -> None:
-    mem._llm = ScriptedLLM(fail_on="rehome")  # type: ignore[attr-defined]
-    pipe = WritePipeline(mem, chunk_size=2, context=0)
+    mem.use_models(llm=ScriptedLLM(fail_on="rehome"))
+    pipe = mem.write_pipeline(chunk_size=2, context=0)
     res = pipe.add(conv("I live in Berlin and work at Acme.", "ok", "We had to rehome Pixel.", "sad"),
                    user_id="u1", session_id="s1")
     assert res.chunks == 2 and len(res.failed_chunks) == 1
@@ -158,17 +159,19 @@ def test_malformed_output_keeps_messages_and_marks_the_chunk(mem: Memory) -> Non
     pending = mem.store.messages("u1", pending_only=True)
     assert [m.id for m in pending] == ["t2", "t3"]
     # a better model later: extract_pending retries exactly the failed chunk
-    mem._llm = ScriptedLLM()  # type: ignore[attr-defined]
-    pipe2 = WritePipeline(mem, chunk_size=2, context=1)
+    # (built from its parts, as a queue worker would: no Memory needed)
+    better = ScriptedLLM()
+    pipe2 = WritePipeline(store=mem.store, registry=mem.registry, graph=mem.graph,
+                          models=ModelSet(llm=better), chunk_size=2, context=1)
     again = pipe2.extract_pending("u1")
     assert again.chunks == 1 and again.ok and again.messages_extracted == 2
     assert mem.store.messages("u1", pending_only=True) == []
     # the retried chunk got the preceding turn as context
-    assert "Context:\n[0] Tom: ok" in mem.llm.calls[0][-1]["content"]  # type: ignore[attr-defined]
+    assert "Context:\n[0] Tom: ok" in better.calls[0][-1]["content"]
 
 
 def test_buffered_add_then_extract_pending(mem: Memory) -> None:
-    pipe = WritePipeline(mem)
+    pipe = mem.write_pipeline()
     res = pipe.add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1", extract=False)
     assert res.chunks == 0 and res.messages_stored == 1
     assert mem.llm.calls == []  # type: ignore[attr-defined]
@@ -178,14 +181,14 @@ def test_buffered_add_then_extract_pending(mem: Memory) -> None:
 
 
 def test_missing_timestamp_uses_now_and_says_so(mem: Memory) -> None:
-    res = WritePipeline(mem).add("I live in Berlin and work at Acme.", user_id="u1")
+    res = mem.write_pipeline().add("I live in Berlin and work at Acme.", user_id="u1")
     assert res.session_id and any("no timestamp" in w for w in res.warnings)
     (m,) = mem.store.messages("u1")
     assert m.speaker == "user" and (datetime.now(UTC) - m.timestamp).total_seconds() < 60
 
 
 def test_call_timestamp_and_per_message_override(mem: Memory) -> None:
-    WritePipeline(mem).add(
+    mem.write_pipeline().add(
         [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi", "timestamp": "2020-01-01"}],
         user_id="u1", session_id="s", timestamp="2023-05-08T13:56:00Z")
     a, b = sorted(mem.store.messages("u1"), key=lambda m: m.seq)
@@ -194,7 +197,7 @@ def test_call_timestamp_and_per_message_override(mem: Memory) -> None:
 
 
 def test_users_are_isolated(mem: Memory) -> None:
-    pipe = WritePipeline(mem)
+    pipe = mem.write_pipeline()
     pipe.add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s")
     assert mem.facts(user_id="u2") == [] and mem.store.messages("u2") == []
 
@@ -219,20 +222,20 @@ def test_users_are_isolated(mem: Memory) -> None:
 )
 def test_bad_input_names_the_field_and_writes_nothing(mem: Memory, messages: Any, field: str) -> None:
     with pytest.raises(ValidationError) as ei:
-        WritePipeline(mem).add(messages, user_id="u1", session_id="s1")
+        mem.write_pipeline().add(messages, user_id="u1", session_id="s1")
     assert ei.value.field == field
     assert mem.store.messages("u1") == [] and mem.store.sessions("u1") == []
 
 
 def test_bad_user_and_session_ids(mem: Memory) -> None:
     with pytest.raises(ValidationError) as ei:
-        WritePipeline(mem).add("hi", user_id="")
+        mem.write_pipeline().add("hi", user_id="")
     assert ei.value.field == "user_id"
     with pytest.raises(ValidationError) as ei:
-        WritePipeline(mem).add("hi", user_id="u", session_id="  ")
+        mem.write_pipeline().add("hi", user_id="u", session_id="  ")
     assert ei.value.field == "session_id"
     with pytest.raises(ValidationError) as ei:
-        WritePipeline(mem).add("hi", user_id="u", timestamp="not a time")
+        mem.write_pipeline().add("hi", user_id="u", timestamp="not a time")
     assert ei.value.field == "timestamp"
 
 
@@ -243,7 +246,7 @@ def test_normalize_accepts_openai_text_parts_and_name() -> None:
 
 
 def test_failed_state_is_pending_in_the_store(mem: Memory) -> None:
-    WritePipeline(mem).add(conv("x"), user_id="u1", session_id="s", extract=False)
+    mem.write_pipeline().add(conv("x"), user_id="u1", session_id="s", extract=False)
     mem.store.mark_extracted("u1", ["t0"], FAILED)
     assert [m.id for m in mem.store.messages("u1", pending_only=True)] == ["t0"]
 

@@ -40,8 +40,7 @@ def test_extract_pending_after_failure_retries_the_chunk() -> None:
         r = mem.add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1")
         assert not r.ok and mem.history(user_id="u1") == []
         assert len(mem.store.messages("u1")) == 1  # the turn is kept
-        mem._llm = ScriptedLLM()
-        mem._pipeline = None
+        mem.use_models(llm=ScriptedLLM())
         r2 = mem.extract_pending(user_id="u1")
         assert r2.ok and r2.facts_added == 2
 

@@ -165,7 +165,7 @@ def test_logical_consistency_can_ignore_confidence() -> None:
 def test_time_window_moves_from_the_question_into_as_of() -> None:
     from datetime import datetime, timezone
 
-    from chronomem.retrieve.search import _decouple_time
+    from chronomem.answering import _decouple_time
 
     now = datetime(2026, 11, 30, tzinfo=timezone.utc)
     an = {"window_text": "in 2020", "window": ["2020-01-01T00:00:00+00:00", "2021-01-01T00:00:00+00:00"]}

@@ -12,7 +12,7 @@ from chronomem import Memory
 from chronomem.errors import ValidationError
 from chronomem.model import Origin
 from chronomem.retrieve import NOT_MENTIONED, SearchConfig
-from chronomem.retrieve.search import answer as answer_fn
+from chronomem.answering import answer as answer_fn
 
 CFG = SearchConfig(embeddings=False, evaluator=False)
 U = "u1"
@@ -195,8 +195,9 @@ def test_nothing_relevant_gives_empty_result_and_not_mentioned(mem: Memory) -> N
         def chat(self, *a, **k):  # pragma: no cover - must not be called
             raise AssertionError("the model must not be called without evidence")
 
-    mem._llm = NoCall()  # type: ignore[assignment]
-    ans = answer_fn(mem, "What is the capital of France?", user_id=U, config=CFG)
+    mem.use_models(llm=NoCall())  # type: ignore[arg-type]
+    ans = answer_fn(mem.store, mem.registry, mem.models, "What is the capital of France?", user_id=U,
+                    theta_stable=mem.config.theta_stable, rsum=mem.rsum, config=CFG)
     assert ans.text == NOT_MENTIONED and ans.evidence == [] and ans.context_tokens == 0
     assert ans.usage["llm_calls"] == 0
 
@@ -267,7 +268,7 @@ class FakeEmbedder:
 
 def test_embeddings_are_written_lazily_once(mem: Memory) -> None:
     emb = FakeEmbedder()
-    mem._embedder = emb  # type: ignore[assignment]
+    mem.use_models(embedder=emb)
     assert mem.store.vector_ids(U, "fact", emb.name) == set()
     cfg = SearchConfig(embeddings=None)
     first = mem.search("Where does Maya's brother live?", user_id=U, config=cfg)

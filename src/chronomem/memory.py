@@ -11,17 +11,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .extract.entities import FuzzyEntityResolver
-from .errors import ChronomemError, ConfigError, NotFoundError, ValidationError
+from .errors import ValidationError
+from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
 from .model import Entity, Fact, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
+from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
 from .store import Store, open_store
 from .timeutil import iso, parse_time, utcnow
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .summarize.lifecycle import SessionEnd, SessionLifecycle
     from .summarize.rsum import RsumMemory
     from .retrieve.answer import Answer
+    from .retrieve.beam import SearchConfig
     from .retrieve.search import SearchResult
 
 log = logging.getLogger(__name__)
@@ -40,16 +42,7 @@ log = logging.getLogger(__name__)
 EXPORT_FORMAT = "chronomem.export"
 EXPORT_VERSION = 1
 
-
-@dataclass(slots=True)
-class ForgetResult:
-    facts_deleted: int = 0
-    messages_deleted: int = 0
-    sessions_deleted: int = 0
-    entities_deleted: int = 0
-    reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
-    summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
-    warnings: list[str] = field(default_factory=list)
+__all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ForgetResult", "Memory"]
 
 
 def _make_buffer(spec: SessionBuffer | bool | str | None) -> SessionBuffer | None:
@@ -74,6 +67,12 @@ class Memory:
     ...                     "valid_from": "2018-01-01"}], user_id="u1")
     >>> [f.object for f in mem.facts(user_id="u1", subject="maya")]
     ['Porto']
+
+    Models: ``llm`` and ``embedder`` take a model instance (any object following
+    :class:`chronomem.providers.base.LLM` / :class:`~chronomem.providers.base.Embedder`,
+    e.g. ``make_llm("openai:gpt-4o-mini")`` or your own), a spec string
+    resolved on first use, or ``None`` for the configured default;
+    ``embedder=False`` turns embeddings off.  :meth:`use_models` swaps them later.
     """
 
     def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
@@ -96,8 +95,8 @@ class Memory:
         self.usage = UsageTracker()
         self.resolver = FuzzyEntityResolver(self.store)
         self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)
-        self._llm = llm
-        self._embedder = embedder
+        self.models = ModelSet(llm, embedder, default_llm=self.config.llm,
+                               default_embedder=self.config.embedder, usage=self.usage)
         self._pipeline: WritePipeline | None = None
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
@@ -107,33 +106,33 @@ class Memory:
     @property
     def llm(self) -> LLM:
         """The chat model; created from the configured spec on first use."""
-        if self._llm is None or isinstance(self._llm, str):
-            from .providers import make_llm
-
-            self._llm = make_llm(self._llm if isinstance(self._llm, str) else self.config.llm,
-                                 usage=self.usage)
-        return self._llm
+        return self.models.llm
 
     @property
     def embeddings_enabled(self) -> bool:
         """False when embeddings were turned off (``embedder=False`` or the spec ``"none"``)."""
-        if self._embedder is False:
-            return False
-        if self._embedder is None:
-            return self.config.embedder != "none"
-        return self._embedder != "none"
+        return self.models.embeddings_enabled
 
     @property
     def embedder(self) -> Embedder:
         """The embedding model; created from the configured spec on first use."""
-        if not self.embeddings_enabled:
-            raise ConfigError("embeddings are turned off for this Memory (embedder=False or spec 'none')")
-        if self._embedder is None or isinstance(self._embedder, str):
-            from .providers import make_embedder
+        return self.models.embedder
 
-            self._embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
-                                           else self.config.embedder)
-        return self._embedder  # type: ignore[return-value]
+    def use_models(self, *, llm: LLM | str | None = None,
+                   embedder: Embedder | str | bool | None = None) -> Memory:
+        """Swap the chat model and/or the embedder (instances or specs; ``None`` keeps the current one).
+
+        The write path, summaries and session lifecycle built on the old models
+        are rebuilt on next use.  Returns this memory.
+        """
+        self.models = ModelSet(llm if llm is not None else self.models._llm,
+                               embedder if embedder is not None else self.models._embedder,
+                               default_llm=self.config.llm, default_embedder=self.config.embedder,
+                               usage=self.usage)
+        self._pipeline = None
+        self._rsum = None
+        self._session_lifecycle = None
+        return self
 
     # -- relations ---------------------------------------------------------------------------
     def define_relation(self, name: str, **props: Any) -> RelationSpec:
@@ -141,7 +140,7 @@ class Memory:
         return self.registry.define(name, **props)
 
     # -- writing structured facts ------------------------------------------------------------
-    def add_facts(self, facts: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+    def add_facts(self, facts: Sequence[Mapping[str, Any]], *, user_id: str,
                   session_id: str | None = None, agent_id: str | None = None) -> UpdateReport:
         """Add structured facts through the non-destructive update rules.
 
@@ -157,7 +156,7 @@ class Memory:
         return self.graph.apply(user_id, facts, session_id=session_id, agent_id=agent_id)
 
     # -- writing conversations (REAL write path: chronomem.extract) ------------------------------
-    def add(self, messages: Any, *, user_id: str | None = None, session_id: str | None = None,
+    def add(self, messages: Any, *, user_id: str, session_id: str | None = None,
             timestamp: datetime | str | None = None, agent_id: str | None = None,
             progress: Callable[[int, int], None] | None = None) -> AddResult:
         """Store conversation turns verbatim and extract facts from them before returning.
@@ -187,16 +186,25 @@ class Memory:
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
         return result
 
-    def extract_pending(self, *, user_id: str | None = None, session_id: str | None = None,
+    def extract_pending(self, *, user_id: str, session_id: str | None = None,
                         progress: Callable[[int, int], None] | None = None) -> AddResult:
         """Extract stored turns not extracted yet (buffered, or whose chunk failed before)."""
         return self._write_path().extract_pending(check_user(user_id), session_id, progress=progress)
 
+    def write_pipeline(self, *, chunk_size: int | None = None, context: int | None = None,
+                       prompt_version: str | None = None) -> WritePipeline:
+        """A write path over this memory's store, registry, graph writer and models, with its own
+        chunking (``chunk_size`` turns per LLM call, ``context`` preceding turns) or prompt version."""
+        from .extract.pipeline import WritePipeline
+
+        opts: dict[str, Any] = {k: v for k, v in (("chunk_size", chunk_size), ("context", context),
+                                                  ("prompt_version", prompt_version)) if v is not None}
+        return WritePipeline(store=self.store, registry=self.registry, graph=self.graph, models=self.models,
+                             **opts)
+
     def _write_path(self) -> WritePipeline:
         if self._pipeline is None:
-            from .extract.pipeline import WritePipeline
-
-            self._pipeline = WritePipeline(self)
+            self._pipeline = self.write_pipeline()
         return self._pipeline
 
     # -- reading -----------------------------------------------------------------------------------
@@ -208,7 +216,7 @@ class Memory:
         found = self.resolver.lookup(user_id, [name])
         return [found[name]] if name in found else []
 
-    def facts(self, *, user_id: str | None = None, subject: str | None = None,
+    def facts(self, *, user_id: str, subject: str | None = None,
               relation: str | None = None, object: str | None = None,
               as_of: datetime | str | None = None, include_unstable: bool = False) -> list[Fact]:
         """Facts valid at ``as_of`` (default: now), oldest first.
@@ -221,7 +229,7 @@ class Memory:
         when = utcnow() if as_of is None else parse_time(as_of, "as_of")
         return self._select(user_id, subject, relation, object, when, include_unstable)
 
-    def history(self, *, user_id: str | None = None, subject: str | None = None,
+    def history(self, *, user_id: str, subject: str | None = None,
                 relation: str | None = None, object: str | None = None,
                 include_unstable: bool = True) -> list[Fact]:
         """Every stored version — open, closed and (by default) unstable — oldest first."""
@@ -237,10 +245,10 @@ class Memory:
                                 relations=relations, as_of=when,
                                 min_confidence=None if include_unstable else self.config.theta_stable)
 
-    def entities(self, *, user_id: str | None = None) -> list[Entity]:
+    def entities(self, *, user_id: str) -> list[Entity]:
         return self.store.entities(check_user(user_id))
 
-    def alias(self, name: str, alias: str, *, user_id: str | None = None) -> Entity:
+    def alias(self, name: str, alias: str, *, user_id: str) -> Entity:
         """Record that ``alias`` names the same entity as ``name`` ("NYC" → "New York City")."""
         from .entities import normalize_name
 
@@ -257,36 +265,46 @@ class Memory:
         return self.store.entities(user_id, ids=[ent.id])[0]
 
     # -- retrieval (REAL read path: chronomem.retrieve) ----------------------------------------
-    def search(self, query: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
-               top_k: int = 10, **kw: Any) -> SearchResult:
+    def search(self, query: str, *, user_id: str, as_of: datetime | str | None = None,
+               top_k: int = 10, config: SearchConfig | None = None,
+               speaker: str | None = None) -> SearchResult:
         """Evidence for ``query``: ranked facts (derived ones marked), paths, context and trace.
 
-        ``as_of`` (datetime or ISO string, default now) asks about the past.  Extra
-        keywords go to :func:`chronomem.retrieve.search` (``config``, ``speaker``).
+        ``as_of`` (datetime or ISO string, default now) asks about the past;
+        ``config`` tunes the search (:class:`chronomem.SearchConfig`); ``speaker``
+        names the entity "I/me/my" in the query refer to.
         """
         from .retrieve.search import search
 
         user_id = check_user(user_id)
         when = None if as_of is None else parse_time(as_of, "as_of")
-        return search(self, query, user_id=user_id, as_of=when, top_k=top_k, **kw)
+        return search(self.store, self.registry, self.models, query, user_id=user_id,
+                      theta_stable=self.config.theta_stable, as_of=when, top_k=top_k, config=config,
+                      speaker=speaker)
 
-    def answer(self, question: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
-               method: str = "real+rsum", **kw: Any) -> Answer:
+    def answer(self, question: str, *, user_id: str, as_of: datetime | str | None = None,
+               method: str = "real+rsum", top_k: int = 10, config: SearchConfig | None = None,
+               speaker: str | None = None, max_tokens: int = 64) -> Answer:
         """Answer ``question`` from the memory with its evidence (``"Not mentioned"`` when it has none).
 
         ``method``: ``"real+rsum"`` (default: REAL graph evidence plus the session
         summary), ``"real"`` (graph evidence only) or ``"rsum"`` (the summary
         only).  The graph evidence is followed by the verbatim turns its facts
         came from and a few turns full-text search finds (``SearchConfig.quote_sources``,
-        ``search_turns``; pass ``config=`` to change them).  Extra keywords go to :func:`chronomem.retrieve.search.answer`.
+        ``search_turns``; pass ``config=`` to change them).  ``top_k``, ``config``
+        and ``speaker`` are as in :meth:`search`; ``max_tokens`` bounds the reply.
+        Orchestration: :func:`chronomem.answering.answer`.
         """
-        from .retrieve.search import METHODS, answer
+        from .answering import METHODS, answer
 
         user_id = check_user(user_id)
         if method not in METHODS:
             raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
         when = None if as_of is None else parse_time(as_of, "as_of")
-        return answer(self, question, user_id=user_id, as_of=when, method=method, **kw)
+        return answer(self.store, self.registry, self.models, question, user_id=user_id,
+                      theta_stable=self.config.theta_stable, rsum=self.rsum if method != "real" else None,
+                      as_of=when, method=method, top_k=top_k, config=config, speaker=speaker,
+                      max_tokens=max_tokens)
 
     # -- sessions and recursive summaries (Rsum: chronomem.summarize) ------------------------------
     @property
@@ -295,10 +313,10 @@ class Memory:
         if self._rsum is None:
             from .summarize.rsum import RsumMemory
 
-            self._rsum = RsumMemory(self.store, self.llm)
+            self._rsum = RsumMemory(self.store, self.models.llm)
         return self._rsum
 
-    def end_session(self, *, user_id: str | None = None, session_id: str | None = None,
+    def end_session(self, *, user_id: str, session_id: str | None = None,
                     ended_at: datetime | str | None = None) -> SessionEnd:
         """Close a session: flush its buffered turns, extract what is left, update the summary.
 
@@ -311,11 +329,11 @@ class Memory:
             raise ValidationError("session_id", session_id, "is required: the session to end")
         return self._lifecycle().end(user_id, session_id, ended_at=ended_at)
 
-    def summary(self, *, user_id: str | None = None, as_of: datetime | str | None = None) -> str:
+    def summary(self, *, user_id: str, as_of: datetime | str | None = None) -> str:
         """The user's recursive summary after the last session ended by ``as_of`` ("" before any)."""
         return self.rsum.summary(check_user(user_id), as_of)
 
-    def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+    def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str,
                 budget_tokens: int = 2048, strategy: str = "token_budget",
                 keep_turns: int = 6) -> list[dict[str, Any]]:
         """The message list for the next LLM call: the stored summary as a system message,
@@ -341,68 +359,18 @@ class Memory:
         return self._session_lifecycle
 
     # -- forgetting ------------------------------------------------------------------------------
-    def forget(self, *, user_id: str | None = None, fact_id: str | None = None,
+    def forget(self, *, user_id: str, fact_id: str | None = None,
                session_id: str | None = None, everything: bool = False) -> ForgetResult:
         """Delete for real: a fact, a session (its messages, facts, summaries) or the whole user.
 
         Nothing forgotten stays in search indexes or vectors.  Facts that a
         forgotten fact had closed hold again, as if it had never been said.
         """
-        user_id = check_user(user_id)
-        chosen = [x for x in (fact_id is not None, session_id is not None, everything) if x]
-        if len(chosen) != 1:
-            raise ValidationError("forget", {"fact_id": fact_id, "session_id": session_id,
-                                             "everything": everything},
-                                  "give exactly one of fact_id, session_id or everything=True")
-        res = ForgetResult()
-        store = self.store
-        with store.transaction(user_id):
-            if everything:
-                res.facts_deleted = store.count_facts(user_id)
-                res.messages_deleted = len(store.messages(user_id))
-                res.sessions_deleted = len(store.sessions(user_id))
-                res.entities_deleted = len(store.entities(user_id))
-                store.delete_user(user_id)
-                return res
-            if fact_id is not None:
-                doomed = store.facts(user_id, ids=[fact_id])
-                if not doomed:
-                    raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
-            else:
-                msgs = store.messages(user_id, session_id=session_id)
-                if not msgs and not any(s.id == session_id for s in store.sessions(user_id)):
-                    raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
-                msg_ids = {m.id for m in msgs}
-                doomed, trimmed = [], []
-                for f in store.facts(user_id):
-                    if f.session_id == session_id or (f.source_ids and set(f.source_ids) <= msg_ids):
-                        doomed.append(f)
-                    elif msg_ids & set(f.source_ids):
-                        f.source_ids = [s for s in f.source_ids if s not in msg_ids]
-                        trimmed.append(f)
-                store.update_facts(user_id, trimmed)
-                res.messages_deleted = len(msgs)
-                res.sessions_deleted = 1
-            doomed_ids = {f.id for f in doomed}
-            affected = [f for f in store.facts(user_id, touching=list(
-                {f.subject_id for f in doomed} | {f.object_id for f in doomed}))  # type: ignore[arg-type]
-                if f.closed_by in doomed_ids]
-            res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
-            if session_id is not None:
-                store.delete_session(user_id, session_id)
-            res.reopened = len(self.graph.rebuild(user_id, affected))
-            res.entities_deleted = store.delete_orphan_entities(user_id)
-        if session_id is not None and store.checkpoints(user_id):
-            # later summaries were written from the forgotten session too: replay them without it
-            try:
-                res.summaries_rebuilt = len(self.rsum.replay(user_id))
-            except ChronomemError as e:
-                res.warnings.append(f"the session is deleted but later summaries still mention it: "
-                                    f"replaying them failed ({e}); call mem.rsum.replay(user_id) again")
-        return res
+        return forget(self.store, self.graph, lambda: self.rsum, user_id=check_user(user_id),
+                      fact_id=fact_id, session_id=session_id, everything=everything)
 
     # -- export / import ---------------------------------------------------------------------------
-    def export(self, *, user_id: str | None = None) -> dict[str, Any]:
+    def export(self, *, user_id: str) -> dict[str, Any]:
         """Everything stored for a user as JSON-ready data; :meth:`import_` restores it losslessly."""
         user_id = check_user(user_id)
         return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,

@@ -57,7 +57,7 @@ def add_command(
 
     convs = load_conversations(file, sample=sample)
     with Memory(db, llm=llm) as mem:
-        pipe = WritePipeline(mem, chunk_size=chunk_size)
+        pipe = mem.write_pipeline(chunk_size=chunk_size)
         totals = {"stored": 0, "skipped": 0, "chunks": 0, "added": 0, "closed": 0, "reinforced": 0,
                   "failed": 0}
         warnings: list[str] = []
@@ -109,7 +109,7 @@ def run_demo(mem: "Memory", user: str = "maya") -> None:  # noqa: F821 - importe
 
     (conv,) = load_conversations(sample_conversation_path())
     mem.forget(user_id=user, everything=True)
-    pipe = WritePipeline(mem)
+    pipe = mem.write_pipeline()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
         results = ingest(conv, user, pipeline=pipe, progress=progress)

@@ -11,7 +11,7 @@ Recognised shapes (detected from the JSON itself):
 * MSC — an episode, or a list of episodes, with ``sessions[].turns`` and
   ``time_back`` gaps (absolute times are synthetic, in order).
 
-LoCoMo and MSC parsing reuses :mod:`chronomem.bench.datasets`.
+LoCoMo and MSC parsing is :mod:`chronomem.conversations`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _is_msc(rec: Any) -> bool:
             and isinstance(rec["sessions"][0], dict) and "turns" in rec["sessions"][0])
 
 
-def _from_bench(conv: Any, kind: str, prefix: str) -> ConversationInput:
+def _from_records(conv: Any, kind: str, prefix: str) -> ConversationInput:
     out = ConversationInput(conversation_id=conv.sample_id, kind=kind)
     for s in conv.sessions:
         msgs = []
@@ -71,15 +71,15 @@ def parse_conversations(data: Any, *, sample: str | None = None) -> list[Convers
 
     ``sample`` picks one LoCoMo ``sample_id`` / MSC episode id (or index) out of a list.
     """
-    from ..bench import datasets as ds
+    from .. import conversations as ds
 
     records = data if isinstance(data, list) else [data]
     if records and all(_is_locomo(r) for r in records):
-        convs = [ds._parse_locomo_record(r) for r in records]
-        out = [_from_bench(c, "locomo", "") for c in convs]
+        convs = [ds.parse_locomo_record(r) for r in records]
+        out = [_from_records(c, "locomo", "") for c in convs]
     elif records and all(_is_msc(r) for r in records):
-        eps = [ds._parse_msc_episode(r) for r in records]
-        out = [_from_bench(e.conversation, "msc", f"{e.episode_id}:") for e in eps]
+        eps = [ds.parse_msc_episode(r) for r in records]
+        out = [_from_records(e.conversation, "msc", f"{e.episode_id}:") for e in eps]
     elif isinstance(data, dict) and isinstance(data.get("sessions"), list):
         conv = ConversationInput(conversation_id=str(data.get("user") or data.get("id") or "conversation"),
                                  kind="chronomem")

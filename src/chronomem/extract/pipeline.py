@@ -10,7 +10,7 @@ delegate to.  Steps (DESIGN.md "Write path"):
 3. extract the newly stored turns in chunks — ONE structured LLM call per
    chunk, never per turn;
 4. resolve times in code, score confidence, label intents
-   (:mod:`.extractor`), and hand the candidate facts to ``mem.graph.apply``,
+   (:mod:`.extractor`), and hand the candidate facts to ``GraphWriter.apply``,
    which resolves entities and applies the non-destructive update rules;
 5. mark the turns extracted.  A chunk whose model output stays malformed
    after the provider's retries keeps its messages and is marked
@@ -36,7 +36,10 @@ from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, Candidate, Extractor, canonical_relation
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ..graph import GraphWriter
+    from ..providers.modelset import LLMSource
+    from ..registry import RelationRegistry
+    from ..store.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -180,16 +183,22 @@ def normalize_messages(messages: Any) -> list[_Incoming]:
 
 
 class WritePipeline:
-    """The write path of one :class:`~chronomem.Memory`.
+    """The write path over a store: messages in, facts through ``graph`` out.
 
-    ``chunk_size`` turns per LLM call with ``context`` preceding turns shown
-    for understanding only.
+    Built from what it uses: the ``store`` for the verbatim turns, the relation
+    ``registry`` the extractor is told about, the ``graph`` writer that applies
+    the update rules, and ``models`` whose ``llm`` is fetched when the first
+    chunk is extracted.  ``chunk_size`` turns per LLM call with ``context``
+    preceding turns shown for understanding only.
     """
 
     def __init__(
         self,
-        mem: Memory,
         *,
+        store: Store,
+        registry: RelationRegistry,
+        graph: GraphWriter,
+        models: LLMSource,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         context: int = DEFAULT_CONTEXT,
         prompt_version: str = PROMPT_VERSION,
@@ -198,7 +207,10 @@ class WritePipeline:
             raise ValidationError("chunk_size", chunk_size, "must be >= 1")
         if context < 0:
             raise ValidationError("context", context, "must be >= 0")
-        self.mem = mem
+        self.store = store
+        self.registry = registry
+        self.graph = graph
+        self.models = models
         self.chunk_size = chunk_size
         self.context = context
         self.prompt_version = prompt_version
@@ -261,7 +273,7 @@ class WritePipeline:
         ``extract=False`` only stores (call :meth:`extract_pending` later).
         ``progress(done, total)`` is called after each chunk.
         """
-        store = self.mem.store
+        store = self.store
         result, msgs = self.prepare(messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
                                     agent_id=agent_id)
         sid = result.session_id
@@ -288,7 +300,7 @@ class WritePipeline:
     ) -> AddResult:
         """Extract every stored turn not yet extracted (new, buffered, or failed before)."""
         user_id = check_user(user_id)
-        pending = self.mem.store.messages(user_id, session_id=session_id, pending_only=True)
+        pending = self.store.messages(user_id, session_id=session_id, pending_only=True)
         result = AddResult(session_id=session_id)
         result.session_ids = list(dict.fromkeys(m.session_id for m in pending))
         if pending:
@@ -298,9 +310,9 @@ class WritePipeline:
     # -- internals -------------------------------------------------------------------------
     def extractor(self) -> Extractor:
         if self._extractor is None:
-            reg = self.mem.registry
+            reg = self.registry
             self._extractor = Extractor(
-                self.mem.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
+                self.models.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
                 prompt_version=self.prompt_version,
             )
         return self._extractor
@@ -312,7 +324,7 @@ class WritePipeline:
         for m in todo:
             by_session.setdefault(m.session_id, []).append(m)
         for sid, msgs in by_session.items():
-            session = self.mem.store.messages(user_id, session_id=sid)
+            session = self.store.messages(user_id, session_id=sid)
             pos = {m.id: i for i, m in enumerate(session)}
             msgs.sort(key=lambda m: pos.get(m.id, len(pos)))
             for ch in chunk_turns(msgs, size=self.chunk_size, context=0):
@@ -349,32 +361,32 @@ class WritePipeline:
                 totals_add(totals, getattr(e, "usage", None))
                 result.warnings.append(f"extraction model unavailable ({e}); remaining turns left pending")
                 result.failed_chunks.append(FailedChunk(ids, str(e)))
-                self.mem.store.mark_extracted(user_id, ids, FAILED)
+                self.store.mark_extracted(user_id, ids, FAILED)
                 break
             except Exception as e:  # malformed output after retries, model error, schema mismatch
                 totals_add(totals, getattr(e, "usage", None))
                 log.warning("extraction of %d turn(s) failed: %s", len(ids), e)
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
                 result.warnings.append(f"extraction failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
-                self.mem.store.mark_extracted(user_id, ids, FAILED)
+                self.store.mark_extracted(user_id, ids, FAILED)
                 if progress:
                     progress(n, len(chunks))
                 continue
             totals_add(totals, cres.usage)
             facts = self._valid(cres.candidates, result)
             try:
-                rep = self.mem.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
+                rep = self.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
             except ChronomemError as e:
                 log.warning("graph update failed for %d turn(s): %s", len(ids), e)
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
                 result.warnings.append(f"graph update failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
-                self.mem.store.mark_extracted(user_id, ids, FAILED)
+                self.store.mark_extracted(user_id, ids, FAILED)
                 continue
             report.merge(rep)
             log.info("chunk %d/%d (%d turns): %d candidate(s) → +%d closed %d reinforced %d; %s",
                      n, len(chunks), len(ids), len(facts), len(rep.added), len(rep.closed),
                      len(rep.reinforced), cres.usage)
-            self.mem.store.mark_extracted(user_id, ids, EXTRACTED)
+            self.store.mark_extracted(user_id, ids, EXTRACTED)
             result.messages_extracted += len(ids)
             if progress:
                 progress(n, len(chunks))
@@ -389,7 +401,7 @@ class WritePipeline:
         for c in cands:
             d = c.as_dict()
             try:
-                validate_fact(d, self.mem.registry)
+                validate_fact(d, self.registry)
             except ValidationError as e:
                 result.warnings.append(f"skipped extracted fact {c.text!r}: {e}")
                 continue

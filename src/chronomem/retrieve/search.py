@@ -1,4 +1,4 @@
-"""The REAL read path end to end: ``search`` and ``answer``.
+"""The REAL read path end to end: ``search``.
 
 >>> from chronomem import Memory
 >>> from chronomem.retrieve import SearchConfig
@@ -12,8 +12,8 @@
 Steps (DESIGN.md "Read path"): anchor the roots (:mod:`.anchoring`), decouple
 intents (:mod:`.intents`), run one beam search per intent (:mod:`.beam`, with
 counterfactual rules from :mod:`.counterfactual`), merge and rank the paths,
-serialise them under a token budget (:mod:`.serialize`), and — for
-:func:`answer` — generate the reply from that context (:mod:`.answer`).
+and serialise them under a token budget (:mod:`.serialize`).  Answering on
+that evidence (with the Rsum summary) is :mod:`chronomem.answering`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, ValidationError
@@ -30,13 +30,13 @@ from ..model import Fact, Intent, Message
 from ..providers.base import Embedder
 from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
-from .answer import NOT_MENTIONED, Answer, generate
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import QueryAnalysis, analyze, intents_messages, parse_intents, INTENT_SCHEMA
 from .serialize import SEARCH_HEADER, Context, append_quotes, serialize
 
 if TYPE_CHECKING:
-    from ..memory import Memory
+    from ..providers.modelset import ModelSource
+    from ..registry import RelationRegistry
     from ..store.base import Store
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class SearchResult:
         return not self.facts
 
 
-def _check_query(query: Any, field_name: str = "query") -> str:
+def check_query(query: Any, field_name: str = "query") -> str:
     if not isinstance(query, str) or not query.strip():
         raise ValidationError(field_name, query, "must be a non-empty string")
     if len(query) > MAX_QUERY_CHARS:
@@ -102,23 +102,23 @@ def _check_top_k(top_k: Any) -> int:
     return top_k
 
 
-def _resolve_embedder(mem: Memory, cfg: SearchConfig, notes: list[str]) -> Embedder | None:
+def _resolve_embedder(models: ModelSource, cfg: SearchConfig, notes: list[str]) -> Embedder | None:
     if cfg.embeddings is False:
         notes.append("embeddings off (config.embeddings=False): S_QR is lexical only")
         return None
-    if not mem.embeddings_enabled:  # Memory(embedder=False) or the spec "none"
+    if not models.embeddings_enabled:  # Memory(embedder=False) or the spec "none"
         notes.append("embeddings turned off for this memory: S_QR is lexical only")
         return None
     try:
-        return mem.embedder
+        return models.embedder
     except (ChronomemError, ImportError, OSError) as e:
         notes.append(f"embedder unavailable ({e.__class__.__name__}: {e}); S_QR is lexical only")
         return None
 
 
-def _classify_with_llm(mem: Memory, analysis: QueryAnalysis, budget: Budget, notes: list[str]) -> None:
+def _classify_with_llm(models: ModelSource, analysis: QueryAnalysis, budget: Budget, notes: list[str]) -> None:
     try:
-        llm = mem.llm
+        llm = models.llm
     except (ChronomemError, ImportError, OSError) as e:
         notes.append(f"intent LLM unavailable ({e.__class__.__name__}); kept rule intents")
         return
@@ -140,10 +140,9 @@ def _classify_with_llm(mem: Memory, analysis: QueryAnalysis, budget: Budget, not
         analysis.source = "llm"
 
 
-def _anchor(mem: Memory, user_id: str, query: str, analysis: QueryAnalysis, cfg: SearchConfig,
+def _anchor(store: Store, user_id: str, query: str, analysis: QueryAnalysis, cfg: SearchConfig,
             speaker: str | None, embedder: Embedder | None, stats: dict[str, int],
             notes: list[str]) -> list[anchoring.Anchor]:
-    store = mem.store
     roots = anchoring.anchor_by_name(store, user_id, query)
     if analysis.speaker_refs:
         if speaker:
@@ -185,17 +184,23 @@ def _history_for(intent: Intent, analysis: QueryAnalysis) -> bool:
     return analysis.history
 
 
-def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | None = None, top_k: int = 10,
+def search(store: Store, registry: RelationRegistry, models: ModelSource, query: str, *, user_id: str,
+           theta_stable: float, as_of: datetime | str | None = None, top_k: int = 10,
            config: SearchConfig | None = None, speaker: str | None = None,
            user_entity: str | None = None) -> SearchResult:
     """Find the evidence subgraph for ``query`` in ``user_id``'s memory at ``as_of`` (default now).
+
+    Reads ``store`` through the relation ``registry``; ``models`` gives the
+    embedder (query relevance, anchoring) and the LLM (intent fallback,
+    evaluator), each fetched only when the configuration uses it.  Facts below
+    ``theta_stable`` are not followed.
 
     ``speaker`` (or its alias ``user_entity``) names the entity "I/me/my" refer
     to.  Returns the ranked facts (stored and derived), the best ``top_k``
     paths, their serialised context and the search trace.
     """
     t0 = time.perf_counter()
-    query = _check_query(query)
+    query = check_query(query)
     top_k = _check_top_k(top_k)
     cfg = config if config is not None else SearchConfig()
     if not isinstance(cfg, SearchConfig):
@@ -208,37 +213,37 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     stats: dict[str, int] = {}
     budget = Budget(cfg.max_llm_calls, cfg.max_llm_tokens)
 
-    analysis = analyze(query, mem.registry, now=when)
+    analysis = analyze(query, registry, now=when)
     if not cfg.use_intents:
         analysis.intents = [Intent.FACT]
     elif not analysis.confident and cfg.intent_llm:
-        _classify_with_llm(mem, analysis, budget, trace.notes)
+        _classify_with_llm(models, analysis, budget, trace.notes)
     trace.analysis = analysis.as_dict()
     t1 = time.perf_counter()
 
-    embedder = _resolve_embedder(mem, cfg, trace.notes)
+    embedder = _resolve_embedder(models, cfg, trace.notes)
     relevance: Relevance | None = None
     if embedder is not None:
         try:
-            relevance = Relevance(query, analysis, mem.store, user_id, mem.registry, embedder, cfg.alpha, stats)
+            relevance = Relevance(query, analysis, store, user_id, registry, embedder, cfg.alpha, stats)
         except (ChronomemError, ImportError, OSError) as e:
             trace.notes.append(f"embedder failed ({e.__class__.__name__}: {e}); S_QR is lexical only")
             embedder = None
     if relevance is None:
-        relevance = Relevance(query, analysis, mem.store, user_id, mem.registry, None, cfg.alpha, stats)
+        relevance = Relevance(query, analysis, store, user_id, registry, None, cfg.alpha, stats)
     t2 = time.perf_counter()
 
-    roots = _anchor(mem, user_id, query, analysis, cfg, hint, embedder, stats, trace.notes)
+    roots = _anchor(store, user_id, query, analysis, cfg, hint, embedder, stats, trace.notes)
     trace.roots = [r.as_dict() for r in roots]
     t3 = time.perf_counter()
     if not roots:
         trace.notes.append("no root entity found: the memory has nothing to start from")
-        return _turns_only(mem, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3))
+        return _turns_only(store, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3))
 
     spec = analysis.answer_spec()
-    beam = BeamSearch(store=mem.store, registry=mem.registry, user_id=user_id, theta=mem.config.theta_stable,
+    beam = BeamSearch(store=store, registry=registry, user_id=user_id, theta=theta_stable,
                       analysis=analysis, spec=spec, config=cfg, relevance=relevance, budget=budget,
-                      llm_factory=lambda: mem.llm, trace=trace.iterations, stats=stats)
+                      llm_factory=lambda: models.llm, trace=trace.iterations, stats=stats)
     found: dict[tuple[str, ...], Path] = {}
     for intent in analysis.intents:
         sub = SubSearch(intent, when, history=_history_for(intent, analysis) and cfg.use_validity,
@@ -254,7 +259,7 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     if not relevant:
         trace.notes.append("no path found" if not found else
                            "no path is relevant enough: the graph holds nothing about the question")
-        return _turns_only(mem, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3, t4))
+        return _turns_only(store, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3, t4))
     paths = sorted(relevant, key=lambda p: (-p.score, len(p.facts), p.render()))[:top_k]
     facts: dict[str, Fact] = {}
     for p in paths:
@@ -264,53 +269,53 @@ def search(mem: Memory, query: str, *, user_id: str, as_of: datetime | str | Non
     ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=cfg.context_tokens)
     if ctx.truncated:
         trace.notes.append(f"context budget {cfg.context_tokens} tokens: some paths left out")
-    ctx, quoted = _quote_sources(mem, user_id, [facts[i] for i in ctx.fact_ids if i in facts], cfg, ctx,
+    ctx, quoted = _quote_sources(store, user_id, [facts[i] for i in ctx.fact_ids if i in facts], cfg, ctx,
                                  trace.notes)
-    ctx, quoted = _search_turns(mem, user_id, query, when, cfg, ctx, quoted, trace.notes)
+    ctx, quoted = _search_turns(store, user_id, query, when, cfg, ctx, quoted, trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
     return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
 
 
-def _turns_only(mem: Memory, user_id: str, query: str, when: datetime, cfg: SearchConfig, trace: Trace,
+def _turns_only(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig, trace: Trace,
                 budget: Budget, stats: dict[str, int], marks: tuple[float, ...]) -> SearchResult:
     """The result when the graph has no evidence: full-text hits over the turns alone (``fallback_turns``)."""
     turns_cfg = cfg if not cfg.fallback_turns else replace(cfg, search_turns=cfg.fallback_turns)
-    ctx, quoted = _search_turns(mem, user_id, query, when, turns_cfg, Context("", 0, 0), [], trace.notes)
+    ctx, quoted = _search_turns(store, user_id, query, when, turns_cfg, Context("", 0, 0), [], trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     t = list(marks) + [time.perf_counter()] * (6 - len(marks))
     trace.timings_ms = _ms(*t)
     return SearchResult([], [], ctx.text, trace, ctx.tokens, [], quoted)
 
 
-def _turns_in_order(mem: Memory, user_id: str, ids: list[str]) -> list[Message]:
+def _turns_in_order(store: Store, user_id: str, ids: list[str]) -> list[Message]:
     """The user's stored turns with these ids, in the order of ``ids`` (missing ones left out)."""
-    by_id = {m.id: m for m in mem.store.messages(user_id, ids=ids)} if ids else {}
+    by_id = {m.id: m for m in store.messages(user_id, ids=ids)} if ids else {}
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _quote_sources(mem: Memory, user_id: str, facts: list[Fact], cfg: SearchConfig, ctx: Context,
+def _quote_sources(store: Store, user_id: str, facts: list[Fact], cfg: SearchConfig, ctx: Context,
                    notes: list[str]) -> tuple[Context, list[str]]:
     """Append up to ``cfg.quote_sources`` source turns of the context's ``facts``, best facts first."""
     if not cfg.quote_sources or ctx.empty:
         return ctx, []
-    ids = source_turn_ids(mem.store, user_id, facts)[: cfg.quote_sources]
-    ctx, quoted = append_quotes(ctx, _turns_in_order(mem, user_id, ids), budget_tokens=cfg.context_tokens)
+    ids = source_turn_ids(store, user_id, facts)[: cfg.quote_sources]
+    ctx, quoted = append_quotes(ctx, _turns_in_order(store, user_id, ids), budget_tokens=cfg.context_tokens)
     if len(quoted) < len(ids):
         notes.append(f"{len(ids) - len(quoted)} source turns not quoted (missing or over budget)")
     return ctx, quoted
 
 
-def _search_turns(mem: Memory, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
+def _search_turns(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
                   quoted: list[str], notes: list[str]) -> tuple[Context, list[str]]:
     """Append up to ``cfg.search_turns`` full-text hits over the user's turns said by ``when``."""
     if not cfg.search_turns:
         return ctx, quoted
-    hits = [i for i, _ in mem.store.search_messages_text(user_id, query, limit=cfg.search_turns + len(quoted))
+    hits = [i for i, _ in store.search_messages_text(user_id, query, limit=cfg.search_turns + len(quoted))
             if i not in quoted]
-    turns = [m for m in _turns_in_order(mem, user_id, hits) if m.timestamp <= when][: cfg.search_turns]
+    turns = [m for m in _turns_in_order(store, user_id, hits) if m.timestamp <= when][: cfg.search_turns]
     if cfg.turn_replies:
-        turns = with_replies(mem.store, user_id, turns, when, set(quoted), cfg.search_turns)
+        turns = with_replies(store, user_id, turns, when, set(quoted), cfg.search_turns)
     ctx, added = append_quotes(ctx, turns, budget_tokens=cfg.context_tokens, header=SEARCH_HEADER)
     if added:
         notes.append(f"{len(added)} turns added by full-text search over the messages")
@@ -348,7 +353,6 @@ def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dic
             "serialise": round((t5 - t4) * 1000, 2), "total": round((t5 - t0) * 1000, 2)}
 
 
-
 #: ``answer()`` runs with the model loaded anyway, so the evaluator and the intent
 #: fallback are on, under a small per-query budget; the evidence is followed by the
 #: verbatim turns its facts came from (up to 8) and by up to 5 other turns full-text
@@ -362,89 +366,3 @@ def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dic
 #: Facts loaded with ``add_facts`` have no source turns and get no quotes.
 ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000,
                              quote_sources=8, search_turns=5)
-METHODS = ("real", "rsum", "real+rsum")
-
-
-def _decouple_time(question: str, analysis: dict[str, Any], when: datetime, *,
-                   explicit: bool) -> tuple[str, datetime]:
-    """Take the question's time window out of its words and into the answer's "as of".
-
-    The search already restricted the evidence to the window ("in 2020"); a small model
-    that is asked "where did Maya live in 2020?" looks for "2020" in the evidence and
-    says "Not mentioned", while "where did Maya live?" as of mid-2020 it answers.  Only
-    when the caller gave no ``as_of`` of their own.
-    """
-    text, window = analysis.get("window_text"), analysis.get("window")
-    if explicit or not text or not window or text not in question:
-        return question, when
-    start, end = (parse_time(w, "window") if w else None for w in window)
-    if start is None and end is None:
-        return question, when
-    if start and end:
-        point = end - (end - start) / 2
-    else:  # "before 2021": just before the end; "since 2020": its start
-        point = start if start else end - timedelta(days=1)  # type: ignore[operator]
-    point = min(point, when)
-    stripped = " ".join(question.replace(text, " ").split()).replace(" ?", "?")
-    return stripped, point  # type: ignore[return-value]
-
-
-def answer(mem: Memory, question: str, *, user_id: str, as_of: datetime | str | None = None,
-           top_k: int = 10, config: SearchConfig | None = None, method: str = "real+rsum",
-           speaker: str | None = None, user_entity: str | None = None, max_tokens: int = 64) -> Answer:
-    """Answer ``question`` from ``user_id``'s memory with one LLM call on the evidence.
-
-    ``method``: ``"real"`` (REAL search, then the answer on the serialised
-    evidence), ``"rsum"`` (the recursive summary valid at ``as_of``, with the
-    paper's extract-then-use reply prompt) or ``"real+rsum"`` (REAL evidence
-    and the summary together; the same as ``"real"`` while no session has
-    ended).  Says ``"Not mentioned"`` without calling the model when there is
-    no evidence.  ``usage`` counts every model call of the query.
-    """
-    if method not in METHODS:
-        raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
-        raise ValidationError("max_tokens", max_tokens, "must be an integer between 1 and 4096")
-    question = _check_query(question, "question")
-    when = utcnow() if as_of is None else parse_time(as_of, "as_of")
-    usage: dict[str, Any] = {"search_llm_calls": 0, "search_llm_tokens": 0, "answer_prompt_tokens": 0,
-                             "answer_completion_tokens": 0, "answer_latency_s": 0.0}
-    summary = mem.summary(user_id=user_id, as_of=when) if method != "real" else ""
-    if method == "rsum":
-        text, ctx = NOT_MENTIONED, summary
-        if summary:
-            r = mem.rsum.reply(user_id, [{"role": "user", "content": question}], as_of=when,
-                               max_tokens=max(max_tokens, 128))
-            text = r.text.strip() or NOT_MENTIONED
-            usage.update(answer_prompt_tokens=r.usage.prompt_tokens,
-                         answer_completion_tokens=r.usage.completion_tokens,
-                         answer_latency_s=round(r.usage.latency_s, 3))
-        usage["llm_calls"] = int(bool(summary))
-        usage["tokens"] = usage["answer_prompt_tokens"] + usage["answer_completion_tokens"]
-        return Answer(text=text, evidence=[], context_tokens=mem.llm.count_tokens(ctx) if ctx else 0,
-                      usage=usage, context=ctx, method=method)
-    res = search(mem, question, user_id=user_id, as_of=when, top_k=top_k,
-                 config=config if config is not None else ANSWER_CONFIG, speaker=speaker,
-                 user_entity=user_entity)
-    usage.update(search_llm_calls=res.trace.budget.get("llm_calls", 0),
-                 search_llm_tokens=res.trace.budget.get("llm_tokens", 0))
-    context, context_tokens = res.context, res.context_tokens
-    if summary:
-        block = f"Summary of earlier conversations:\n{summary}"
-        context = f"{block}\n\n{context}" if context.strip() else block
-        context_tokens += mem.llm.count_tokens(block)
-    if not context.strip():
-        text = NOT_MENTIONED
-    else:
-        asked, asked_at = _decouple_time(question, res.trace.analysis, when, explicit=as_of is not None)
-        text, u = generate(mem.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)
-        if u is not None:
-            usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
-                         answer_latency_s=round(u.latency_s, 3))
-    usage["llm_calls"] = usage["search_llm_calls"] + (0 if not context.strip() else 1)
-    usage["tokens"] = (usage["search_llm_tokens"] + usage["answer_prompt_tokens"]
-                       + usage["answer_completion_tokens"])
-    by_id = {f.id: f for f in res.facts}
-    evidence = [by_id[i] for i in res.context_fact_ids if i in by_id]
-    return Answer(text=text, evidence=evidence, context_tokens=context_tokens, usage=usage,
-                  trace=res.trace, context=context, method=method)

@@ -1,0 +1,122 @@
+"""Answering a question from memory: REAL graph evidence, the Rsum summary, or both.
+
+:func:`answer` runs the REAL read path (:func:`chronomem.retrieve.search.search`),
+adds the user's recursive summary (:mod:`chronomem.summarize.rsum`) as the
+method asks, and makes one model call on that context
+(:func:`chronomem.retrieve.answer.generate`).  ``Memory.answer`` delegates here.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .errors import ValidationError
+from .retrieve.answer import NOT_MENTIONED, Answer, generate
+from .retrieve.beam import SearchConfig
+from .retrieve.search import ANSWER_CONFIG, check_query, search
+from .timeutil import parse_time, utcnow
+
+if TYPE_CHECKING:
+    from .providers.modelset import ModelSource
+    from .registry import RelationRegistry
+    from .store.base import Store
+    from .summarize.rsum import RsumMemory
+
+__all__ = ["METHODS", "answer"]
+
+METHODS = ("real", "rsum", "real+rsum")
+
+
+def _decouple_time(question: str, analysis: dict[str, Any], when: datetime, *,
+                   explicit: bool) -> tuple[str, datetime]:
+    """Take the question's time window out of its words and into the answer's "as of".
+
+    The search already restricted the evidence to the window ("in 2020"); a small model
+    that is asked "where did Maya live in 2020?" looks for "2020" in the evidence and
+    says "Not mentioned", while "where did Maya live?" as of mid-2020 it answers.  Only
+    when the caller gave no ``as_of`` of their own.
+    """
+    text, window = analysis.get("window_text"), analysis.get("window")
+    if explicit or not text or not window or text not in question:
+        return question, when
+    start, end = (parse_time(w, "window") if w else None for w in window)
+    if start is None and end is None:
+        return question, when
+    if start and end:
+        point = end - (end - start) / 2
+    else:  # "before 2021": just before the end; "since 2020": its start
+        point = start if start else end - timedelta(days=1)  # type: ignore[operator]
+    point = min(point, when)
+    stripped = " ".join(question.replace(text, " ").split()).replace(" ?", "?")
+    return stripped, point  # type: ignore[return-value]
+
+
+def answer(store: Store, registry: RelationRegistry, models: ModelSource, question: str, *, user_id: str,
+           theta_stable: float, rsum: RsumMemory | None = None, as_of: datetime | str | None = None,
+           top_k: int = 10, config: SearchConfig | None = None, method: str = "real+rsum",
+           speaker: str | None = None, user_entity: str | None = None, max_tokens: int = 64) -> Answer:
+    """Answer ``question`` from ``user_id``'s memory with one LLM call on the evidence.
+
+    The REAL evidence comes from :func:`chronomem.retrieve.search.search` over
+    ``store``/``registry`` with ``models``; ``rsum`` (needed unless ``method``
+    is ``"real"``) gives the recursive summary and its reply prompt.
+
+    ``method``: ``"real"`` (REAL search, then the answer on the serialised
+    evidence), ``"rsum"`` (the recursive summary valid at ``as_of``, with the
+    paper's extract-then-use reply prompt) or ``"real+rsum"`` (REAL evidence
+    and the summary together; the same as ``"real"`` while no session has
+    ended).  Says ``"Not mentioned"`` without calling the model when there is
+    no evidence.  ``usage`` counts every model call of the query.
+    """
+    if method not in METHODS:
+        raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
+        raise ValidationError("max_tokens", max_tokens, "must be an integer between 1 and 4096")
+    question = check_query(question, "question")
+    when = utcnow() if as_of is None else parse_time(as_of, "as_of")
+    usage: dict[str, Any] = {"search_llm_calls": 0, "search_llm_tokens": 0, "answer_prompt_tokens": 0,
+                             "answer_completion_tokens": 0, "answer_latency_s": 0.0}
+    if method != "real" and rsum is None:
+        raise ValueError(f"answer method {method!r} needs the Rsum memory (rsum=)")
+    summary = rsum.summary(user_id, when) if rsum is not None and method != "real" else ""
+    if method == "rsum":
+        text, ctx = NOT_MENTIONED, summary
+        if summary:
+            assert rsum is not None
+            r = rsum.reply(user_id, [{"role": "user", "content": question}], as_of=when,
+                               max_tokens=max(max_tokens, 128))
+            text = r.text.strip() or NOT_MENTIONED
+            usage.update(answer_prompt_tokens=r.usage.prompt_tokens,
+                         answer_completion_tokens=r.usage.completion_tokens,
+                         answer_latency_s=round(r.usage.latency_s, 3))
+        usage["llm_calls"] = int(bool(summary))
+        usage["tokens"] = usage["answer_prompt_tokens"] + usage["answer_completion_tokens"]
+        return Answer(text=text, evidence=[], context_tokens=models.llm.count_tokens(ctx) if ctx else 0,
+                      usage=usage, context=ctx, method=method)
+    res = search(store, registry, models, question, user_id=user_id, theta_stable=theta_stable, as_of=when,
+                 top_k=top_k,
+                 config=config if config is not None else ANSWER_CONFIG, speaker=speaker,
+                 user_entity=user_entity)
+    usage.update(search_llm_calls=res.trace.budget.get("llm_calls", 0),
+                 search_llm_tokens=res.trace.budget.get("llm_tokens", 0))
+    context, context_tokens = res.context, res.context_tokens
+    if summary:
+        block = f"Summary of earlier conversations:\n{summary}"
+        context = f"{block}\n\n{context}" if context.strip() else block
+        context_tokens += models.llm.count_tokens(block)
+    if not context.strip():
+        text = NOT_MENTIONED
+    else:
+        asked, asked_at = _decouple_time(question, res.trace.analysis, when, explicit=as_of is not None)
+        text, u = generate(models.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)
+        if u is not None:
+            usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
+                         answer_latency_s=round(u.latency_s, 3))
+    usage["llm_calls"] = usage["search_llm_calls"] + (0 if not context.strip() else 1)
+    usage["tokens"] = (usage["search_llm_tokens"] + usage["answer_prompt_tokens"]
+                       + usage["answer_completion_tokens"])
+    by_id = {f.id: f for f in res.facts}
+    evidence = [by_id[i] for i in res.context_fact_ids if i in by_id]
+    return Answer(text=text, evidence=evidence, context_tokens=context_tokens, usage=usage,
+                  trace=res.trace, context=context, method=method)

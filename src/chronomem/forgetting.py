@@ -1,0 +1,99 @@
+"""Forgetting for real: a fact, a session (its turns, facts and summaries) or a whole user.
+
+Nothing forgotten stays in search indexes or vectors.  Facts that a forgotten
+fact had closed hold again, as if it had never been said (the graph writer
+replays the update rules over them), and Rsum checkpoints written after a
+forgotten session are recomputed without it.  ``Memory.forget`` validates its
+arguments and delegates to :func:`forget`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import ChronomemError, NotFoundError, ValidationError
+from .model import Fact
+
+if TYPE_CHECKING:
+    from .graph import GraphWriter
+    from .store.base import Store
+    from .summarize.rsum import RsumMemory
+
+__all__ = ["ForgetResult", "forget"]
+
+
+@dataclass(slots=True)
+class ForgetResult:
+    """What one :func:`forget` deleted and repaired."""
+
+    facts_deleted: int = 0
+    messages_deleted: int = 0
+    sessions_deleted: int = 0
+    entities_deleted: int = 0
+    reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
+    summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
+    warnings: list[str] = field(default_factory=list)
+
+
+def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, user_id: str,
+           fact_id: str | None = None, session_id: str | None = None,
+           everything: bool = False) -> ForgetResult:
+    """Delete one of: the fact ``fact_id``, the session ``session_id``, or (``everything``) the user.
+
+    ``rsum`` is called only when later summaries must be replayed without a
+    forgotten session (it may load the chat model).  Raises
+    :class:`~chronomem.errors.ValidationError` unless exactly one target is
+    given, :class:`~chronomem.errors.NotFoundError` for an unknown one.
+    """
+    chosen = [x for x in (fact_id is not None, session_id is not None, everything) if x]
+    if len(chosen) != 1:
+        raise ValidationError("forget", {"fact_id": fact_id, "session_id": session_id,
+                                         "everything": everything},
+                              "give exactly one of fact_id, session_id or everything=True")
+    res = ForgetResult()
+    with store.transaction(user_id):
+        if everything:
+            res.facts_deleted = store.count_facts(user_id)
+            res.messages_deleted = len(store.messages(user_id))
+            res.sessions_deleted = len(store.sessions(user_id))
+            res.entities_deleted = len(store.entities(user_id))
+            store.delete_user(user_id)
+            return res
+        doomed: list[Fact]
+        if fact_id is not None:
+            doomed = store.facts(user_id, ids=[fact_id])
+            if not doomed:
+                raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
+        else:
+            msgs = store.messages(user_id, session_id=session_id)
+            if not msgs and not any(s.id == session_id for s in store.sessions(user_id)):
+                raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
+            msg_ids = {m.id for m in msgs}
+            doomed, trimmed = [], []
+            for f in store.facts(user_id):
+                if f.session_id == session_id or (f.source_ids and set(f.source_ids) <= msg_ids):
+                    doomed.append(f)
+                elif msg_ids & set(f.source_ids):
+                    f.source_ids = [s for s in f.source_ids if s not in msg_ids]
+                    trimmed.append(f)
+            store.update_facts(user_id, trimmed)
+            res.messages_deleted = len(msgs)
+            res.sessions_deleted = 1
+        doomed_ids = {f.id for f in doomed}
+        touched = {x for f in doomed for x in (f.subject_id, f.object_id) if x is not None}
+        affected = [f for f in store.facts(user_id, touching=list(touched)) if f.closed_by in doomed_ids]
+        res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
+        if session_id is not None:
+            store.delete_session(user_id, session_id)
+        res.reopened = len(graph.rebuild(user_id, affected))
+        res.entities_deleted = store.delete_orphan_entities(user_id)
+    if session_id is not None and store.checkpoints(user_id):
+        # later summaries were written from the forgotten session too: replay them without it
+        try:
+            res.summaries_rebuilt = len(rsum().replay(user_id))
+        except ChronomemError as e:
+            res.warnings.append(f"the session is deleted but later summaries still mention it: "
+                                f"replaying them failed ({e}); call mem.rsum.replay(user_id) again")
+    return res

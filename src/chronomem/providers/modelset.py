@@ -1,0 +1,84 @@
+"""The models one memory uses, created on first use.
+
+:class:`ModelSet` is the one dependency the write path, the read path and the
+summaries take for their models: nothing loads a model until a step needs it,
+and a memory that only stores structured facts never loads one.  Pass model
+instances to inject your own (any object following :class:`~.base.LLM` /
+:class:`~.base.Embedder`), spec strings to choose a provider
+(``"local"``, ``"openai:MODEL@URL"``, …), ``None`` for the configured default.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..errors import ConfigError
+from .base import LLM, Embedder, UsageTracker
+
+__all__ = ["LLMSource", "ModelSet", "ModelSource"]
+
+
+class LLMSource(Protocol):
+    """Where a component gets its chat model (created on first use)."""
+
+    @property
+    def llm(self) -> LLM: ...
+
+
+class ModelSource(LLMSource, Protocol):
+    """Where a component gets its chat model and its embedder (each created on first use)."""
+
+    @property
+    def embeddings_enabled(self) -> bool: ...
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+
+class ModelSet:
+    """A chat model and an embedder, each an instance or a spec resolved on first use.
+
+    ``embedder=False`` (or the spec ``"none"``) turns embeddings off: the read
+    path then scores relevance lexically.
+    """
+
+    def __init__(self, llm: LLM | str | None = None, embedder: Embedder | str | bool | None = None, *,
+                 default_llm: str | None = None, default_embedder: str | None = None,
+                 usage: UsageTracker | None = None) -> None:
+        self._llm = llm
+        self._embedder = embedder
+        self.default_llm = default_llm
+        self.default_embedder = default_embedder
+        self.usage = usage if usage is not None else UsageTracker()
+
+    @property
+    def llm(self) -> LLM:
+        """The chat model; created from its spec on first use."""
+        if self._llm is None or isinstance(self._llm, str):
+            from . import make_llm
+
+            self._llm = make_llm(self._llm if isinstance(self._llm, str) else self.default_llm,
+                                 usage=self.usage)
+        return self._llm
+
+    @property
+    def embeddings_enabled(self) -> bool:
+        """False when embeddings were turned off (``embedder=False`` or the spec ``"none"``)."""
+        if self._embedder is False:
+            return False
+        if self._embedder is None:
+            return self.default_embedder != "none"
+        return self._embedder != "none"
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedding model; created from its spec on first use."""
+        if not self.embeddings_enabled:
+            raise ConfigError("embeddings are turned off for this Memory (embedder=False or spec 'none')")
+        if self._embedder is None or isinstance(self._embedder, bool | str):
+            from . import make_embedder
+
+            self._embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
+                                           else self.default_embedder)
+        assert not isinstance(self._embedder, bool)
+        return self._embedder
