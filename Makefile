@@ -31,6 +31,7 @@ demo: $(STAMP)
 	$(VENV)/bin/chronomem demo
 
 test: $(STAMP)
+	$(PY) -m mypy
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
 bench-store: $(STAMP)

@@ -8,15 +8,30 @@ from .config import Config
 from .errors import (ChronomemError, ConfigError, CorruptDatabaseError, ModelError,
                      ModelUnavailableError, NotFoundError, StoreError, StructuredOutputError,
                      ValidationError)
-from .memory import ForgetResult, Memory
+from .extract.pipeline import AddResult, FailedChunk
+from .forgetting import ForgetResult
+from .memory import Memory
 from .model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session, UpdateReport
+from .providers.base import LLM, ChatResult, Embedder
+from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
+from .retrieve.answer import Answer
+from .retrieve.beam import Path, SearchConfig
+from .retrieve.search import SearchResult, Trace
+from .summarize.lifecycle import SessionEnd
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Memory", "ForgetResult", "Config", "Fact", "Entity", "Message", "Session", "Checkpoint",
-    "Intent", "Origin", "UpdateReport", "RelationRegistry", "RelationSpec", "ChronomemError",
-    "ValidationError", "ConfigError", "StoreError", "CorruptDatabaseError", "NotFoundError",
-    "ModelError", "ModelUnavailableError", "StructuredOutputError", "__version__",
+    # the facade and its results
+    "Memory", "AddResult", "FailedChunk", "SearchResult", "Trace", "Path", "Answer", "SessionEnd",
+    "ForgetResult", "UpdateReport",
+    # options and models
+    "Config", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
+    # the data model
+    "Fact", "Entity", "Message", "Session", "Checkpoint", "Intent", "Origin", "RelationRegistry",
+    "RelationSpec",
+    # errors
+    "ChronomemError", "ValidationError", "ConfigError", "StoreError", "CorruptDatabaseError",
+    "NotFoundError", "ModelError", "ModelUnavailableError", "StructuredOutputError", "__version__",
 ]

@@ -43,13 +43,17 @@ def _decouple_time(question: str, analysis: dict[str, Any], when: datetime, *,
     start, end = (parse_time(w, "window") if w else None for w in window)
     if start is None and end is None:
         return question, when
-    if start and end:
+    point: datetime
+    if start is not None and end is not None:
         point = end - (end - start) / 2
-    else:  # "before 2021": just before the end; "since 2020": its start
-        point = start if start else end - timedelta(days=1)  # type: ignore[operator]
+    elif start is not None:  # "since 2020": its start
+        point = start
+    else:  # "before 2021": just before the end
+        assert end is not None
+        point = end - timedelta(days=1)
     point = min(point, when)
     stripped = " ".join(question.replace(text, " ").split()).replace(" ?", "?")
-    return stripped, point  # type: ignore[return-value]
+    return stripped, point
 
 
 def answer(store: Store, registry: RelationRegistry, models: ModelSource, question: str, *, user_id: str,

@@ -298,7 +298,7 @@ def parse_msc_episode(rec: dict[str, Any]) -> MscEpisode:
 
     def per_speaker(pair: Any) -> dict[str, list[str]]:
         if isinstance(pair, dict):
-            return {_BOT_TO_SPEAKER.get(k, k): [str(x) for x in v] for k, v in pair.items()}
+            return {_BOT_TO_SPEAKER.get(str(k), str(k)): [str(x) for x in v] for k, v in pair.items()}
         if isinstance(pair, list) and len(pair) == 2:
             return {"Speaker 1": [str(x) for x in pair[0]], "Speaker 2": [str(x) for x in pair[1]]}
         return {}

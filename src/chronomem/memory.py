@@ -91,7 +91,7 @@ class Memory:
             if isinstance(r, RelationSpec):
                 self.registry.define(r)
             else:
-                self.registry.update([r])
+                self.registry.update([dict(r)])
         self.usage = UsageTracker()
         self.resolver = FuzzyEntityResolver(self.store)
         self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)

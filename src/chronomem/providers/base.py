@@ -84,8 +84,15 @@ class UsageTracker:
 class LLM(Protocol):
     """A chat model.  Implementations: OpenAI-compatible HTTP, embedded llama.cpp."""
 
-    name: str  # stable identifier, part of the response-cache key
-    context_window: int  # tokens
+    @property
+    def name(self) -> str:
+        """Stable identifier, part of the response-cache key."""
+        ...
+
+    @property
+    def context_window(self) -> int:
+        """Context size in tokens."""
+        ...
 
     def chat(
         self,
@@ -135,8 +142,11 @@ class LLMWrapper:
 class Embedder(Protocol):
     """A text embedding model."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         """Unit-normalised vectors, one per text, in order."""

@@ -57,8 +57,10 @@ class ModelSet:
         if self._llm is None or isinstance(self._llm, str):
             from . import make_llm
 
-            self._llm = make_llm(self._llm if isinstance(self._llm, str) else self.default_llm,
+            made: LLM = make_llm(self._llm if isinstance(self._llm, str) else self.default_llm,
                                  usage=self.usage)
+            self._llm = made
+            return made
         return self._llm
 
     @property
@@ -78,7 +80,9 @@ class ModelSet:
         if self._embedder is None or isinstance(self._embedder, bool | str):
             from . import make_embedder
 
-            self._embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
+            made: Embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
                                            else self.default_embedder)
-        assert not isinstance(self._embedder, bool)
+            self._embedder = made
+            return made
+        assert not isinstance(self._embedder, bool | str)
         return self._embedder

@@ -1,0 +1,49 @@
+"""The typed public surface: what ``chronomem`` exports and how models are injected."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from test_extract_pipeline import conv
+from test_memory_sessions import SessionLLM as ScriptedLLM
+
+import chronomem
+from chronomem import AddResult, Answer, ForgetResult, Memory, ModelSet, SearchConfig, SearchResult, SessionEnd
+
+
+def test_every_exported_name_exists() -> None:
+    missing = [n for n in chronomem.__all__ if not hasattr(chronomem, n)]
+    assert missing == []
+
+
+def test_user_id_is_a_required_keyword_and_search_takes_no_catch_all() -> None:
+    for name in ("add", "add_facts", "facts", "history", "search", "answer", "end_session", "forget", "export"):
+        params = inspect.signature(getattr(Memory, name)).parameters
+        assert params["user_id"].kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert params["user_id"].default is inspect.Parameter.empty, name
+        assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()), name
+
+
+def test_models_are_injected_through_the_constructor_and_use_models() -> None:
+    first, better = ScriptedLLM(fail_on="Berlin"), ScriptedLLM()
+    with Memory(":memory:", llm=first, embedder=False) as mem:
+        assert mem.llm is first and not mem.embeddings_enabled
+        r = mem.add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1")
+        assert isinstance(r, AddResult) and not r.ok and first.calls
+        assert mem.use_models(llm=better) is mem and mem.llm is better
+        again = mem.extract_pending(user_id="u1")
+        assert again.ok and again.facts_added == 2 and better.calls
+        assert not mem.embeddings_enabled  # use_models(llm=...) keeps the embedder setting
+        res = mem.search("Where does Maya live?", user_id="u1", config=SearchConfig(embeddings=False))
+        assert isinstance(res, SearchResult) and {f.object for f in res.facts} >= {"Berlin"}
+        assert isinstance(mem.answer("Where does Maya live?", user_id="u1", method="real"), Answer)
+        assert isinstance(mem.end_session(user_id="u1", session_id="s1"), SessionEnd)
+        assert isinstance(mem.forget(user_id="u1", session_id="s1"), ForgetResult)
+
+
+def test_a_model_set_resolves_nothing_until_used() -> None:
+    models = ModelSet(llm="no-such-provider:x", embedder=False)
+    assert not models.embeddings_enabled  # constructing it loaded nothing
+    with pytest.raises(chronomem.ChronomemError):
+        _ = models.llm
