@@ -47,3 +47,21 @@ def test_a_model_set_resolves_nothing_until_used() -> None:
     assert not models.embeddings_enabled  # constructing it loaded nothing
     with pytest.raises(chronomem.ChronomemError):
         _ = models.llm
+
+
+def test_add_facts_takes_the_same_typed_record_the_extractor_produces() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem import FactInput, Origin, ValidationError
+
+    with Memory(":memory:", embedder=False) as mem:
+        rep = mem.add_facts([FactInput("Maya", "lives in", "Porto",  # a relation spelling, canonicalised
+                                       valid_from=datetime(2018, 1, 1, tzinfo=timezone.utc)),
+                             {"subject": "Maya", "relation": "works_at", "object": "Acme"}], user_id="u1")
+        (porto, acme) = rep.added
+        assert (porto.relation, porto.origin, acme.origin) == ("lives_in", Origin.IMPORTED, Origin.IMPORTED)
+        with pytest.raises(ValidationError) as e:
+            mem.add_facts([FactInput("Maya", "lives_in", "Lyon"), FactInput("Maya", "lives_in", " ")],
+                          user_id="u1")
+        assert e.value.field == "facts[1].object"
+        assert [f.object for f in mem.history(user_id="u1", relation="lives_in")] == ["Porto"]  # none written

@@ -11,7 +11,7 @@ from .errors import (ChronomemError, ConfigError, CorruptDatabaseError, ModelErr
 from .extract.pipeline import AddResult, FailedChunk
 from .forgetting import ForgetResult
 from .memory import Memory
-from .model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session, UpdateReport
+from .model import Checkpoint, Entity, Fact, FactInput, Intent, Message, Origin, Session, UpdateReport
 from .providers.base import LLM, ChatResult, Embedder
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
@@ -29,7 +29,7 @@ __all__ = [
     # options and models
     "Config", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
     # the data model
-    "Fact", "Entity", "Message", "Session", "Checkpoint", "Intent", "Origin", "RelationRegistry",
+    "Fact", "FactInput", "Entity", "Message", "Session", "Checkpoint", "Intent", "Origin", "RelationRegistry",
     "RelationSpec",
     # errors
     "ChronomemError", "ValidationError", "ConfigError", "StoreError", "CorruptDatabaseError",

@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from .entities import ExactResolver, Resolver, new_id, normalize_name
 from .errors import ValidationError
-from .model import Entity, Fact, Intent, Origin, UpdateReport
+from .model import Entity, Fact, FactInput, Intent, Origin, UpdateReport
 from .registry import RelationRegistry, RelationSpec
 from .store.base import Store
 from .temporal import plan_update
@@ -30,26 +29,7 @@ FACT_FIELDS = frozenset({
 })
 REQUIRED = ("subject", "relation", "object")
 
-
-@dataclass(slots=True)
-class FactInput:
-    """A validated incoming fact, before entity resolution."""
-
-    subject: str
-    relation: str
-    object: str
-    valid_from: datetime | None
-    valid_to: datetime | None
-    confidence: float
-    intent: Intent
-    origin: Origin
-    source_ids: list[str]
-    session_id: str | None
-    text: str
-    subject_type: str | None
-    object_type: str | None
-    agent_id: str | None
-    id: str | None
+__all__ = ["FACT_FIELDS", "FactInput", "FactValidator", "GraphWriter", "validate_fact"]
 
 
 def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str | None:
@@ -99,8 +79,11 @@ class FactValidator:
         self._relations: dict[str, str] = {}  # spelling -> canonical relation
         self._times: dict[str, datetime] = {}  # ISO string -> parsed time (successes only)
 
-    def __call__(self, d: Mapping[str, Any], index: int = 0) -> FactInput:
+    def __call__(self, d: Mapping[str, Any] | FactInput, index: int = 0) -> FactInput:
+        """``d`` checked, with the defaults filled in, as a new :class:`FactInput`."""
         where = f"facts[{index}]"
+        if isinstance(d, FactInput):
+            return self._typed(d, where)
         if not isinstance(d, Mapping):
             raise ValidationError(where, d, "each fact must be a mapping")
         if not FACT_FIELDS.issuperset(d):
@@ -114,6 +97,27 @@ class FactValidator:
         confidence, intent, origin = _confidence(d, where), _intent(d, where), self._origin(d, where)
         source_ids = _source_ids(d, where)
         extra = {k: None if d.get(k) is None else _text(d, k, where, required=False) for k in _OPTIONAL_TEXT}
+        return FactInput(
+            subject=subject, relation=relation, object=obj, valid_from=valid_from,  # type: ignore[arg-type]
+            valid_to=valid_to, confidence=confidence, intent=intent, origin=origin, source_ids=source_ids,
+            session_id=extra["session_id"] or self.default_session, text=extra["text"] or "",
+            subject_type=extra["subject_type"], object_type=extra["object_type"],
+            agent_id=extra["agent_id"] or self.default_agent, id=extra["id"],
+        )
+
+    def _typed(self, fi: FactInput, where: str) -> FactInput:
+        """The same checks and defaults as for a dict, on the typed record's fields."""
+        subject = _text({"subject": fi.subject}, "subject", where, required=True)
+        obj = _text({"object": fi.object}, "object", where, required=True)
+        relation = self._relation(_text({"relation": fi.relation}, "relation", where, required=True),  # type: ignore[arg-type]
+                                  where)
+        valid_from, valid_to = self._interval({"valid_from": fi.valid_from, "valid_to": fi.valid_to}, where)
+        confidence = _confidence({"confidence": fi.confidence}, where)
+        intent = _intent({"intent": fi.intent.value if isinstance(fi.intent, Intent) else fi.intent}, where)
+        origin = self._origin({"origin": None if fi.origin is None else Origin(fi.origin).value}, where)
+        source_ids = _source_ids({"source_ids": fi.source_ids}, where)
+        extra = {k: None if getattr(fi, k) is None else _text({k: getattr(fi, k)}, k, where, required=False)
+                 for k in _OPTIONAL_TEXT}
         return FactInput(
             subject=subject, relation=relation, object=obj, valid_from=valid_from,  # type: ignore[arg-type]
             valid_to=valid_to, confidence=confidence, intent=intent, origin=origin, source_ids=source_ids,
@@ -190,7 +194,7 @@ def _source_ids(d: Mapping[str, Any], where: str) -> list[str]:
     return [str(s) for s in sources]
 
 
-def validate_fact(d: Mapping[str, Any], registry: RelationRegistry, *, index: int = 0,
+def validate_fact(d: Mapping[str, Any] | FactInput, registry: RelationRegistry, *, index: int = 0,
                   now: datetime | None = None, default_origin: Origin = Origin.IMPORTED,
                   default_session: str | None = None, default_agent: str | None = None) -> FactInput:
     """Check one add_facts dict and fill the documented defaults (see :class:`FactValidator`)."""
@@ -294,6 +298,8 @@ class GraphWriter:
     def apply(self, user_id: str, facts: Sequence[Mapping[str, Any] | FactInput], *,
               session_id: str | None = None, agent_id: str | None = None,
               default_origin: Origin = Origin.IMPORTED) -> UpdateReport:
+        """Validate ``facts`` (``add_facts`` dicts or :class:`FactInput` records), then write them
+        through the update rules in one transaction: all of them or, on any error, none."""
         if not facts:
             return UpdateReport()
         with self.store.transaction(user_id):
@@ -302,7 +308,7 @@ class GraphWriter:
             now = utcnow()
             check = FactValidator(self.registry, now=now, default_origin=default_origin,
                                   default_session=session_id, default_agent=agent_id)
-            inputs = [f if isinstance(f, FactInput) else check(f, i) for i, f in enumerate(facts)]
+            inputs = [check(f, i) for i, f in enumerate(facts)]
             ents = self.resolver.resolve_many(
                 user_id, [(f.subject, f.subject_type) for f in inputs] +
                 [(f.object, f.object_type) for f in inputs])
@@ -312,7 +318,7 @@ class GraphWriter:
                 new = Fact(
                     id=fi.id or new_id(), user_id=user_id, subject=s.name, relation=fi.relation,
                     object=o.name, valid_from=fi.valid_from, valid_to=fi.valid_to,
-                    confidence=fi.confidence, intent=fi.intent, origin=fi.origin,
+                    confidence=fi.confidence, intent=fi.intent, origin=fi.origin or default_origin,
                     recorded_at=now + timedelta(microseconds=i),  # strictly ordered within a batch
                     source_ids=fi.source_ids, session_id=fi.session_id, text=fi.text,
                     agent_id=fi.agent_id, subject_id=s.id, object_id=o.id,

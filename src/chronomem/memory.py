@@ -20,7 +20,7 @@ from .extract.entities import FuzzyEntityResolver
 from .errors import ValidationError
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
-from .model import Entity, Fact, UpdateReport
+from .model import Entity, Fact, FactInput, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
@@ -140,11 +140,11 @@ class Memory:
         return self.registry.define(name, **props)
 
     # -- writing structured facts ------------------------------------------------------------
-    def add_facts(self, facts: Sequence[Mapping[str, Any]], *, user_id: str,
+    def add_facts(self, facts: Sequence[Mapping[str, Any] | FactInput], *, user_id: str,
                   session_id: str | None = None, agent_id: str | None = None) -> UpdateReport:
         """Add structured facts through the non-destructive update rules.
 
-        Each fact is a dict with ``subject``, ``relation``, ``object`` and optional
+        Each fact is a :class:`~chronomem.FactInput` or a dict of its fields: ``subject``, ``relation``, ``object`` and optional
         ``valid_from``, ``valid_to``, ``confidence`` (default 1.0), ``intent``
         (default FACT), ``origin`` (default "imported"), ``source_ids``,
         ``session_id``, ``text``, ``subject_type``, ``object_type``.  The whole

@@ -166,6 +166,50 @@ class Checkpoint:
 
 
 @dataclass(slots=True)
+class FactInput:
+    """One fact on its way into the graph: what the extractor produces and ``add_facts`` accepts.
+
+    The one record from the extractor to the store: :class:`chronomem.graph.GraphWriter`
+    validates it (texts, relation spelling, interval, confidence), fills the
+    defaults (``valid_from`` = now unless it is an ending, the batch's
+    session and agent, ``origin`` = the writer's default when ``None``),
+    resolves the entities and stores it as a :class:`Fact`.  ``add_facts``
+    dicts use the same field names.
+    """
+
+    subject: str
+    relation: str
+    object: str
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: float = 1.0
+    intent: Intent = Intent.FACT
+    origin: Origin | None = None  # None: the writer's default (IMPORTED for add_facts, STATED for extraction)
+    source_ids: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    text: str = ""
+    subject_type: str | None = None
+    object_type: str | None = None
+    agent_id: str | None = None
+    id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``add_facts`` dict of this fact (unset optional fields left out)."""
+        d: dict[str, Any] = {
+            "subject": self.subject, "relation": self.relation, "object": self.object,
+            "valid_from": self.valid_from, "valid_to": self.valid_to, "confidence": self.confidence,
+            "intent": self.intent.value, "source_ids": list(self.source_ids), "session_id": self.session_id,
+            "text": self.text,
+        }
+        if self.origin is not None:
+            d["origin"] = self.origin.value
+        for k in ("subject_type", "object_type", "agent_id", "id"):
+            if getattr(self, k):
+                d[k] = getattr(self, k)
+        return d
+
+
+@dataclass(slots=True)
 class UpdateReport:
     """What one write did to the graph (returned by ``add_facts``/``add``)."""
 

@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any
 
 from .. import timeexpr
-from ..model import Intent, Message, Origin
+from ..model import FactInput, Intent, Message, Origin
 from ..providers.base import LLM, CallUsage
 from . import confidence
 from .chunking import Chunk
@@ -194,62 +194,21 @@ def render(subject: str, relation: str, obj: str, time_text: str, ended: bool) -
     return base
 
 
-@dataclass(slots=True)
-class Candidate:
-    """A post-processed fact, ready for ``graph.apply`` (see :meth:`as_dict`)."""
-
-    subject: str
-    relation: str
-    object: str
-    valid_from: datetime | None
-    valid_to: datetime | None
-    confidence: float
-    intent: Intent
-    source_ids: list[str]
-    session_id: str | None
-    text: str
-    time_text: str = ""
-    ended: bool = False
-    certainty: str = "certain"
-    subject_type: str | None = None
-    object_type: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
-            "subject": self.subject,
-            "relation": self.relation,
-            "object": self.object,
-            "valid_from": self.valid_from,
-            "valid_to": self.valid_to,
-            "confidence": self.confidence,
-            "intent": self.intent.value,
-            "origin": Origin.STATED.value,
-            "source_ids": list(self.source_ids),
-            "session_id": self.session_id,
-            "text": self.text,
-        }
-        if self.subject_type:
-            d["subject_type"] = self.subject_type
-        if self.object_type:
-            d["object_type"] = self.object_type
-        return d
-
-
 def postprocess(
     facts: Sequence[ExtractedFact],
     numbered: dict[int, Message],
     *,
     canonical: Callable[[str], str] = lambda r: r,
     context_speakers: Sequence[str] = (),
-) -> tuple[list[Candidate], list[str]]:
-    """Turn the model's facts into candidates; returns ``(candidates, notes)``.
+) -> tuple[list[FactInput], list[str]]:
+    """Turn the model's facts into :class:`FactInput` records; returns ``(facts, notes)``.
 
     Drops facts that cite only context turns or nothing usable, junk objects
     and self-loops; deduplicates within the chunk.
     """
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
-    out: list[Candidate] = []
+    out: list[FactInput] = []
     seen: set[tuple[str, str, str, bool]] = set()
     for f in facts:
         msgs = ground(f, numbered, speakers)
@@ -298,7 +257,7 @@ def postprocess(
         conf = confidence.score(f.certainty, source_text, obj, relation)
         intent = _intent(f, relation, ended)
         out.append(
-            Candidate(
+            FactInput(
                 subject=subject,
                 relation=relation,
                 object=obj,
@@ -309,9 +268,7 @@ def postprocess(
                 source_ids=[m.id for m in msgs],
                 session_id=first.session_id,
                 text=render(subject, relation, obj, f.time, ended),
-                time_text=f.time,
-                ended=ended,
-                certainty=f.certainty.value,
+                origin=Origin.STATED,
                 subject_type="person" if subject in speakers else None,
                 object_type="person" if obj in speakers else None,
             )
@@ -320,13 +277,13 @@ def postprocess(
 
 
 def _one_speaker_per_turn_fact(
-    cands: list[Candidate], numbered: dict[int, Message], speakers: Sequence[str], notes: list[str]
-) -> list[Candidate]:
+    cands: list[FactInput], numbered: dict[int, Message], speakers: Sequence[str], notes: list[str]
+) -> list[FactInput]:
     """The 1.5B model often copies a fact to both speakers ("Caroline talked_about X",
     "Melanie talked_about X" from Caroline's line).  When the same relation and object,
     grounded in the same turn, is given to several speakers, keep the turn's speaker."""
     speaker_of = {m.id: m.speaker for m in numbered.values()}
-    groups: dict[tuple[str, str, tuple[str, ...]], list[Candidate]] = {}
+    groups: dict[tuple[str, str, tuple[str, ...]], list[FactInput]] = {}
     for c in cands:
         groups.setdefault((c.relation, c.object.lower(), tuple(c.source_ids)), []).append(c)
     drop: set[int] = set()
@@ -415,7 +372,7 @@ def _intent(f: ExtractedFact, relation: str, ended: bool) -> Intent:
 
 @dataclass(slots=True)
 class ChunkResult:
-    candidates: list[Candidate] = field(default_factory=list)
+    candidates: list[FactInput] = field(default_factory=list)
     usage: CallUsage | None = None
     notes: list[str] = field(default_factory=list)
     raw: str = ""

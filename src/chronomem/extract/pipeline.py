@@ -27,13 +27,13 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, ModelUnavailableError, ValidationError
-from ..graph import validate_fact
-from ..model import Fact, Message, Origin, UpdateReport
+from ..graph import FactValidator
+from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
 from ..validation import check_id, check_user
 from ..timeutil import parse_time, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
-from .extractor import PROMPT_VERSION, Candidate, Extractor, canonical_relation
+from .extractor import PROMPT_VERSION, Extractor, canonical_relation
 
 if TYPE_CHECKING:
     from ..graph import GraphWriter
@@ -395,17 +395,17 @@ class WritePipeline:
         result.reinforced.extend(report.reinforced)
         result.usage = totals.as_dict()
 
-    def _valid(self, cands: Sequence[Candidate], result: AddResult) -> list[dict[str, Any]]:
-        """Drop candidates the graph would reject, so one bad fact cannot sink the chunk."""
+    def _valid(self, cands: Sequence[FactInput], result: AddResult) -> list[FactInput]:
+        """Drop extracted facts the graph would reject, so one bad fact cannot sink the chunk."""
+        check = FactValidator(self.registry, default_origin=Origin.STATED)
         out = []
         for c in cands:
-            d = c.as_dict()
             try:
-                validate_fact(d, self.registry)
+                check(c)
             except ValidationError as e:
                 result.warnings.append(f"skipped extracted fact {c.text!r}: {e}")
                 continue
-            out.append(d)
+            out.append(c)
         return out
 
 
