@@ -10,9 +10,9 @@ from pydantic import ValidationError as PydanticValidationError
 from chronomem.extract import confidence
 from chronomem.extract.chunking import chunk_turns
 from chronomem.extract.entities import acronym, is_acronym_of, similarity, variant_key
+from chronomem.prompts import load_prompt
 from chronomem.extract.extractor import (
     Extractor,
-    load_prompt,
     postprocess,
     render_transcript,
     resolve_person,
@@ -138,7 +138,7 @@ def test_chunk_arguments_are_checked() -> None:
 
 
 def test_prompt_is_versioned_and_lists_relations() -> None:
-    assert "Example output" in load_prompt("extract_v1") and "Example output" in load_prompt("extract_v3")
+    assert all("Example output" in load_prompt("chronomem.extract", v) for v in ("extract_v1", "extract_v3"))
     sp = system_prompt(RelationRegistry().names())
     assert "lives_in" in sp and "has_pet" in sp and "{{relations}}" not in sp
 

@@ -28,7 +28,8 @@ from chronomem.summarize.rsum import (
     generate_reply,
     update_memory,
 )
-from chronomem.summarize.text import cap_sentences, drop_repeated_sentences, load_prompt, split_sentences
+from chronomem.prompts import load_prompt
+from chronomem.summarize.text import cap_sentences, drop_repeated_sentences, split_sentences
 
 UTC = timezone.utc
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
@@ -162,12 +163,12 @@ def test_reply_prompt_has_five_steps_and_optional_evidence() -> None:
 
 
 def test_prompt_files_are_versioned_and_bad_names_are_rejected() -> None:
-    assert "$max_words" in load_prompt("compact_summary_v1")
+    assert "$max_words" in load_prompt("chronomem.summarize", "compact_summary_v1")
     with pytest.raises(ValidationError) as e:
-        load_prompt("rsum_memory_v9")
+        load_prompt("chronomem.summarize", "rsum_memory_v9")
     assert e.value.field == "prompt"
     with pytest.raises(ValidationError):
-        load_prompt("../etc/passwd")
+        load_prompt("chronomem.summarize", "../etc/passwd")
 
 
 # --------------------------------------------------------------------------- one update

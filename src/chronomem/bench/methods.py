@@ -36,11 +36,10 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from ..errors import ConfigError
+from ..prompts import PromptTemplate, load_template
 from ..providers.base import LLM, Embedder, Messages, UsageTotals
 from .datasets import QA, Conversation, Turn
 from .retrievers import BM25Index, DenseIndex
@@ -62,35 +61,9 @@ class MethodUnavailableError(ConfigError):
 # --------------------------------------------------------------------------- prompts
 
 
-@dataclass(frozen=True, slots=True)
-class PromptTemplate:
-    version: str
-    system: str
-    user: str
-
-    def messages(self, **values: str) -> Messages:
-        return [
-            {"role": "system", "content": self.system.format(**values)},
-            {"role": "user", "content": self.user.format(**values)},
-        ]
-
-
-@lru_cache(maxsize=None)
 def load_prompt(version: str) -> PromptTemplate:
-    """Read ``prompts/<version>.txt`` (sections ``### system`` and ``### user``)."""
-    text = resources.files("chronomem.bench").joinpath("prompts", f"{version}.txt").read_text("utf-8")
-    sections: dict[str, list[str]] = {}
-    current: str | None = None
-    for line in text.splitlines():
-        if line.startswith("### "):
-            current = line[4:].strip()
-            sections[current] = []
-        elif current is not None:
-            sections[current].append(line)
-    try:
-        return PromptTemplate(version, "\n".join(sections["system"]).strip(), "\n".join(sections["user"]).strip())
-    except KeyError as exc:
-        raise ConfigError(f"prompt {version!r} lacks a {exc.args[0]!r} section") from None
+    """The harness's chat template ``bench/prompts/<version>.txt`` (through :mod:`chronomem.prompts`)."""
+    return load_template("chronomem.bench", version)
 
 
 # --------------------------------------------------------------------------- results

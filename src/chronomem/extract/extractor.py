@@ -14,12 +14,11 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 from .. import timeexpr
 from ..model import FactInput, Intent, Message, Origin
+from ..prompts import load_prompt
 from ..providers.base import LLM, CallUsage
 from . import confidence
 from .chunking import Chunk
@@ -41,12 +40,6 @@ POSTPROCESS_VERSION = 2
 MAX_TOKENS = 900  # ≈ 12 facts × 55 tokens + slack; the grammar caps the array
 
 
-@lru_cache(maxsize=8)
-def load_prompt(version: str = PROMPT_VERSION) -> str:
-    """The versioned system prompt template shipped in ``extract/prompts/``."""
-    return resources.files("chronomem.extract").joinpath("prompts", f"{version}.md").read_text("utf-8")
-
-
 def system_prompt(relations: Sequence[str], version: str = PROMPT_VERSION) -> str:
     """The system prompt with the registry's relation names filled in.
 
@@ -54,7 +47,7 @@ def system_prompt(relations: Sequence[str], version: str = PROMPT_VERSION) -> st
     cache across calls (only the transcript is new prompt work).
     """
     rels = ", ".join(r for r in relations if r)
-    return load_prompt(version).replace("{{relations}}", rels)
+    return load_prompt("chronomem.extract", version).replace("{{relations}}", rels)
 
 
 def render_transcript(chunk: Chunk[Message]) -> tuple[str, dict[int, Message]]:

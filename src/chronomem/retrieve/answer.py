@@ -17,7 +17,7 @@ from typing import Any
 from ..model import Fact
 from ..providers.base import LLM, CallUsage
 from .beam import fmt_time
-from .intents import load_prompt
+from ..prompts import load_template
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,8 @@ class Answer:
 
 
 def answer_messages(question: str, context: str, as_of: datetime) -> list[dict[str, str]]:
-    system, user = load_prompt(ANSWER_PROMPT_VERSION)
+    t = load_template("chronomem.retrieve", ANSWER_PROMPT_VERSION)
+    system, user = t.system, t.user
     return [{"role": "system", "content": system},
             {"role": "user", "content": user.format(context=context, question=question, as_of=fmt_time(as_of))}]
 

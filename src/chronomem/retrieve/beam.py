@@ -47,7 +47,8 @@ from ..temporal import overlaps
 from ..timeutil import iso
 from . import counterfactual as cf
 from .anchoring import Anchor
-from .intents import QueryAnalysis, load_prompt
+from ..prompts import load_template
+from .intents import QueryAnalysis
 from .scoring import (
     AnswerSpec,
     Weights,
@@ -513,7 +514,8 @@ class BeamSearch:
             llm = self._get_llm()
             if llm is None:
                 break
-            system, user = load_prompt(EVALUATOR_PROMPT_VERSION)
+            t = load_template("chronomem.retrieve", EVALUATOR_PROMPT_VERSION)
+            system, user = t.system, t.user
             evidence = "\n".join(f"- {render_fact(f)}" for f in p.facts)
             msgs = [{"role": "system", "content": system},
                     {"role": "user", "content": user.format(question=self.analysis.text, evidence=evidence)}]

@@ -21,10 +21,10 @@ import logging
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from importlib import resources
 from typing import Any
 
 from ..model import Intent
+from ..prompts import load_template
 from ..registry import RelationRegistry
 from ..timeexpr import resolve
 from .scoring import (
@@ -195,16 +195,9 @@ INTENT_SCHEMA: dict[str, Any] = {
 }
 
 
-def load_prompt(version: str) -> tuple[str, str]:
-    """``(system, user template)`` of ``prompts/<version>.md`` (sections ``### system`` / ``### user``)."""
-    text = resources.files("chronomem.retrieve").joinpath("prompts", f"{version}.md").read_text("utf-8")
-    parts = re.split(r"^### (system|user)\s*$", text, flags=re.M)
-    sections = {parts[i]: parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
-    return sections["system"], sections["user"]
-
-
 def intents_messages(query: str) -> list[dict[str, str]]:
-    system, user = load_prompt(INTENT_PROMPT_VERSION)
+    t = load_template("chronomem.retrieve", INTENT_PROMPT_VERSION)
+    system, user = t.system, t.user
     return [{"role": "system", "content": system}, {"role": "user", "content": user.format(question=query)}]
 
 

@@ -37,7 +37,8 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..providers.base import LLM, CallUsage, Messages
-from .text import clean_model_text, format_transcript, load_prompt, render_prompt, split_sentences
+from ..prompts import load_prompt
+from .text import clean_model_text, format_transcript, render_prompt, split_sentences
 
 __all__ = [
     "Strategy",
@@ -237,7 +238,7 @@ def summarize_turns(
     if max_tokens < 1:
         raise ValidationError("max_tokens", max_tokens, "must be >= 1")
     max_words = max(10, int(max_tokens * 0.6))
-    template = load_prompt(prompt)
+    template = load_prompt("chronomem.summarize", prompt)
     fixed = llm.count_tokens(render_prompt(template, max_words=max_words, transcript=""))
     room = llm.context_window - fixed - 2 * max_tokens - 64
     if room < 64:

@@ -35,13 +35,13 @@ from ..errors import ValidationError
 from ..model import Checkpoint, Message
 from ..providers.base import LLM, CallUsage, ChatResult, Messages
 from ..timeutil import parse_time, utcnow
+from ..prompts import load_prompt
 from .text import (
     cap_sentences,
     clean_model_text,
     drop_repeated_sentences,
     format_transcript,
     format_turn,
-    load_prompt,
     render_prompt,
     session_header,
 )
@@ -132,7 +132,7 @@ def build_memory_messages(
     _check_max_sentences(max_sentences)
     names = list(speakers) if speakers is not None else speakers_of(session_text)
     text = render_prompt(
-        load_prompt(prompt),
+        load_prompt("chronomem.summarize", prompt),
         max_sentences=max_sentences,
         previous_memory=previous_memory.strip() or NO_MEMORY,
         session=session_text.strip(),
@@ -192,7 +192,7 @@ def build_reply_messages(
         raise ValidationError("speaker", speaker, "must be a non-empty name")
     evidence_block = f"\nAdditional evidence:\n{evidence.strip()}\n" if evidence and evidence.strip() else ""
     text = render_prompt(
-        load_prompt(prompt),
+        load_prompt("chronomem.summarize", prompt),
         speaker=speaker.strip(),
         memory=memory.strip() or NO_MEMORY,
         evidence_block=evidence_block,
@@ -351,8 +351,8 @@ class RsumMemory:
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         _check_max_sentences(max_sentences)
-        load_prompt(memory_prompt)  # fail early on a bad prompt name
-        load_prompt(reply_prompt)
+        load_prompt("chronomem.summarize", memory_prompt)  # fail early on a bad prompt name
+        load_prompt("chronomem.summarize", reply_prompt)
         self.store = store
         self.llm = llm
         self.max_sentences = max_sentences

@@ -8,8 +8,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import lru_cache
-from importlib import resources
 from string import Template
 from typing import Any
 
@@ -17,7 +15,6 @@ from ..errors import ValidationError
 from ..model import Message
 
 __all__ = [
-    "load_prompt",
     "render_prompt",
     "split_sentences",
     "cap_sentences",
@@ -26,24 +23,6 @@ __all__ = [
     "format_turn",
     "format_transcript",
 ]
-
-_PROMPT_NAME = re.compile(r"^[a-z0-9_]+_v[0-9]+$")
-
-
-@lru_cache(maxsize=32)
-def load_prompt(name: str) -> str:
-    """Return the text of the versioned prompt file ``prompts/<name>.md``.
-
-    ``name`` includes the version, e.g. ``"rsum_memory_v1"``.
-    """
-    if not _PROMPT_NAME.match(name):
-        raise ValidationError("prompt", name, "expected a versioned prompt name like 'rsum_memory_v1'")
-    path = resources.files("chronomem.summarize").joinpath("prompts", f"{name}.md")
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValidationError("prompt", name, "no such prompt file") from None
-
 
 def render_prompt(template: str, **values: Any) -> str:
     """Fill ``$name`` placeholders; a missing value is an error, not a silent blank."""
