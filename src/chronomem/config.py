@@ -1,10 +1,13 @@
-"""Settings and their precedence.
+"""Settings and their precedence: the one place the config file is found and read.
 
 Precedence, highest first: arguments to :class:`~chronomem.Memory` (or the
 CLI's flags) > environment variables > the config file > defaults.  The
 config file is TOML at ``$CHRONOMEM_CONFIG`` or
-``~/.config/chronomem/config.toml``; its ``[memory]`` table holds the keys
-below and ``[[relations]]`` entries define relations.
+``~/.config/chronomem/config.toml`` (:func:`config_path`, read by
+:func:`read_config_file`); its ``[memory]`` table holds the :class:`Config`
+keys below and ``[[relations]]`` entries define relations.  The model tables
+``[llm]`` and ``[embedder]`` of the same file are resolved, with the same
+precedence, by :mod:`chronomem.providers.settings`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,22 @@ def data_dir() -> Path:
 
 
 def config_path() -> Path:
+    """``$CHRONOMEM_CONFIG``, else ``~/.config/chronomem/config.toml``."""
     return Path(os.environ.get("CHRONOMEM_CONFIG") or Path.home() / ".config" / "chronomem" / "config.toml")
+
+
+def read_config_file(path: Path | None = None) -> tuple[Path, dict[str, Any]]:
+    """``(path, parsed TOML)`` of the config file (``path`` or :func:`config_path`); ``{}`` when absent.
+
+    Raises :class:`~chronomem.errors.ConfigError` naming the file when it cannot be read or parsed.
+    """
+    path = path or config_path()
+    if not path.exists():
+        return path, {}
+    try:
+        return path, tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read config file {path}: {e}") from e
 
 
 @dataclass
@@ -51,15 +69,10 @@ class Config:
     def load(cls, **overrides: Any) -> Config:
         """Build the effective configuration: overrides > env > config file > defaults."""
         values: dict[str, Any] = {}
-        path = config_path()
-        if path.exists():
-            try:
-                doc = tomllib.loads(path.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError) as e:
-                raise ConfigError(f"cannot read config file {path}: {e}") from e
-            values.update(doc.get("memory", {}))
-            if "relations" in doc:
-                values["relations"] = list(doc["relations"])
+        path, doc = read_config_file()
+        values.update(doc.get("memory", {}))
+        if "relations" in doc:
+            values["relations"] = list(doc["relations"])
         names = {f.name for f in fields(cls)}
         unknown = set(values) - names
         if unknown:

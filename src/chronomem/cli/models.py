@@ -84,7 +84,8 @@ def show(
     embedder: str | None = typer.Option(None, "--embedder", help="embedder spec"),
 ) -> None:
     """Show the effective model settings, where each came from, and the local model files."""
-    from ..providers.settings import config_file, resolve_embedder_settings, resolve_llm_settings
+    from ..config import config_path as config_file
+    from ..providers.settings import resolve_embedder_settings, resolve_llm_settings
 
     s = resolve_llm_settings(llm)
     e = resolve_embedder_settings(embedder)

@@ -1,6 +1,7 @@
 """Which models to use: spec strings and the one precedence for model settings.
 
-Precedence, highest first (the same as :mod:`chronomem.config`):
+Precedence, highest first (the same as :mod:`chronomem.config`, which finds
+and reads the one config file for both):
 
 1. explicit arguments (``make_llm(spec, **overrides)``, CLI flags);
 2. environment variables;
@@ -60,19 +61,16 @@ Config file example::
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..config import config_path as config_file
+from ..config import read_config_file
 from ..errors import ConfigError
 from .openai_compat import DEFAULT_OPENAI_BASE_URL
 
 PROVIDERS = ("local", "openai")
-
-
-def config_file() -> Path:
-    return Path(os.environ.get("CHRONOMEM_CONFIG") or Path.home() / ".config" / "chronomem" / "config.toml")
 
 
 def parse_spec(spec: str, *, what: str = "llm") -> dict[str, Any]:
@@ -172,16 +170,6 @@ class EmbedderSettings:
 Layer = tuple[str, dict[str, Any]]  # (source name, values)
 
 
-def _read_file(path: Path | None) -> tuple[Path, dict[str, Any]]:
-    path = path or config_file()
-    if not path.exists():
-        return path, {}
-    try:
-        return path, tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"cannot read config file {path}: {e}") from e
-
-
 def _file_layer(doc: dict[str, Any], table: str, memory_key: str, path: Path, allowed: set[str]) -> Layer:
     values: dict[str, Any] = {}
     spec = (doc.get(table) or {}).get("spec") or (doc.get("memory") or {}).get(memory_key)
@@ -268,7 +256,7 @@ def resolve_llm_settings(spec: str | None = None, *, config_path: Path | None = 
             env_sources.append((f"env:{n}", {fname: v}))
     del env
 
-    path, doc = _read_file(config_path)
+    path, doc = read_config_file(config_path)
     layers: list[Layer] = [("argument", explicit), *env_sources, _file_layer(doc, "llm", "llm", path, allowed)]
     s = LLMSettings()
     _merge(s, layers, {"max_retries", "n_ctx", "n_threads", "context_window"}, {"timeout"})
@@ -307,7 +295,7 @@ def resolve_embedder_settings(
         v, n = _env(*names)
         if v is not None:
             env_sources.append((f"env:{n}", {fname: v}))
-    path, doc = _read_file(config_path)
+    path, doc = read_config_file(config_path)
     layers: list[Layer] = [("argument", explicit), *env_sources, _file_layer(doc, "embedder", "embedder", path, allowed)]
     s = EmbedderSettings()
     _merge(s, layers, {"batch_size"}, {"timeout"})
