@@ -65,3 +65,27 @@ def test_add_facts_takes_the_same_typed_record_the_extractor_produces() -> None:
                           user_id="u1")
         assert e.value.field == "facts[1].object"
         assert [f.object for f in mem.history(user_id="u1", relation="lives_in")] == ["Porto"]  # none written
+
+
+def test_search_options_apply_on_top_of_each_methods_defaults() -> None:
+    from chronomem import SearchOptions, ValidationError
+    from chronomem.retrieve import ANSWER_CONFIG
+
+    opts = SearchOptions(context_tokens=60, llm_assist=False)
+    assert opts.apply(SearchConfig()).context_tokens == 60
+    on_answer = opts.apply(ANSWER_CONFIG)  # the answer's tuned defaults stay, except what is set
+    assert (on_answer.quote_sources, on_answer.search_turns) == (ANSWER_CONFIG.quote_sources, ANSWER_CONFIG.search_turns)
+    assert not on_answer.evaluator and not on_answer.intent_llm and on_answer.context_tokens == 60
+    assert SearchOptions().apply(ANSWER_CONFIG) is ANSWER_CONFIG
+    with Memory(":memory:", embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": f"City{i}", "valid_from": f"20{10 + i}-01-01",
+                        "valid_to": f"20{11 + i}-01-01"} for i in range(8)], user_id="u1")
+        full = mem.search("How has where Maya lives changed?", user_id="u1")
+        res = mem.search("How has where Maya lives changed?", user_id="u1", options=SearchOptions(context_tokens=90))
+        assert 0 < res.context_tokens <= 90 < full.context_tokens
+        with pytest.raises(ValidationError) as e:
+            mem.search("Where?", user_id="u1", options={"context_tokens": 40})  # type: ignore[arg-type]
+        assert e.value.field == "options"
+        with pytest.raises(ValidationError) as e:
+            mem.search("Where?", user_id="u1", options=SearchOptions(context_tokens=0))
+        assert e.value.field == "config.context_tokens"

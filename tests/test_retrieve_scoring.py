@@ -183,7 +183,7 @@ def test_time_window_moves_from_the_question_into_as_of() -> None:
 def test_fmt_time_writes_month_names() -> None:
     from datetime import datetime, timezone
 
-    from chronomem.retrieve.beam import fmt_time
+    from chronomem.retrieve.render import fmt_time
 
     assert fmt_time(datetime(2023, 1, 19, tzinfo=timezone.utc)) == "19 January 2023"
     assert fmt_time(datetime(2023, 1, 20, 16, 4, tzinfo=timezone.utc)) == "20 January 2023 16:04"
@@ -193,7 +193,7 @@ def test_fmt_time_writes_month_names() -> None:
 def test_fact_text_drops_only_time_words_the_interval_dates_exactly() -> None:
     from dataclasses import replace
 
-    from chronomem.retrieve.beam import fact_text, render_fact
+    from chronomem.retrieve.render import fact_text, render_fact
 
     base = fact("Jon", "started", "dance studio", "2023-01-19")
     exact = replace(base, text="Jon started dance studio [yesterday]")

@@ -16,7 +16,8 @@ from .providers.base import LLM, ChatResult, Embedder
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
 from .retrieve.answer import Answer
-from .retrieve.beam import Path, SearchConfig
+from .retrieve.beam import Path
+from .retrieve.options import SearchConfig, SearchOptions
 from .retrieve.search import SearchResult, Trace
 from .summarize.lifecycle import SessionEnd
 
@@ -27,7 +28,7 @@ __all__ = [
     "Memory", "AddResult", "FailedChunk", "SearchResult", "Trace", "Path", "Answer", "SessionEnd",
     "ForgetResult", "UpdateReport",
     # options and models
-    "Config", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
+    "Config", "SearchOptions", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
     # the data model
     "Fact", "FactInput", "Entity", "Message", "Session", "Checkpoint", "Intent", "Origin", "RelationRegistry",
     "RelationSpec",

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .summarize.lifecycle import SessionEnd, SessionLifecycle
     from .summarize.rsum import RsumMemory
     from .retrieve.answer import Answer
-    from .retrieve.beam import SearchConfig
+    from .retrieve.options import SearchConfig, SearchOptions
     from .retrieve.search import SearchResult
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,14 @@ def _make_buffer(spec: SessionBuffer | bool | str | None) -> SessionBuffer | Non
     if isinstance(spec, str):
         return make_buffer(spec)
     return spec
+
+
+def _check_options(options: object) -> SearchOptions:
+    from .retrieve.options import SearchOptions
+
+    if not isinstance(options, SearchOptions):
+        raise ValidationError("options", type(options).__name__, "must be a SearchOptions")
+    return options
 
 
 class Memory:
@@ -266,15 +274,21 @@ class Memory:
 
     # -- retrieval (REAL read path: chronomem.retrieve) ----------------------------------------
     def search(self, query: str, *, user_id: str, as_of: datetime | str | None = None,
-               top_k: int = 10, config: SearchConfig | None = None,
+               top_k: int = 10, options: SearchOptions | None = None, config: SearchConfig | None = None,
                speaker: str | None = None) -> SearchResult:
         """Evidence for ``query``: ranked facts (derived ones marked), paths, context and trace.
 
         ``as_of`` (datetime or ISO string, default now) asks about the past;
-        ``config`` tunes the search (:class:`chronomem.SearchConfig`); ``speaker``
-        names the entity "I/me/my" in the query refer to.
+        ``options`` (:class:`chronomem.SearchOptions`) tunes the context and model
+        use; ``config`` (:class:`chronomem.SearchConfig`) replaces the whole engine
+        configuration (for experiments; ``options`` then apply on top of it);
+        ``speaker`` names the entity "I/me/my" in the query refer to.
         """
+        from .retrieve.options import SearchConfig
         from .retrieve.search import search
+
+        if options is not None:
+            config = _check_options(options).apply(config if config is not None else SearchConfig())
 
         user_id = check_user(user_id)
         when = None if as_of is None else parse_time(as_of, "as_of")
@@ -283,19 +297,24 @@ class Memory:
                       speaker=speaker)
 
     def answer(self, question: str, *, user_id: str, as_of: datetime | str | None = None,
-               method: str = "real+rsum", top_k: int = 10, config: SearchConfig | None = None,
-               speaker: str | None = None, max_tokens: int = 64) -> Answer:
+               method: str = "real+rsum", top_k: int = 10, options: SearchOptions | None = None,
+               config: SearchConfig | None = None, speaker: str | None = None, max_tokens: int = 64) -> Answer:
         """Answer ``question`` from the memory with its evidence (``"Not mentioned"`` when it has none).
 
         ``method``: ``"real+rsum"`` (default: REAL graph evidence plus the session
         summary), ``"real"`` (graph evidence only) or ``"rsum"`` (the summary
         only).  The graph evidence is followed by the verbatim turns its facts
-        came from and a few turns full-text search finds (``SearchConfig.quote_sources``,
-        ``search_turns``; pass ``config=`` to change them).  ``top_k``, ``config``
-        and ``speaker`` are as in :meth:`search`; ``max_tokens`` bounds the reply.
-        Orchestration: :func:`chronomem.answering.answer`.
+        came from and a few turns full-text search finds (``SearchOptions.quote_sources``,
+        ``search_turns``).  ``top_k``, ``options`` (applied to the answer's defaults,
+        :data:`chronomem.retrieve.ANSWER_CONFIG`), ``config`` and ``speaker`` are as
+        in :meth:`search`; ``max_tokens`` bounds the reply.  Orchestration:
+        :func:`chronomem.answering.answer`.
         """
         from .answering import METHODS, answer
+        from .retrieve.search import ANSWER_CONFIG
+
+        if options is not None:
+            config = _check_options(options).apply(config if config is not None else ANSWER_CONFIG)
 
         user_id = check_user(user_id)
         if method not in METHODS:

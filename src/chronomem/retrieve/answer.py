@@ -16,7 +16,7 @@ from typing import Any
 
 from ..model import Fact
 from ..providers.base import LLM, CallUsage
-from .beam import fmt_time
+from .render import fmt_time
 from ..prompts import load_template
 
 log = logging.getLogger(__name__)

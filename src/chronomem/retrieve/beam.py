@@ -33,13 +33,13 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from .. import timeexpr
-from ..errors import ChronomemError, ValidationError
+from ..errors import ChronomemError
 from ..model import Fact, Intent, Origin
+from ..prompts import load_template
 from ..providers.base import LLM, Embedder
 from ..registry import RelationRegistry
 from ..store.base import Store
@@ -47,11 +47,11 @@ from ..temporal import overlaps
 from ..timeutil import iso
 from . import counterfactual as cf
 from .anchoring import Anchor
-from ..prompts import load_template
+from .options import SearchConfig
+from .render import fact_text, fmt_time, render_fact  # noqa: F401 - fact_text, fmt_time: re-exported
 from .intents import QueryAnalysis
 from .scoring import (
     AnswerSpec,
-    Weights,
     answer_sufficiency,
     fact_terms,
     hybrid_relevance,
@@ -61,6 +61,9 @@ from .scoring import (
     relation_terms,
     terms,
 )
+
+__all__ = ["BeamSearch", "Budget", "Path", "Relevance", "SearchConfig", "SubSearch", "fact_text", "fmt_time",
+           "render_fact"]
 
 log = logging.getLogger(__name__)
 
@@ -85,121 +88,6 @@ INTENT_COMPAT: Mapping[Intent, Mapping[Intent, float]] = {
     Intent.CONTRAST: {Intent.CONTRAST: 1.0, Intent.FACT: 0.85, Intent.EVOLUTION: 0.7, Intent.TEMPORAL: 0.6,
                       Intent.CAUSAL: 0.6},
 }
-
-
-@dataclass(frozen=True)
-class SearchConfig:
-    """Knobs of the REAL read path.  Defaults are what ``Memory.search`` uses.
-
-    Caps
-        ``max_depth`` (3) hops from a root; ``beam_width`` (8) paths kept by
-        global pruning after each iteration; ``expand_per_beam`` (4) children
-        one beam may keep (versions of one relation count once in history
-        mode); ``max_neighbours`` (300) stored facts read per entity;
-        ``max_roots`` (4) root entities.
-    Decisions
-        ``stop_threshold`` (0.75): ``S_AS`` at which a path is sufficient and
-        stops; ``lc_min`` (0.35): a best child below this consistency means
-        expansion failed (→ counterfactual).
-    Scoring
-        ``weights`` (0.4 S_QR, 0.2 S_LC, 0.4 S_AS); ``alpha`` (0.5): embedding
-        share of ``S_QR`` when an embedder is available (lexical only otherwise).
-    Counterfactuals
-        ``counterfactual`` (on), ``rules`` (all five), ``rule_decay``
-        (confidence multiplier per rule), ``chain_hops`` (3) is_a/located_in links.
-    Models
-        ``embeddings``: ``None`` uses the memory's embedder when it loads (lexical
-        fallback otherwise), ``False`` never; ``evaluator`` (off): the LLM
-        refines ``S_AS`` for candidates whose cheap ``S_AS`` lies in
-        ``evaluator_band`` (0.25–0.75), at most ``evaluator_per_iteration`` (2)
-        per iteration; ``intent_llm`` (off): the LLM classifies intents when the
-        rules are unsure; ``max_llm_calls`` (4) and ``max_llm_tokens`` (3000)
-        cap both per query.
-    Ablations (DESIGN.md "Methods to compare")
-        ``use_validity`` (intervals), ``include_unstable`` (no confidence
-        stratification: hedged facts are searched too), ``use_confidence`` (path
-        scores ignore fact confidence), ``use_intents`` (no decoupling: one FACT
-        sub-search).
-    Output
-        ``context_tokens`` (1200): serialisation budget; ``anchor_similarity``
-        (0.7) for embedding anchors; ``lexical_seeds`` (10) facts for full-text anchoring;
-        ``min_relevance`` (0.0): paths whose ``S_QR`` is not above it are dropped
-        from the result (a path must touch the question somewhere);
-        ``context_min_ratio`` (0.5): only paths scoring at least this share of the
-        best path's score go into the context (weak paths are noise to a small model);
-        ``quote_sources`` (0): after the evidence, quote up to this many of the
-        verbatim turns its facts were extracted from (dated, with the speaker), best
-        facts first, inside the same ``context_tokens`` budget — the graph finds
-        the turns, the turns keep what extraction dropped; ``search_turns`` (0):
-        then add up to this many other turns (said by ``as_of``) that full-text
-        search over the user's messages finds for the question — the fallback for
-        what extraction missed altogether (the context may then hold turns only);
-        ``fallback_turns`` (0): when no path clears ``min_relevance`` (or no root
-        entity is found), the context is this many full-text hits instead of
-        ``search_turns`` — the graph holds nothing about the question, so its
-        weak paths would only mislead the answer model (0: ``search_turns``);
-        ``turn_replies`` (off): each full-text hit is followed by the next turn of
-        its session, its reply, inside the same count of turns — in a conversation
-        the answer to a question is often the turn after the one that shares the
-        question's words.
-    """
-
-    max_depth: int = 3
-    beam_width: int = 8
-    expand_per_beam: int = 4
-    max_neighbours: int = 300
-    max_roots: int = 4
-    stop_threshold: float = 0.75
-    lc_min: float = 0.35
-    weights: Weights = Weights()
-    alpha: float = 0.5
-    counterfactual: bool = True
-    rules: frozenset[str] = cf.ALL_RULES
-    rule_decay: Mapping[str, float] = field(default_factory=lambda: dict(cf.DEFAULT_DECAY))
-    chain_hops: int = 3
-    embeddings: bool | None = None
-    evaluator: bool = False
-    evaluator_band: tuple[float, float] = (0.25, 0.75)
-    evaluator_per_iteration: int = 2
-    intent_llm: bool = False
-    max_llm_calls: int = 4
-    max_llm_tokens: int = 3000
-    min_intent_compat: float = 0.5
-    use_validity: bool = True
-    include_unstable: bool = False
-    use_confidence: bool = True
-    use_intents: bool = True
-    context_tokens: int = 1200
-    anchor_similarity: float = 0.7
-    lexical_seeds: int = 10
-    min_relevance: float = 0.0
-    context_min_ratio: float = 0.5
-    quote_sources: int = 0
-    search_turns: int = 0
-    fallback_turns: int = 0
-    turn_replies: bool = False
-
-    def __post_init__(self) -> None:
-        for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
-                     "chain_hops", "context_tokens"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise ValidationError(f"config.{name}", v, "must be a positive integer")
-        for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
-                     "quote_sources", "search_turns", "fallback_turns"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 0:
-                raise ValidationError(f"config.{name}", v, "must be a non-negative integer")
-        for name in ("stop_threshold", "lc_min", "alpha", "min_intent_compat", "anchor_similarity",
-                     "min_relevance", "context_min_ratio"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
-                raise ValidationError(f"config.{name}", v, "must be in [0, 1]")
-        if not isinstance(self.turn_replies, bool):
-            raise ValidationError("config.turn_replies", self.turn_replies, "must be True or False")
-        unknown = set(self.rules) - cf.ALL_RULES
-        if unknown:
-            raise ValidationError("config.rules", sorted(unknown), f"unknown rules; known: {sorted(cf.ALL_RULES)}")
 
 
 @dataclass
@@ -663,47 +551,3 @@ def _estimate_tokens(llm: LLM, text: str) -> int:
         return int(llm.count_tokens(text))
     except (ChronomemError, AttributeError, NotImplementedError, TypeError):
         return len(text) // 4 + 1
-
-
-def fmt_time(t: datetime | None) -> str:
-    """``1 September 2020`` at midnight UTC, else ``1 September 2020 14:03`` (UTC).
-
-    Month names, not ISO dates: answer models copy the evidence's dates into
-    their replies, and people (and LoCoMo's gold answers) write "1 September 2020".
-    """
-    if t is None:
-        return "?"
-    day = f"{t.day} {t.strftime('%B %Y')}"
-    return day if (t.hour, t.minute, t.second) == (0, 0, 0) else f"{day} {t.strftime('%H:%M')}"
-
-
-_TIME_NOTE = re.compile(r"\s*\[([^\[\]]+)\]\s*$")
-
-
-def fact_text(f: Fact) -> str:
-    """The fact's one-line text without a trailing ``[yesterday]``-style note the interval already dates.
-
-    Extraction keeps the speaker's time words in the text ("Jon started a dance
-    studio [yesterday]"); once they resolved to an exact date the interval shows
-    it, and the bare word misleads a reader who does not know when it was said.
-    Vague words ("a few years ago", "soon") are kept: the interval's date is only
-    an estimate then.
-    """
-    text = f.render()
-    m = _TIME_NOTE.search(text)
-    if m is None or f.valid_from is None:
-        return text
-    resolved = timeexpr.resolve(m.group(1), f.valid_from)
-    if resolved is None or resolved.approximate:
-        return text
-    return text[: m.start()]
-
-
-def render_fact(f: Fact) -> str:
-    """``Maya lives in Lisbon [1 September 2020 -> now) c=0.95`` (+ rule for derived facts)."""
-    end = "now" if f.valid_to is None else fmt_time(f.valid_to)
-    start = "?" if f.valid_from is None else fmt_time(f.valid_from)
-    out = f"{fact_text(f)} [{start} -> {end}) c={f.confidence:.2f}"
-    if f.origin == Origin.DERIVED:
-        out += f" derived:{f.rule}"
-    return out

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..model import Fact, Message, Origin
-from .beam import Path, fmt_time, render_fact
+from .beam import Path
+from .render import fmt_time, render_fact
 
 _TOKENS = re.compile(r"\w+|[^\w\s]")
 
