@@ -133,10 +133,7 @@ class Memory:
         The write path, summaries and session lifecycle built on the old models
         are rebuilt on next use.  Returns this memory.
         """
-        self.models = ModelSet(llm if llm is not None else self.models._llm,
-                               embedder if embedder is not None else self.models._embedder,
-                               default_llm=self.config.llm, default_embedder=self.config.embedder,
-                               usage=self.usage)
+        self.models = self.models.replace(llm=llm, embedder=embedder)
         self._pipeline = None
         self._rsum = None
         self._session_lifecycle = None

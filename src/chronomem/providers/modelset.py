@@ -51,6 +51,13 @@ class ModelSet:
         self.default_embedder = default_embedder
         self.usage = usage if usage is not None else UsageTracker()
 
+    def replace(self, *, llm: LLM | str | None = None,
+                embedder: Embedder | str | bool | None = None) -> ModelSet:
+        """A model set with ``llm`` and/or ``embedder`` swapped (``None`` keeps this one's), same usage tracker."""
+        return ModelSet(llm if llm is not None else self._llm,
+                        embedder if embedder is not None else self._embedder,
+                        default_llm=self.default_llm, default_embedder=self.default_embedder, usage=self.usage)
+
     @property
     def llm(self) -> LLM:
         """The chat model; created from its spec on first use."""
