@@ -24,7 +24,7 @@ def test_tools_are_listed_and_scoped_to_one_user(tmp_path) -> None:
         mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="other")
         server = build_mcp(mem, "u1")
         names = {t.name for t in asyncio.run(server.list_tools())}
-        assert {"remember", "recall", "answer", "timeline", "forget_fact"} <= names
+        assert {"remember", "recall", "answer", "timeline", "end_session", "summary", "forget"} <= names
         out = call(server, "remember", {"text": "I live in Berlin and work at Acme.", "speaker": "Maya"})
         assert any("Berlin" in a for a in out["added"]) and any("Acme" in a for a in out["added"])
         tl = call(server, "timeline", {"subject": "Maya"})

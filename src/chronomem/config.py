@@ -56,10 +56,20 @@ class Config:
     llm: str | None = None  # model spec, see chronomem.providers (None = provider default)
     embedder: str | None = None
     relations: list[dict[str, Any]] = field(default_factory=list)
+    # end a session automatically after this many seconds without a new turn (None/0: never)
+    session_idle: float | None = None
 
     def __post_init__(self) -> None:
         if not 0.0 < self.theta_stable <= 1.0:
             raise ValidationError("theta_stable", self.theta_stable, "must be in (0, 1]")
+        if self.session_idle is not None:
+            try:
+                self.session_idle = float(self.session_idle)
+            except (TypeError, ValueError):
+                raise ValidationError("session_idle", self.session_idle, "must be a number of seconds") from None
+            if not self.session_idle >= 0 or self.session_idle == float("inf"):
+                raise ValidationError("session_idle", self.session_idle, "must be >= 0 seconds (0: off)")
+            self.session_idle = self.session_idle or None
 
     @property
     def db_location(self) -> str:

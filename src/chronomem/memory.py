@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import Config
 from .extract.entities import FuzzyEntityResolver
-from .errors import ValidationError
+from .errors import ChronomemError, ConfigError, ValidationError
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
 from .model import Entity, Fact, FactInput, UpdateReport
@@ -31,6 +31,7 @@ from .validation import check_user
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
     from .summarize.buffer import SessionBuffer
+    from .summarize.idle import IdleSweep
     from .summarize.lifecycle import SessionEnd, SessionLifecycle
     from .summarize.rsum import RsumMemory
     from .retrieve.answer import Answer
@@ -344,6 +345,39 @@ class Memory:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValidationError("session_id", session_id, "is required: the session to end")
         return self._lifecycle().end(user_id, session_id, ended_at=ended_at)
+
+    def end_idle_sessions(self, *, now: datetime | str | None = None,
+                          idle_seconds: float | None = None) -> IdleSweep:
+        """End every session (any user) with no new turn for ``idle_seconds`` (default: the configured
+        ``session_idle``, ``CHRONOMEM_SESSION_IDLE``) as of ``now`` (default: the current time).
+
+        Looks in the store (sessions not ended) and in the session buffer, and ends each one like
+        :meth:`end_session`, with its last turn's time as the end time.  A session whose end fails
+        (say the model is down) is reported in ``failed`` and found again by the next sweep.
+        """
+        from .summarize.idle import IdleSweep, find_idle_sessions
+
+        idle = self.config.session_idle if idle_seconds is None else idle_seconds
+        if idle is None:
+            raise ConfigError("no idle timeout: set CHRONOMEM_SESSION_IDLE (or session_idle in the config), "
+                              "or pass idle_seconds")
+        if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < float("inf"):
+            raise ValidationError("idle_seconds", idle, "must be a positive number of seconds")
+        when = utcnow() if now is None else parse_time(now, "now")
+        sweep = IdleSweep(now=when, idle_seconds=float(idle))
+        for user_id, session_id in find_idle_sessions([self.store, self._buffer], when, float(idle)):
+            turns = self.store.messages(user_id, session_id=session_id)
+            if self._buffer is not None:
+                turns += self._buffer.read(user_id, session_id)
+            ended_at = max((m.timestamp for m in turns), default=when)
+            try:
+                self._lifecycle().end(user_id, session_id, ended_at=ended_at)
+            except ChronomemError as e:
+                log.warning("idle session %r of user %r not ended: %s", session_id, user_id, e)
+                sweep.failed[(user_id, session_id)] = str(e)
+            else:
+                sweep.ended.append((user_id, session_id))
+        return sweep
 
     def summary(self, *, user_id: str, as_of: datetime | str | None = None) -> str:
         """The user's recursive summary after the last session ended by ``as_of`` ("" before any)."""

@@ -1,20 +1,56 @@
-"""``chronomem mcp``: serve one user's memory to an agent over MCP (stdio)."""
+"""``chronomem mcp``: serve one user's memory to an agent over MCP (stdio or streamable HTTP)."""
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Optional
 
 import typer
 
 
-def mcp_cmd(user: Annotated[str, typer.Option("--user", "-u", help="the user whose memory this server serves")],
-            db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None) -> None:
-    """Run an MCP server (stdio) with remember / recall / answer / timeline / forget_fact tools."""
-    from ..memory import Memory
-    from ..server.mcp import build_mcp
+class Transport(str, Enum):
+    stdio = "stdio"
+    http = "http"
 
+
+def mcp_cmd(user: Annotated[str, typer.Option("--user", "-u", help="the user whose memory this server serves")],
+            db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None,
+            transport: Annotated[Transport, typer.Option("--transport", help="stdio, or streamable HTTP at /mcp")]
+            = Transport.stdio,
+            host: Annotated[str, typer.Option(help="interface to bind (http)")] = "127.0.0.1",
+            port: Annotated[int, typer.Option(help="TCP port (http)")] = 8766) -> None:
+    """Run an MCP server with remember / recall / answer / timeline / end_session / summary / forget tools.
+
+    Over HTTP, CHRONOMEM_MCP_TOKEN sets the bearer token clients must send; without it the server
+    only binds to a loopback address.  With CHRONOMEM_SESSION_IDLE set, quiet sessions are ended
+    in the background.
+    """
+    import os
+
+    from ..async_memory import AsyncMemory
+    from ..memory import Memory
+    from ..server.mcp import ENV_MCP_TOKEN, build_mcp, check_http_exposure, serve_http
+    from ..summarize.idle import IdleSweeper, sweep_interval
+    from ..validation import check_user
+
+    check_user(user)
+    token = os.environ.get(ENV_MCP_TOKEN)
+    if transport is Transport.http:
+        check_http_exposure(host, token)  # before opening anything
     with Memory(db) as mem:
-        build_mcp(mem, user).run("stdio")
+        amem = AsyncMemory.wrap(mem)  # the tools and the sweeper share its worker thread
+        server = build_mcp(amem, user)
+        idle = mem.config.session_idle
+        sweeper = (IdleSweeper(lambda: amem.submit(mem.end_idle_sessions).result(), sweep_interval(idle)).start()
+                   if idle else None)
+        try:
+            if transport is Transport.http:
+                serve_http(server, host=host, port=port, token=token)
+            else:
+                server.run("stdio")
+        finally:
+            if sweeper is not None:
+                sweeper.stop()
 
 
 def register(app: typer.Typer) -> None:

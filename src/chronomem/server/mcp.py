@@ -1,48 +1,186 @@
 """An MCP server: chronomem's memory as tools for agents (Claude Desktop, IDEs, agent frameworks).
 
-Run ``chronomem mcp`` (stdio).  The user id is fixed per server process
-(``--user``) so an agent cannot read another user's memory by naming them.
+``chronomem mcp --user U`` serves over stdio; ``--transport http`` over
+streamable HTTP at ``/mcp``.  The user id is fixed per server process so an
+agent cannot read another user's memory by naming them.
+
+Tools: ``remember``, ``recall``, ``answer``, ``timeline``, ``end_session``,
+``summary``, ``forget``.  They call :class:`~chronomem.AsyncMemory` (the
+``Memory`` API, one worker thread, calls in order), so a slow model call
+never blocks the transport.  A :class:`~chronomem.errors.ChronomemError`
+reaches the agent as a tool error result carrying its message ("invalid
+as_of=…", "user 'u' has no fact 'f1'"), which the agent can read and act
+on; anything else is a server fault and stays in the server log.
+
+The HTTP transport is never open without authentication off loopback:
+:func:`check_http_exposure` refuses a non-loopback host unless a bearer
+token is configured (``CHRONOMEM_MCP_TOKEN``); with a token, every request
+must carry ``Authorization: Bearer <token>``.  (Per-tenant API keys come
+with the REST service's key store.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import hmac
+import ipaddress
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
+from ..async_memory import AsyncMemory
+from ..errors import ChronomemError, ConfigError
 from ..memory import Memory
 
+__all__ = ["ENV_MCP_TOKEN", "build_mcp", "check_http_exposure", "http_app", "is_loopback", "serve_http"]
 
-def build_mcp(mem: Memory, user_id: str) -> MCPServer:
+log = logging.getLogger(__name__)
+
+ENV_MCP_TOKEN = "CHRONOMEM_MCP_TOKEN"
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _agent_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Turn a ChronomemError into a ToolError, whose text the MCP server passes on to the agent."""
+
+    @functools.wraps(fn)
+    async def tool(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except ChronomemError as e:
+            raise ToolError(str(e)) from e
+
+    return tool
+
+
+def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     """An MCP server whose tools read and write ``user_id``'s memory in ``mem``."""
+    amem = mem if isinstance(mem, AsyncMemory) else AsyncMemory.wrap(mem)
     server = MCPServer("chronomem", instructions=(
         "Long-term memory of the user. Call `remember` with what the user tells you about "
         "themselves, `recall` or `answer` before replying to questions about their past, "
-        "and `timeline` to see how something changed."))
+        "`timeline` to see how something changed, `end_session` when a conversation is over "
+        "(this writes the session summary), `summary` for what is known overall, and `forget` "
+        "to delete a fact or a session for good."))
 
-    @server.tool(description="Store conversation turns and extract facts from them.")
-    def remember(text: str, speaker: str = "user", session_id: str | None = None) -> dict[str, Any]:
-        res = mem.add([{"speaker": speaker, "text": text}], user_id=user_id, session_id=session_id)
-        return {"session_id": res.session_id, "added": [f.render() for f in res.added],
-                "closed": [f.render() for f in res.closed], "warnings": res.warnings}
+    @server.tool(description="Store a conversation turn verbatim and extract facts from it. Give the same "
+                             "session_id for the turns of one conversation.")
+    @_agent_errors
+    async def remember(text: str, speaker: str = "user", session_id: str | None = None,
+                       timestamp: str | None = None) -> dict[str, Any]:
+        res = await amem.add([{"speaker": speaker, "text": text}], user_id=user_id, session_id=session_id,
+                             timestamp=timestamp)
+        return {"session_id": res.session_id, "stored": res.messages_stored,
+                "added": [f.render() for f in res.added], "closed": [f.render() for f in res.closed],
+                "warnings": res.warnings}
 
-    @server.tool(description="Facts relevant to a query, with validity intervals and sources.")
-    def recall(query: str, as_of: str | None = None, top_k: int = 10) -> dict[str, Any]:
-        res = mem.search(query, user_id=user_id, as_of=as_of, top_k=top_k)
-        return {"context": res.context, "facts": [f.to_dict() for f in res.facts]}
+    @server.tool(description="Facts relevant to a query, with validity intervals and sources. as_of "
+                             "(ISO date) asks about the past.")
+    @_agent_errors
+    async def recall(query: str, as_of: str | None = None, top_k: int = 10) -> dict[str, Any]:
+        res = await amem.search(query, user_id=user_id, as_of=as_of, top_k=top_k)
+        return {"context": res.context, "facts": [_fact(f) for f in res.facts]}
 
     @server.tool(description="Answer a question from memory; says 'Not mentioned' when memory has nothing.")
-    def answer(question: str, as_of: str | None = None) -> dict[str, Any]:
-        ans = mem.answer(question, user_id=user_id, as_of=as_of)
+    @_agent_errors
+    async def answer(question: str, as_of: str | None = None) -> dict[str, Any]:
+        ans = await amem.answer(question, user_id=user_id, as_of=as_of)
         return {"answer": ans.text, "evidence": [f.render() for f in ans.evidence]}
 
-    @server.tool(description="Every version of a subject's facts (optionally one relation), oldest first.")
-    def timeline(subject: str, relation: str | None = None) -> list[dict[str, Any]]:
-        return [f.to_dict() for f in mem.history(user_id=user_id, subject=subject, relation=relation)]
+    @server.tool(description="Every version of a subject's facts (optionally one relation), oldest first, "
+                             "including the ones that stopped holding.")
+    @_agent_errors
+    async def timeline(subject: str, relation: str | None = None) -> list[dict[str, Any]]:
+        return [_fact(f) for f in await amem.history(user_id=user_id, subject=subject, relation=relation)]
 
-    @server.tool(description="Delete one fact for good (facts it had closed hold again).")
-    def forget_fact(fact_id: str) -> dict[str, Any]:
-        res = mem.forget(user_id=user_id, fact_id=fact_id)
-        return {"facts_deleted": res.facts_deleted, "reopened": res.reopened}
+    @server.tool(description="End a conversation session: extract what is left and update the summary.")
+    @_agent_errors
+    async def end_session(session_id: str, ended_at: str | None = None) -> dict[str, Any]:
+        res = await amem.end_session(user_id=user_id, session_id=session_id, ended_at=ended_at)
+        return {"session_id": session_id, "turns_flushed": len(res.flushed),
+                "summary": res.checkpoint.memory if res.checkpoint is not None else None}
+
+    @server.tool(description="The user's running summary after the last ended session (as of an ISO date).")
+    @_agent_errors
+    async def summary(as_of: str | None = None) -> dict[str, Any]:
+        return {"summary": await amem.summary(user_id=user_id, as_of=as_of)}
+
+    @server.tool(description="Delete for good: one fact (fact_id) or one session with its turns and facts "
+                             "(session_id). Facts a forgotten fact had closed hold again.")
+    @_agent_errors
+    async def forget(fact_id: str | None = None, session_id: str | None = None) -> dict[str, Any]:
+        res = await amem.forget(user_id=user_id, fact_id=fact_id, session_id=session_id)
+        return {"facts_deleted": res.facts_deleted, "messages_deleted": res.messages_deleted,
+                "sessions_deleted": res.sessions_deleted, "reopened": res.reopened,
+                "warnings": res.warnings}
 
     return server
+
+
+def _fact(f: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(f.to_dict(), default=str))  # datetimes as ISO strings
+
+
+# --------------------------------------------------------------------------- HTTP exposure
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
+def check_http_exposure(host: str, token: str | None) -> None:
+    """Refuse to serve without authentication on an address other machines can reach."""
+    if token is not None and not token.strip():
+        raise ConfigError(f"{ENV_MCP_TOKEN} is set but empty")
+    if token is None and not is_loopback(host):
+        raise ConfigError(f"refusing to serve MCP over HTTP on {host!r} without authentication: "
+                          f"set {ENV_MCP_TOKEN} to a secret bearer token, or bind to 127.0.0.1")
+
+
+class _BearerAuth:
+    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or ()).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                body = json.dumps({"error": "unauthorized", "message": "missing or wrong bearer token"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer, *, host: str = "127.0.0.1", token: str | None = None) -> Any:
+    """The ASGI app of the streamable HTTP transport (``/mcp``), behind bearer auth when ``token``."""
+    check_http_exposure(host, token)
+    app = server.streamable_http_app(host=host)
+    return _BearerAuth(app, token) if token else app
+
+
+def serve_http(server: MCPServer, *, host: str = "127.0.0.1", port: int = 8766,
+               token: str | None = None, log_level: str = "warning") -> None:
+    """Serve ``server`` over streamable HTTP until interrupted (token default: ``$CHRONOMEM_MCP_TOKEN``)."""
+    import uvicorn
+
+    token = os.environ.get(ENV_MCP_TOKEN) if token is None else token
+    uvicorn.run(http_app(server, host=host, token=token), host=host, port=port, log_level=log_level)

@@ -169,3 +169,16 @@ class Store(ABC):
 
     def iter_users(self) -> Iterator[str]:
         yield from self.users()
+
+    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+        """``(user_id, session_id)`` of every session not ended whose last turn was recorded
+        (``recorded_at``, arrival time) at or before ``before``; sessions without turns are left out."""
+        out = []
+        for user_id in self.users():
+            for s in self.sessions(user_id):
+                if s.ended_at is not None:
+                    continue
+                arrived = [m.recorded_at for m in self.messages(user_id, session_id=s.id)]
+                if arrived and max(arrived) <= before:
+                    out.append((user_id, s.id))
+        return out

@@ -220,6 +220,13 @@ class SQLStore(Store):
         self._exec(user_id, "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND id = ?",
                    (_us(ended_at), user_id, session_id))
 
+    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+        rows = self._all("SELECT s.user_id, s.id FROM sessions s JOIN messages m "
+                         "ON m.user_id = s.user_id AND m.session_id = s.id WHERE s.ended_at IS NULL "
+                         "GROUP BY s.user_id, s.id HAVING max(m.recorded_at) <= ? ORDER BY s.user_id, s.id",
+                         (_us(before),))
+        return [(r[0], r[1]) for r in rows]
+
     def sessions(self, user_id: str) -> list[Session]:
         rows = self._all(f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE user_id = ? "
                          "ORDER BY started_at, id", (user_id,))

@@ -34,8 +34,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from ..validation import check_id
 from ..errors import ConfigError, StoreError, ValidationError
@@ -85,6 +86,10 @@ class SessionBuffer(Protocol):
 
     def pending_sessions(self, user_id: str) -> list[str]:
         """Ids of the user's sessions whose flush started and did not finish."""
+        ...
+
+    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+        """``(user_id, session_id)`` of every user's sessions whose last turn arrived at or before ``before``."""
         ...
 
     def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
@@ -243,6 +248,16 @@ class InMemorySessionBuffer:
         _check_ids(user_id)
         with self._lock:
             return sorted(sid for (uid, sid), s in self._sessions.items() if uid == user_id and s.pending)
+
+    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+        with self._lock:
+            out = []
+            for key in list(self._sessions):
+                s = self._live(key)
+                turns = [*s.pending, *s.turns] if s else []
+                if turns and max(m.recorded_at for m in turns) <= before:
+                    out.append(key)
+            return sorted(out)
 
     def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
         _check_ids(user_id, session_id)
@@ -461,6 +476,22 @@ class RedisSessionBuffer:
         _check_ids(user_id)
         return sorted(_s(x) for x in self._call(self._r.smembers, f"{self._user(user_id)}:pending"))
 
+    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+        # every user's "active" index (session -> last append, ms by this buffer's clock)
+        pattern = _glob_escape(self.prefix) + "{u:*}:active"
+        cutoff = int(before.timestamp() * 1000)
+        out: list[tuple[str, str]] = []
+        for key in self._call(lambda: list(self._r.scan_iter(match=pattern, count=500))):
+            inner = _s(key)[len(self.prefix):]
+            if not (inner.startswith("{u:") and inner.endswith("}:active")):
+                continue
+            user_id = unquote(inner[3:-len("}:active")])
+            quiet = {_s(x) for x in self._call(self._r.zrangebyscore, key, "-inf", cutoff)}
+            if quiet:
+                live = set(self.active_sessions(user_id))  # drops sessions whose turns expired
+                out.extend((user_id, sid) for sid in sorted(quiet & live))
+        return sorted(out)
+
     def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
         _check_ids(user_id, session_id)
         k = self._keys(user_id, session_id)
@@ -506,6 +537,11 @@ class RedisSessionBuffer:
 
 def _s(x: bytes | str) -> str:
     return x.decode() if isinstance(x, bytes) else x
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` as a literal in a Redis glob pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
 # --------------------------------------------------------------------------- factory

@@ -1,0 +1,243 @@
+"""``AsyncMemory``: the :class:`~chronomem.Memory` API for asyncio applications.
+
+Every method is a coroutine with the same name, parameters and result as its
+``Memory`` counterpart.  The work runs on the synchronous core in one
+dedicated worker thread per instance, so the event loop never blocks on a
+model call or a database round trip, and calls on one instance are
+serialised (the core is used from one thread at a time, in call order).
+Open several instances (or use a server with workers) for parallel work.
+
+>>> import asyncio
+>>> async def main():
+...     async with AsyncMemory(":memory:", embedder=False) as mem:
+...         await mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}],
+...                             user_id="u1")
+...         return [f.object for f in await mem.facts(user_id="u1")]
+>>> asyncio.run(main())
+['Porto']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .config import Config
+from .errors import ChronomemError
+from .memory import ForgetResult, Memory
+from .model import Entity, Fact, UpdateReport
+from .providers.base import Embedder, LLM
+from .registry import RelationSpec
+
+if TYPE_CHECKING:
+    from .extract.pipeline import AddResult
+    from .retrieve.answer import Answer
+    from .retrieve.search import SearchResult
+    from .summarize.buffer import SessionBuffer
+    from .summarize.idle import IdleSweep
+    from .summarize.lifecycle import SessionEnd
+
+__all__ = ["AsyncMemory"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class AsyncMemory:
+    """Asynchronous facade over one :class:`Memory`; see the module docstring.
+
+    Build it like a ``Memory`` (same arguments) or wrap an existing one with
+    ``AsyncMemory.wrap(mem)``.  Use it as ``async with`` or call
+    :meth:`close`.  When the configuration sets ``session_idle`` (or
+    ``CHRONOMEM_SESSION_IDLE``), ``async with`` also runs the idle-session
+    sweeper as a background task.
+    """
+
+    def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
+                 embedder: Embedder | str | bool | None = None, config: Config | None = None,
+                 theta_stable: float | None = None,
+                 relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
+                 buffer: SessionBuffer | bool | str | None = None) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chronomem")
+        try:  # opened on the worker thread that will use it
+            self._mem = self._executor.submit(
+                Memory, location, llm=llm, embedder=embedder, config=config, theta_stable=theta_stable,
+                relations=relations, buffer=buffer).result()
+        except BaseException:
+            self._executor.shutdown(wait=False)
+            raise
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @classmethod
+    def wrap(cls, memory: Memory) -> AsyncMemory:
+        """An ``AsyncMemory`` over an existing ``Memory`` (closing it closes ``memory``)."""
+        if not isinstance(memory, Memory):
+            raise TypeError(f"AsyncMemory.wrap needs a Memory, got {type(memory).__name__}")
+        self = cls.__new__(cls)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chronomem")
+        self._mem = memory
+        self._sweeper = None
+        self._closed = False
+        return self
+
+    @property
+    def sync(self) -> Memory:
+        """The wrapped synchronous ``Memory`` (do not call it while coroutines of this instance run)."""
+        return self._mem
+
+    @property
+    def config(self) -> Config:
+        return self._mem.config
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        """Run ``fn`` on this instance's worker thread, in turn with its coroutines, from any thread
+        (say a background thread that shares the ``Memory``: ``amem.submit(amem.sync.end_idle_sessions)``)."""
+        if self._closed:
+            raise ChronomemError("this AsyncMemory is closed")
+        return self._executor.submit(contextvars.copy_context().run, fn, *args, **kwargs)
+
+    async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        if self._closed:
+            raise ChronomemError("this AsyncMemory is closed")
+        ctx = contextvars.copy_context()
+        call = functools.partial(ctx.run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    # -- relations ---------------------------------------------------------------------------
+    async def define_relation(self, name: str, **props: Any) -> RelationSpec:
+        return await self._run(self._mem.define_relation, name, **props)
+
+    # -- writing -----------------------------------------------------------------------------
+    async def add_facts(self, facts: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+                        session_id: str | None = None, agent_id: str | None = None) -> UpdateReport:
+        return await self._run(self._mem.add_facts, facts, user_id=user_id, session_id=session_id,
+                               agent_id=agent_id)
+
+    async def add(self, messages: Any, *, user_id: str | None = None, session_id: str | None = None,
+                  timestamp: datetime | str | None = None, agent_id: str | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> AddResult:
+        """See :meth:`Memory.add`; ``progress`` is called on the worker thread."""
+        return await self._run(self._mem.add, messages, user_id=user_id, session_id=session_id,
+                               timestamp=timestamp, agent_id=agent_id, progress=progress)
+
+    async def extract_pending(self, *, user_id: str | None = None, session_id: str | None = None,
+                              progress: Callable[[int, int], None] | None = None) -> AddResult:
+        return await self._run(self._mem.extract_pending, user_id=user_id, session_id=session_id,
+                               progress=progress)
+
+    # -- reading -----------------------------------------------------------------------------
+    async def facts(self, *, user_id: str | None = None, subject: str | None = None,
+                    relation: str | None = None, object: str | None = None,
+                    as_of: datetime | str | None = None, include_unstable: bool = False) -> list[Fact]:
+        return await self._run(self._mem.facts, user_id=user_id, subject=subject, relation=relation,
+                               object=object, as_of=as_of, include_unstable=include_unstable)
+
+    async def history(self, *, user_id: str | None = None, subject: str | None = None,
+                      relation: str | None = None, object: str | None = None,
+                      include_unstable: bool = True) -> list[Fact]:
+        return await self._run(self._mem.history, user_id=user_id, subject=subject, relation=relation,
+                               object=object, include_unstable=include_unstable)
+
+    async def entities(self, *, user_id: str | None = None) -> list[Entity]:
+        return await self._run(self._mem.entities, user_id=user_id)
+
+    async def alias(self, name: str, alias: str, *, user_id: str | None = None) -> Entity:
+        return await self._run(self._mem.alias, name, alias, user_id=user_id)
+
+    async def search(self, query: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
+                     top_k: int = 10, **kw: Any) -> SearchResult:
+        return await self._run(self._mem.search, query, user_id=user_id, as_of=as_of, top_k=top_k, **kw)
+
+    async def answer(self, question: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
+                     method: str = "real+rsum", **kw: Any) -> Answer:
+        return await self._run(self._mem.answer, question, user_id=user_id, as_of=as_of, method=method, **kw)
+
+    # -- sessions ----------------------------------------------------------------------------
+    async def end_session(self, *, user_id: str | None = None, session_id: str | None = None,
+                          ended_at: datetime | str | None = None) -> SessionEnd:
+        return await self._run(self._mem.end_session, user_id=user_id, session_id=session_id,
+                               ended_at=ended_at)
+
+    async def end_idle_sessions(self, *, now: datetime | str | None = None,
+                                idle_seconds: float | None = None) -> IdleSweep:
+        return await self._run(self._mem.end_idle_sessions, now=now, idle_seconds=idle_seconds)
+
+    async def summary(self, *, user_id: str | None = None, as_of: datetime | str | None = None) -> str:
+        return await self._run(self._mem.summary, user_id=user_id, as_of=as_of)
+
+    async def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+                      budget_tokens: int = 2048, strategy: str = "token_budget",
+                      keep_turns: int = 6) -> list[dict[str, Any]]:
+        return await self._run(self._mem.context, messages, user_id=user_id, budget_tokens=budget_tokens,
+                               strategy=strategy, keep_turns=keep_turns)
+
+    # -- forgetting, export / import ---------------------------------------------------------
+    async def forget(self, *, user_id: str | None = None, fact_id: str | None = None,
+                     session_id: str | None = None, everything: bool = False) -> ForgetResult:
+        return await self._run(self._mem.forget, user_id=user_id, fact_id=fact_id, session_id=session_id,
+                               everything=everything)
+
+    async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
+        return await self._run(self._mem.export, user_id=user_id)
+
+    async def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
+        return await self._run(self._mem.import_, data, user_id=user_id)
+
+    # -- idle sweeper --------------------------------------------------------------------------
+    def start_idle_sweeper(self, *, interval: float | None = None) -> asyncio.Task[None] | None:
+        """Run :meth:`end_idle_sessions` every ``interval`` seconds (default: a quarter of the idle
+        timeout, at most a minute) as a task on the running loop.  None when no timeout is configured."""
+        from .summarize.idle import sweep_interval
+
+        idle = self._mem.config.session_idle
+        if not idle:
+            return None
+        if self._sweeper is None or self._sweeper.done():
+            every = interval if interval is not None else sweep_interval(idle)
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(every),
+                                                                  name="chronomem-idle-sweeper")
+        return self._sweeper
+
+    async def _sweep_forever(self, every: float) -> None:
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.end_idle_sessions()
+            except Exception:  # noqa: BLE001 - a failed sweep is retried at the next tick
+                log.exception("idle-session sweep failed")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def close(self) -> None:
+        """Stop the sweeper, wait for running calls, close the store."""
+        if self._closed:
+            return
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            try:
+                await self._sweeper
+            except asyncio.CancelledError:
+                pass
+        try:
+            await self._run(self._mem.close)
+        finally:
+            self._closed = True
+            self._executor.shutdown(wait=True)
+
+    async def __aenter__(self) -> AsyncMemory:
+        self.start_idle_sweeper()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"Async{self._mem!r}"
