@@ -11,6 +11,7 @@ from .errors import (ChronomemError, ConfigError, CorruptDatabaseError, ModelErr
 from .extract.pipeline import AddResult, FailedChunk
 from .forgetting import ForgetResult
 from .memory import Memory
+from .async_memory import AsyncMemory
 from .model import Checkpoint, Entity, Fact, FactInput, Intent, Message, Origin, Session, UpdateReport
 from .providers.base import LLM, ChatResult, Embedder
 from .providers.modelset import ModelSet
@@ -19,14 +20,15 @@ from .retrieve.answer import Answer
 from .retrieve.beam import Path
 from .retrieve.options import SearchConfig, SearchOptions
 from .retrieve.search import SearchResult, Trace
+from .summarize.idle import IdleSweep
 from .summarize.lifecycle import SessionEnd
 
 __version__ = "0.1.0"
 
 __all__ = [
     # the facade and its results
-    "Memory", "AddResult", "FailedChunk", "SearchResult", "Trace", "Path", "Answer", "SessionEnd",
-    "ForgetResult", "UpdateReport",
+    "Memory", "AsyncMemory", "AddResult", "FailedChunk", "SearchResult", "Trace", "Path", "Answer", "SessionEnd",
+    "ForgetResult", "UpdateReport", "IdleSweep",
     # options and models
     "Config", "SearchOptions", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
     # the data model

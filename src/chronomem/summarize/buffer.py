@@ -314,7 +314,7 @@ class InMemorySessionBuffer:
 #   <p>{u:<user>}:buf:<session>   LIST  buffered turns (JSON), append order
 #   <p>{u:<user>}:ids:<session>   SET   ids of the session's turns (idempotency)
 #   <p>{u:<user>}:pend:<session>  LIST  turns of a flush in progress (no TTL)
-#   <p>{u:<user>}:active          ZSET  session -> last append (ms)
+#   <p>{u:<user>}:active          ZSET  session -> arrival (recorded_at, ms) of its last turn
 #   <p>{u:<user>}:pending         SET   sessions with a flush in progress
 
 _APPEND = """
@@ -431,7 +431,7 @@ class RedisSessionBuffer:
         added = self._call(
             self._append,
             keys=[k["buf"], k["ids"], k["active"]],
-            args=[m.id, message_to_json(m), self.ttl_seconds * 1000, int(self._clock() * 1000), m.session_id],
+            args=[m.id, message_to_json(m), self.ttl_seconds * 1000, _arrival_ms(m), m.session_id],
         )
         return bool(added)
 
@@ -440,12 +440,11 @@ class RedisSessionBuffer:
         if not msgs:
             return 0
         pipe = self._r.pipeline(transaction=False)
-        now = int(self._clock() * 1000)
         for m in msgs:
             k = self._keys(m.user_id, m.session_id)
             self._append(
                 keys=[k["buf"], k["ids"], k["active"]],
-                args=[m.id, message_to_json(m), self.ttl_seconds * 1000, now, m.session_id],
+                args=[m.id, message_to_json(m), self.ttl_seconds * 1000, _arrival_ms(m), m.session_id],
                 client=pipe,
             )
         return sum(int(x) for x in self._call(pipe.execute))
@@ -477,7 +476,7 @@ class RedisSessionBuffer:
         return sorted(_s(x) for x in self._call(self._r.smembers, f"{self._user(user_id)}:pending"))
 
     def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
-        # every user's "active" index (session -> last append, ms by this buffer's clock)
+        # every user's "active" index (session -> recorded_at of its last turn, ms)
         pattern = _glob_escape(self.prefix) + "{u:*}:active"
         cutoff = int(before.timestamp() * 1000)
         out: list[tuple[str, str]] = []
@@ -537,6 +536,11 @@ class RedisSessionBuffer:
 
 def _s(x: bytes | str) -> str:
     return x.decode() if isinstance(x, bytes) else x
+
+
+def _arrival_ms(m: Message) -> int:
+    """The "active" index score of a turn: when it reached the memory (``recorded_at``), in ms."""
+    return to_micros(m.recorded_at) // 1000
 
 
 def _glob_escape(text: str) -> str:

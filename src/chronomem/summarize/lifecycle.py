@@ -103,8 +103,10 @@ class SessionLifecycle:
         flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
         extraction = self.extract(user_id, session_id) if self.extract is not None else None
         self.store.ensure_session(user_id, session_id)
-        self.store.end_session(user_id, session_id, when)
         checkpoint = self.rsum.update(user_id, session_id)
+        # marked ended last: a session whose summary update failed stays open, so the next
+        # end_session (or idle sweep) finds it and finishes the job
+        self.store.end_session(user_id, session_id, when)
         log.info("session %r of user %r ended: %d turns flushed (%d new), memory seq %s", session_id, user_id,
                  len(flushed), len(stored), checkpoint.seq if checkpoint else None)
         return SessionEnd(flushed=flushed, stored=stored, checkpoint=checkpoint, extraction=extraction)
