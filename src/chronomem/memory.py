@@ -173,7 +173,9 @@ class Memory:
 
         ``messages``: a string (one message) or a list of dicts with ``speaker`` or
         ``role``, ``text`` or ``content``, optional ``id`` and ``timestamp``.
-        Re-adding the same ids changes nothing and costs no model call.  One
+        Re-adding the same ids changes nothing and costs no model call.  A message
+        without an ``id`` gets a hash of its session, speaker, text, timestamp and
+        position among identical turns, so posting a conversation twice stores it once.  One
         LLM call per chunk of turns (never per turn); the result reports the
         facts added, closed and reinforced, warnings, and the usage of the call.
         """
@@ -183,11 +185,11 @@ class Memory:
                                           timestamp=timestamp, agent_id=agent_id, progress=progress)
         # buffered session: turns wait in the buffer until end_session writes and extracts them
         sid = session_id
-        known = 0 if sid is None else (len(self._buffer.read(user_id, sid))
-                                       + len(self.store.messages(user_id, session_id=sid)))
+        in_store = set() if sid is None else {m.id for m in self.store.messages(user_id, session_id=sid)}
+        known = 0 if sid is None else len(self._buffer.read(user_id, sid)) + len(in_store)
         result, msgs = self._write_path().prepare(messages, user_id=user_id, session_id=sid,
                                                   timestamp=timestamp, agent_id=agent_id, next_seq=known)
-        result.messages_stored = self._lifecycle().add(msgs)
+        result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
         result.messages_skipped = len(msgs) - result.messages_stored
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
         return result

@@ -19,6 +19,7 @@ delegate to.  Steps (DESIGN.md "Write path"):
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -31,7 +32,7 @@ from ..graph import FactValidator
 from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
 from ..validation import check_id, check_user
-from ..timeutil import parse_time, utcnow
+from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, Extractor, canonical_relation
 
@@ -179,6 +180,31 @@ def normalize_messages(messages: Any) -> list[_Incoming]:
     return out
 
 
+def content_message_id(session_id: str, speaker: str, text: str, timestamp: datetime, occurrence: int = 0) -> str:
+    """The default id of a turn: a hash of its session, speaker, text and timestamp, and ``occurrence``
+    (0 for the first turn with those four in one call, 1 for the next …), as 32 hex digits.
+
+    Posting the same conversation again therefore yields the same ids, and the store (idempotent by
+    id) keeps one copy.  A turn without a timestamp gets the time it arrived, so two "ok"s sent
+    one minute apart stay two turns.
+    """
+    key = "\x1f".join((session_id, speaker, text, str(to_micros(timestamp)), str(occurrence)))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def _default_ids(incoming: Sequence[_Incoming], session_id: str, times: Sequence[datetime]) -> list[str]:
+    seen: dict[tuple[str, str, datetime], int] = {}
+    ids = []
+    for m, ts in zip(incoming, times):
+        if m.id is not None:  # the caller's id wins
+            ids.append(m.id)
+            continue
+        k = (m.speaker, m.text, ts)
+        seen[k] = seen.get(k, -1) + 1
+        ids.append(content_message_id(session_id, m.speaker, m.text, ts, seen[k]))
+    return ids
+
+
 # ------------------------------------------------------------------ the pipeline
 
 
@@ -249,12 +275,13 @@ class WritePipeline:
             result.warnings.append(
                 f"no timestamp given for {missing_ts} message(s); used the current time ({now.isoformat()})"
             )
+        # identical fallback times would lose the order; keep it with microsecond steps
+        times = [m.timestamp or base_ts or (now + timedelta(microseconds=i)) for i, m in enumerate(incoming)]
+        ids = _default_ids(incoming, sid, times)
         msgs = [Message(
-            id=m.id or uuid.uuid4().hex, user_id=user_id, session_id=sid, speaker=m.speaker, text=m.text,
-            # identical fallback times would lose the order; keep it with microsecond steps
-            timestamp=m.timestamp or base_ts or (now + timedelta(microseconds=i)),
+            id=mid, user_id=user_id, session_id=sid, speaker=m.speaker, text=m.text, timestamp=ts,
             recorded_at=now, agent_id=agent_id, seq=next_seq + i,
-        ) for i, m in enumerate(incoming)]
+        ) for i, (m, mid, ts) in enumerate(zip(incoming, ids, times))]
         return result, msgs
 
     def add(
