@@ -46,6 +46,9 @@ def main() -> None:
         app()
     except ChronomemError as e:
         from rich.console import Console
+        from rich.markup import escape
 
-        Console(stderr=True).print(f"[bold red]error:[/] {e}")
+        # one line, whatever the terminal width; the message is text, never markup
+        message = " ".join(str(e).split())
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}")
         sys.exit(2)

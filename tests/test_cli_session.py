@@ -1,0 +1,109 @@
+"""``chronomem session end|summary|context|end-idle``, with the fake OpenAI-compatible model server
+as the configured LLM; errors are one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from test_extract_pipeline import conv
+from test_mcp_transports import SUMMARY, FakeOpenAI
+from test_memory_sessions import SessionLLM
+from typer.testing import CliRunner
+
+from chronomem import Memory
+from chronomem.cli import app, main
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A store where u1 said two things in session s1 (stored and extracted, not ended)."""
+    llm = FakeOpenAI()
+    monkeypatch.setenv("CHRONOMEM_LLM", f"openai:fake@{llm.url}")
+    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "k")
+    monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
+    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
+    path = str(tmp_path / "m.db")
+    with Memory(path, llm=SessionLLM(), embedder=False) as mem:
+        mem.add(conv("I live in Berlin and work at Acme.", "Nice!", ts="2023-01-10T10:00:00Z"), user_id="u1",
+                session_id="s1")
+    yield path
+    llm.close()
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def run_main(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[int, str, str]:
+    """The installed entry point (error handling included)."""
+    monkeypatch.setattr(sys, "argv", ["chronomem", *args])
+    with pytest.raises(SystemExit) as ex:
+        main()
+    out = capsys.readouterr()
+    return int(ex.value.code or 0), out.out, out.err
+
+
+def test_end_then_summary(db: str) -> None:
+    r = run("session", "summary", "--user", "u1", "--db", db)
+    assert r.exit_code == 0 and "no session has ended yet" in r.output
+    r = run("session", "end", "--user", "u1", "--session", "s1", "--ended-at", "2023-01-10T11:00:00Z", "--db", db)
+    assert r.exit_code == 0 and SUMMARY in r.output
+    r = run("session", "summary", "--user", "u1", "--db", db)
+    assert r.exit_code == 0 and r.output.strip() == SUMMARY
+    r = run("session", "summary", "--user", "u1", "--as-of", "2023-01-01", "--db", db)
+    assert SUMMARY not in r.output and "as of 2023-01-01" in r.output
+    with Memory(db, embedder=False) as mem:
+        (s1,) = mem.store.sessions("u1")
+        assert s1.ended_at is not None and s1.ended_at.isoformat().startswith("2023-01-10T11:00")
+    r = run("session", "end", "--user", "u1", "--session", "s1", "--json", "--db", db)
+    assert json.loads(r.output) == {"session_id": "s1", "turns_flushed": 0, "turns_stored": 0, "summary": SUMMARY}
+
+
+def test_context_prints_the_compacted_messages(db: str, tmp_path: Path) -> None:
+    run("session", "end", "--user", "u1", "--session", "s1", "--db", db)
+    chat = [{"role": "user", "content": "hello " * 50}, {"role": "assistant", "content": "hi " * 50},
+            {"role": "user", "content": "Where do I live?"}]
+    f = tmp_path / "chat.json"
+    f.write_text(json.dumps({"messages": chat}))
+    r = run("session", "context", str(f), "--user", "u1", "--budget", "80", "--db", db)
+    assert r.exit_code == 0
+    out = json.loads(r.output)
+    assert out[0]["role"] == "system" and SUMMARY in out[0]["content"]
+    assert out[-1] == {"role": "user", "content": "Where do I live?"}
+    assert len(out) < len(chat) + 1  # something was compacted away to fit 80 tokens
+
+
+def test_end_idle(db: str) -> None:
+    r = run("session", "end-idle", "--idle", "0.000001", "--db", db)
+    assert r.exit_code == 0 and "ended u1/s1" in r.output
+    assert run("session", "end-idle", "--idle", "0.000001", "--db", db).output == ""
+
+
+def test_errors_are_one_line_and_exit_2(db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = [
+        (("session", "summary", "--user", "u1", "--as-of", "next [bold]tuesday[/]", "--db", db), "as_of"),
+        (("session", "end", "--user", "u1", "--session", " ", "--db", db), "session_id"),
+        (("session", "context", str(tmp_path / "missing.json"), "--user", "u1", "--db", db), "cannot be read"),
+        (("session", "context", str(tmp_path / "chat.json"), "--user", "u1", "--budget", "0", "--db", db),
+         "budget_tokens"),
+        (("session", "end-idle", "--db", db), "CHRONOMEM_SESSION_IDLE"),
+    ]
+    (tmp_path / "chat.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    for args, named in bad:
+        code, out, err = run_main(capsys, monkeypatch, *args)
+        assert code == 2, (args, err)
+        assert err.startswith("error: ") and named in err and err.count("\n") == 1, (args, err)
+    # the markup-looking input came back verbatim, not styled away
+    code, out, err = run_main(capsys, monkeypatch, *bad[0][0])
+    assert "[bold]tuesday[/]" in err
+    # nothing was ended by the failed calls
+    with Memory(db, embedder=False) as mem:
+        assert [s.ended_at for s in mem.store.sessions("u1")] == [None]
