@@ -150,3 +150,14 @@ def test_the_background_sweeper_survives_a_failing_sweep() -> None:
     assert sweep_interval(20) == 5 and sweep_interval(1) == 1 and sweep_interval(86400) == 60
     with pytest.raises(ValueError):
         IdleSweeper(sweep, interval=0)
+
+
+def test_start_idle_sweeper_only_when_configured(tmp_path) -> None:
+    from chronomem.summarize.idle import start_idle_sweeper
+
+    with Memory(tmp_path / "a.db", llm=SessionLLM(), embedder=False, config=Config()) as mem:
+        assert start_idle_sweeper(mem) is None
+    with Memory(tmp_path / "b.db", llm=SessionLLM(), embedder=False, config=Config(session_idle=IDLE)) as mem:
+        sweeper = start_idle_sweeper(mem)
+        assert sweeper is not None and sweeper.interval == 60
+        sweeper.stop()

@@ -30,7 +30,7 @@ def mcp_cmd(user: Annotated[str, typer.Option("--user", "-u", help="the user who
     from ..async_memory import AsyncMemory
     from ..memory import Memory
     from ..server.mcp import ENV_MCP_TOKEN, build_mcp, check_http_exposure, serve_http
-    from ..summarize.idle import IdleSweeper, sweep_interval
+    from ..summarize.idle import start_idle_sweeper
     from ..validation import check_user
 
     check_user(user)
@@ -40,9 +40,7 @@ def mcp_cmd(user: Annotated[str, typer.Option("--user", "-u", help="the user who
     with Memory(db) as mem:
         amem = AsyncMemory.wrap(mem)  # the tools and the sweeper share its worker thread
         server = build_mcp(amem, user)
-        idle = mem.config.session_idle
-        sweeper = (IdleSweeper(lambda: amem.submit(mem.end_idle_sessions).result(), sweep_interval(idle)).start()
-                   if idle else None)
+        sweeper = start_idle_sweeper(mem, sweep=lambda: amem.submit(mem.end_idle_sessions).result())
         try:
             if transport is Transport.http:
                 serve_http(server, host=host, port=port, token=token)

@@ -16,7 +16,15 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
     from ..memory import Memory
     from ..server import create_app
 
-    uvicorn.run(create_app(Memory(db)), host=host, port=port, log_level="info")
+    from ..summarize.idle import start_idle_sweeper
+
+    mem = Memory(db)
+    sweeper = start_idle_sweeper(mem)  # CHRONOMEM_SESSION_IDLE: end quiet sessions in the background
+    try:
+        uvicorn.run(create_app(mem), host=host, port=port, log_level="info")
+    finally:
+        if sweeper is not None:
+            sweeper.stop()
 
 
 def register(app: typer.Typer) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-__all__ = ["IdleSweep", "IdleSweeper", "find_idle_sessions", "sweep_interval"]
+__all__ = ["IdleSweep", "IdleSweeper", "find_idle_sessions", "start_idle_sweeper", "sweep_interval"]
 
 log = logging.getLogger(__name__)
 
@@ -103,3 +103,17 @@ class IdleSweeper:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def start_idle_sweeper(mem: Any, *, sweep: Callable[[], Any] | None = None) -> IdleSweeper | None:
+    """Start the sweeper of a long-lived process (server, worker) when ``mem.config.session_idle`` is set.
+
+    ``sweep`` defaults to ``mem.end_idle_sessions``; pass a wrapper to run it where the process
+    runs its other calls on ``mem``.  Returns the started sweeper (``stop()`` it at shutdown), or
+    None when no idle timeout is configured.
+    """
+    idle = mem.config.session_idle
+    if not idle:
+        return None
+    log.info("ending sessions idle for %.0f s (sweep every %.0f s)", idle, sweep_interval(idle))
+    return IdleSweeper(sweep or mem.end_idle_sessions, sweep_interval(idle)).start()
