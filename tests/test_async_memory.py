@@ -36,6 +36,9 @@ def test_every_public_memory_method_has_an_async_twin_with_the_same_signature() 
         hints = (inspect.signature(fn).return_annotation, inspect.signature(twin).return_annotation)
         assert hints[0] == hints[1] or name == "close", f"AsyncMemory.{name} returns {hints[1]}, not {hints[0]}"
     assert hasattr(AsyncMemory, "__aenter__") and hasattr(AsyncMemory, "__aexit__")
+    # and it is built from the same arguments
+    ctor = [(p.name, p.kind, p.default) for p in inspect.signature(Memory.__init__).parameters.values()]
+    assert [(p.name, p.kind, p.default) for p in inspect.signature(AsyncMemory.__init__).parameters.values()] == ctor
 
 
 def test_write_read_and_sessions(tmp_path) -> None:
