@@ -31,14 +31,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .config import Config
 from .errors import ChronomemError
-from .memory import ForgetResult, Memory
-from .model import Entity, Fact, UpdateReport
+from .forgetting import ForgetResult
+from .memory import Memory
+from .model import Entity, Fact, FactInput, UpdateReport
 from .providers.base import Embedder, LLM
 from .registry import RelationSpec
 
 if TYPE_CHECKING:
     from .extract.pipeline import AddResult
     from .retrieve.answer import Answer
+    from .retrieve.beam import SearchConfig
     from .retrieve.search import SearchResult
     from .summarize.buffer import SessionBuffer
     from .summarize.idle import IdleSweep
@@ -112,57 +114,67 @@ class AsyncMemory:
         call = functools.partial(ctx.run, fn, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
-    # -- relations ---------------------------------------------------------------------------
+    # -- models and relations ----------------------------------------------------------------
+    async def use_models(self, *, llm: LLM | str | None = None,
+                         embedder: Embedder | str | bool | None = None) -> AsyncMemory:
+        """See :meth:`Memory.use_models`; returns this ``AsyncMemory``."""
+        await self._run(self._mem.use_models, llm=llm, embedder=embedder)
+        return self
+
     async def define_relation(self, name: str, **props: Any) -> RelationSpec:
         return await self._run(self._mem.define_relation, name, **props)
 
     # -- writing -----------------------------------------------------------------------------
-    async def add_facts(self, facts: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+    async def add_facts(self, facts: Sequence[Mapping[str, Any] | FactInput], *, user_id: str,
                         session_id: str | None = None, agent_id: str | None = None) -> UpdateReport:
         return await self._run(self._mem.add_facts, facts, user_id=user_id, session_id=session_id,
                                agent_id=agent_id)
 
-    async def add(self, messages: Any, *, user_id: str | None = None, session_id: str | None = None,
+    async def add(self, messages: Any, *, user_id: str, session_id: str | None = None,
                   timestamp: datetime | str | None = None, agent_id: str | None = None,
                   progress: Callable[[int, int], None] | None = None) -> AddResult:
         """See :meth:`Memory.add`; ``progress`` is called on the worker thread."""
         return await self._run(self._mem.add, messages, user_id=user_id, session_id=session_id,
                                timestamp=timestamp, agent_id=agent_id, progress=progress)
 
-    async def extract_pending(self, *, user_id: str | None = None, session_id: str | None = None,
+    async def extract_pending(self, *, user_id: str, session_id: str | None = None,
                               progress: Callable[[int, int], None] | None = None) -> AddResult:
         return await self._run(self._mem.extract_pending, user_id=user_id, session_id=session_id,
                                progress=progress)
 
     # -- reading -----------------------------------------------------------------------------
-    async def facts(self, *, user_id: str | None = None, subject: str | None = None,
+    async def facts(self, *, user_id: str, subject: str | None = None,
                     relation: str | None = None, object: str | None = None,
                     as_of: datetime | str | None = None, include_unstable: bool = False) -> list[Fact]:
         return await self._run(self._mem.facts, user_id=user_id, subject=subject, relation=relation,
                                object=object, as_of=as_of, include_unstable=include_unstable)
 
-    async def history(self, *, user_id: str | None = None, subject: str | None = None,
+    async def history(self, *, user_id: str, subject: str | None = None,
                       relation: str | None = None, object: str | None = None,
                       include_unstable: bool = True) -> list[Fact]:
         return await self._run(self._mem.history, user_id=user_id, subject=subject, relation=relation,
                                object=object, include_unstable=include_unstable)
 
-    async def entities(self, *, user_id: str | None = None) -> list[Entity]:
+    async def entities(self, *, user_id: str) -> list[Entity]:
         return await self._run(self._mem.entities, user_id=user_id)
 
-    async def alias(self, name: str, alias: str, *, user_id: str | None = None) -> Entity:
+    async def alias(self, name: str, alias: str, *, user_id: str) -> Entity:
         return await self._run(self._mem.alias, name, alias, user_id=user_id)
 
-    async def search(self, query: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
-                     top_k: int = 10, **kw: Any) -> SearchResult:
-        return await self._run(self._mem.search, query, user_id=user_id, as_of=as_of, top_k=top_k, **kw)
+    async def search(self, query: str, *, user_id: str, as_of: datetime | str | None = None,
+                     top_k: int = 10, config: SearchConfig | None = None,
+                     speaker: str | None = None) -> SearchResult:
+        return await self._run(self._mem.search, query, user_id=user_id, as_of=as_of, top_k=top_k, config=config,
+                               speaker=speaker)
 
-    async def answer(self, question: str, *, user_id: str | None = None, as_of: datetime | str | None = None,
-                     method: str = "real+rsum", **kw: Any) -> Answer:
-        return await self._run(self._mem.answer, question, user_id=user_id, as_of=as_of, method=method, **kw)
+    async def answer(self, question: str, *, user_id: str, as_of: datetime | str | None = None,
+                     method: str = "real+rsum", top_k: int = 10, config: SearchConfig | None = None,
+                     speaker: str | None = None, max_tokens: int = 64) -> Answer:
+        return await self._run(self._mem.answer, question, user_id=user_id, as_of=as_of, method=method,
+                               top_k=top_k, config=config, speaker=speaker, max_tokens=max_tokens)
 
     # -- sessions ----------------------------------------------------------------------------
-    async def end_session(self, *, user_id: str | None = None, session_id: str | None = None,
+    async def end_session(self, *, user_id: str, session_id: str | None = None,
                           ended_at: datetime | str | None = None) -> SessionEnd:
         return await self._run(self._mem.end_session, user_id=user_id, session_id=session_id,
                                ended_at=ended_at)
@@ -171,22 +183,22 @@ class AsyncMemory:
                                 idle_seconds: float | None = None) -> IdleSweep:
         return await self._run(self._mem.end_idle_sessions, now=now, idle_seconds=idle_seconds)
 
-    async def summary(self, *, user_id: str | None = None, as_of: datetime | str | None = None) -> str:
+    async def summary(self, *, user_id: str, as_of: datetime | str | None = None) -> str:
         return await self._run(self._mem.summary, user_id=user_id, as_of=as_of)
 
-    async def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str | None = None,
+    async def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str,
                       budget_tokens: int = 2048, strategy: str = "token_budget",
                       keep_turns: int = 6) -> list[dict[str, Any]]:
         return await self._run(self._mem.context, messages, user_id=user_id, budget_tokens=budget_tokens,
                                strategy=strategy, keep_turns=keep_turns)
 
     # -- forgetting, export / import ---------------------------------------------------------
-    async def forget(self, *, user_id: str | None = None, fact_id: str | None = None,
+    async def forget(self, *, user_id: str, fact_id: str | None = None,
                      session_id: str | None = None, everything: bool = False) -> ForgetResult:
         return await self._run(self._mem.forget, user_id=user_id, fact_id=fact_id, session_id=session_id,
                                everything=everything)
 
-    async def export(self, *, user_id: str | None = None) -> dict[str, Any]:
+    async def export(self, *, user_id: str) -> dict[str, Any]:
         return await self._run(self._mem.export, user_id=user_id)
 
     async def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
