@@ -107,3 +107,36 @@ def test_errors_are_one_line_and_exit_2(db: str, tmp_path: Path, capsys: pytest.
     # nothing was ended by the failed calls
     with Memory(db, embedder=False) as mem:
         assert [s.ended_at for s in mem.store.sessions("u1")] == [None]
+
+
+def test_cli_add_goes_through_memory_add(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.extract.chunking import chunk_turns
+    from chronomem.extract.formats import load_conversations, sample_conversation_path
+
+    llm = FakeOpenAI()
+    monkeypatch.setenv("CHRONOMEM_LLM", f"openai:fake@{llm.url}")
+    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "k")
+    monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
+    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
+    calls: list[str | None] = []
+    real_add = Memory.add
+
+    def spy(self, messages, **kw):  # type: ignore[no-untyped-def]
+        calls.append(kw.get("session_id"))
+        return real_add(self, messages, **kw)
+
+    monkeypatch.setattr(Memory, "add", spy)
+    db = str(tmp_path / "m.db")
+    try:
+        r = run("add", str(sample_conversation_path()), "--user", "maya", "--chunk-size", "2", "--db", db)
+        assert r.exit_code == 0, r.output
+    finally:
+        llm.close()
+    (conv,) = load_conversations(sample_conversation_path())
+    assert calls == [s.session_id for s in conv.sessions]  # one Memory.add per session
+    extraction_calls = [q for q in llm.requests if "response_format" in q]
+    expected = sum(len(chunk_turns(s.messages, size=2)) for s in conv.sessions)
+    assert len(extraction_calls) == expected > sum(len(chunk_turns(s.messages)) for s in conv.sessions)
+    with Memory(db, embedder=False) as mem:
+        assert len(mem.store.messages("maya")) == 17 and mem.store.messages("maya", pending_only=True) == []

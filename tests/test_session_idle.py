@@ -124,6 +124,13 @@ def test_settings_and_bad_input(tmp_path, monkeypatch: pytest.MonkeyPatch) -> No
         with pytest.raises(ValidationError, match="session_idle"):
             Config.load()
     monkeypatch.delenv("CHRONOMEM_SESSION_IDLE")
+    monkeypatch.setenv("CHRONOMEM_CHUNK_SIZE", "4")  # the other setting this issue added
+    assert Config.load().chunk_size == 4
+    for bad in ("four", "0", "2.5"):
+        monkeypatch.setenv("CHRONOMEM_CHUNK_SIZE", bad)
+        with pytest.raises(ValidationError, match="chunk_size"):
+            Config.load()
+    monkeypatch.delenv("CHRONOMEM_CHUNK_SIZE")
     with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
         with pytest.raises(ConfigError, match="CHRONOMEM_SESSION_IDLE"):
             mem.end_idle_sessions()

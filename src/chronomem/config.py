@@ -58,6 +58,7 @@ class Config:
     relations: list[dict[str, Any]] = field(default_factory=list)
     # end a session automatically after this many seconds without a new turn (None/0: never)
     session_idle: float | None = None
+    chunk_size: int | None = None  # turns per extraction call of Memory.add (None: the write path's default, 8)
 
     def __post_init__(self) -> None:
         if not 0.0 < self.theta_stable <= 1.0:
@@ -70,6 +71,14 @@ class Config:
             if not self.session_idle >= 0 or self.session_idle == float("inf"):
                 raise ValidationError("session_idle", self.session_idle, "must be >= 0 seconds (0: off)")
             self.session_idle = self.session_idle or None
+        if self.chunk_size is not None:
+            try:
+                size = int(str(self.chunk_size))
+            except ValueError:
+                size = 0
+            if isinstance(self.chunk_size, bool) or size < 1:
+                raise ValidationError("chunk_size", self.chunk_size, "must be a whole number of turns >= 1")
+            self.chunk_size = size
 
     @property
     def db_location(self) -> str:

@@ -212,7 +212,7 @@ class Memory:
 
     def _write_path(self) -> WritePipeline:
         if self._pipeline is None:
-            self._pipeline = self.write_pipeline()
+            self._pipeline = self.write_pipeline(chunk_size=self.config.chunk_size)
         return self._pipeline
 
     # -- reading -----------------------------------------------------------------------------------

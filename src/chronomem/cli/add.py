@@ -10,14 +10,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..extract.formats import ConversationInput, load_conversations
-from ..extract.pipeline import AddResult, WritePipeline
+from ..config import Config
+from ..extract.pipeline import AddResult
+from ..memory import Memory
 
 console = Console(stderr=True)
 
 
-def ingest(conv: ConversationInput, user: str, *, pipeline: WritePipeline,
+def ingest(conv: ConversationInput, user: str, *, mem: Memory,
            progress: Progress | None = None) -> list[AddResult]:
-    """Add every session of ``conv`` for ``user``, in order; one progress step per chunk."""
+    """Add every session of ``conv`` for ``user`` with ``Memory.add``, in order; one progress step per chunk."""
     results = []
     task = None
     if progress is not None:
@@ -30,8 +32,8 @@ def ingest(conv: ConversationInput, user: str, *, pipeline: WritePipeline,
             progress.update(task, completed=chunk_done + done, total=chunk_total + total)
 
     for s in conv.sessions:
-        res = pipeline.add(s.messages, user_id=user, session_id=s.session_id, timestamp=s.timestamp,
-                           progress=on_chunk)
+        res = mem.add(s.messages, user_id=user, session_id=s.session_id, timestamp=s.timestamp,
+                      progress=on_chunk)
         chunk_done += res.chunks
         chunk_total += res.chunks
         if progress is not None and task is not None:
@@ -47,17 +49,19 @@ def add_command(
     session: Annotated[Optional[str], typer.Option("--session", help="Session id for a plain message list")] = None,
     timestamp: Annotated[Optional[str], typer.Option("--timestamp", help="ISO time for messages without one")] = None,
     sample: Annotated[Optional[str], typer.Option("--sample", help="LoCoMo sample_id / MSC episode id or index")] = None,
-    chunk_size: Annotated[int, typer.Option("--chunk-size", help="Turns per extraction call")] = 8,
+    chunk_size: Annotated[Optional[int], typer.Option("--chunk-size", help="Turns per extraction call "
+                                                                         "(default 8, CHRONOMEM_CHUNK_SIZE)")] = None,
     llm: Annotated[Optional[str], typer.Option("--llm", help="Model spec (default: configured)")] = None,
     db: Annotated[Optional[str], typer.Option("--db", help="Database path or URL")] = None,
     no_extract: Annotated[bool, typer.Option("--no-extract", help="Store only; extract later")] = False,
 ) -> None:
-    """Store a conversation verbatim and extract its facts (one LLM call per chunk of turns)."""
-    from ..memory import Memory
+    """Store a conversation verbatim and extract its facts (one LLM call per chunk of turns).
 
+    Each session goes through ``Memory.add``, as from Python: with a session buffer configured
+    (CHRONOMEM_REDIS_URL) the turns are buffered until ``chronomem session end``.
+    """
     convs = load_conversations(file, sample=sample)
-    with Memory(db, llm=llm) as mem:
-        pipe = mem.write_pipeline(chunk_size=chunk_size)
+    with Memory(db, llm=llm, config=Config.load(chunk_size=chunk_size)) as mem:
         totals = {"stored": 0, "skipped": 0, "chunks": 0, "added": 0, "closed": 0, "reinforced": 0,
                   "failed": 0}
         warnings: list[str] = []
@@ -69,7 +73,8 @@ def add_command(
                 if timestamp is not None:
                     for s in conv.sessions:
                         s.timestamp = s.timestamp or timestamp
-                if no_extract:
+                if no_extract:  # store only, straight to the long-term store: `extract_pending` later
+                    pipe = mem.write_pipeline(chunk_size=mem.config.chunk_size)
                     for s in conv.sessions:
                         r = pipe.add(s.messages, user_id=user, session_id=s.session_id,
                                      timestamp=s.timestamp, extract=False)
@@ -77,7 +82,7 @@ def add_command(
                         totals["skipped"] += r.messages_skipped
                         warnings.extend(r.warnings)
                     continue
-                for r in ingest(conv, user, pipeline=pipe, progress=progress):
+                for r in ingest(conv, user, mem=mem, progress=progress):
                     totals["stored"] += r.messages_stored
                     totals["skipped"] += r.messages_skipped
                     totals["chunks"] += r.chunks
@@ -101,7 +106,7 @@ def register(app: typer.Typer) -> None:
     app.command("add")(add_command)
 
 
-def run_demo(mem: "Memory", user: str = "maya") -> None:  # noqa: F821 - imported lazily
+def run_demo(mem: Memory, user: str = "maya") -> None:
     """``make demo``: ingest the bundled three-session sample with the configured model and
     show the current facts, the earlier state, how things evolved, the tentative plan, and usage."""
     from ..extract.formats import sample_conversation_path
@@ -109,10 +114,9 @@ def run_demo(mem: "Memory", user: str = "maya") -> None:  # noqa: F821 - importe
 
     (conv,) = load_conversations(sample_conversation_path())
     mem.forget(user_id=user, everything=True)
-    pipe = mem.write_pipeline()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=console) as progress:
-        results = ingest(conv, user, pipeline=pipe, progress=progress)
+        results = ingest(conv, user, mem=mem, progress=progress)
     out = Console()
     for s, r in zip(conv.sessions, results):
         out.print(f"[bold]session {r.session_id}[/] ({s.timestamp[:10] if s.timestamp else '?'}): "
