@@ -355,7 +355,8 @@ class Memory:
 
         Looks in the store (sessions not ended) and in the session buffer, and ends each one like
         :meth:`end_session`, with its last turn's time as the end time.  A session whose end fails
-        (say the model is down) is reported in ``failed`` and found again by the next sweep.
+        (say the model is down) is reported in ``failed`` and found again by the next sweep.  A session
+        that was ended and then received more turns is not ended again by the sweep: end it explicitly.
         """
         from .summarize.idle import IdleSweep, find_idle_sessions
 
