@@ -40,7 +40,7 @@ from .registry import RelationSpec
 if TYPE_CHECKING:
     from .extract.pipeline import AddResult
     from .retrieve.answer import Answer
-    from .retrieve.beam import SearchConfig
+    from .retrieve.options import SearchConfig, SearchOptions
     from .retrieve.search import SearchResult
     from .summarize.buffer import SessionBuffer
     from .summarize.idle import IdleSweep
@@ -162,16 +162,16 @@ class AsyncMemory:
         return await self._run(self._mem.alias, name, alias, user_id=user_id)
 
     async def search(self, query: str, *, user_id: str, as_of: datetime | str | None = None,
-                     top_k: int = 10, config: SearchConfig | None = None,
+                     top_k: int = 10, options: SearchOptions | None = None, config: SearchConfig | None = None,
                      speaker: str | None = None) -> SearchResult:
-        return await self._run(self._mem.search, query, user_id=user_id, as_of=as_of, top_k=top_k, config=config,
-                               speaker=speaker)
+        return await self._run(self._mem.search, query, user_id=user_id, as_of=as_of, top_k=top_k, options=options,
+                               config=config, speaker=speaker)
 
     async def answer(self, question: str, *, user_id: str, as_of: datetime | str | None = None,
-                     method: str = "real+rsum", top_k: int = 10, config: SearchConfig | None = None,
-                     speaker: str | None = None, max_tokens: int = 64) -> Answer:
+                     method: str = "real+rsum", top_k: int = 10, options: SearchOptions | None = None,
+                     config: SearchConfig | None = None, speaker: str | None = None, max_tokens: int = 64) -> Answer:
         return await self._run(self._mem.answer, question, user_id=user_id, as_of=as_of, method=method,
-                               top_k=top_k, config=config, speaker=speaker, max_tokens=max_tokens)
+                               top_k=top_k, options=options, config=config, speaker=speaker, max_tokens=max_tokens)
 
     # -- sessions ----------------------------------------------------------------------------
     async def end_session(self, *, user_id: str, session_id: str | None = None,
