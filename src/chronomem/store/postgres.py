@@ -28,6 +28,18 @@ Writes
     user serialise (the graph writer reads a slot's facts, then writes), writers
     of different users run in parallel.  Readers never block.
 
+Forgetting
+    ``forget`` deletes the rows (and with them their ``tsvector`` columns and index
+    entries) in one transaction, so no query can return them.  What PostgreSQL does
+    *not* promise is that the bytes are gone from disk: a DELETE marks tuples dead;
+    (auto)VACUUM later makes their space reusable but does not overwrite it, so the
+    old text can stay readable in the table and index files until reused; ``VACUUM
+    FULL`` writes a fresh copy and unlinks the old files, without scrubbing them; and
+    the write-ahead log (and any WAL archive, replica or backup) keeps the deleted
+    values until it is recycled.  A deployment that must erase data physically needs
+    storage-level measures (encrypted volumes with key rotation, WAL/backup
+    retention); chronomem guarantees byte-level removal only for SQLite files.
+
 Vectors
     With the ``pgvector`` extension (created on first migration if the server
     has it and the role may) vectors are ``vector`` values and each embedding

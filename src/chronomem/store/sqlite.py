@@ -47,6 +47,7 @@ class SQLiteStore(SQLStore):
         if self.path != ":memory:":
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._scrub_wal = False  # a delete committed: checkpoint the WAL so no old page survives there
         try:
             self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
                                        check_same_thread=False)
@@ -135,6 +136,45 @@ class SQLiteStore(SQLStore):
                 raise
             else:
                 self._db.execute("COMMIT")
+                if self._scrub_wal:
+                    self._checkpoint_after_delete()
+
+    def _checkpoint_after_delete(self) -> None:
+        """Copy the WAL into the file and truncate it, so forgotten bytes live on in neither.
+
+        Deleted rows are zeroed in the pages (``secure_delete``), but the WAL still holds
+        the older images of those pages until a checkpoint; ``TRUNCATE`` writes them back
+        and empties the WAL.  It cannot finish while another connection reads an older
+        snapshot; then the next delete (or closing the last connection) finishes it.
+        """
+        self._scrub_wal = False
+        if self.path == ":memory:":
+            return
+        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("%s: the WAL could not be truncated after a delete (a reader is active); "
+                        "forgotten data stays in %s-wal until the next checkpoint", self.path, self.path)
+
+    # forgetting: the deletes below flag the WAL for a checkpoint once their transaction commits
+    def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
+        self._scrub_wal = True
+        return super().delete_facts(user_id, ids)
+
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        self._scrub_wal = True
+        super().delete_session(user_id, session_id)
+
+    def delete_orphan_entities(self, user_id: str) -> int:
+        self._scrub_wal = True
+        return super().delete_orphan_entities(user_id)
+
+    def delete_user(self, user_id: str) -> None:
+        self._scrub_wal = True
+        super().delete_user(user_id)
+
+    def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
+        self._scrub_wal = True
+        return super().delete_checkpoints(user_id, from_seq)
 
     @contextmanager
     def _connect_for_read(self) -> Iterator[Any]:
