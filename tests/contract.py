@@ -123,7 +123,7 @@ def test_equal_start_later_recorded_wins(cmem: Memory) -> None:
     lives(cmem, "Lisbon", "2018-01-01")
     assert [f.object for f in cmem.facts(user_id=U, as_of="2019-01-01")] == ["Lisbon"]
     porto = [f for f in cmem.history(user_id=U) if f.object == "Porto"][0]
-    assert porto.valid_from == porto.valid_to == dt("2018-01-01")
+    assert porto.valid_from == dt("2018-01-01") and porto.valid_to is None and porto.superseded
 
 
 def test_history_keeps_every_version_oldest_first_and_persists(store_url: str) -> None:

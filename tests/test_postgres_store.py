@@ -10,6 +10,7 @@ import pytest
 from chronomem import CorruptDatabaseError, Memory
 from chronomem.errors import ConfigError, StoreError, ValidationError
 from chronomem.store.postgres import PostgresStore, split_url, url_options
+from chronomem.store.sql import migrations
 
 
 def test_url_options_are_split_from_libpq_parameters() -> None:
@@ -52,8 +53,9 @@ def test_metadata_records_version_and_vector_backend(url_factory: Callable[[str]
     for kind, backend in (("postgres", "bytea"), ("postgres_pgvector", "pgvector")):
         with Memory(url_factory(kind)) as m:
             meta = m.store.meta()  # type: ignore[attr-defined]
-            assert meta["application"] == "chronomem" and meta["schema_version"] == "1"
-            assert meta["vector_backend"] == backend and m.store.schema_version() == 1  # type: ignore[attr-defined]
+            latest = migrations("postgres")[-1][0]
+            assert meta["application"] == "chronomem" and meta["schema_version"] == str(latest)
+            assert meta["vector_backend"] == backend and m.store.schema_version() == latest  # type: ignore[attr-defined]
 
 
 def test_newer_schema_and_foreign_meta_are_refused(url_factory: Callable[[str], str]) -> None:

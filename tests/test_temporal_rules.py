@@ -76,7 +76,8 @@ def test_equal_start_later_recorded_wins(mem: Memory) -> None:
     lives(mem, "Lisbon", "2018-01-01")
     assert [f.object for f in mem.facts(user_id=U, as_of="2019-01-01")] == ["Lisbon"]
     porto = [f for f in mem.history(user_id=U) if f.object == "Porto"][0]
-    assert porto.valid_from == porto.valid_to == dt("2018-01-01")  # empty interval, still stored
+    # superseded: still stored, valid at no instant, never an empty interval (tests/test_temporal_ties.py)
+    assert porto.valid_from == dt("2018-01-01") and porto.valid_to is None and porto.superseded
 
 
 def test_multi_valued_facts_coexist(mem: Memory) -> None:

@@ -62,13 +62,19 @@ class Fact:
     object_id: str | None = None
 
     def is_valid_at(self, when: datetime) -> bool:
-        """Half-open interval test; an unknown start counts as "since ever"."""
+        """Half-open interval test; an unknown start counts as "since ever"; a superseded fact never holds."""
         started = self.valid_from is None or self.valid_from <= when
-        return started and (self.valid_to is None or when < self.valid_to)
+        return started and not self.superseded and (self.valid_to is None or when < self.valid_to)
 
     @property
     def is_open(self) -> bool:
-        return self.valid_to is None
+        return self.valid_to is None and not self.superseded
+
+    @property
+    def superseded(self) -> bool:
+        """Replaced by a later statement of another value with the same start (``closed_by``
+        names it): kept in history, valid at no instant.  See :mod:`chronomem.temporal`."""
+        return self.closed_by is not None and self.valid_to is None
 
     def render(self) -> str:
         """The one-line natural-language rendering (``text`` when given)."""

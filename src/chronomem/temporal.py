@@ -13,12 +13,22 @@ and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
   time order among the stable facts of its *slot* — the subject's facts of the
   relation for single-valued relations, the identical fact for multi-valued
   ones: an earlier overlapping fact is closed at the new start, and a later one
-  closes the new fact at its own start (at equal starts the later recorded
-  fact wins);
+  closes the new fact at its own start;
+* equal starts (the tie rule): when two stable values of a slot claim the same
+  ``valid_from``, the later-recorded statement is a correction and wins; the
+  earlier one is *superseded*: kept in history with ``closed_by`` naming the
+  winner and no end (``valid_to`` is None; its stated end stays in
+  ``stated_to``), and it holds at no instant (:attr:`Fact.superseded`).  No
+  fact is ever closed at its own start, so no interval is empty
+  (``valid_to == valid_from``), which ``add_facts`` refuses.  A superseded fact
+  takes no part in later updates (it neither closes, is closed, is ended nor
+  is reinforced: saying it again records it anew, and the new statement wins
+  the tie); forgetting its winner reinstates it (:func:`rebuild_slot`);
 * a fact below θ never closes anything and is never closed.
 
-Invariant (tested with hypothesis): within a slot, the stable facts' half-open
-intervals never overlap, and no stored fact is ever removed.
+Invariant (tested with hypothesis): within a slot, the intervals of the stable,
+not superseded facts never overlap and are never empty, and no stored fact is
+ever removed.
 """
 
 from __future__ import annotations
@@ -45,6 +55,11 @@ class Plan:
 
 def is_stable(f: Fact, theta: float) -> bool:
     return f.confidence >= theta
+
+
+def _live(f: Fact, theta: float) -> bool:
+    """Stable and not superseded: a fact that takes its place in its slot."""
+    return f.confidence >= theta and not f.superseded
 
 
 def reinforce_confidence(old: float, new: float, theta: float) -> float:
@@ -111,7 +126,7 @@ def plan_update(
     """
     k = key(new)
     stable = is_stable(new, theta)
-    same = [f for f in stored if key(f) == k and is_stable(f, theta) == stable]
+    same = [f for f in stored if key(f) == k and is_stable(f, theta) == stable and not f.superseded]
 
     # 1. an explicit ending closes the matching open fact
     if new.valid_to is not None:
@@ -134,7 +149,7 @@ def plan_update(
                 plan.insert = new
                 if stable:
                     rivals = [changed if f.id == target.id else f for f in stored
-                              if f.id != new.id and is_stable(f, theta) and in_slot(new, f, spec, key)]
+                              if f.id != new.id and _live(f, theta) and in_slot(new, f, spec, key)]
                     earlier = list(_place_in_slot(new, rivals).values())
                     plan.changed += earlier
                     plan.closed += earlier
@@ -161,7 +176,7 @@ def plan_update(
     plan = Plan(insert=ins)
     if not stable:
         return plan
-    rivals = [f for f in stored if f.id != ins.id and is_stable(f, theta) and in_slot(ins, f, spec, key)]
+    rivals = [f for f in stored if f.id != ins.id and _live(f, theta) and in_slot(ins, f, spec, key)]
     _resolve_unknown_starts(ins, rivals)
     plan.changed = list(_place_in_slot(ins, rivals).values())
     plan.closed = list(plan.changed)
@@ -172,11 +187,14 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact]) -> dict[str, Fact]:
     """Put stable ``ins`` in time order among its stable ``rivals``.
 
     Mutates ``ins`` (a later rival closes it) and returns new versions of the
-    rivals it closes (an earlier or same-start rival ends where ``ins`` starts).
+    rivals it closes (an earlier rival ends where ``ins`` starts) or supersedes
+    (a rival with the same known start: the tie rule, see the module doc).
     """
     changed: dict[str, Fact] = {}
     for f in sorted(rivals, key=lambda f: (f.valid_from is not None, f.valid_from or ins.recorded_at)):
-        if _before(f.valid_from, ins.valid_from) or f.valid_from == ins.valid_from:
+        if f.valid_from is not None and f.valid_from == ins.valid_from:
+            changed[f.id] = replace(f, valid_to=None, closed_by=ins.id)  # superseded, never empty
+        elif f.valid_from is None or _before(f.valid_from, ins.valid_from):
             if ins.valid_from is not None and (f.valid_to is None or f.valid_to > ins.valid_from):
                 changed[f.id] = replace(f, valid_to=ins.valid_from, closed_by=ins.id)
         elif ins.valid_to is None or ins.valid_to > f.valid_from:  # type: ignore[operator]
@@ -222,7 +240,7 @@ def rebuild_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
     current: dict[str, Fact] = {}
     for f in reset:
         if is_stable(f, theta):
-            rivals = [g for g in current.values() if is_stable(g, theta) and in_slot(f, g, spec, key)]
+            rivals = [g for g in current.values() if _live(g, theta) and in_slot(f, g, spec, key)]
             current.update(_place_in_slot(f, rivals))
         current[f.id] = f
     originals = {f.id: f for f in facts}

@@ -14,6 +14,8 @@ console = Console()
 
 def interval(f: Fact) -> str:
     start = f.valid_from.date().isoformat() if f.valid_from else "?"
+    if f.superseded:
+        return f"{start}, superseded by {f.closed_by[:8]}"  # type: ignore[index]
     end = f.valid_to.date().isoformat() if f.valid_to else "now"
     return f"{start} → {end}"
 
@@ -23,7 +25,7 @@ def facts_table(facts: Sequence[Fact], title: str, theta: float) -> Table:
     for col in ("subject", "relation", "object", "valid", "conf", "origin", "id"):
         t.add_column(col, overflow="fold")
     for f in facts:
-        style = "dim" if f.confidence < theta else ("" if f.valid_to is None else "yellow")
+        style = "dim" if f.confidence < theta or f.superseded else ("" if f.valid_to is None else "yellow")
         t.add_row(f.subject, f.relation, f.object, interval(f), f"{f.confidence:.2f}",
                   f.origin.value, f"rule: {f.rule}" if f.rule else f.id[:8], style=style)
     return t

@@ -180,7 +180,7 @@ class SubSearch:
 
     def valid(self, f: Fact) -> bool:
         if self.window is not None:
-            return overlaps(f.valid_from, f.valid_to, *self.window) and (
+            return not f.superseded and overlaps(f.valid_from, f.valid_to, *self.window) and (
                 f.valid_from is None or f.valid_from <= self.as_of)
         if self.history:
             return f.valid_from is None or f.valid_from <= self.as_of

@@ -354,7 +354,8 @@ class SQLStore(Store):
             params.extend(touching)
         if as_of is not None:
             t = to_micros(as_of)
-            sql += " AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
+            sql += (" AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
+                    " AND (valid_to IS NOT NULL OR closed_by IS NULL)")  # a superseded fact never holds
             params.extend((t, t))
         if min_confidence is not None:
             sql += " AND confidence >= ?"
