@@ -17,11 +17,13 @@ from typing import Any
 
 from .entities import ExactResolver, Resolver, new_id, normalize_name
 from .errors import ValidationError
+from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
 from .model import Entity, Fact, FactInput, Intent, Origin, UpdateReport
 from .registry import RelationRegistry, RelationSpec
 from .store.base import Store
 from .temporal import plan_update
 from .timeutil import parse_time, utcnow
+from .validation import text_problem
 
 FACT_FIELDS = frozenset({
     "subject", "relation", "object", "valid_from", "valid_to", "confidence", "intent", "origin",
@@ -35,8 +37,9 @@ __all__ = ["FACT_FIELDS", "FactInput", "FactValidator", "GraphWriter", "validate
 def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str | None:
     v = d.get(key)
     if type(v) is str:  # the common case, checked first: bulk loads validate millions of these
-        if "\x00" in v:  # PostgreSQL cannot store it; refuse it on every store alike
-            raise ValidationError(f"{where}.{key}", v[:40], "contains a NUL character")
+        problem = text_problem(v, _LIMITS.get(key, MAX_NAME_CHARS))  # the same limits on every store
+        if problem:
+            raise ValidationError(f"{where}.{key}", v[:40], problem)
         s = v.strip()
         if not required or (s and normalize_name(s)):
             return s
@@ -54,6 +57,7 @@ def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str 
 
 
 _OPTIONAL_TEXT = ("session_id", "text", "subject_type", "object_type", "agent_id", "id")
+_LIMITS = {"text": MAX_TEXT_CHARS, "session_id": MAX_ID_CHARS, "agent_id": MAX_ID_CHARS, "id": MAX_ID_CHARS}
 _INTENTS = {i.value: i for i in Intent}
 _ORIGINS = {o.value: o for o in Origin}
 
@@ -191,7 +195,12 @@ def _source_ids(d: Mapping[str, Any], where: str) -> list[str]:
     sources = d.get("source_ids") or []
     if isinstance(sources, str) or not isinstance(sources, Iterable):
         raise ValidationError(f"{where}.source_ids", sources, "must be a list of message ids")
-    return [str(s) for s in sources]
+    out = [str(s) for s in sources]
+    for i, s in enumerate(out):
+        problem = text_problem(s, MAX_ID_CHARS)
+        if problem:
+            raise ValidationError(f"{where}.source_ids[{i}]", s[:40], problem)
+    return out
 
 
 def validate_fact(d: Mapping[str, Any] | FactInput, registry: RelationRegistry, *, index: int = 0,

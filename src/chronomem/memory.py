@@ -26,7 +26,8 @@ from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
 from .store import Store, open_store
 from .timeutil import iso, parse_time, utcnow
-from .validation import check_user
+from .exports import check_tables
+from .validation import check_id, check_name, check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
@@ -219,8 +220,7 @@ class Memory:
     def _entity_ids(self, user_id: str, name: str | None, field: str) -> list[str] | None:
         if name is None:
             return None
-        if not isinstance(name, str) or not name.strip():
-            raise ValidationError(field, name, "must be a non-empty string")
+        check_name(field, name)
         found = self.resolver.lookup(user_id, [name])
         return [found[name]] if name in found else []
 
@@ -430,7 +430,13 @@ class Memory:
                 "exported_at": iso(utcnow()), "tables": self.store.dump_user(user_id)}
 
     def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
-        """Load an :meth:`export` (into ``user_id``, default the exported user).  Existing ids are kept."""
+        """Load an :meth:`export` (into ``user_id``, default the exported user).  Existing ids are kept.
+
+        Every row is checked first (:mod:`chronomem.exports`): a bad one is a
+        :class:`ValidationError` naming it, and nothing is written.  Returns the
+        rows added per table and ``already_present``: rows skipped because their
+        key was stored already.
+        """
         if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
             raise ValidationError("data.format", data.get("format") if isinstance(data, Mapping) else data,
                                   f"not a chronomem export (expected format {EXPORT_FORMAT!r})")
@@ -441,8 +447,9 @@ class Memory:
         if not isinstance(tables, Mapping):
             raise ValidationError("data.tables", tables, "missing or not a mapping")
         target = check_user(user_id if user_id is not None else data.get("user_id"))
-        self.store.load_user(target, dict(tables))
-        return {t: len(rows) for t, rows in tables.items()}
+        rows = check_tables(tables)  # every row checked before the store sees one
+        stored = self.store.load_user(target, rows)
+        return {**stored, "already_present": sum(len(r) for r in rows.values()) - sum(stored.values())}
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -1,6 +1,8 @@
-"""Checks of caller-supplied identifiers, shared by every layer.
+"""Checks of caller-supplied identifiers and text, shared by every layer.
 
-Each raises :class:`~chronomem.errors.ValidationError` naming the field.
+Each raises :class:`~chronomem.errors.ValidationError` naming the field.  The limits
+(:mod:`chronomem.limits`) are the same for every store, so whatever one store accepts
+the other accepts too.
 """
 
 from __future__ import annotations
@@ -8,13 +10,45 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import ValidationError
+from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+
+
+def text_problem(value: str, max_chars: int) -> str | None:
+    """Why ``value`` cannot be stored (NUL, not UTF-8 encodable, too long), or None."""
+    if len(value) > max_chars:
+        return f"is too long ({len(value)} characters; the limit is {max_chars})"
+    if "\x00" in value:
+        return "contains a NUL character"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"is not valid Unicode text ({e.reason} at position {e.start})"
+    return None
+
+
+def check_text(name: str, value: Any, max_chars: int = MAX_TEXT_CHARS) -> str:
+    """A storable string: encodable as UTF-8, no NUL, at most ``max_chars`` characters."""
+    if not isinstance(value, str):
+        raise ValidationError(name, value, "must be a string")
+    problem = text_problem(value, max_chars)
+    if problem:
+        raise ValidationError(name, value[:40], problem)
+    return value
+
+
+def check_name(name: str, value: Any) -> str:
+    """A non-empty, storable name (entity, relation, speaker)."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(name, value, "must be a non-empty string")
+    return check_text(name, value, MAX_NAME_CHARS)
 
 
 def check_id(name: str, value: Any) -> str:
-    """A non-empty string id (``session_id``, ``agent_id`` …)."""
+    """A non-empty, storable string id (``session_id``, ``agent_id``, ``fact_id`` …)."""
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(name, value, "must be a non-empty string")
-    return value
+    return check_text(name, value, MAX_ID_CHARS)
 
 
 def check_user(user_id: Any) -> str:

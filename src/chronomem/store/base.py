@@ -159,7 +159,12 @@ class Store(ABC):
     def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]: ...
 
     @abstractmethod
-    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None: ...
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        """Insert dumped rows in one transaction; rows whose key exists are kept as stored.
+
+        Returns the rows actually added per table.  Callers check the rows first
+        (:func:`chronomem.exports.check_tables`): the store trusts them.
+        """
 
     def __enter__(self) -> Store:
         return self

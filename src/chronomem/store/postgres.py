@@ -317,7 +317,7 @@ class PostgresStore(SQLStore):
                     yield _Conn(raw)
             except psycopg.DataError as e:
                 raise StoreError(f"PostgreSQL rejected a value: {str(e).strip()}") from e
-            except psycopg.OperationalError as e:
+            except (psycopg.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
                 raise StoreError(f"PostgreSQL write failed on {redact(self.url)}: {str(e).strip()}") from e
 
     @contextmanager
@@ -325,7 +325,7 @@ class PostgresStore(SQLStore):
         with self._connection() as raw:
             try:
                 yield _Conn(raw)
-            except psycopg.OperationalError as e:
+            except (psycopg.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
                 raise StoreError(f"PostgreSQL read failed on {redact(self.url)}: {str(e).strip()}") from e
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:

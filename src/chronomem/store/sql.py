@@ -486,7 +486,8 @@ class SQLStore(Store):
             out[table] = dicts
         return out
 
-    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        stored: dict[str, int] = {}
         with self.transaction(user_id):
             for table, cols in TABLES.items():
                 batch = []
@@ -495,4 +496,12 @@ class SQLStore(Store):
                     if table == "vectors":
                         values[-1] = self._vec_param(d["vec"])
                     batch.append(values)
+                if not batch:
+                    stored[table] = 0
+                    continue
+                # rows whose key already exists are kept as they are: count what was really added
+                count = f"SELECT COUNT(*) FROM {table} WHERE user_id = ?"
+                before = int(self._all(count, (user_id,))[0][0])
                 self._many(user_id, self._upsert_ignore(table, cols), batch)
+                stored[table] = int(self._all(count, (user_id,))[0][0]) - before
+        return stored

@@ -131,6 +131,9 @@ class SQLiteStore(SQLStore):
                 raise StoreError(f"cannot start a write transaction on {self.path}: {e}") from e
             try:
                 yield self._db
+            except (sqlite3.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
+                self._db.execute("ROLLBACK")
+                raise StoreError(f"SQLite write failed on {self.path}: {e}") from e
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -179,7 +182,10 @@ class SQLiteStore(SQLStore):
     @contextmanager
     def _connect_for_read(self) -> Iterator[Any]:
         with self._lock:
-            yield self._db
+            try:
+                yield self._db
+            except (sqlite3.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
+                raise StoreError(f"SQLite read failed on {self.path}: {e}") from e
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         q = _fts_query(query)
@@ -225,9 +231,9 @@ class SQLiteStore(SQLStore):
             with self._indexing_new_facts(user_id):
                 super().insert_facts(user_id, facts)
 
-    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
         with self._indexing_new_facts(user_id):
-            super().load_user(user_id, rows)
+            return super().load_user(user_id, rows)
 
     @contextmanager
     def _indexing_new_facts(self, user_id: str) -> Iterator[None]:
@@ -243,9 +249,6 @@ class SQLiteStore(SQLStore):
             yield
             c.execute(f"INSERT INTO facts_fts (rowid, text) SELECT rowid, {FACT_FTS_TEXT} FROM facts "
                       "WHERE rowid > ?", (start,))
-
-    def _upsert_ignore(self, table: str, cols: Sequence[str]) -> str:
-        return f"INSERT OR IGNORE INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
 
     def close(self) -> None:
         with self._lock:

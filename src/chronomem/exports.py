@@ -1,0 +1,158 @@
+"""Checking the rows of an export before :meth:`Memory.import_` writes any of them.
+
+An export's ``tables`` hold the store's rows as plain JSON (see
+:meth:`Store.dump_user`).  Imported data is caller input like any other: every
+row is checked against the schema (required columns, types, the limits of
+:mod:`chronomem.limits`, enum values, well-formed intervals, no duplicate keys)
+before the store sees it, so both stores accept exactly the same imports and a
+bad file is refused whole, naming the first bad field
+(``data.tables.facts[3].valid_to``), with nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .errors import ValidationError
+from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+from .model import Intent, Origin
+from .store.sql import TABLES, TIME_COLS
+from .validation import text_problem
+
+__all__ = ["check_tables"]
+
+# the primary key of each table, after user_id (duplicates inside one import are refused)
+KEYS: dict[str, tuple[str, ...]] = {
+    "sessions": ("id",), "messages": ("id",), "entities": ("id",), "entity_names": ("norm",),
+    "facts": ("id",), "checkpoints": ("seq",), "vectors": ("kind", "item_id"),
+}
+# NOT NULL columns besides user_id (which the import sets)
+REQUIRED: dict[str, frozenset[str]] = {
+    "sessions": frozenset({"id"}),
+    "messages": frozenset({"id", "session_id", "seq", "speaker", "text", "ts", "recorded_at", "extracted"}),
+    "entities": frozenset({"id", "name", "created_at"}),
+    "entity_names": frozenset({"norm", "entity_id", "alias"}),
+    "facts": frozenset({"id", "subject_id", "subject", "relation", "object_id", "object", "confidence",
+                        "intent", "origin", "recorded_at", "source_ids", "text"}),
+    "checkpoints": frozenset({"seq", "session_id", "memory", "created_at"}),
+    "vectors": frozenset({"kind", "item_id", "model", "dim", "vec"}),
+}
+NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "relation", "object", "model",
+                       "kind"})
+LONG_TEXT_COLS = frozenset({"text", "memory", "source_ids"})
+INT_COLS = TIME_COLS | {"seq", "extracted", "dim"}
+INTENTS = frozenset(i.value for i in Intent)
+ORIGINS = frozenset(o.value for o in Origin)
+VECTOR_KINDS = frozenset({"entity", "fact", "message"})
+_BIG = 2**63 - 1
+
+
+def _string(where: str, v: Any, col: str) -> str:
+    if not isinstance(v, str):
+        raise ValidationError(where, v, "must be a string")
+    limit = MAX_TEXT_CHARS if col in LONG_TEXT_COLS else MAX_NAME_CHARS if col in NAME_COLS else MAX_ID_CHARS
+    problem = text_problem(v, limit)
+    if problem:
+        raise ValidationError(where, v[:40], problem)
+    if col not in LONG_TEXT_COLS and not v.strip():
+        raise ValidationError(where, v, "must not be empty")
+    return v
+
+
+def _value(table: str, col: str, v: Any, where: str) -> Any:
+    if col in INT_COLS:
+        if isinstance(v, bool) or not isinstance(v, int) or not -_BIG <= v <= _BIG:
+            raise ValidationError(where, v, "must be an integer" + (" (microseconds since the epoch)"
+                                                                   if col in TIME_COLS else ""))
+        if col == "extracted" and v not in (-1, 0, 1):
+            raise ValidationError(where, v, "must be -1 (failed), 0 (pending) or 1 (done)")
+        if col == "dim" and v < 1:
+            raise ValidationError(where, v, "must be at least 1")
+        return v
+    if col == "confidence":
+        if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(v) or not 0.0 <= v <= 1.0:
+            raise ValidationError(where, v, "must be a number between 0 and 1")
+        return float(v)
+    if col == "vec":
+        if not isinstance(v, Sequence) or isinstance(v, str | bytes) or not v or not all(
+                not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) for x in v):
+            raise ValidationError(where, v if not isinstance(v, Sequence) else f"{type(v).__name__}[{len(v)}]",
+                                  "must be a non-empty list of finite numbers")
+        return list(v)
+    s = _string(where, v, col)
+    if col == "intent" and s not in INTENTS:
+        raise ValidationError(where, s, f"must be one of {sorted(INTENTS)}")
+    if col == "origin" and s not in ORIGINS:
+        raise ValidationError(where, s, f"must be one of {sorted(ORIGINS)}")
+    if col == "kind" and table == "vectors" and s not in VECTOR_KINDS:
+        raise ValidationError(where, s, f"must be one of {sorted(VECTOR_KINDS)}")
+    if col == "source_ids":
+        try:
+            ids = json.loads(s)
+        except json.JSONDecodeError:
+            ids = None
+        if not isinstance(ids, list) or not all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS)
+                                                for i in ids):
+            raise ValidationError(where, s[:40], "must be a JSON list of message ids")
+    return s
+
+
+def _row(table: str, cols: tuple[str, ...], d: Any, where: str) -> dict[str, Any]:
+    if not isinstance(d, Mapping):
+        raise ValidationError(where, type(d).__name__, "each row must be an object")
+    unknown = sorted(set(d) - set(cols))
+    if unknown:
+        raise ValidationError(f"{where}.{unknown[0]}", d[unknown[0]],
+                              f"unknown column; {table} has {', '.join(cols)}")
+    out: dict[str, Any] = {}
+    for col in cols[1:]:  # cols[0] is user_id: the import sets it
+        v = d.get(col)
+        if v is None:
+            if col in REQUIRED[table]:
+                raise ValidationError(f"{where}.{col}", None, "is required")
+            out[col] = None
+        else:
+            out[col] = _value(table, col, v, f"{where}.{col}")
+    if table == "vectors" and len(out["vec"]) != out["dim"]:
+        raise ValidationError(f"{where}.dim", out["dim"], f"does not match the vector's length {len(out['vec'])}")
+    if table == "facts":
+        _interval(out, where)
+    return out
+
+
+def _interval(f: dict[str, Any], where: str) -> None:
+    start, end = f["valid_from"], f["valid_to"]
+    if start is None or end is None or end > start:
+        return
+    if end == start and f["closed_by"] is not None:
+        # written by chronomem before the tie rule: that fact was superseded (chronomem.temporal)
+        f["valid_to"] = None
+        return
+    raise ValidationError(f"{where}.valid_to", end, f"must be after valid_from ({start})")
+
+
+def check_tables(tables: Mapping[str, Any], where: str = "data.tables") -> dict[str, list[dict[str, Any]]]:
+    """Every row of an export's ``tables`` checked and normalised; raises on the first bad field."""
+    unknown = sorted(set(tables) - set(TABLES))
+    if unknown:
+        raise ValidationError(f"{where}.{unknown[0]}", None, f"unknown table; an export has {', '.join(TABLES)}")
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table, cols in TABLES.items():
+        rows = tables.get(table, [])
+        if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
+            raise ValidationError(f"{where}.{table}", type(rows).__name__, "must be a list of rows")
+        seen: set[tuple[Any, ...]] = set()
+        checked = []
+        for i, d in enumerate(rows):
+            row = _row(table, cols, d, f"{where}.{table}[{i}]")
+            key = tuple(row[k] for k in KEYS[table])
+            if key in seen:
+                raise ValidationError(f"{where}.{table}[{i}]", dict(zip(KEYS[table], key)),
+                                      "duplicate key in this import")
+            seen.add(key)
+            checked.append(row)
+        out[table] = checked
+    return out

@@ -1,0 +1,26 @@
+"""The input limits every store enforces alike, checked before anything reaches a driver.
+
+SQLite would store almost anything and PostgreSQL refuses some of it (NUL characters,
+text that is not valid UTF-8, index rows over ~2.7 kB), so without one set of limits a
+memory written to one store could not always be copied to the other.  The validation
+layer (:mod:`chronomem.validation`) checks every caller-supplied string against these
+before a store sees it; the REST server also refuses request bodies over
+:data:`MAX_BODY_BYTES` with 413.
+
+Lengths are in characters (Python ``len``).  Every string must also be encodable as
+UTF-8 (no lone surrogates such as ``"\\ud800"``) and free of NUL characters.
+"""
+
+from __future__ import annotations
+
+#: ids: ``user_id``, ``session_id``, ``agent_id``, message ids, fact ids, ``source_ids`` items.
+MAX_ID_CHARS = 256
+#: names: entity names (subject, object, aliases), relations, entity types, speakers.
+#: Names are primary-key parts on PostgreSQL, whose B-tree rows must stay under ~2.7 kB.
+MAX_NAME_CHARS = 500
+#: free text: a message's text, a fact's ``text``, a search query or question.
+MAX_TEXT_CHARS = 100_000
+#: the largest REST request body, in bytes (413 above it).
+MAX_BODY_BYTES = 16 * 1024 * 1024
+
+__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_TEXT_CHARS"]

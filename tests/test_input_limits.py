@@ -1,0 +1,143 @@
+"""One set of input rules for both stores (issue #20 findings 4, 5 and 6).
+
+Every case runs on SQLite and on the machine's PostgreSQL: what one store accepts the other
+accepts too, bad input is a ValidationError naming the field (never a raw driver error),
+imports are checked row by row and report exactly what they stored, and nothing is half-written.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from chronomem import ChronomemError, Memory, StoreError, ValidationError
+from chronomem.cli.store_admin import copy_memory
+from chronomem.limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+
+U = "u1"
+MAYA = {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def smem(kind: str, url_factory: Callable[[str], str]) -> Iterator[Memory]:
+    with Memory(url_factory(kind)) as m:
+        yield m
+
+
+def exported(mem: Memory) -> dict[str, Any]:
+    mem.add_facts([MAYA, {**MAYA, "object": "Lisbon", "valid_from": "2021-01-01"},
+                   {"subject": "Maya", "relation": "likes", "object": "jazz", "text": "Maya loves jazz"}],
+                  user_id=U)
+    data = mem.export(user_id=U)
+    mem.forget(user_id=U, everything=True)
+    return data
+
+
+# -- finding 4: imports are validated like any other input ---------------------------------------
+@pytest.mark.parametrize("table, index, column, value, field", [
+    ("facts", 2, "subject", None, "data.tables.facts[2].subject"),          # NOT NULL, swallowed by OR IGNORE
+    ("facts", 0, "confidence", "high", "data.tables.facts[0].confidence"),
+    ("facts", 1, "valid_to", 0, "data.tables.facts[1].valid_to"),           # before valid_from
+    ("facts", 0, "intent", "GOSSIP", "data.tables.facts[0].intent"),
+    ("facts", 0, "source_ids", "m1", "data.tables.facts[0].source_ids"),
+    ("entities", 0, "name", "x" * (MAX_NAME_CHARS + 1), "data.tables.entities[0].name"),
+    ("entities", 1, "created_at", "yesterday", "data.tables.entities[1].created_at"),
+    ("facts", 0, "colour", "red", "data.tables.facts[0].colour"),
+])
+def test_a_bad_import_row_is_refused_by_name_and_nothing_is_written(smem: Memory, table: str, index: int,
+                                                                    column: str, value: Any, field: str) -> None:
+    data = exported(smem)
+    data["tables"][table][index][column] = value
+    with pytest.raises(ValidationError) as e:
+        smem.import_(data)
+    assert e.value.field == field
+    assert not any(smem.store.dump_user(U).values()), "half-written"
+
+
+def test_import_reports_exactly_what_it_stored(smem: Memory) -> None:
+    data = exported(smem)
+    rows = {t: len(r) for t, r in data["tables"].items()}
+    assert smem.import_(copy.deepcopy(data)) == {**rows, "already_present": 0}
+    again = smem.import_(copy.deepcopy(data))
+    assert again == {**{t: 0 for t in rows}, "already_present": sum(rows.values())}
+    assert smem.export(user_id=U)["tables"] == data["tables"]
+
+
+def test_duplicate_keys_and_unknown_tables_are_refused(smem: Memory) -> None:
+    data = exported(smem)
+    data["tables"]["facts"].append(dict(data["tables"]["facts"][0]))
+    with pytest.raises(ValidationError, match="duplicate key"):
+        smem.import_(copy.deepcopy(data))
+    data["tables"]["facts"].pop()
+    data["tables"]["secrets"] = []
+    with pytest.raises(ValidationError) as e:
+        smem.import_(data)
+    assert e.value.field == "data.tables.secrets"
+    assert not any(smem.store.dump_user(U).values())
+
+
+# -- finding 5: unencodable text and NUL stop at the edge; driver errors are wrapped ----------------
+@pytest.mark.parametrize("call, field", [
+    (lambda m: m.add_facts([{**MAYA, "subject": "Ma\ud800ya"}], user_id=U), "facts[0].subject"),
+    (lambda m: m.add_facts([{**MAYA, "text": "bad \udfff text"}], user_id=U), "facts[0].text"),
+    (lambda m: m.add_facts([{**MAYA, "source_ids": ["m\x001"]}], user_id=U), "facts[0].source_ids[0]"),
+    (lambda m: m.add_facts([MAYA], user_id="u\ud800"), "user_id"),
+    (lambda m: m.add_facts([MAYA], user_id="u\x001"), "user_id"),
+    (lambda m: m.facts(user_id=U, subject="Ma\x00ya"), "subject"),
+    (lambda m: m.facts(user_id=U, object="Por\ud800to"), "object"),
+    (lambda m: m.history(user_id=U, subject="\udc80"), "subject"),
+    (lambda m: m.export(user_id="\ud800"), "user_id"),
+])
+def test_unstorable_text_is_a_validation_error_naming_the_field(smem: Memory, call, field: str) -> None:
+    smem.add_facts([MAYA], user_id=U)
+    before = smem.store.dump_user(U)
+    with pytest.raises(ValidationError) as e:
+        call(smem)
+    assert e.value.field == field
+    assert smem.store.dump_user(U) == before
+
+
+def test_a_driver_error_below_the_edge_is_a_store_error_not_a_raw_one(smem: Memory, kind: str) -> None:
+    """The store interface trusts its caller, but whatever the driver refuses comes back wrapped."""
+    smem.add_facts([MAYA], user_id=U)
+    fid = smem.history(user_id=U)[0].id
+    for bad in ([123], ["a\x00b"], ["\ud800"]):  # PostgreSQL refuses all three; SQLite finds nothing
+        try:
+            assert smem.store.facts(U, ids=bad) == []  # type: ignore[arg-type]
+        except ChronomemError:
+            pass  # wrapped: StoreError (any other exception fails the test)
+    with pytest.raises(StoreError):  # a duplicate key below the graph writer
+        smem.store.insert_facts(U, [smem.history(user_id=U)[0]])
+    assert [f.id for f in smem.history(user_id=U)] == [fid]
+
+
+# -- finding 6: one set of limits, so every memory can be copied between stores ----------------------
+@pytest.mark.parametrize("fact, field", [
+    ({**MAYA, "subject": "M" * (MAX_NAME_CHARS + 1)}, "facts[0].subject"),
+    ({**MAYA, "object": "P" * 10_000_000}, "facts[0].object"),
+    ({**MAYA, "text": "t" * (MAX_TEXT_CHARS + 1)}, "facts[0].text"),
+    ({**MAYA, "id": "f" * (MAX_ID_CHARS + 1)}, "facts[0].id"),
+    ({**MAYA, "session_id": "s\x00"}, "facts[0].session_id"),
+])
+def test_the_same_limits_hold_on_both_stores(smem: Memory, fact: dict, field: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        smem.add_facts([fact], user_id=U)
+    assert e.value.field == field and "limit" in e.value.reason or "NUL" in e.value.reason
+
+
+def test_whatever_sqlite_accepts_at_the_limits_copies_to_postgres(url_factory: Callable[[str], str]) -> None:
+    at_limit = {"subject": "M" * MAX_NAME_CHARS, "relation": "lives_in", "object": "ü" * MAX_NAME_CHARS,
+                "text": "t" * MAX_TEXT_CHARS, "id": "f" * MAX_ID_CHARS, "session_id": "s" * MAX_ID_CHARS}
+    uid = "u" * MAX_ID_CHARS
+    with Memory(url_factory("sqlite")) as a, Memory(url_factory("postgres")) as b:
+        a.add_facts([at_limit], user_id=uid)
+        copy_memory(a.store, b.store)  # verifies the copy reads back identically
+        assert b.export(user_id=uid)["tables"] == a.export(user_id=uid)["tables"]
