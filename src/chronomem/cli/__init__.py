@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -40,15 +42,39 @@ for mod_name, fn in _COMMANDS:
     getattr(mod, fn)(app)
 
 
-def main() -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one line ``error: …`` on stderr and exit with ``code``: never wrapped, whatever the
+    terminal width, and the message is text, never rich markup."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, soft_wrap=True, emoji=False, highlight=False).print(f"[bold red]error:[/] {escape(' '.join(message.split()))}")
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The ``chronomem`` entry point: every error is one line on stderr and exit status 2.
+
+    ``CHRONOMEM_DEBUG=1`` re-raises unexpected errors with their traceback.
+    """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
-        app()
+        code = app(args=argv, standalone_mode=False)
     except ChronomemError as e:
-        from rich.console import Console
-        from rich.markup import escape
-
-        # one line, whatever the terminal width; the message is text, never markup
-        message = " ".join(str(e).split())
-        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(message)}")
-        sys.exit(2)
+        fail(str(e))
+    except OSError as e:
+        where = f" {e.filename}" if e.filename else ""
+        fail(f"cannot access{where}: {e.strerror or e}")
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    except Exception as e:  # noqa: BLE001 - one line, unless CHRONOMEM_DEBUG asks for the traceback
+        if type(e).__name__ == "Abort":  # a declined confirmation
+            fail("aborted", 1)
+        if callable(getattr(e, "format_message", None)):  # a usage error (Typer's vendored click)
+            if not e.format_message():  # no arguments at all: the help was shown
+                sys.exit(2)
+            fail(f"{e.format_message()} (chronomem --help lists the commands and options)")
+        if os.environ.get("CHRONOMEM_DEBUG"):
+            raise
+        fail(f"unexpected {type(e).__name__}: {e} (set CHRONOMEM_DEBUG=1 for the traceback)")
+    sys.exit(code if isinstance(code, int) else 0)

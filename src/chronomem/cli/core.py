@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -42,6 +43,8 @@ def add_facts_cmd(file: Path, user: UserOpt, db: DbOpt = None) -> None:
     records = read_records(file)
     if records and isinstance(records[0], dict) and "facts" in records[0] and len(records) == 1:
         records = records[0]["facts"]
+    if not records:
+        raise ValidationError("file", str(file), "holds no facts")
     with Memory(db) as mem:
         rep = mem.add_facts(records, user_id=user)
     console.print(f"added {len(rep.added)}, closed {len(rep.closed)}, reinforced {len(rep.reinforced)}")
@@ -95,18 +98,34 @@ def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fac
 def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
                db: DbOpt = None) -> None:
     """Export a user's memory as JSON (stdout or --out)."""
+    if out is not None and out.is_dir():
+        raise ValidationError("--out", str(out), "is a directory; give a file name")
     with Memory(db) as mem:
         text = json.dumps(mem.export(user_id=user), ensure_ascii=False, indent=1)
     if out:
-        out.write_text(text, encoding="utf-8")
+        write_atomically(out, text)
     else:
         typer.echo(text)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder: whole or not at all."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise ValidationError("--out", str(path), f"cannot be written: {e.strerror or e}") from None
 
 
 def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option("--user", "-u")] = None,
                db: DbOpt = None) -> None:
     """Import a JSON export (optionally into another user id)."""
     records = read_records(file)
+    if len(records) != 1 or not isinstance(records[0], dict):
+        raise ValidationError("file", str(file), "is not a chronomem export (one JSON object, as written by "
+                                                 "`chronomem export`)")
     with Memory(db) as mem:
         counts = mem.import_(records[0], user_id=user)
     console.print(counts)
