@@ -23,10 +23,12 @@ from typing import Any
 from fastapi import Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
 from ..errors import (ChronomemError, ConfigError, ModelError, NotFoundError, StoreError,
                       ValidationError)
+from ..limits import MAX_BODY_BYTES
 from ..memory import Memory
 from ..model import Fact
 
@@ -67,12 +69,62 @@ def fact_out(f: Fact) -> dict[str, Any]:
     return f.to_dict()
 
 
+class BodyLimit:
+    """ASGI middleware: a request body over ``max_bytes`` is refused with 413 before any route reads it.
+
+    A declared ``Content-Length`` is checked up front; a chunked body is read up to the
+    limit, then either refused or replayed to the app unchanged.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None:
+            if not declared.isdigit() or int(declared) > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            await self.app(scope, receive, send)
+            return
+        messages, size = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            if message["type"] != "http.request" or not message.get("more_body"):
+                break
+        replay = iter(messages)
+
+        async def buffered() -> Message:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, buffered, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = JSONResponse(status_code=413, content={
+            "error": "PayloadTooLarge",
+            "detail": f"request body over {self.max_bytes} bytes (chronomem.limits.MAX_BODY_BYTES)"})
+        await response(scope, receive, send)
+
+
 def _error(status: int, exc: Exception) -> JSONResponse:
     return JSONResponse(status_code=status, content={"error": type(exc).__name__, "detail": str(exc)})
 
 
-def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: str | None = None) -> FastAPI:
-    """Build the app around ``memory`` (a Memory, a factory, or the configured default)."""
+def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: str | None = None,
+               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    """Build the app around ``memory`` (a Memory, a factory, or the configured default).
+
+    Request bodies over ``max_body_bytes`` are refused with 413 (:class:`BodyLimit`).
+    """
     mem = memory() if callable(memory) else (memory or Memory())
     key = api_key if api_key is not None else os.environ.get("CHRONOMEM_API_KEY") or None
     @asynccontextmanager
@@ -83,6 +135,7 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     app = FastAPI(title="chronomem", version=__version__, lifespan=lifespan,
                   description="Long-term memory for LLM applications: a temporal fact graph and recursive summaries.")
     app.state.memory = mem
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
 
     def auth(authorization: str | None = Header(None)) -> None:
         if key is None:

@@ -1,0 +1,58 @@
+"""The REST server's input limits (issue #20 findings 5 and 6): oversized bodies get 413 before a
+route reads them, and text the stores cannot hold (lone surrogates, NUL) gets 422, never a 500."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from chronomem import Memory
+from chronomem.limits import MAX_BODY_BYTES
+from chronomem.server import create_app
+
+FACT = {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"}
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(tmp_path / "m.db", embedder=False) as m:
+        yield m
+
+
+def test_a_body_over_the_limit_is_refused_with_413_and_nothing_is_stored(mem: Memory) -> None:
+    with TestClient(create_app(mem, max_body_bytes=2_000)) as c:
+        big = {"facts": [{**FACT, "text": "x" * 3_000}]}
+        r = c.post("/v1/users/u1/facts", json=big)
+        assert r.status_code == 413 and r.json()["error"] == "PayloadTooLarge"
+        chunks = (part.encode() for part in (json.dumps(big)[i:i + 500] for i in range(0, 3_200, 500)))
+        r = c.post("/v1/users/u1/facts", content=chunks, headers={"content-type": "application/json"})
+        assert r.status_code == 413  # chunked: no Content-Length to trust
+        assert mem.history(user_id="u1") == []
+        small = c.post("/v1/users/u1/facts", json={"facts": [FACT]})
+        assert small.status_code == 200 and len(small.json()["added"]) == 1
+        streamed = c.post("/v1/users/u1/facts", content=iter([json.dumps({"facts": [FACT]}).encode()]),
+                          headers={"content-type": "application/json"})
+        assert streamed.status_code == 200  # a chunked body under the limit is replayed intact
+
+
+def test_the_default_limit_is_the_documented_one(mem: Memory) -> None:
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/facts", content=b"{}", headers={"content-type": "application/json",
+                                                                 "content-length": str(MAX_BODY_BYTES + 1)})
+        assert r.status_code == 413
+
+
+@pytest.mark.parametrize("body, field", [
+    ('{"facts": [{"subject": "Ma\\ud800ya", "relation": "lives_in", "object": "Porto"}]}', "facts[0].subject"),
+    ('{"facts": [{"subject": "Maya", "relation": "lives_in", "object": "Por\\u0000to"}]}', "facts[0].object"),
+])
+def test_unstorable_text_over_rest_is_422_naming_the_field(mem: Memory, body: str, field: str) -> None:
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/facts", content=body.encode(), headers={"content-type": "application/json"})
+        assert r.status_code == 422 and r.json()["field"] == field
+        r = c.get("/v1/users/u1/facts", params={"subject": "Ma\x00ya"})
+        assert r.status_code == 422 and r.json()["field"] == "subject"
