@@ -68,7 +68,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                 raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
         else:
             msgs = store.messages(user_id, session_id=session_id)
-            if not msgs and not any(s.id == session_id for s in store.sessions(user_id)):
+            if not msgs and not any(s.id == session_id for s in store.sessions(user_id)) \
+                    and not store.facts(user_id, session_id=session_id, limit=1):  # add_facts(session_id=…)
                 raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
             msg_ids = {m.id for m in msgs}
             doomed, trimmed = [], []

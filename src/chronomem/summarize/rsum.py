@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from ..validation import check_id
-from ..errors import ValidationError
+from ..errors import ChronomemError, ValidationError
 from ..model import Checkpoint, Message
 from ..providers.base import LLM, CallUsage, ChatResult, Messages
 from ..timeutil import parse_time, utcnow
@@ -65,6 +65,8 @@ log = logging.getLogger(__name__)
 
 NO_MEMORY = "none"  # M_0, as in the paper
 DEFAULT_MAX_SENTENCES = 20
+#: How often an update recomputes a memory when racing ``end_session`` calls changed the chain first.
+MAX_CHAIN_RETRIES = 8
 MEMORY_PROMPT = "rsum_memory_v2"
 #: What the code does to the model's memory text: 1 = dialogue lines removed, sentence cap;
 #: 2 = also repeated sentences dropped before the cap (a memory written by a model in a loop).
@@ -372,19 +374,22 @@ class RsumMemory:
         """
         check_id("user_id", user_id)
         check_id("session_id", session_id)
-        chain = self.store.checkpoints(user_id)
-        for k, cp in enumerate(chain):
-            if cp.session_id == session_id:
-                rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
-                return next((c for c in rebuilt if c.session_id == session_id), None)
-        turns = self.store.messages(user_id, session_id=session_id)
-        if not turns:
-            log.info("rsum: session %r of user %r has no messages; memory unchanged", session_id, user_id)
-            return None
-        prev = chain[-1] if chain else None
-        cp = self._checkpoint(user_id, session_id, turns, prev)
-        self.store.put_checkpoint(cp)
-        return cp
+        for _ in range(MAX_CHAIN_RETRIES):
+            chain = self.store.checkpoints(user_id)
+            for k, cp in enumerate(chain):
+                if cp.session_id == session_id:
+                    rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
+                    return next((c for c in rebuilt if c.session_id == session_id), None)
+            turns = self.store.messages(user_id, session_id=session_id)
+            if not turns:
+                log.info("rsum: session %r of user %r has no messages; memory unchanged", session_id, user_id)
+                return None
+            prev = chain[-1] if chain else None
+            cp = self._checkpoint(user_id, session_id, turns, prev)  # the model call, outside any lock
+            if self._commit(user_id, chain, len(chain), [cp]):
+                return cp
+        raise ChronomemError(f"rsum: the memory chain of user {user_id!r} kept changing under concurrent "
+                             f"end_session calls ({MAX_CHAIN_RETRIES} tries); call end_session again")
 
     def replay(
         self, user_id: str, *, from_session: str | None = None, from_seq: int | None = None
@@ -500,7 +505,7 @@ class RsumMemory:
         )
 
     def _rebuild(
-        self, user_id: str, chain: list[Checkpoint], k: int, session_ids: list[str]
+        self, user_id: str, chain: list[Checkpoint], k: int, session_ids: list[str], tries: int = 0
     ) -> list[Checkpoint]:
         prev = chain[k - 1] if k > 0 else None
         new: list[Checkpoint] = []
@@ -512,9 +517,33 @@ class RsumMemory:
             cp = self._checkpoint(user_id, sid, turns, prev)
             new.append(cp)
             prev = cp
+        if not self._commit(user_id, chain, k, new):
+            # another writer changed the chain while the memories were computed: start over from it
+            if tries + 1 >= MAX_CHAIN_RETRIES:
+                raise ChronomemError(f"rsum: the memory chain of user {user_id!r} kept changing under "
+                                     f"concurrent writers ({MAX_CHAIN_RETRIES} tries); try again")
+            now = self.store.checkpoints(user_id)
+            start = next((i for i, c in enumerate(now) if c.session_id in session_ids), len(now))
+            if start == len(now):
+                return []
+            return self._rebuild(user_id, now, start, [c.session_id for c in now[start:]], tries + 1)
+        return new
+
+    def _commit(self, user_id: str, chain: list[Checkpoint], k: int, new: list[Checkpoint]) -> bool:
+        """Replace ``chain[k:]`` by ``new`` in one transaction, unless the stored chain is no longer
+        ``chain``: each memory is computed from the one before it, so a checkpoint another writer
+        added meanwhile (a racing ``end_session``) would otherwise be overwritten or skipped.
+        Returns False, writing nothing, when the chain changed."""
         transaction = getattr(self.store, "transaction", None)
         with transaction(user_id) if callable(transaction) else nullcontext():
-            self.store.delete_checkpoints(user_id, chain[k].seq)
+            if _chain_key(self.store.checkpoints(user_id)) != _chain_key(chain):
+                return False
+            if k < len(chain):
+                self.store.delete_checkpoints(user_id, chain[k].seq)
             for cp in new:
                 self.store.put_checkpoint(cp)
-        return new
+        return True
+
+
+def _chain_key(chain: Sequence[Checkpoint]) -> list[tuple[int, str, str]]:
+    return [(c.seq, c.session_id, c.memory) for c in chain]

@@ -1,0 +1,119 @@
+"""A deterministic OpenAI-compatible model server for tests that need a model across processes.
+
+``FakeModelServer`` answers ``POST /v1/chat/completions`` like a tiny, predictable model:
+
+* a structured request (``response_format`` set: extraction) gets the facts its rules find in
+  the lines under ``Turns:`` — "I live in X" → ``<speaker> lives_in X``, "I work at X" →
+  ``<speaker> works_at X``, "I like X" → ``<speaker> likes X``;
+* any other request (summaries) gets a one-line digest of the prompt.
+
+``inject`` lets a test replace any reply (truncated JSON, ``finish_reason="length"``, hostile
+facts …): it gets the request body and returns a :class:`Reply` or None for the default.
+It runs in a thread of the test process, so child processes reach it by URL
+(``llm=server.spec``); it never loads a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LINE = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
+RULES = ((re.compile(r"\bI live in ([A-Z][\w-]*)"), "lives_in"),
+         (re.compile(r"\bI work at ([A-Z][\w-]*)"), "works_at"),
+         (re.compile(r"\bI like ([a-z][\w-]*)"), "likes"))
+
+
+@dataclass
+class Reply:
+    content: str
+    finish_reason: str = "stop"
+    status: int = 200
+
+
+def fact(subject: str, relation: str, obj: str, **kw: Any) -> dict[str, Any]:
+    return {"subject": subject, "relation": relation, "object": obj, "time": kw.get("time", ""),
+            "ended": kw.get("ended", False), "certainty": kw.get("certainty", "certain"),
+            "intent": kw.get("intent", "FACT")}
+
+
+def turns_of(body: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """``(number, speaker, text)`` of the lines under ``Turns:`` in the request's last message."""
+    prompt = body["messages"][-1]["content"]
+    out, in_turns = [], False
+    for line in prompt.splitlines():
+        if line.strip() == "Turns:":
+            in_turns = True
+            continue
+        m = LINE.match(line)
+        if in_turns and m:
+            out.append((int(m.group(1)), m.group(2).strip(), m.group(3)))
+    return out
+
+
+def extract(body: dict[str, Any]) -> list[dict[str, Any]]:
+    facts = []
+    for _, speaker, text in turns_of(body):
+        for rx, rel in RULES:
+            for m in rx.finditer(text):
+                facts.append(fact(speaker, rel, m.group(1)))
+    return facts
+
+
+class FakeModelServer:
+    def __init__(self, inject: Callable[[dict[str, Any]], Reply | None] | None = None) -> None:
+        self.inject = inject
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                server.requests.append(body)
+                reply = server.reply(body)
+                data = json.dumps({
+                    "id": "fake", "object": "chat.completion", "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
+                                 "finish_reason": reply.finish_reason}],
+                    "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+                }).encode()
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.spec = f"openai:fake@{self.url}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def reply(self, body: dict[str, Any]) -> Reply:
+        if self.inject is not None:
+            injected = self.inject(body)
+            if injected is not None:
+                return injected
+        if body.get("response_format") is not None:
+            return Reply(json.dumps({"facts": extract(body)}))
+        prompt = body["messages"][-1]["content"]
+        return Reply("Summary: " + " ".join(prompt.split()[-40:]))
+
+    def extraction_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if r.get("response_format") is not None]
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
