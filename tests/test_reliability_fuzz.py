@@ -72,6 +72,8 @@ def check_intervals(mem: Memory, user: str) -> None:
     for f in hist:
         assert f.valid_from is None or f.valid_to is None or f.valid_from < f.valid_to, f"empty interval {f}"
     for a, b in itertools.combinations(live, 2):
+        if a.valid_from is None and b.valid_from is None:
+            continue  # two endings with unknown starts: a documented limit (chronomem.temporal)
         assert not overlaps(a.valid_from, a.valid_to, b.valid_from, b.valid_to), (a, b)
 
 

@@ -106,3 +106,15 @@ def test_a_database_with_empty_intervals_is_migrated_to_superseded(tmp_path: Pat
     with Memory(tmp_path / "m.db") as mem:
         no_empty_intervals(mem)
         assert next(f for f in mem.history(user_id=U) if f.object == "Acme").superseded
+
+
+def test_two_endings_with_unknown_starts_and_the_same_end_tie_too(mem: Memory) -> None:
+    """Found by the fuzz test: the second ending used to get valid_from == valid_to."""
+    mem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Acme", "valid_to": "2015-09-28"}],
+                  user_id=U)
+    mem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Globex", "valid_to": "2015-09-28"}],
+                  user_id=U)
+    works(mem, "Initech", "2015-09-28")
+    no_empty_intervals(mem)
+    assert [f.object for f in mem.facts(user_id=U, as_of="2015-01-01")] == ["Globex"]
+    assert [f.object for f in mem.facts(user_id=U, as_of="2015-09-28")] == ["Initech"]

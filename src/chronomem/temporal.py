@@ -18,7 +18,8 @@ and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
   ``valid_from``, the later-recorded statement is a correction and wins; the
   earlier one is *superseded*: kept in history with ``closed_by`` naming the
   winner and no end (``valid_to`` is None; its stated end stays in
-  ``stated_to``), and it holds at no instant (:attr:`Fact.superseded`).  No
+  ``stated_to``), and it holds at no instant (:attr:`Fact.superseded`); two
+  endings with unknown starts and the same end tie the same way.  No
   fact is ever closed at its own start, so no interval is empty
   (``valid_to == valid_from``), which ``add_facts`` refuses.  A superseded fact
   takes no part in later updates (it neither closes, is closed, is ended nor
@@ -28,7 +29,10 @@ and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
 
 Invariant (tested with hypothesis): within a slot, the intervals of the stable,
 not superseded facts never overlap and are never empty, and no stored fact is
-ever removed.
+ever removed.  One known limit: two endings whose starts both stay unknown
+("I left Porto in 2015", "I left Lisbon in 2016", nothing else known) both
+reach back to an unknown start, so before the earlier end both hold; a start
+learned later (or a stored fact with a known start) orders them.
 """
 
 from __future__ import annotations
@@ -192,7 +196,7 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact]) -> dict[str, Fact]:
     """
     changed: dict[str, Fact] = {}
     for f in sorted(rivals, key=lambda f: (f.valid_from is not None, f.valid_from or ins.recorded_at)):
-        if f.valid_from is not None and f.valid_from == ins.valid_from:
+        if _tied(f, ins):
             changed[f.id] = replace(f, valid_to=None, closed_by=ins.id)  # superseded, never empty
         elif f.valid_from is None or _before(f.valid_from, ins.valid_from):
             if ins.valid_from is not None and (f.valid_to is None or f.valid_to > ins.valid_from):
@@ -201,6 +205,14 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact]) -> dict[str, Fact]:
             ins.valid_to = f.valid_from
             ins.closed_by = f.id
     return changed
+
+
+def _tied(f: Fact, ins: Fact) -> bool:
+    """Do ``f`` and ``ins`` claim the same interval start (the tie rule)?  Two unknown starts
+    tie when the facts also end at the same instant: neither can be placed before the other."""
+    if f.valid_from is not None:
+        return f.valid_from == ins.valid_from
+    return ins.valid_from is None and f.valid_to is not None and f.valid_to == ins.valid_to
 
 
 def _resolve_unknown_starts(ins: Fact, rivals: list[Fact]) -> None:
@@ -213,7 +225,7 @@ def _resolve_unknown_starts(ins: Fact, rivals: list[Fact]) -> None:
     if ins.valid_from is not None:
         return
     ends = [f.valid_to for f in rivals if f.valid_from is None and f.valid_to is not None]
-    earlier = [e for e in ends if ins.valid_to is None or e <= ins.valid_to]
+    earlier = [e for e in ends if ins.valid_to is None or e < ins.valid_to]  # an equal end is a tie
     if earlier:
         ins.valid_from = max(earlier)
     elif any(f.valid_from is None for f in rivals):
