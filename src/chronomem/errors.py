@@ -57,3 +57,8 @@ class StructuredOutputError(ModelError):
     def __init__(self, message: str, raw: str) -> None:
         self.raw = raw
         super().__init__(f"{message}; raw output: {raw[:500]!r}")
+
+
+class TruncatedOutputError(StructuredOutputError):
+    """The model's structured reply was cut off (token limit, or stopped mid-value) before it
+    was complete, on every attempt: what followed the cut is unknown, so nothing is accepted."""

@@ -10,9 +10,11 @@ to their engine.  :meth:`ChatLLM.chat` adds structured output on top:
   and the result validated;
 - on failure it asks again, showing the model what was wrong, at most
   ``structured_retries`` more times; a reply cut off by the token limit is
-  retried with a larger ``max_tokens`` (up to ``max_tokens_cap``);
+  retried with a larger ``max_tokens`` (up to ``max_tokens_cap``), and so is one that stops
+  mid-value before its arrays were full (closing it would silently drop the items after the
+  cut); a reply cut only where the array caps would drop the rest anyway is accepted;
 - then it raises :class:`~chronomem.errors.StructuredOutputError` carrying the
-  raw output.
+  raw output (:class:`~chronomem.errors.TruncatedOutputError` when the last reply was cut off).
 
 Usage of all attempts is summed into the returned :class:`CallUsage`.
 """
@@ -26,9 +28,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import StructuredOutputError
+from ..errors import StructuredOutputError, TruncatedOutputError
 from .base import CallUsage, ChatResult, Messages
-from .structured import NoJSONFound, OutputSchema, SchemaLike, SchemaMismatch
+from .structured import NoJSONFound, OutputSchema, SchemaLike, SchemaMismatch, loses_data_to_truncation
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,7 @@ class ChatLLM(ABC):
             usage.completion_tokens += raw.completion_tokens
             last_raw = raw.text
             truncated = raw.finish_reason == "length"
+            cut = False
             try:
                 data, repaired = out.parse(raw.text)
             except NoJSONFound as e:
@@ -125,11 +128,15 @@ class ChatLLM(ABC):
             except SchemaMismatch as e:
                 problem = "it does not match the schema: " + str(e)
             else:
-                if repaired or truncated:
-                    log.info("%s: repaired structured output (truncated=%s, attempt %d)", self.name, truncated, attempt + 1)
-                usage.latency_s = time.perf_counter() - t0
-                return ChatResult(text=raw.text, usage=usage, data=data)
-            if truncated:
+                cut = loses_data_to_truncation(raw.text, out.json_schema)
+                if not cut:  # complete, or cut only where the array caps would drop the rest anyway
+                    if repaired or truncated:
+                        log.info("%s: repaired structured output (truncated=%s, attempt %d)",
+                                 self.name, truncated, attempt + 1)
+                    usage.latency_s = time.perf_counter() - t0
+                    return ChatResult(text=raw.text, usage=usage, data=data)
+                problem = "it stops in the middle: the items after the cut are missing"
+            if truncated or cut:
                 problem = f"it was cut off at {budget} tokens ({problem})"
                 budget = min(budget * 2, self.max_tokens_cap)
             log.warning("%s: invalid structured output (attempt %d): %s", self.name, attempt + 1, problem)
@@ -144,7 +151,8 @@ class ChatLLM(ABC):
                 },
             ]
         usage.latency_s = time.perf_counter() - t0
-        err = StructuredOutputError(
+        kind = TruncatedOutputError if (truncated or cut) else StructuredOutputError
+        err = kind(
             f"{self.name}: no valid structured output after {1 + max(0, self.structured_retries)} attempts ({problem})",
             last_raw,
         )

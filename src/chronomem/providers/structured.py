@@ -181,6 +181,63 @@ def extract_json(text: str, *, drop_partial: bool = True) -> tuple[Any, bool]:
     raise NoJSONFound(f"no JSON value found in model output ({len(text)} chars)")
 
 
+def is_cut_off(text: str) -> bool:
+    """True when the reply's JSON value stops before its end (it can only be read by closing it).
+
+    A reply whose JSON is complete is not cut off, whatever follows it; nor is one that
+    only needs code fences or a trailing comma removed.
+    """
+    body = strip_code_fences(text.strip()).strip()
+    start = _first_json_start(body)
+    if start < 0:
+        return False
+    cand = body[start:]
+    decoder = json.JSONDecoder()
+    for attempt in (cand, _drop_trailing_commas(cand)):
+        if attempt is None:
+            continue
+        try:
+            decoder.raw_decode(attempt)
+            return False
+        except ValueError:
+            pass
+    return close_truncated(cand) is not None
+
+
+def reaches_cap(data: Any, schema: dict[str, Any], root: dict[str, Any] | None = None) -> bool:
+    """Does some array in ``data`` already hold its schema's ``maxItems`` (or more)?
+
+    When a cut-off reply's arrays are full, :func:`cap_arrays` would drop whatever
+    followed the cut anyway, so closing the reply loses nothing.
+    """
+    root = root if root is not None else schema
+    node = _resolve(schema, root) if isinstance(schema, dict) else {}
+    if isinstance(data, list):
+        limit = node.get("maxItems")
+        if isinstance(limit, int) and len(data) >= limit:
+            return True
+        items = node.get("items")
+        return isinstance(items, dict) and any(reaches_cap(x, items, root) for x in data)
+    if isinstance(data, dict):
+        props = node.get("properties") or {}
+        if any(isinstance(props.get(k), dict) and reaches_cap(v, props[k], root) for k, v in data.items()):
+            return True
+    return any(isinstance(alt, dict) and reaches_cap(data, alt, root)
+               for key in ("anyOf", "oneOf", "allOf") for alt in node.get(key, []) or [])
+
+
+def loses_data_to_truncation(text: str, schema: dict[str, Any]) -> bool:
+    """True when ``text`` was cut off before its arrays were full: closing it would silently
+    drop what the model was still writing (a half-written fact, the facts after it)."""
+    if not is_cut_off(text):
+        return False
+    try:
+        value, _ = extract_json(text)
+    except NoJSONFound:
+        return False
+    return not reaches_cap(value, schema)
+
+
 _TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
 
 
