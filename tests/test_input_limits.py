@@ -141,3 +141,31 @@ def test_whatever_sqlite_accepts_at_the_limits_copies_to_postgres(url_factory: C
         a.add_facts([at_limit], user_id=uid)
         copy_memory(a.store, b.store)  # verifies the copy reads back identically
         assert b.export(user_id=uid)["tables"] == a.export(user_id=uid)["tables"]
+
+
+@pytest.mark.parametrize("messages, field", [
+    ([{"speaker": "Maya", "text": "I live in \ud800 Porto"}], "messages[0].text"),
+    ([{"speaker": "Ma\x00ya", "text": "hello"}], "messages[0].speaker"),
+    ([{"speaker": "Maya", "text": "x" * (MAX_TEXT_CHARS + 1)}], "messages[0].text"),
+    ([{"speaker": "Maya", "text": "hi", "id": "m" * (MAX_ID_CHARS + 1)}], "messages[0].id"),
+])
+def test_conversation_turns_meet_the_same_limits_before_any_model_call(smem: Memory, messages, field) -> None:
+    with pytest.raises(ValidationError) as e:  # no model is configured: validation comes first
+        smem.add(messages, user_id=U, session_id="s1")
+    assert e.value.field == field
+    assert smem.store.messages(U) == []
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda m: m.forget(user_id=U, fact_id=123), "fact_id"),
+    (lambda m: m.forget(user_id=U, session_id="s\x00"), "session_id"),
+    (lambda m: m.facts(user_id=U, relation="lives\ud800in"), "relation"),
+    (lambda m: m.add_facts([MAYA], user_id=U, session_id="s" * (MAX_ID_CHARS + 1)), "session_id"),
+    (lambda m: m.search("where \ud800", user_id=U), "query"),
+    (lambda m: m.end_session(user_id=U, session_id="s\ud800"), "session_id"),
+])
+def test_ids_and_filters_are_checked_at_the_edge(smem: Memory, call, field: str) -> None:
+    smem.add_facts([MAYA], user_id=U)
+    with pytest.raises(ValidationError) as e:
+        call(smem)
+    assert e.value.field == field

@@ -27,7 +27,7 @@ from .registry import RelationRegistry, RelationSpec
 from .store import Store, open_store
 from .timeutil import iso, parse_time, utcnow
 from .exports import check_tables
-from .validation import check_id, check_name, check_user
+from .validation import check_id, check_name, check_text, check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
@@ -160,6 +160,9 @@ class Memory:
         user_id = check_user(user_id)
         if isinstance(facts, Mapping | str | bytes) or not isinstance(facts, Sequence):
             raise ValidationError("facts", type(facts).__name__, "must be a list of fact dicts")
+        for name, value in (("session_id", session_id), ("agent_id", agent_id)):
+            if value is not None:
+                check_id(name, value)
         return self.graph.apply(user_id, facts, session_id=session_id, agent_id=agent_id)
 
     # -- writing conversations (REAL write path: chronomem.extract) ------------------------------
@@ -248,7 +251,7 @@ class Memory:
                 when: datetime | None, include_unstable: bool) -> list[Fact]:
         subject_ids = self._entity_ids(user_id, subject, "subject")
         object_ids = self._entity_ids(user_id, obj, "object")
-        relations = None if relation is None else [self.registry.canonical(relation)]
+        relations = None if relation is None else [self.registry.canonical(check_name("relation", relation))]
         return self.store.facts(user_id, subject_ids=subject_ids, object_ids=object_ids,
                                 relations=relations, as_of=when,
                                 min_confidence=None if include_unstable else self.config.theta_stable)
@@ -262,7 +265,7 @@ class Memory:
 
         user_id = check_user(user_id)
         for what, v in (("name", name), ("alias", alias)):
-            if not isinstance(v, str) or not normalize_name(v):
+            if not isinstance(v, str) or not normalize_name(check_name(what, v)):
                 raise ValidationError(what, v, "must be a non-empty name")
         with self.store.transaction(user_id):
             ent = self.resolver.resolve_many(user_id, [(name, None)])[name]
@@ -291,6 +294,7 @@ class Memory:
             config = _check_options(options).apply(config if config is not None else SearchConfig())
 
         user_id = check_user(user_id)
+        check_text("query", query)
         when = None if as_of is None else parse_time(as_of, "as_of")
         return search(self.store, self.registry, self.models, query, user_id=user_id,
                       theta_stable=self.config.theta_stable, as_of=when, top_k=top_k, config=config,
@@ -317,6 +321,7 @@ class Memory:
             config = _check_options(options).apply(config if config is not None else ANSWER_CONFIG)
 
         user_id = check_user(user_id)
+        check_text("question", question)
         if method not in METHODS:
             raise ValidationError("method", method, f"unknown answer method; supported: {list(METHODS)}")
         when = None if as_of is None else parse_time(as_of, "as_of")
@@ -346,6 +351,7 @@ class Memory:
         user_id = check_user(user_id)
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValidationError("session_id", session_id, "is required: the session to end")
+        check_id("session_id", session_id)
         return self._lifecycle().end(user_id, session_id, ended_at=ended_at)
 
     def end_idle_sessions(self, *, now: datetime | str | None = None,
@@ -419,7 +425,11 @@ class Memory:
         Nothing forgotten stays in search indexes or vectors.  Facts that a
         forgotten fact had closed hold again, as if it had never been said.
         """
-        return forget(self.store, self.graph, lambda: self.rsum, user_id=check_user(user_id),
+        user_id = check_user(user_id)
+        for name, value in (("fact_id", fact_id), ("session_id", session_id)):
+            if value is not None:
+                check_id(name, value)  # e.g. a non-string id, which PostgreSQL would refuse raw
+        return forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
                       fact_id=fact_id, session_id=session_id, everything=everything)
 
     # -- export / import ---------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from ..errors import ChronomemError, ModelUnavailableError, ValidationError
 from ..graph import FactValidator
 from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
-from ..validation import check_id, check_user
+from ..validation import check_id, check_name, check_text, check_user
 from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, Extractor, canonical_relation
@@ -159,19 +159,18 @@ def normalize_messages(messages: Any) -> list[_Incoming]:
         if speaker_key is None:
             raise ValidationError(f"{where}.speaker", None, "each message needs a speaker (or role)")
         speaker = m[speaker_key]
-        if not isinstance(speaker, str) or not speaker.strip():
-            raise ValidationError(f"{where}.{speaker_key}", speaker, "must be a non-empty string")
+        check_name(f"{where}.{speaker_key}", speaker)  # the same limits on every store (chronomem.limits)
         text_key = "text" if m.get("text") is not None else "content"
         if m.get(text_key) is None:
             raise ValidationError(f"{where}.text", None, "each message needs text (or content)")
-        text = _content_text(m[text_key], f"{where}.{text_key}")
+        text = check_text(f"{where}.{text_key}", _content_text(m[text_key], f"{where}.{text_key}"))
         if not text.strip():
             raise ValidationError(f"{where}.{text_key}", m[text_key], "must not be empty")
         mid = m.get("id")
         if mid is not None:
             if isinstance(mid, bool) or not isinstance(mid, str | int) or not str(mid).strip():
                 raise ValidationError(f"{where}.id", mid, "must be a non-empty string or integer")
-            mid = str(mid).strip()
+            mid = check_id(f"{where}.id", str(mid).strip())
             if mid in seen:
                 raise ValidationError(f"{where}.id", mid, "duplicate id in this call")
             seen.add(mid)
