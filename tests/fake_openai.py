@@ -43,8 +43,9 @@ def fact(subject: str, relation: str, obj: str, **kw: Any) -> dict[str, Any]:
 
 
 def turns_of(body: dict[str, Any]) -> list[tuple[int, str, str]]:
-    """``(number, speaker, text)`` of the lines under ``Turns:`` in the request's last message."""
-    prompt = body["messages"][-1]["content"]
+    """``(number, speaker, text)`` of the lines under ``Turns:`` of the request's transcript (the
+    last message holding one: a retry appends the failed reply and feedback after it)."""
+    prompt = next((m["content"] for m in reversed(body["messages"]) if "Turns:" in (m.get("content") or "")), "")
     out, in_turns = [], False
     for line in prompt.splitlines():
         if line.strip() == "Turns:":

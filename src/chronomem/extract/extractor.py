@@ -157,6 +157,37 @@ def canonical_relation(name: str, registry: Any) -> str:
     return registry.canonical(norm)
 
 
+SUBJECT_NOT_GROUNDED = "dropped fact about someone the turns do not mention"
+# third-person pronouns the extractor cannot resolve: whom "he" means is the model's guess
+_UNRESOLVED = {"he", "she", "him", "her", "they", "them", "it", "his", "hers", "their", "theirs",
+               "someone", "somebody", "everyone", "people"}
+
+
+def subject_grounded(raw: str, subject: str, speakers: Sequence[str], chunk_words: set[str]) -> bool:
+    """Is a fact's subject someone or something the chunk talks about?
+
+    Yes for a speaker, a first/second-person reference resolved to one ("I",
+    "you", "my son" → "Anna's son"), and a name or phrase at least half of
+    whose words are said in the chunk (its turns, context or speaker names).
+    No for a person the chunk never mentions ("Barack Obama lives_in Porto"
+    from "I live in Porto") and for an unresolved "he"/"they".
+    """
+    low = raw.strip().lower()
+    if low in _SELF or low in _OTHER or re.match(r"^(?:my|our|your)\s", low):
+        return True
+    if subject.strip().lower() in {s.lower() for s in speakers}:
+        return True
+    if low in _UNRESOLVED:
+        return False
+    words = _words(subject) or _tokens(subject)  # a short name ("Al") has no long words
+    return bool(words) and 2 * _hits(words, chunk_words) >= len(words)
+
+
+def _tokens(text: str) -> set[str]:
+    """Every word of ``text``, lower-cased, possessive ``'s`` removed (no length or stopword filter)."""
+    return set(re.findall(r"[a-z0-9]+", re.sub(r"'s\b", "", text.lower())))
+
+
 def resolve_person(name: str, speaker: str, other: str | None) -> str:
     """Replace first/second-person references by speaker names.
 
@@ -193,14 +224,18 @@ def postprocess(
     *,
     canonical: Callable[[str], str] = lambda r: r,
     context_speakers: Sequence[str] = (),
+    context_texts: Sequence[str] = (),
 ) -> tuple[list[FactInput], list[str]]:
     """Turn the model's facts into :class:`FactInput` records; returns ``(facts, notes)``.
 
-    Drops facts that cite only context turns or nothing usable, junk objects
+    Drops facts that cite only context turns or nothing usable, facts about
+    someone the chunk never mentions (:func:`subject_grounded`), junk objects
     and self-loops; deduplicates within the chunk.
     """
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
+    chunk_words = set().union(*(_tokens(t) for t in [*context_texts, *(m.text for m in numbered.values()),
+                                                     *speakers]))
     out: list[FactInput] = []
     seen: set[tuple[str, str, str, bool]] = set()
     for f in facts:
@@ -212,6 +247,9 @@ def postprocess(
         others = [s for s in speakers if s != first.speaker]
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(f.subject, first.speaker, other)
+        if not subject_grounded(f.subject, subject, speakers, chunk_words):
+            notes.append(f"{SUBJECT_NOT_GROUNDED}: {f.subject} {f.relation} {f.object}")
+            continue
         obj = resolve_person(f.object, first.speaker, other)
         if obj.lower() in _JUNK_OBJECTS or not subject or subject.lower() == obj.lower():
             continue
@@ -417,5 +455,6 @@ class Extractor:
             numbered,
             canonical=self.canonical,
             context_speakers=[m.speaker for m in chunk.context],
+            context_texts=[m.text for m in chunk.context],
         )
         return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)

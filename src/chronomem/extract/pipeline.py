@@ -22,19 +22,20 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ChronomemError, ModelUnavailableError, ValidationError
+from ..errors import ChronomemError, ModelUnavailableError, TruncatedOutputError, ValidationError
 from ..graph import FactValidator
 from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
 from ..validation import check_id, check_name, check_text, check_user
 from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
-from .extractor import PROMPT_VERSION, Extractor, canonical_relation
+from .extractor import PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
 
 if TYPE_CHECKING:
     from ..graph import GraphWriter
@@ -378,11 +379,32 @@ class WritePipeline:
             result.warnings.append(f"no extraction model available ({e}); messages stored, extraction pending")
             return
         report = UpdateReport()
-        for n, chunk in enumerate(chunks, 1):
+        queue = deque(chunks)
+        n = 0
+        while queue:
+            chunk = queue.popleft()
+            n += 1
             ids = [m.id for m in chunk.turns]
             result.chunks += 1
             try:
                 cres = extractor.run(chunk)
+            except TruncatedOutputError as e:
+                totals_add(totals, getattr(e, "usage", None))
+                if len(chunk.turns) > 1:  # the reply did not fit: ask again about half the turns at a time
+                    half = len(chunk.turns) // 2
+                    result.warnings.append(f"the model's reply for turns {ids[0]}..{ids[-1]} was cut off; "
+                                           "retrying them as two smaller chunks")
+                    before = chunk.context + chunk.turns[:half]
+                    queue.extendleft([Chunk(context=before[max(0, len(before) - self.context):] if self.context else (),
+                                            turns=chunk.turns[half:]),
+                                      Chunk(context=chunk.context, turns=chunk.turns[:half])])
+                    continue
+                log.warning("extraction of turn %s failed: the reply was cut off: %s", ids[0], e)
+                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
+                result.warnings.append(f"the model's reply for turn {ids[0]} was cut off even alone; "
+                                       "marked for re-extraction")
+                self.store.mark_extracted(user_id, ids, FAILED)
+                continue
             except ModelUnavailableError as e:
                 totals_add(totals, getattr(e, "usage", None))
                 result.warnings.append(f"extraction model unavailable ({e}); remaining turns left pending")
@@ -396,12 +418,17 @@ class WritePipeline:
                 result.warnings.append(f"extraction failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
                 self.store.mark_extracted(user_id, ids, FAILED)
                 if progress:
-                    progress(n, len(chunks))
+                    progress(n, n + len(queue))
                 continue
             totals_add(totals, cres.usage)
+            result.warnings.extend(note for note in cres.notes if note.startswith(SUBJECT_NOT_GROUNDED))
             facts = self._valid(cres.candidates, result)
             try:
-                rep = self.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
+                # the facts and the turns' "extracted" mark commit together: a crash between them
+                # would re-extract the turns and reinforce their facts a second time
+                with self.store.transaction(user_id):
+                    rep = self.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
+                    self.store.mark_extracted(user_id, ids, EXTRACTED)
             except ChronomemError as e:
                 log.warning("graph update failed for %d turn(s): %s", len(ids), e)
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
@@ -410,12 +437,11 @@ class WritePipeline:
                 continue
             report.merge(rep)
             log.info("chunk %d/%d (%d turns): %d candidate(s) → +%d closed %d reinforced %d; %s",
-                     n, len(chunks), len(ids), len(facts), len(rep.added), len(rep.closed),
+                     n, n + len(queue), len(ids), len(facts), len(rep.added), len(rep.closed),
                      len(rep.reinforced), cres.usage)
-            self.store.mark_extracted(user_id, ids, EXTRACTED)
             result.messages_extracted += len(ids)
             if progress:
-                progress(n, len(chunks))
+                progress(n, n + len(queue))
         result.added.extend(report.added)
         result.closed.extend(report.closed)
         result.reinforced.extend(report.reinforced)
