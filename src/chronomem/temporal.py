@@ -201,7 +201,7 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact]) -> dict[str, Fact]:
         elif f.valid_from is None or _before(f.valid_from, ins.valid_from):
             if ins.valid_from is not None and (f.valid_to is None or f.valid_to > ins.valid_from):
                 changed[f.id] = replace(f, valid_to=ins.valid_from, closed_by=ins.id)
-        elif ins.valid_to is None or ins.valid_to > f.valid_from:  # type: ignore[operator]
+        elif ins.valid_to is None or ins.valid_to > f.valid_from:
             ins.valid_to = f.valid_from
             ins.closed_by = f.id
     return changed

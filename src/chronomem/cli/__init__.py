@@ -70,10 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # noqa: BLE001 - one line, unless CHRONOMEM_DEBUG asks for the traceback
         if type(e).__name__ == "Abort":  # a declined confirmation
             fail("aborted", 1)
-        if callable(getattr(e, "format_message", None)):  # a usage error (Typer's vendored click)
-            if not e.format_message():  # no arguments at all: the help was shown
+        usage = getattr(e, "format_message", None)  # a usage error (Typer's vendored click)
+        if callable(usage):
+            if not usage():  # no arguments at all: the help was shown
                 sys.exit(2)
-            fail(f"{e.format_message()} (chronomem --help lists the commands and options)")
+            fail(f"{usage()} (chronomem --help lists the commands and options)")
         if os.environ.get("CHRONOMEM_DEBUG"):
             raise
         fail(f"unexpected {type(e).__name__}: {e} (set CHRONOMEM_DEBUG=1 for the traceback)")
