@@ -100,3 +100,20 @@ def test_opening_an_old_file_scrubs_what_earlier_forgets_left_in_the_index(tmp_p
     with Memory(tmp_path / "m.db") as mem:
         assert mem.store.search_facts_text(U, "thing 7")
     assert leftovers(tmp_path, marker) == {}
+
+
+def test_a_reader_on_another_connection_delays_the_scrub_but_does_not_defeat_it(tmp_path: Path) -> None:
+    import sqlean
+
+    marker = "Vexreader3318"
+    with Memory(tmp_path / "m.db") as mem:
+        fill(mem)
+        rep = mem.add_facts([{"subject": "Maya", "relation": "likes", "object": marker}], user_id=U)
+        reader = sqlean.connect(str(tmp_path / "m.db"), isolation_level=None)
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT COUNT(*) FROM facts").fetchone()[0] == 41  # holds its snapshot
+        mem.forget(user_id=U, fact_id=rep.added[0].id)  # returns although the WAL cannot be truncated yet
+        assert mem.store.search_facts_text(U, marker) == []
+        reader.execute("COMMIT")
+        reader.close()
+    assert leftovers(tmp_path, marker) == {}  # the last connection's close checkpointed the WAL

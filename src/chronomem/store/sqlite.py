@@ -28,6 +28,9 @@ from .sql import migrations as _migrations  # noqa: F401 - kept for callers of t
 
 log = logging.getLogger(__name__)
 
+# how long a forget waits for other connections' readers before leaving the WAL to a later checkpoint
+CHECKPOINT_WAIT_MS = 5000
+
 # what the full-text index holds for a fact (the same expression as the delete/update triggers)
 FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
 
@@ -57,7 +60,8 @@ class SQLiteStore(SQLStore):
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA secure_delete = ON")  # forgotten data is zeroed in the file
-            self._db.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+            self._busy_ms = int(timeout_s * 1000)
+            self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._migrate()
         except sqlite3.DatabaseError as e:
             self._safe_close()
@@ -148,12 +152,17 @@ class SQLiteStore(SQLStore):
         Deleted rows are zeroed in the pages (``secure_delete``), but the WAL still holds
         the older images of those pages until a checkpoint; ``TRUNCATE`` writes them back
         and empties the WAL.  It cannot finish while another connection reads an older
-        snapshot; then the next delete (or closing the last connection) finishes it.
+        snapshot; it waits for such readers at most :data:`CHECKPOINT_WAIT_MS`, and if they
+        are still reading, the next delete (or closing the last connection) finishes it.
         """
         self._scrub_wal = False
         if self.path == ":memory:":
             return
-        busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        self._db.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+        try:
+            busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
         if busy:
             log.warning("%s: the WAL could not be truncated after a delete (a reader is active); "
                         "forgotten data stays in %s-wal until the next checkpoint", self.path, self.path)
