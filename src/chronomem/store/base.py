@@ -13,9 +13,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..model import Checkpoint, Entity, Fact, Message, Session
+
+if TYPE_CHECKING:
+    from ..jobs.model import Job, JobStatus
+    from ..keys import ApiKey
 
 
 class Store(ABC):
@@ -165,6 +169,63 @@ class Store(ABC):
         Returns the rows actually added per table.  Callers check the rows first
         (:func:`chronomem.exports.check_tables`): the store trusts them.
         """
+
+    # -- jobs (chronomem.jobs): keyed by job id; ``user_id`` is the store's user key -----------------
+    @abstractmethod
+    def insert_job(self, job: Job) -> None:
+        """Insert a queued job (inside the caller's transaction when there is one)."""
+
+    @abstractmethod
+    def job(self, tenant: str, job_id: str) -> Job | None:
+        """The tenant's job with this id, or None (another tenant's job is None too)."""
+
+    @abstractmethod
+    def jobs(self, tenant: str, *, user_id: str | None = None, status: JobStatus | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Job]:
+        """The tenant's jobs (of ``user_id`` when given), newest first."""
+
+    @abstractmethod
+    def claim_job(self, job_id: str, worker: str, now: datetime, lease_until: datetime) -> Job | None:
+        """Mark a queued job, or a running one whose lease expired, running for ``worker``.
+
+        Returns the claimed job, or None when it is finished or another worker holds a live lease.
+        """
+
+    @abstractmethod
+    def renew_job(self, job_id: str, worker: str, lease_until: datetime) -> bool:
+        """Extend ``worker``'s lease; False when the worker no longer holds the job."""
+
+    @abstractmethod
+    def finish_job(self, job_id: str, worker: str, status: JobStatus, now: datetime,
+                   result: dict[str, Any] | None, error: str | None) -> bool:
+        """Record the outcome if ``worker`` still holds the job."""
+
+    @abstractmethod
+    def mark_job_sent(self, job_id: str, now: datetime, tenant: str | None = None) -> None:
+        """Record that the job reached the queue (of ``tenant`` only, when given)."""
+
+    @abstractmethod
+    def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
+                   tenant: str | None = None) -> list[Job]:
+        """Running jobs whose lease expired, and queued jobs never handed to the queue (of ``tenant``)."""
+
+    @abstractmethod
+    def requeue_job(self, job_id: str, now: datetime) -> bool:
+        """Put a running job whose lease expired back to queued (not yet sent)."""
+
+    # -- API keys (chronomem.keys): not user-scoped; only admin tools and the server use them ------
+    @abstractmethod
+    def insert_api_key(self, key: ApiKey) -> None: ...
+
+    @abstractmethod
+    def api_key(self, prefix: str) -> ApiKey | None: ...
+
+    @abstractmethod
+    def api_keys(self, tenant: str | None = None) -> list[ApiKey]: ...
+
+    @abstractmethod
+    def revoke_api_key(self, prefix: str, now: datetime) -> bool:
+        """Revoke an active key; False when there is no such active key."""
 
     def __enter__(self) -> Store:
         return self

@@ -320,6 +320,9 @@ class PostgresStore(SQLStore):
             except (psycopg.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
                 raise StoreError(f"PostgreSQL write failed on {redact(self.url)}: {str(e).strip()}") from e
 
+    def _relax_commit(self) -> None:
+        self._local.conn.execute("SET LOCAL synchronous_commit TO OFF")
+
     @contextmanager
     def _connect_for_read(self) -> Iterator[Any]:
         with self._connection() as raw:

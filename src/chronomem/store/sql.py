@@ -18,6 +18,8 @@ from importlib import resources
 from typing import Any
 
 from ..errors import CorruptDatabaseError, StoreError
+from ..jobs.model import Job, JobKind, JobStatus
+from ..keys import ApiKey
 from ..model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session
 from ..timeutil import from_micros, to_micros
 from .base import Store
@@ -32,6 +34,12 @@ SESSION_COLS = ("user_id", "id", "agent_id", "started_at", "ended_at")
 CP_COLS = ("user_id", "seq", "session_id", "memory", "created_at", "session_time")
 NAME_COLS = ("user_id", "norm", "entity_id", "alias")
 VEC_COLS = ("user_id", "kind", "item_id", "model", "dim", "vec")
+JOB_COLS = ("id", "tenant", "user_id", "kind", "session_id", "status", "payload", "result", "error",
+            "attempts", "worker", "lease_until", "created_at", "sent_at", "started_at", "finished_at",
+            "updated_at")
+KEY_COLS = ("prefix", "tenant", "hash", "name", "created_at", "revoked_at")
+JOBS_LOCK = "chronomem.jobs"  # write-lock key of job bookkeeping (rows are keyed by job id)
+KEYS_LOCK = "chronomem.api_keys"
 
 # tables in dependency order, with their columns: the unit of dump/load/copy
 TABLES: dict[str, tuple[str, ...]] = {
@@ -119,6 +127,28 @@ def row_to_message(r: Sequence[Any]) -> Message:
                    extracted=bool(r[9] == 1))
 
 
+def job_to_row(j: Job) -> tuple[Any, ...]:
+    return (j.id, j.tenant, j.user_id, j.kind.value, j.session_id, j.status.value, json.dumps(j.payload),
+            None if j.result is None else json.dumps(j.result), j.error, j.attempts, j.worker,
+            _us(j.lease_until), to_micros(j.created_at), _us(j.sent_at), _us(j.started_at),
+            _us(j.finished_at), to_micros(j.updated_at))
+
+
+def row_to_job(r: Sequence[Any]) -> Job:
+    return Job(id=r[0], tenant=r[1], user_id=r[2], kind=JobKind(r[3]), session_id=r[4],
+               status=JobStatus(r[5]), payload=json.loads(r[6]),
+               result=None if r[7] is None else json.loads(r[7]), error=r[8], attempts=r[9],
+               worker=r[10], lease_until=_dt(r[11]), created_at=_dt(r[12]),  # type: ignore[arg-type]
+               sent_at=_dt(r[13]), started_at=_dt(r[14]), finished_at=_dt(r[15]),
+               updated_at=_dt(r[16]))  # type: ignore[arg-type]
+
+
+def _quoted_fact_ids(result: dict[str, Any]) -> set[str]:
+    """Ids of the facts a job result lists (an AddResult, or a SessionEnd's extraction)."""
+    parts = [result, result.get("extraction") or {}]
+    return {f["id"] for part in parts for key in ("added", "closed", "reinforced") for f in part.get(key) or ()}
+
+
 class SQLStore(Store):
     """Store logic over a DB-API connection; subclasses supply the dialect hooks."""
 
@@ -144,6 +174,10 @@ class SQLStore(Store):
 
     def _vec_param(self, vector: Sequence[float]) -> Any:
         raise NotImplementedError
+
+    def _relax_commit(self) -> None:
+        """Inside a write transaction: let it commit without waiting for the disk (bookkeeping
+        whose loss in a crash is harmless).  No-op where commits do not wait anyway."""
 
     def _vec_from_db(self, value: Any) -> list[float]:
         raise NotImplementedError
@@ -382,7 +416,15 @@ class SQLStore(Store):
                                 (user_id, *chunk))
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'fact' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
+            self._forget_in_job_results(user_id, ids)
         return n
+
+    def _forget_in_job_results(self, user_id: str, fact_ids: Sequence[str]) -> None:
+        """Drop the results of jobs that quote a deleted fact (the job's status stays)."""
+        doomed = set(fact_ids)
+        rows = self._all("SELECT id, result FROM jobs WHERE user_id = ? AND result IS NOT NULL", (user_id,))
+        hits = [(job_id,) for job_id, result in rows if doomed & _quoted_fact_ids(json.loads(result))]
+        self._many(user_id, "UPDATE jobs SET result = NULL WHERE id = ?", hits)
 
     # -- search -------------------------------------------------------------------------------------
     def search_facts_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
@@ -441,6 +483,7 @@ class SQLStore(Store):
     # -- forgetting ---------------------------------------------------------------------------------------
     def delete_session(self, user_id: str, session_id: str) -> None:
         with self.transaction(user_id):
+            self._exec(user_id, "DELETE FROM jobs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             ids = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ?",
                                            (user_id, session_id))]
             for i in range(0, len(ids), 500):
@@ -468,6 +511,7 @@ class SQLStore(Store):
 
     def delete_user(self, user_id: str) -> None:
         with self.transaction(user_id):
+            self._exec(user_id, "DELETE FROM jobs WHERE user_id = ?", (user_id,))  # results quote facts
             for table in reversed(TABLES):
                 self._exec(user_id, f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
 
@@ -505,3 +549,110 @@ class SQLStore(Store):
                 self._many(user_id, self._upsert_ignore(table, cols), batch)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
         return stored
+
+    # -- jobs ------------------------------------------------------------------------------------------------
+    _JOB_SELECT = f"SELECT {', '.join(JOB_COLS)} FROM jobs"
+
+    def insert_job(self, job: Job) -> None:
+        self._exec(job.user_id, f"INSERT INTO jobs ({', '.join(JOB_COLS)}) VALUES "
+                   f"({', '.join('?' * len(JOB_COLS))})", job_to_row(job))
+
+    def _job_by_id(self, job_id: str) -> Job | None:
+        rows = self._all(self._JOB_SELECT + " WHERE id = ?", (job_id,))
+        return row_to_job(rows[0]) if rows else None
+
+    def job(self, tenant: str, job_id: str) -> Job | None:
+        rows = self._all(self._JOB_SELECT + " WHERE tenant = ? AND id = ?", (tenant, job_id))
+        return row_to_job(rows[0]) if rows else None
+
+    def jobs(self, tenant: str, *, user_id: str | None = None, status: JobStatus | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Job]:
+        sql = self._JOB_SELECT + " WHERE tenant = ?"
+        params: list[Any] = [tenant]
+        if user_id is not None:
+            sql += " AND user_id = ?"
+            params.append(user_id)
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(JobStatus(status).value)
+        sql += " ORDER BY created_at DESC, id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return [row_to_job(r) for r in self._all(sql, params)]
+
+    def claim_job(self, job_id: str, worker: str, now: datetime, lease_until: datetime) -> Job | None:
+        t = to_micros(now)
+        with self.transaction(f"{JOBS_LOCK}:{job_id}"):
+            n = self._exec(JOBS_LOCK, "UPDATE jobs SET status = 'running', worker = ?, lease_until = ?, "
+                           "attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ? "
+                           "WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_until < ?))",
+                           (worker, to_micros(lease_until), t, t, job_id, t))
+            return self._job_by_id(job_id) if n else None
+
+    def renew_job(self, job_id: str, worker: str, lease_until: datetime) -> bool:
+        with self.transaction(f"{JOBS_LOCK}:{job_id}"):
+            self._relax_commit()  # a lost renewal only shortens the lease
+            return self._exec(JOBS_LOCK, "UPDATE jobs SET lease_until = ? WHERE id = ? AND worker = ? AND "
+                              "status = 'running'", (to_micros(lease_until), job_id, worker)) > 0
+
+    def finish_job(self, job_id: str, worker: str, status: JobStatus, now: datetime,
+                   result: dict[str, Any] | None, error: str | None) -> bool:
+        t = to_micros(now)
+        return self._exec(f"{JOBS_LOCK}:{job_id}", "UPDATE jobs SET status = ?, result = ?, error = ?, "
+                          "finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ? AND worker = ? "
+                          "AND status = 'running'",
+                          (JobStatus(status).value, None if result is None else json.dumps(result), error,
+                           t, t, job_id, worker)) > 0
+
+    def mark_job_sent(self, job_id: str, now: datetime, tenant: str | None = None) -> None:
+        sql, params = "UPDATE jobs SET sent_at = ? WHERE id = ? AND sent_at IS NULL", [to_micros(now), job_id]
+        if tenant is not None:
+            sql += " AND tenant = ?"
+            params.append(tenant)
+        with self.transaction(f"{JOBS_LOCK}:{job_id}"):
+            self._relax_commit()  # losing this mark in a crash only means one more (skipped) delivery
+            self._exec(JOBS_LOCK, sql, params)
+
+    def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
+                   tenant: str | None = None) -> list[Job]:
+        sql = self._JOB_SELECT + (" WHERE ((status = 'running' AND lease_until < ?) OR "
+                                  "(status = 'queued' AND sent_at IS NULL AND created_at < ?))")
+        params: list[Any] = [to_micros(now), to_micros(unsent_before)]
+        if tenant is not None:
+            sql += " AND tenant = ?"
+            params.append(tenant)
+        rows = self._all(sql + f" ORDER BY created_at LIMIT {int(limit)}", params)
+        return [row_to_job(r) for r in rows]
+
+    def requeue_job(self, job_id: str, now: datetime) -> bool:
+        t = to_micros(now)
+        return self._exec(f"{JOBS_LOCK}:{job_id}", "UPDATE jobs SET status = 'queued', worker = NULL, "
+                          "lease_until = NULL, sent_at = NULL, updated_at = ? WHERE id = ? AND "
+                          "status = 'running' AND lease_until < ?", (t, job_id, t)) > 0
+
+    # -- API keys ----------------------------------------------------------------------------------------------
+    def insert_api_key(self, key: ApiKey) -> None:
+        self._exec(KEYS_LOCK, f"INSERT INTO api_keys ({', '.join(KEY_COLS)}) VALUES (?, ?, ?, ?, ?, ?)",
+                   (key.prefix, key.tenant, key.hash, key.name, to_micros(key.created_at),
+                    _us(key.revoked_at)))
+
+    @staticmethod
+    def _row_to_key(r: Sequence[Any]) -> ApiKey:
+        return ApiKey(prefix=r[0], tenant=r[1], hash=r[2], name=r[3], created_at=_dt(r[4]),  # type: ignore[arg-type]
+                      revoked_at=_dt(r[5]))
+
+    def api_key(self, prefix: str) -> ApiKey | None:
+        rows = self._all(f"SELECT {', '.join(KEY_COLS)} FROM api_keys WHERE prefix = ?", (prefix,))
+        return self._row_to_key(rows[0]) if rows else None
+
+    def api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        sql = f"SELECT {', '.join(KEY_COLS)} FROM api_keys"
+        params: tuple[Any, ...] = ()
+        if tenant is not None:
+            sql += " WHERE tenant = ?"
+            params = (tenant,)
+        return [self._row_to_key(r) for r in self._all(sql + " ORDER BY created_at, prefix", params)]
+
+    def revoke_api_key(self, prefix: str, now: datetime) -> bool:
+        return self._exec(KEYS_LOCK, "UPDATE api_keys SET revoked_at = ? WHERE prefix = ? AND revoked_at IS NULL",
+                          (to_micros(now), prefix)) > 0

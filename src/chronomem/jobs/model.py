@@ -1,0 +1,66 @@
+"""The job record: one unit of queued work (extracting stored turns, ending a session).
+
+A job is persisted in the memory's store; the queue transport only carries its id.  Its
+``status`` moves ``queued → running → done | failed``; a ``running`` job whose lease
+expired (its worker died) goes back to ``queued`` and is delivered again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from ..timeutil import iso
+
+
+class JobKind(str, Enum):
+    ADD = "add"  # extract the turns a submit stored (payload: message_ids)
+    END_SESSION = "end_session"  # flush, extract what is left, update the summary
+
+
+class JobStatus(str, Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+    @property
+    def finished(self) -> bool:
+        return self in (JobStatus.DONE, JobStatus.FAILED)
+
+
+@dataclass(slots=True)
+class Job:
+    """A queued unit of work and, once finished, its outcome (``result`` or ``error``)."""
+
+    id: str
+    tenant: str
+    user_id: str
+    kind: JobKind
+    status: JobStatus
+    created_at: datetime
+    updated_at: datetime
+    session_id: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None  # the AddResult / SessionEnd as JSON
+    error: str | None = None
+    attempts: int = 0
+    worker: str | None = None
+    lease_until: datetime | None = None
+    sent_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.status.finished
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public view (no worker bookkeeping, no tenant)."""
+        return {"id": self.id, "kind": self.kind.value, "user_id": self.user_id,
+                "session_id": self.session_id, "status": self.status.value, "result": self.result,
+                "error": self.error, "attempts": self.attempts, "created_at": iso(self.created_at),
+                "started_at": iso(self.started_at) if self.started_at else None,
+                "finished_at": iso(self.finished_at) if self.finished_at else None}

@@ -1,0 +1,290 @@
+"""A store bound to one tenant: every user id is namespaced inside the store layer.
+
+:class:`TenantStore` wraps a store and rewrites each ``user_id`` it is given into the
+tenant's user key (``"<tenant>\\x1f<user>"``; the default tenant keeps bare user ids, so
+databases from before tenants keep working) and rewrites every row it returns back.  So
+tenant ``acme``'s user ``u1`` and tenant ``beta``'s ``u1`` are different rows, and nothing
+a tenant-bound caller passes can name another tenant's rows: user ids containing the
+separator are refused for every tenant, and :meth:`users` lists only this tenant's users.
+Jobs are scoped by their tenant column as well.
+
+Only the :class:`~chronomem.store.base.Store` interface, a few read-only attributes and
+private internals (for tests and admin tools) pass through; any other public method is
+refused rather than forwarded unscoped.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import ValidationError
+from ..keys import DEFAULT_TENANT, ApiKey, check_tenant
+from ..model import Checkpoint, Entity, Fact, Message, Session
+from .base import Store
+
+if TYPE_CHECKING:
+    from ..jobs.model import Job, JobStatus
+
+SEP = "\x1f"  # ASCII unit separator: cannot appear in a user id
+_PASSTHROUGH = frozenset({"url", "vector_backend", "meta", "schema_version", "schema", "path",
+                          "use_vector_index", "extension_schema", "vector_extension_version"})
+T = TypeVar("T", Fact, Message, Entity, Session, Checkpoint)
+
+
+def user_key(tenant: str, user_id: str) -> str:
+    """The store's key for ``user_id`` of ``tenant`` (refuses ids that could name another tenant)."""
+    if not isinstance(user_id, str):
+        raise ValidationError("user_id", user_id, "must be a string")
+    if SEP in user_id:
+        raise ValidationError("user_id", user_id, "must not contain the control character \\x1f")
+    return user_id if tenant == DEFAULT_TENANT else f"{tenant}{SEP}{user_id}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``(tenant, user_id)`` of a store user key."""
+    tenant, sep, user = key.partition(SEP)
+    return (tenant, user) if sep else (DEFAULT_TENANT, key)
+
+
+class TenantStore(Store):
+    """``inner`` seen by one tenant.  ``owns_inner``: closing this closes ``inner`` too."""
+
+    def __init__(self, inner: Store, tenant: str = DEFAULT_TENANT, *, owns_inner: bool = True) -> None:
+        self.inner: Store = inner.inner if isinstance(inner, TenantStore) else inner
+        self.tenant = check_tenant(tenant)
+        self.owns_inner = owns_inner
+        self.url = self.inner.url
+        self._bare = self.tenant == DEFAULT_TENANT
+
+    @property
+    def has_vector_index(self) -> bool:  # type: ignore[override]
+        return self.inner.has_vector_index
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _PASSTHROUGH or (name.startswith("_") and not name.startswith("__")):
+            return getattr(self.inner, name)  # read-only facts and internals (tests, admin tools)
+        raise AttributeError(f"{name!r} is not available on a tenant-bound store")
+
+    def __repr__(self) -> str:
+        return f"TenantStore({self.inner.url!r}, tenant={self.tenant!r})"
+
+    # -- key mapping ----------------------------------------------------------------------
+    def _k(self, user_id: str) -> str:
+        return user_key(self.tenant, user_id)
+
+    # the default tenant's keys are the bare user ids: rows pass through unchanged (no copies on
+    # the bulk paths), after the same check that no id can spell another tenant's key
+    def _out(self, obj: T) -> T:
+        if self._bare:
+            return obj
+        obj.user_id = split_key(obj.user_id)[1]
+        return obj
+
+    def _outs(self, objs: list[T]) -> list[T]:
+        if not self._bare:
+            for o in objs:
+                o.user_id = split_key(o.user_id)[1]
+        return objs
+
+    def _in(self, obj: T) -> T:
+        """``obj`` keyed for the inner store (a copy: the caller's object is not changed)."""
+        key = self._k(obj.user_id)
+        if key == obj.user_id:
+            return obj
+        c = copy.copy(obj)
+        c.user_id = key
+        return c
+
+    def _mine(self, key: str) -> bool:
+        tenant, _ = split_key(key)
+        return tenant == self.tenant
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        if self.owns_inner:
+            self.inner.close()
+
+    def transaction(self, user_id: str) -> AbstractContextManager[None]:
+        return self.inner.transaction(self._k(user_id))
+
+    def users(self) -> list[str]:
+        return sorted(split_key(k)[1] for k in self.inner.users() if self._mine(k))
+
+    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+        return [(split_key(k)[1], sid) for k, sid in self.inner.idle_sessions(before) if self._mine(k)]
+
+    # -- sessions & messages --------------------------------------------------------------------
+    def ensure_session(self, user_id: str, session_id: str, *, started_at: datetime | None = None,
+                       agent_id: str | None = None) -> Session:
+        return self._out(self.inner.ensure_session(self._k(user_id), session_id, started_at=started_at,
+                                                   agent_id=agent_id))
+
+    def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None:
+        self.inner.end_session(self._k(user_id), session_id, ended_at)
+
+    def sessions(self, user_id: str) -> list[Session]:
+        return self._outs(self.inner.sessions(self._k(user_id)))
+
+    def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]:
+        new = self.inner.add_messages(self._k(user_id), [self._in(m) for m in messages])
+        ids = {m.id for m in new}
+        return [m for m in messages if m.id in ids]
+
+    def messages(self, user_id: str, *, session_id: str | None = None,
+                 ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]:
+        return self._outs(self.inner.messages(self._k(user_id), session_id=session_id, ids=ids,
+                                              pending_only=pending_only))
+
+    def next_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
+        out = self.inner.next_messages(self._k(user_id), ids)
+        return {k: self._out(m) for k, m in out.items()}
+
+    def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:
+        self.inner.mark_extracted(self._k(user_id), ids, state)
+
+    # -- entities ----------------------------------------------------------------------------------
+    def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
+                 with_aliases: bool = True) -> list[Entity]:
+        return self._outs(self.inner.entities(self._k(user_id), ids, with_aliases=with_aliases))
+
+    def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
+        return self.inner.entity_ids_by_norm(self._k(user_id), norms)
+
+    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
+        self.inner.insert_entities(self._k(user_id), [(self._in(e), n) for e, n in entities])
+
+    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None:
+        self.inner.add_alias(self._k(user_id), entity_id, alias, norm)
+
+    # -- facts ---------------------------------------------------------------------------------------
+    def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
+        self.inner.insert_facts(self._k(user_id), [self._in(f) for f in facts])
+
+    def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
+        self.inner.update_facts(self._k(user_id), [self._in(f) for f in facts])
+
+    def facts(self, user_id: str, **kw: Any) -> list[Fact]:
+        return self._outs(self.inner.facts(self._k(user_id), **kw))
+
+    def count_facts(self, user_id: str) -> int:
+        return self.inner.count_facts(self._k(user_id))
+
+    def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
+        return self.inner.delete_facts(self._k(user_id), ids)
+
+    # -- search ----------------------------------------------------------------------------------------
+    def search_facts_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
+        return self.inner.search_facts_text(self._k(user_id), query, limit)
+
+    def search_messages_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
+        return self.inner.search_messages_text(self._k(user_id), query, limit)
+
+    def put_vectors(self, user_id: str, kind: str, items: Sequence[tuple[str, Sequence[float]]],
+                    model: str) -> None:
+        self.inner.put_vectors(self._k(user_id), kind, items, model)
+
+    def knn(self, user_id: str, kind: str, vector: Sequence[float], k: int = 10,
+            model: str | None = None) -> list[tuple[str, float]]:
+        return self.inner.knn(self._k(user_id), kind, vector, k, model)
+
+    def vector_ids(self, user_id: str, kind: str, model: str) -> set[str]:
+        return self.inner.vector_ids(self._k(user_id), kind, model)
+
+    def get_vectors(self, user_id: str, kind: str, ids: Sequence[str], model: str) -> dict[str, list[float]]:
+        return self.inner.get_vectors(self._k(user_id), kind, ids, model)
+
+    # -- checkpoints ---------------------------------------------------------------------------------------
+    def put_checkpoint(self, cp: Checkpoint) -> None:
+        self.inner.put_checkpoint(self._in(cp))
+
+    def checkpoints(self, user_id: str) -> list[Checkpoint]:
+        return self._outs(self.inner.checkpoints(self._k(user_id)))
+
+    def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
+        return self.inner.delete_checkpoints(self._k(user_id), from_seq)
+
+    # -- forgetting -------------------------------------------------------------------------------------------
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        self.inner.delete_session(self._k(user_id), session_id)
+
+    def delete_orphan_entities(self, user_id: str) -> int:
+        return self.inner.delete_orphan_entities(self._k(user_id))
+
+    def delete_user(self, user_id: str) -> None:
+        self.inner.delete_user(self._k(user_id))
+
+    # -- dump / load -------------------------------------------------------------------------------------------
+    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        rows = self.inner.dump_user(self._k(user_id))
+        for table in rows.values():
+            for r in table:
+                if "user_id" in r:
+                    r["user_id"] = user_id
+        return rows
+
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+        self.inner.load_user(self._k(user_id), rows)  # the inner store rewrites user_id on every row
+
+    # -- jobs ----------------------------------------------------------------------------------------------------
+    def _job_out(self, job: Job | None) -> Job | None:
+        if job is None or job.tenant != self.tenant:
+            return None
+        job.user_id = split_key(job.user_id)[1]
+        return job
+
+    def insert_job(self, job: Job) -> None:
+        c = copy.copy(job)
+        c.tenant, c.user_id = self.tenant, self._k(job.user_id)
+        self.inner.insert_job(c)
+
+    def job(self, tenant: str, job_id: str) -> Job | None:
+        return self._job_out(self.inner.job(self.tenant, job_id))
+
+    def jobs(self, tenant: str, *, user_id: str | None = None, status: JobStatus | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Job]:
+        found = self.inner.jobs(self.tenant, user_id=None if user_id is None else self._k(user_id),
+                                status=status, limit=limit, offset=offset)
+        return [j for j in map(self._job_out, found) if j is not None]
+
+    def mark_job_sent(self, job_id: str, now: datetime, tenant: str | None = None) -> None:
+        self.inner.mark_job_sent(job_id, now, self.tenant)
+
+    # worker bookkeeping and API keys are not a tenant's business: only the unbound store has them
+    def _refused(self, what: str) -> Any:
+        raise PermissionError(f"{what} needs the unbound store, not one bound to tenant {self.tenant!r}")
+
+    def claim_job(self, job_id: str, worker: str, now: datetime, lease_until: datetime) -> Job | None:
+        return self._refused("claim_job")
+
+    def renew_job(self, job_id: str, worker: str, lease_until: datetime) -> bool:
+        return self._refused("renew_job")
+
+    def finish_job(self, job_id: str, worker: str, status: JobStatus, now: datetime,
+                   result: dict[str, Any] | None, error: str | None) -> bool:
+        return self._refused("finish_job")
+
+    def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
+                   tenant: str | None = None) -> list[Job]:
+        return self._refused("stale_jobs")
+
+    def requeue_job(self, job_id: str, now: datetime) -> bool:
+        return self._refused("requeue_job")
+
+    def insert_api_key(self, key: ApiKey) -> None:
+        self._refused("insert_api_key")
+
+    def api_key(self, prefix: str) -> ApiKey | None:
+        return self._refused("api_key")
+
+    def api_keys(self, tenant: str | None = None) -> list[ApiKey]:
+        return self._refused("api_keys")
+
+    def revoke_api_key(self, prefix: str, now: datetime) -> bool:
+        return self._refused("revoke_api_key")
+
+    def iter_users(self) -> Iterator[str]:
+        yield from self.users()
