@@ -5,7 +5,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY src ./src
-RUN pip install ".[postgres,redis,server]" && useradd --system --home /app chronomem
+RUN pip install ".[postgres,redis,server,queue]" && useradd --system --home /app chronomem
 USER chronomem
 ENTRYPOINT ["chronomem"]
 CMD ["serve", "--host", "0.0.0.0"]

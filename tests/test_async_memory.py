@@ -20,6 +20,8 @@ from chronomem.timeutil import utcnow
 SYNC_ONLY = {
     "write_pipeline": "returns a synchronous WritePipeline (the tuning hook of the CLI and the bench harness), "
                       "whose calls would bypass AsyncMemory's worker thread",
+    "for_tenant": "returns a Memory view of another tenant sharing this one's store and models; "
+                  "AsyncMemory.wrap(mem.sync.for_tenant(t)) makes it asynchronous",
 }
 
 

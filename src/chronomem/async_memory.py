@@ -33,7 +33,9 @@ from .config import Config
 from .errors import ChronomemError
 from .forgetting import ForgetResult
 from .memory import Memory
-from .model import Entity, Fact, FactInput, UpdateReport
+from .jobs.model import Job, JobStatus
+from .jobs.queue import JobQueue
+from .model import Entity, Fact, FactInput, Message, Session, UpdateReport
 from .providers.base import Embedder, LLM
 from .registry import RelationSpec
 
@@ -67,12 +69,13 @@ class AsyncMemory:
                  embedder: Embedder | str | bool | None = None, config: Config | None = None,
                  theta_stable: float | None = None,
                  relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
-                 buffer: SessionBuffer | bool | str | None = None) -> None:
+                 buffer: SessionBuffer | bool | str | None = None, tenant: str | None = None,
+                 queue: JobQueue | str | None = None) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="chronomem")
         try:  # opened on the worker thread that will use it
             self._mem = self._executor.submit(
                 Memory, location, llm=llm, embedder=embedder, config=config, theta_stable=theta_stable,
-                relations=relations, buffer=buffer).result()
+                relations=relations, buffer=buffer, tenant=tenant, queue=queue).result()
         except BaseException:
             self._executor.shutdown(wait=False)
             raise
@@ -138,9 +141,10 @@ class AsyncMemory:
                                timestamp=timestamp, agent_id=agent_id, progress=progress)
 
     async def extract_pending(self, *, user_id: str, session_id: str | None = None,
+                              message_ids: Sequence[str] | None = None,
                               progress: Callable[[int, int], None] | None = None) -> AddResult:
         return await self._run(self._mem.extract_pending, user_id=user_id, session_id=session_id,
-                               progress=progress)
+                               message_ids=message_ids, progress=progress)
 
     # -- reading -----------------------------------------------------------------------------
     async def facts(self, *, user_id: str, subject: str | None = None,
@@ -228,6 +232,57 @@ class AsyncMemory:
                 log.exception("idle-session sweep failed")
 
     # -- lifecycle ---------------------------------------------------------------------------
+    # -- queued ingestion, tenants and corrections (chronomem.jobs, Memory.correct) ---------------------
+    async def submit_messages(self, messages: Any, *, user_id: str, session_id: str | None = None,
+                              timestamp: datetime | str | None = None, agent_id: str | None = None,
+                              deliver: bool = True) -> Job:
+        return await self._run(self._mem.submit_messages, messages, user_id=user_id, session_id=session_id,
+                               timestamp=timestamp, agent_id=agent_id, deliver=deliver)
+
+    async def submit_end_session(self, *, user_id: str, session_id: str | None = None,
+                                 ended_at: datetime | str | None = None, deliver: bool = True) -> Job:
+        return await self._run(self._mem.submit_end_session, user_id=user_id, session_id=session_id,
+                               ended_at=ended_at, deliver=deliver)
+
+    async def deliver(self, job: Job) -> Job:
+        return await self._run(self._mem.deliver, job)
+
+    async def job(self, job_id: str, *, user_id: str | None = None) -> Job:
+        return await self._run(self._mem.job, job_id, user_id=user_id)
+
+    async def jobs(self, *, user_id: str | None = None, status: JobStatus | str | None = None,
+                   limit: int | None = None, offset: int = 0) -> list[Job]:
+        return await self._run(self._mem.jobs, user_id=user_id, status=status, limit=limit, offset=offset)
+
+    async def wait(self, job: Job | str, *, timeout: float | None = 300.0) -> Job:
+        """Poll the job with ``asyncio.sleep`` between looks (the worker thread stays free meanwhile)."""
+        from .jobs.service import JobTimeoutError
+
+        job_id = job.id if isinstance(job, Job) else job
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        delay = 0.05
+        while True:
+            current = await self.job(job_id)
+            if current.finished:
+                return current
+            if deadline is not None and loop.time() >= deadline:
+                raise JobTimeoutError(current, timeout or 0.0)
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    async def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
+        return await self._run(self._mem.correct, fact_id, user_id=user_id, **changes)
+
+    async def users(self) -> list[str]:
+        return await self._run(self._mem.users)
+
+    async def sessions(self, *, user_id: str) -> list[Session]:
+        return await self._run(self._mem.sessions, user_id=user_id)
+
+    async def messages(self, *, user_id: str, session_id: str | None = None) -> list[Message]:
+        return await self._run(self._mem.messages, user_id=user_id, session_id=session_id)
+
     async def close(self) -> None:
         """Stop the sweeper, wait for running calls, close the store."""
         if self._closed:

@@ -20,11 +20,16 @@ from .extract.entities import FuzzyEntityResolver
 from .errors import ChronomemError, ConfigError, ValidationError
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
-from .model import Entity, Fact, FactInput, UpdateReport
+from .model import Entity, Fact, FactInput, Message, Session, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
+from .jobs.model import Job, JobStatus
+from .jobs.queue import JobQueue
+from .jobs.service import JobService
+from .keys import DEFAULT_TENANT
 from .store import Store, open_store
+from .store.tenant import TenantStore
 from .timeutil import iso, parse_time, utcnow
 from .exports import check_tables
 from .validation import check_id, check_name, check_text, check_user
@@ -47,17 +52,19 @@ EXPORT_VERSION = 1
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ForgetResult", "Memory"]
 
 
-def _make_buffer(spec: SessionBuffer | bool | str | None) -> SessionBuffer | None:
+def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
     """``None``: Redis when ``CHRONOMEM_REDIS_URL`` is set, else unbuffered; ``True``: buffered
-    (Redis when configured, else in process); ``False``: unbuffered; a URL or a buffer object."""
+    (Redis when configured, else in process); ``False``: unbuffered; a URL or a buffer object.
+    A tenant other than the default gets its own Redis key prefix."""
     if spec is False or (spec is None and not os.environ.get("CHRONOMEM_REDIS_URL")):
         return None
     from .summarize.buffer import make_buffer
 
+    prefix = "chronomem:" if tenant == DEFAULT_TENANT else f"chronomem:t:{tenant}:"
     if spec is None or spec is True:
-        return make_buffer()
+        return make_buffer(prefix=prefix)
     if isinstance(spec, str):
-        return make_buffer(spec)
+        return make_buffer(spec, prefix=prefix)
     return spec
 
 
@@ -85,16 +92,25 @@ class Memory:
     ``embedder=False`` turns embeddings off.  :meth:`use_models` swaps them later.
     """
 
-    def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
+    def __init__(self, location: str | Path | Store | None = None, *, llm: LLM | str | None = None,
                  embedder: Embedder | str | bool | None = None, config: Config | None = None,
                  theta_stable: float | None = None,
                  relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
-                 buffer: SessionBuffer | bool | str | None = None) -> None:
+                 buffer: SessionBuffer | bool | str | None = None, tenant: str | None = None,
+                 queue: JobQueue | str | None = None) -> None:
         self.config = config or Config.load(theta_stable=theta_stable)
         if config is not None and theta_stable is not None:
             self.config = Config(**{**config.__dict__, "theta_stable": theta_stable})
-        loc = str(location) if location is not None else self.config.db_location
-        self.store: Store = open_store(loc)
+        # the store is bound to one tenant (default: "default", whose user keys are the bare ids);
+        # a Store object passed in is shared, not owned: closing this Memory leaves it open
+        if isinstance(location, Store):
+            bound = TenantStore(location, tenant or DEFAULT_TENANT, owns_inner=False)
+        else:
+            loc = str(location) if location is not None else self.config.db_location
+            bound = TenantStore(open_store(loc), tenant or DEFAULT_TENANT)
+        self.store: Store = bound
+        self.tenant: str = bound.tenant
+        self._jobs = JobService(self, queue)
         self.registry = RelationRegistry()
         self.registry.update(self.config.relations)
         for r in relations or ():
@@ -110,7 +126,7 @@ class Memory:
         self._pipeline: WritePipeline | None = None
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
-        self._buffer: SessionBuffer | None = _make_buffer(buffer)
+        self._buffer: SessionBuffer | None = _make_buffer(buffer, self.tenant)
 
     # -- models (created on first use) -----------------------------------------------------
     @property
@@ -199,9 +215,64 @@ class Memory:
         return result
 
     def extract_pending(self, *, user_id: str, session_id: str | None = None,
+                        message_ids: Sequence[str] | None = None,
                         progress: Callable[[int, int], None] | None = None) -> AddResult:
-        """Extract stored turns not extracted yet (buffered, or whose chunk failed before)."""
-        return self._write_path().extract_pending(check_user(user_id), session_id, progress=progress)
+        """Extract stored turns not extracted yet (buffered, or whose chunk failed before);
+        ``message_ids`` limits it to those turns."""
+        return self._write_path().extract_pending(check_user(user_id), session_id, message_ids=message_ids,
+                                                  progress=progress)
+
+    # -- tenants -----------------------------------------------------------------------------------
+    def for_tenant(self, tenant: str) -> Memory:
+        """This memory as another tenant sees it: the same store, models, config and broker
+        queue, user ids inside ``tenant``.  Closing the view leaves them open."""
+        from .jobs.queue import BrokerQueue
+
+        queue = self._jobs.queue
+        view = Memory(self.store, tenant=tenant, config=self.config,
+                      queue=queue if isinstance(queue, BrokerQueue) else None)
+        view.registry, view.usage, view.models = self.registry, self.usage, self.models  # models load once
+        view.resolver = FuzzyEntityResolver(view.store)
+        view.graph = GraphWriter(view.store, view.registry, view.config.theta_stable, view.resolver)
+        return view
+
+    # -- queued ingestion (chronomem.jobs) ------------------------------------------------------
+    def submit_messages(self, messages: Any, *, user_id: str, session_id: str | None = None,
+                        timestamp: datetime | str | None = None, agent_id: str | None = None,
+                        deliver: bool = True) -> Job:
+        """Like :meth:`add`, but returns as soon as the turns are stored: a worker extracts them.
+
+        Returns the queued :class:`~chronomem.jobs.Job`; poll it with :meth:`job` or block with
+        :meth:`wait`.  The queue is ``Memory(queue=…)`` or ``CHRONOMEM_QUEUE_URL`` (RabbitMQ or
+        Redis, consumed by ``chronomem worker``), else a background thread of this process.
+        ``deliver=False`` only stores the job: hand it to the queue with :meth:`deliver` (a server
+        acknowledges first); a job never delivered is sent by a worker's sweep after 30 s.
+        """
+        return self._jobs.submit(messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
+                                 agent_id=agent_id, deliver=deliver)
+
+    def submit_end_session(self, *, user_id: str, session_id: str | None = None,
+                           ended_at: datetime | str | None = None, deliver: bool = True) -> Job:
+        """Queue :meth:`end_session` on a worker; returns the queued job."""
+        return self._jobs.submit_end_session(user_id=user_id, session_id=session_id, ended_at=ended_at,
+                                             deliver=deliver)
+
+    def deliver(self, job: Job) -> Job:
+        """Hand a job stored with ``deliver=False`` to the queue."""
+        return self._jobs.deliver(job)
+
+    def job(self, job_id: str, *, user_id: str | None = None) -> Job:
+        """A job of this tenant (of ``user_id`` when given); NotFoundError otherwise."""
+        return self._jobs.get(job_id, user_id=user_id)
+
+    def jobs(self, *, user_id: str | None = None, status: JobStatus | str | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Job]:
+        """This tenant's jobs (of ``user_id`` when given), newest first."""
+        return self._jobs.list(user_id=user_id, status=status, limit=limit, offset=offset)
+
+    def wait(self, job: Job | str, *, timeout: float | None = 300.0) -> Job:
+        """Block until the job is done or failed; :class:`~chronomem.jobs.service.JobTimeoutError` after ``timeout`` s."""
+        return self._jobs.wait(job, timeout=timeout)
 
     def write_pipeline(self, *, chunk_size: int | None = None, context: int | None = None,
                        prompt_version: str | None = None) -> WritePipeline:
@@ -255,6 +326,29 @@ class Memory:
         return self.store.facts(user_id, subject_ids=subject_ids, object_ids=object_ids,
                                 relations=relations, as_of=when,
                                 min_confidence=None if include_unstable else self.config.theta_stable)
+
+    def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
+        """Correct a stored fact non-destructively: returns the new version (origin ``corrected``).
+
+        ``changes``: any of subject, relation, object, valid_from, valid_to, confidence, intent,
+        text.  The old version stays in :meth:`history`, closed, with ``closed_by`` pointing at
+        the correction and confidence 0 (see :mod:`chronomem.correction`).
+        """
+        from .correction import correct_fact
+
+        return correct_fact(self, user_id, fact_id, changes)[1]
+
+    def users(self) -> list[str]:
+        """The user ids of this memory's tenant."""
+        return self.store.users()
+
+    def sessions(self, *, user_id: str) -> list[Session]:
+        """The user's sessions, oldest first."""
+        return self.store.sessions(check_user(user_id))
+
+    def messages(self, *, user_id: str, session_id: str | None = None) -> list[Message]:
+        """The user's stored turns (of one session when given), in conversation order."""
+        return self.store.messages(check_user(user_id), session_id=session_id)
 
     def entities(self, *, user_id: str) -> list[Entity]:
         return self.store.entities(check_user(user_id))
@@ -463,6 +557,7 @@ class Memory:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:
+        self._jobs.close()
         self.store.close()
 
     def __enter__(self) -> Memory:

@@ -33,6 +33,7 @@ class Origin(str, Enum):
     INFERRED = "inferred"  # extracted, but implied rather than said
     DERIVED = "derived"  # produced by a rule at read time, never stored
     IMPORTED = "imported"  # loaded through add_facts / import_
+    CORRECTED = "corrected"  # a person's correction of a stored fact (Memory.correct)
 
 
 @dataclass(slots=True)

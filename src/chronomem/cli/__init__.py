@@ -19,8 +19,8 @@ app = typer.Typer(name="chronomem", help="Long-term memory for LLM applications.
 core.register(app)
 
 # sub-applications contributed by other modules: (module, attribute, command name)
-_SUBAPPS = (("models", "app", "models"), ("bench", "app", "bench"))
-_COMMANDS = (("add", "register"), ("ask", "register"), ("session", "register"), ("serve", "register"), ("mcp", "register"),
+_SUBAPPS = (("models", "app", "models"), ("bench", "app", "bench"), ("keys", "app", "keys"))
+_COMMANDS = (("add", "register"), ("ask", "register"), ("session", "register"), ("serve", "register"), ("worker", "register"), ("mcp", "register"),
              ("store_admin", "register"))
 
 for mod_name, attr, name in _SUBAPPS:

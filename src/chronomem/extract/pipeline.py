@@ -75,6 +75,7 @@ class AddResult:
     warnings: list[str] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
     session_ids: list[str] = field(default_factory=list)  # every session touched
+    message_ids: list[str] = field(default_factory=list)  # ids of the newly stored turns
 
     @property
     def facts_added(self) -> int:
@@ -314,6 +315,7 @@ class WritePipeline:
             new = store.add_messages(user_id, msgs)
         result.messages_stored = len(new)
         result.messages_skipped = len(msgs) - len(new)
+        result.message_ids = [m.id for m in new]
         if new and extract:
             self._extract(user_id, new, result, agent_id=agent_id, progress=progress)
         return result
@@ -323,11 +325,14 @@ class WritePipeline:
         user_id: str,
         session_id: str | None = None,
         *,
+        message_ids: Sequence[str] | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> AddResult:
-        """Extract every stored turn not yet extracted (new, buffered, or failed before)."""
+        """Extract every stored turn not yet extracted (new, buffered, or failed before);
+        ``message_ids`` limits it to those turns (a queued job extracts only its own)."""
         user_id = check_user(user_id)
-        pending = self.store.messages(user_id, session_id=session_id, pending_only=True)
+        pending = self.store.messages(user_id, session_id=session_id, pending_only=True,
+                                      ids=None if message_ids is None else list(message_ids))
         result = AddResult(session_id=session_id)
         result.session_ids = list(dict.fromkeys(m.session_id for m in pending))
         if pending:

@@ -1,0 +1,65 @@
+"""``chronomem keys``: API keys of the REST service, one tenant each."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="API keys for `chronomem serve`: each key is bound to one tenant.",
+                  no_args_is_help=True)
+
+DbOpt = Annotated[Optional[str], typer.Option("--db", help="database path or URL (default $CHRONOMEM_DB)")]
+
+
+def _store(db: str | None):  # noqa: ANN202 - a Store
+    from ..config import Config
+    from ..store import open_store
+
+    return open_store(db or Config.load().db_location)
+
+
+@app.command("create")
+def create(tenant: Annotated[str, typer.Option(help="the tenant the key reads and writes")],
+           name: Annotated[str, typer.Option(help="a label to recognise the key by")] = "",
+           db: DbOpt = None) -> None:
+    """Create a key and print it ONCE (only its hash is stored)."""
+    from ..keys import ApiKey, check_tenant, hash_key, new_key
+    from ..timeutil import utcnow
+
+    check_tenant(tenant)
+    key, prefix = new_key()
+    with _store(db) as store:
+        store.insert_api_key(ApiKey(prefix=prefix, tenant=tenant, hash=hash_key(key), name=name,
+                                    created_at=utcnow()))
+    typer.echo(key)
+    typer.echo(f"key {prefix} for tenant {tenant!r}: shown once, store it now", err=True)
+
+
+@app.command("list")
+def list_(tenant: Annotated[Optional[str], typer.Option(help="only this tenant's keys")] = None,
+          db: DbOpt = None) -> None:
+    """The keys (prefix, tenant, name, created, revoked); never the secrets."""
+    from rich.console import Console
+    from rich.table import Table
+
+    with _store(db) as store:
+        keys = store.api_keys(tenant)
+    table = Table("prefix", "tenant", "name", "created", "revoked")
+    for k in keys:
+        table.add_row(k.prefix, k.tenant, k.name, k.created_at.isoformat(timespec="seconds"),
+                      k.revoked_at.isoformat(timespec="seconds") if k.revoked_at else "")
+    Console().print(table)
+
+
+@app.command("revoke")
+def revoke(prefix: Annotated[str, typer.Argument(help="the key's prefix (from `keys list`)")],
+           db: DbOpt = None) -> None:
+    """Revoke a key: the server refuses it from the next request on."""
+    from ..errors import NotFoundError
+    from ..timeutil import utcnow
+
+    with _store(db) as store:
+        if not store.revoke_api_key(prefix, utcnow()):
+            raise NotFoundError(f"no active key with prefix {prefix!r}")
+    typer.echo(f"revoked {prefix}")

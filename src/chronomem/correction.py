@@ -1,0 +1,73 @@
+"""Correcting a stored fact without destroying it.
+
+:func:`correct_fact` writes a new version with origin ``corrected`` and keeps the old one
+in the history: the old version is closed (``valid_to`` = the correction time if it was
+still open), points at its correction (``closed_by``) and gets confidence 0, so no query
+treats it as true at any time, while ``history`` still shows what was believed and when.
+The correction replaces exactly that fact: it does not run the update rules against the
+user's other facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .errors import NotFoundError, ValidationError
+from .entities import new_id
+from .graph import FactValidator
+from .model import Fact, Origin
+from .timeutil import utcnow
+from .validation import check_user
+
+if TYPE_CHECKING:
+    from .memory import Memory
+
+CORRECTABLE = frozenset({"subject", "relation", "object", "valid_from", "valid_to", "confidence",
+                         "intent", "text", "subject_type", "object_type"})
+
+
+def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
+                 changes: Mapping[str, Any]) -> tuple[Fact, Fact]:
+    """Apply ``changes`` to fact ``fact_id`` as a new version: ``(old, new)``."""
+    user_id = check_user(user_id)
+    if not isinstance(changes, Mapping) or not changes:
+        raise ValidationError("changes", changes, f"give at least one of {sorted(CORRECTABLE)}")
+    unknown = sorted(set(changes) - CORRECTABLE)
+    if unknown:
+        raise ValidationError(unknown[0], changes[unknown[0]],
+                              f"cannot be corrected; correctable fields: {sorted(CORRECTABLE)}")
+    store = mem.store
+    with store.transaction(user_id):
+        found = store.facts(user_id, ids=[fact_id])
+        if not found:
+            raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
+        old = found[0]
+        if old.closed_by is not None and old.confidence == 0.0:
+            raise ValidationError("fact_id", fact_id, f"was already corrected by {old.closed_by}; "
+                                  "correct that version")
+        now = utcnow()
+        renamed = any(k in changes for k in ("subject", "relation", "object"))
+        draft: dict[str, Any] = {
+            "subject": old.subject, "relation": old.relation, "object": old.object,
+            "valid_from": old.valid_from, "valid_to": old.stated_to if old.closed_by is None else old.valid_to,
+            "confidence": old.confidence, "intent": old.intent.value,
+            "text": "" if renamed else old.text, "source_ids": list(old.source_ids),
+            "session_id": old.session_id, "agent_id": old.agent_id, "origin": Origin.CORRECTED.value}
+        draft.update(changes)
+        if draft["valid_from"] is None and "valid_from" not in changes:
+            draft.pop("valid_from")
+        fi = FactValidator(mem.registry, now=now, default_origin=Origin.CORRECTED)(draft, 0)
+        ents = mem.resolver.resolve_many(user_id, [(fi.subject, fi.subject_type), (fi.object, fi.object_type)])
+        s, o = ents[fi.subject], ents[fi.object]
+        new = Fact(id=new_id(), user_id=user_id, subject=s.name, relation=fi.relation, object=o.name,
+                   valid_from=fi.valid_from, valid_to=fi.valid_to, confidence=fi.confidence,
+                   intent=fi.intent, origin=Origin.CORRECTED, recorded_at=now, source_ids=fi.source_ids,
+                   session_id=fi.session_id, text=fi.text, agent_id=fi.agent_id, stated_to=fi.valid_to,
+                   subject_id=s.id, object_id=o.id)
+        store.insert_facts(user_id, [new])
+        if old.valid_to is None or old.valid_to > now:
+            old.valid_to = now if old.valid_from is None else max(now, old.valid_from)
+        old.closed_by, old.confidence = new.id, 0.0
+        store.update_facts(user_id, [old])
+    return old, new

@@ -1,0 +1,144 @@
+"""Queue transports: how a job id reaches a worker.
+
+* :class:`LocalQueue` — the embedded default: no broker; a background thread in this process
+  runs the jobs.  Durability comes from the jobs table: a job left queued or running by a
+  process that died is picked up by the sweeper of the next process that opens the memory.
+* :class:`BrokerQueue` — Dramatiq over RabbitMQ (``amqp://…``) or Redis (``redis://…``);
+  ``chronomem worker`` processes (on any number of machines) consume it.  Dramatiq acks a
+  message only after the job ran, so a worker killed mid-job has its messages redelivered
+  (RabbitMQ: as soon as the connection drops; Redis: after Dramatiq's heartbeat timeout).
+
+The URL comes from ``Memory(queue=…)`` or ``CHRONOMEM_QUEUE_URL``; nothing set means local.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue as _queue
+import threading
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import ConfigError
+from .model import Job
+
+if TYPE_CHECKING:
+    from .worker import JobRunner
+
+log = logging.getLogger(__name__)
+
+ACTOR_NAME = "chronomem_job"
+QUEUE_ENV = "CHRONOMEM_QUEUE_URL"
+QUEUE_NAME_ENV = "CHRONOMEM_QUEUE_NAME"  # one broker, several memories: give each its own queue
+
+
+def queue_name() -> str:
+    return os.environ.get(QUEUE_NAME_ENV) or "chronomem"
+
+
+class JobQueue(Protocol):
+    """Hands a stored job to whatever will run it."""
+
+    def send(self, job: Job) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LocalQueue:
+    """Runs jobs on a background thread of this process (no broker)."""
+
+    def __init__(self, runner: JobRunner) -> None:
+        self.runner = runner
+        self._q: _queue.Queue[str | None] = _queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._loop, daemon=True, name="chronomem-jobs")
+                self._thread.start()
+
+    def send(self, job: Job) -> None:
+        if self._closed:
+            raise ConfigError("the memory is closed: its job queue accepts no more jobs")
+        self.start()
+        self._q.put(job.id)
+
+    def _loop(self) -> None:
+        self._sweep()  # jobs a previous process left behind
+        while True:
+            try:
+                job_id = self._q.get(timeout=self.runner.lease_s / 2)
+            except _queue.Empty:
+                self._sweep()
+                continue
+            if job_id is None:
+                return
+            try:
+                self.runner.run(job_id)
+            except Exception:  # the store failed; the job stays queued/running and is swept later
+                log.exception("job %s could not be run", job_id)
+
+    def _sweep(self) -> None:
+        try:
+            self.runner.sweep(lambda j: self._q.put(j.id))
+        except Exception:
+            log.exception("job sweep failed")
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Finish the job in progress (up to ``timeout``), then stop; queued jobs stay queued."""
+        self._closed = True
+        thread = self._thread
+        if thread is not None:
+            while True:  # drop what has not started: it is in the jobs table and resumes later
+                try:
+                    self._q.get_nowait()
+                except _queue.Empty:
+                    break
+            self._q.put(None)
+            thread.join(timeout)
+
+
+def make_broker(url: str) -> Any:
+    """A Dramatiq broker for ``amqp://`` / ``redis://`` URLs."""
+    try:
+        import dramatiq  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on installed extras
+        raise ConfigError(f"a broker queue needs: pip install 'chronomem[queue]' ({e})") from e
+    if url.startswith(("amqp://", "amqps://")):
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+        return RabbitmqBroker(url=url, confirm_delivery=True)
+    if url.startswith(("redis://", "rediss://")):
+        from dramatiq.brokers.redis import RedisBroker
+
+        return RedisBroker(url=url)
+    raise ConfigError(f"unsupported queue URL {url.split('@')[-1]!r}: use amqp://… (RabbitMQ), "
+                      "redis://… (Redis) or leave CHRONOMEM_QUEUE_URL unset for the in-process queue")
+
+
+class BrokerQueue:
+    """Sends job ids to ``chronomem worker`` processes through a Dramatiq broker."""
+
+    def __init__(self, url: str, broker: Any | None = None) -> None:
+        self.url = url
+        self.broker = broker if broker is not None else make_broker(url)
+        self.queue_name = queue_name()
+        self.broker.declare_queue(self.queue_name)
+
+    def send(self, job: Job) -> None:
+        import dramatiq
+
+        self.broker.enqueue(dramatiq.Message(queue_name=self.queue_name, actor_name=ACTOR_NAME,
+                                             args=(job.id,), kwargs={}, options={}))
+
+    def close(self) -> None:
+        self.broker.close()
+
+
+def queue_url(explicit: str | None = None) -> str | None:
+    """The configured broker URL, or None for the in-process queue."""
+    url = explicit if explicit is not None else os.environ.get(QUEUE_ENV)
+    return url or None

@@ -1,0 +1,168 @@
+"""The job side of :class:`~chronomem.Memory`: submit work, look it up, wait for it.
+
+``submit`` stores the turns and the job row in ONE transaction, then hands the job id to
+the queue; so every stored turn waiting for extraction has a job, and a crash after the
+commit loses nothing (the sweeper sends jobs that never reached the queue).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ChronomemError, NotFoundError, ValidationError
+from ..timeutil import iso, parse_time, utcnow
+from ..validation import check_id, check_user
+from .model import Job, JobKind, JobStatus
+from .queue import BrokerQueue, JobQueue, LocalQueue, queue_url
+from .runner import add_result_json
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+log = logging.getLogger(__name__)
+
+
+class JobTimeoutError(ChronomemError, TimeoutError):
+    """A job did not finish within the time the caller was willing to wait."""
+
+    def __init__(self, job: Job, timeout: float) -> None:
+        self.job = job
+        super().__init__(f"job {job.id} is still {job.status.value} after {timeout:g} s")
+
+
+class JobService:
+    """Jobs of one tenant-bound memory; ``queue``: a :class:`JobQueue`, a broker URL, or None
+    (``CHRONOMEM_QUEUE_URL``, else the in-process queue)."""
+
+    def __init__(self, mem: Memory, queue: JobQueue | str | None = None) -> None:
+        self.mem = mem
+        self._queue_spec = queue
+        self._queue: JobQueue | None = None
+
+    @property
+    def queue(self) -> JobQueue:
+        if self._queue is None:
+            spec = self._queue_spec
+            if spec is None or isinstance(spec, str):
+                url = queue_url(spec)
+                if url is None:
+                    from .worker import JobRunner
+
+                    store = self.mem.store
+                    inner = getattr(store, "inner", store)
+                    runner = JobRunner(inner, lambda tenant: self.mem, tenant=self.mem.tenant)
+                    self._queue = LocalQueue(runner)
+                else:
+                    self._queue = BrokerQueue(url)
+            else:
+                self._queue = spec
+        return self._queue
+
+    def _new_job(self, kind: JobKind, user_id: str, session_id: str | None,
+                 payload: dict[str, Any]) -> Job:
+        now = utcnow()
+        return Job(id=uuid.uuid4().hex, tenant=self.mem.tenant, user_id=user_id, kind=kind,
+                   status=JobStatus.QUEUED, created_at=now, updated_at=now, session_id=session_id,
+                   payload=payload)
+
+    def _send(self, job: Job) -> Job:
+        try:
+            self.queue.send(job)
+        except ChronomemError:
+            raise
+        except Exception as e:  # the broker is down: the job is stored; the sweeper sends it later
+            log.warning("job %s stored but not sent (%s); a worker's sweep sends it", job.id, e)
+            return job
+        self.mem.store.mark_job_sent(job.id, utcnow())
+        return job
+
+    def deliver(self, job: Job) -> Job:
+        """Hand a stored job to the queue (what :meth:`submit` does unless ``deliver=False``)."""
+        return job if job.finished else self._send(job)
+
+    def submit(self, messages: Any, *, user_id: str | None, session_id: str | None = None,
+               timestamp: datetime | str | None = None, agent_id: str | None = None,
+               deliver: bool = True) -> Job:
+        """Store the turns now; extract them on a worker.  Returns the queued job.
+
+        In buffered mode the turns go to the session buffer (no model call) and the job is
+        done at once: extraction happens when the session ends.
+        """
+        user_id = check_user(user_id)
+        mem = self.mem
+        store = mem.store
+        if mem._buffer is not None:  # buffered: nothing to extract until the session ends
+            res = mem.add(messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
+                          agent_id=agent_id)
+            job = self._new_job(JobKind.ADD, user_id, res.session_id, {"buffered": True})
+            job.status, job.result = JobStatus.DONE, add_result_json(res)
+            job.finished_at = job.started_at = utcnow()
+            store.insert_job(job)
+            return job
+        with store.transaction(user_id):
+            res = mem._write_path().add(messages, user_id=user_id, session_id=session_id,
+                                        timestamp=timestamp, agent_id=agent_id, extract=False)
+            new_ids = list(res.message_ids)
+            job = self._new_job(JobKind.ADD, user_id, res.session_id, {
+                "message_ids": new_ids, "messages_stored": res.messages_stored,
+                "messages_skipped": res.messages_skipped, "warnings": list(res.warnings)})
+            if not new_ids:  # every turn was known: nothing to extract
+                job.status, job.result = JobStatus.DONE, add_result_json(res)
+                job.started_at = job.finished_at = job.created_at
+            store.insert_job(job)
+        return self.deliver(job) if deliver else job
+
+    def submit_end_session(self, *, user_id: str | None, session_id: str | None,
+                           ended_at: datetime | str | None = None, deliver: bool = True) -> Job:
+        """Queue :meth:`Memory.end_session`; returns the queued job."""
+        user_id = check_user(user_id)
+        if not isinstance(session_id, str) or not session_id.strip():
+            raise ValidationError("session_id", session_id, "is required: the session to end")
+        check_id("session_id", session_id)
+        when = None if ended_at is None else iso(parse_time(ended_at, "ended_at"))
+        job = self._new_job(JobKind.END_SESSION, user_id, session_id, {"ended_at": when})
+        with self.mem.store.transaction(user_id):
+            self.mem.store.insert_job(job)
+        return self.deliver(job) if deliver else job
+
+    def get(self, job_id: str, *, user_id: str | None = None) -> Job:
+        """The job (of ``user_id`` when given); NotFoundError for unknown ids and other tenants' jobs."""
+        if not isinstance(job_id, str) or not job_id:
+            raise ValidationError("job_id", job_id, "must be a non-empty string")
+        job = self.mem.store.job(self.mem.tenant, job_id)
+        if job is None or (user_id is not None and job.user_id != user_id):
+            raise NotFoundError(f"no job {job_id!r}")
+        return job
+
+    def list(self, *, user_id: str | None = None, status: JobStatus | str | None = None,
+             limit: int | None = None, offset: int = 0) -> list[Job]:
+        wanted: JobStatus | None = None
+        if status is not None:
+            try:
+                wanted = JobStatus(status)
+            except ValueError:
+                raise ValidationError("status", status, f"one of {[s.value for s in JobStatus]}") from None
+        return self.mem.store.jobs(self.mem.tenant, user_id=user_id, status=wanted, limit=limit, offset=offset)
+
+    def wait(self, job: Job | str, *, timeout: float | None = 300.0, poll_s: float = 0.05) -> Job:
+        """Poll until the job is done or failed; :class:`JobTimeoutError` after ``timeout`` seconds."""
+        job_id = job.id if isinstance(job, Job) else job
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = poll_s
+        while True:
+            current = self.get(job_id)
+            if current.finished:
+                return current
+            if deadline is not None and time.monotonic() >= deadline:
+                raise JobTimeoutError(current, timeout or 0.0)
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    def close(self) -> None:
+        """Stop the queue this service created (a queue passed in belongs to the caller)."""
+        if self._queue is not None and self._queue is not self._queue_spec:
+            self._queue.close()

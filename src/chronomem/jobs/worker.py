@@ -1,0 +1,178 @@
+"""Running jobs: claim with a lease, keep the lease alive, record the outcome, recover the dead.
+
+:class:`JobRunner` is the one place jobs are executed, whatever delivered their ids (the
+in-process :class:`~chronomem.jobs.queue.LocalQueue`, or a broker through
+:func:`run_worker`).  Delivery is at least once: a job id may arrive twice, or arrive while
+the job's worker is dead.  So:
+
+* a job is executed only after :meth:`Store.claim_job` marked it running for this worker
+  with a lease (``lease_s``); a heartbeat thread renews the lease while it runs;
+* a job that is finished, or running under another worker's live lease, is skipped;
+* :meth:`JobRunner.sweep` (every worker runs it periodically) puts jobs whose lease expired
+  (their worker was killed) back to queued and sends them again, and sends queued jobs that
+  never reached the queue (the process died between commit and send).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from ..store.tenant import split_key
+from ..timeutil import utcnow
+from .model import Job, JobStatus
+from .runner import execute
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+    from ..store.base import Store
+
+log = logging.getLogger(__name__)
+
+DEFAULT_LEASE_S = 30.0
+UNSENT_GRACE_S = 30.0  # a queued job not handed to the queue after this long is sent by the sweeper
+
+
+def lease_seconds() -> float:
+    """``CHRONOMEM_JOB_LEASE`` seconds (default 30): how long a silent worker keeps a job."""
+    try:
+        value = float(os.environ.get("CHRONOMEM_JOB_LEASE", DEFAULT_LEASE_S))
+    except ValueError:
+        value = DEFAULT_LEASE_S
+    return max(value, 1.0)
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class JobRunner:
+    """Executes jobs from the unbound ``store``; ``memory_for(tenant)`` gives a Memory bound to a tenant."""
+
+    def __init__(self, store: Store, memory_for: Callable[[str], Memory], *, name: str | None = None,
+                 lease_s: float | None = None, unsent_grace_s: float = UNSENT_GRACE_S,
+                 tenant: str | None = None) -> None:
+        self.store = store
+        self.tenant = tenant  # run only this tenant's jobs (the in-process queue of one Memory)
+        self.unsent_grace_s = unsent_grace_s
+        self.memory_for = memory_for
+        self.name = name or worker_name()
+        self.lease_s = lease_s if lease_s is not None else lease_seconds()
+
+    def run(self, job_id: str) -> Job | None:
+        """Claim and execute one job; None when it was not ours to run (finished or held)."""
+        now = utcnow()
+        if self.tenant is not None and self.store.job(self.tenant, job_id) is None:
+            log.warning("job %s is not one of tenant %r's; skipped", job_id, self.tenant)
+            return None
+        job = self.store.claim_job(job_id, self.name, now, now + timedelta(seconds=self.lease_s))
+        if job is None:
+            log.debug("job %s: finished or held by a live worker; skipped", job_id)
+            return None
+        tenant, user = split_key(job.user_id)
+        job.user_id = user
+        stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeat, args=(job_id, stop), daemon=True,
+                                name=f"chronomem-lease-{job_id[:8]}")
+        beat.start()
+        try:
+            status, result, error = execute(self.memory_for(tenant), job)
+        except Exception as e:  # recorded on the job: the caller polls for it
+            log.exception("job %s (%s) failed", job_id, job.kind.value)
+            status, result, error = JobStatus.FAILED, None, f"{type(e).__name__}: {e}"[:2000]
+        finally:
+            stop.set()
+            beat.join()
+        if not self.store.finish_job(job_id, self.name, status, utcnow(), result, error):
+            log.warning("job %s: lease lost before it finished; another worker redoes it", job_id)
+        job.status, job.result, job.error = status, result, error
+        return job
+
+    def _heartbeat(self, job_id: str, stop: threading.Event) -> None:
+        while not stop.wait(self.lease_s / 3):
+            try:
+                if not self.store.renew_job(job_id, self.name, utcnow() + timedelta(seconds=self.lease_s)):
+                    return
+            except Exception as e:  # the store is briefly unreachable: try again next beat
+                log.warning("job %s: lease renewal failed: %s", job_id, e)
+
+    def sweep(self, send: Callable[[Job], None]) -> int:
+        """Redeliver jobs of dead workers and jobs never sent; returns how many were sent."""
+        now = utcnow()
+        sent = 0
+        for job in self.store.stale_jobs(now, now - timedelta(seconds=self.unsent_grace_s), tenant=self.tenant):
+            if job.status is JobStatus.RUNNING and not self.store.requeue_job(job.id, now):
+                continue
+            log.info("job %s: %s; sending it again", job.id,
+                     "its worker stopped renewing the lease" if job.status is JobStatus.RUNNING
+                     else "it never reached the queue")
+            try:
+                send(job)
+            except Exception as e:
+                log.warning("job %s: could not send it (%s); next sweep retries", job.id, e)
+                continue
+            self.store.mark_job_sent(job.id, utcnow())
+            sent += 1
+        return sent
+
+
+def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = None,
+               stop: threading.Event | None = None, llm: str | None = None,
+               embedder: str | bool | None = None) -> None:
+    """Consume jobs from the broker at ``url`` until ``stop`` is set (``chronomem worker``).
+
+    One process runs ``threads`` jobs at a time; start more processes, on as many machines
+    as you like, to scale out.  Every tenant's jobs are run here, each on a Memory bound to
+    the job's tenant.
+    """
+    import dramatiq
+
+    from ..memory import Memory
+    from ..store import open_store
+    from .queue import ACTOR_NAME, BrokerQueue, make_broker, queue_name
+
+    stop = stop or threading.Event()
+    broker = make_broker(url)
+    sender = BrokerQueue(url, broker)
+    store = open_store(db)
+    base = Memory(store, llm=llm, embedder=embedder, queue=sender)  # the models every tenant shares
+    memories: dict[str, Memory] = {base.tenant: base}
+    lock = threading.Lock()
+
+    def memory_for(tenant: str) -> Memory:
+        with lock:
+            if tenant not in memories:
+                memories[tenant] = base.for_tenant(tenant)
+            return memories[tenant]
+
+    runner = JobRunner(store, memory_for, lease_s=lease_s)
+
+    def chronomem_job(job_id: str) -> None:
+        runner.run(job_id)
+
+    # max_retries covers only infrastructure errors (the store unreachable while claiming);
+    # a job's own failure is recorded on the job.  No time limit: the lease covers stuck workers.
+    dramatiq.actor(broker=broker, actor_name=ACTOR_NAME, queue_name=queue_name(), max_retries=3,
+                   min_backoff=1000, max_backoff=30_000, time_limit=24 * 3600 * 1000)(chronomem_job)
+    worker = dramatiq.Worker(broker, worker_threads=max(1, threads), worker_timeout=500)
+    log.info("worker %s: %d thread(s) on %s, lease %.0f s", runner.name, threads, queue_name(), runner.lease_s)
+    worker.start()
+    try:
+        runner.sweep(sender.send)
+        while not stop.wait(runner.lease_s / 3):
+            try:
+                runner.sweep(sender.send)
+            except Exception as e:
+                log.warning("job sweep failed: %s", e)
+    finally:
+        worker.stop()
+        broker.close()
+        for m in memories.values():
+            m.close()
+        store.close()
