@@ -24,24 +24,25 @@ def test_facts_round_trip_over_http(client: TestClient) -> None:
         {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"},
         {"subject": "Maya", "relation": "lives_in", "object": "Lisbon", "valid_from": "2021-01-01"}]})
     assert r.status_code == 200 and len(r.json()["added"]) == 2
-    now = client.get("/v1/users/u1/facts", params={"subject": "maya"}).json()
+    now = client.get("/v1/users/u1/facts", params={"subject": "maya"}).json()["items"]
     assert [f["object"] for f in now] == ["Lisbon"]
-    then = client.get("/v1/users/u1/facts", params={"subject": "Maya", "as_of": "2019-01-01"}).json()
+    then = client.get("/v1/users/u1/facts", params={"subject": "Maya", "as_of": "2019-01-01"}).json()["items"]
     assert [f["object"] for f in then] == ["Porto"]
-    hist = client.get("/v1/users/u1/history", params={"subject": "Maya"}).json()
+    hist = client.get("/v1/users/u1/history", params={"subject": "Maya"}).json()["items"]
     assert [f["object"] for f in hist] == ["Porto", "Lisbon"]
-    assert client.get("/v1/users/u2/facts").json() == []  # another user sees nothing
+    assert client.get("/v1/users/u2/facts").json() == {"items": [], "next_cursor": None}  # another user sees nothing
 
 
 def test_messages_search_answer_and_forget(client: TestClient) -> None:
-    r = client.post("/v1/users/u1/messages", json={"session_id": "s1", "messages": conv(
+    r = client.post("/v1/users/u1/messages", params={"wait": "true"}, json={"session_id": "s1", "messages": conv(
         "I live in Berlin and work at Acme.", "My dog Pixel is the best.")})
     body = r.json()
-    assert r.status_code == 200 and body["messages_stored"] == 2 and len(body["added"]) == 3
+    assert r.status_code == 200 and body["status"] == "done", body
+    assert body["result"]["messages_stored"] == 2 and len(body["result"]["added"]) == 3
     hits = client.post("/v1/users/u1/search", json={"query": "Where does Maya live?"}).json()
     assert "Berlin" in [f["object"] for f in hits["facts"]]
     assert client.delete("/v1/users/u1/sessions/s1").json()["facts_deleted"] == 3
-    assert client.get("/v1/users/u1/facts").json() == []
+    assert client.get("/v1/users/u1/facts").json()["items"] == []
 
 
 def test_errors_have_status_and_field(client: TestClient) -> None:
@@ -57,7 +58,7 @@ def test_export_import_over_http(client: TestClient) -> None:
     client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "likes", "object": "tea"}]})
     data = client.get("/v1/users/u1/export").json()
     assert client.post("/v1/users/u9/import", json=data).status_code == 200
-    assert [f["object"] for f in client.get("/v1/users/u9/facts").json()] == ["tea"]
+    assert [f["object"] for f in client.get("/v1/users/u9/facts").json()["items"]] == ["tea"]
 
 
 def test_api_key_is_enforced(tmp_path: Path) -> None:

@@ -1,0 +1,264 @@
+"""REST v1 routes.  Every route gets a Memory bound to the caller's tenant (see :mod:`.auth`):
+user ids in paths are the tenant's own, and the store keeps tenants apart."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
+
+from ..errors import NotFoundError
+from ..jobs.model import Job
+from ..memory import Memory
+from ..model import Fact
+from . import pagination
+from .schemas import (AddIn, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn, EntityOut,
+                      ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, Page, QueryIn, SearchOut,
+                      SessionOut, StoredMessageOut, SummaryOut, UpdateOut, UserOut)
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorOut, "description": "a body that is not JSON, or a request chronomem cannot apply"},
+    401: {"model": ErrorOut, "description": "missing, unknown or revoked API key"},
+    404: {"model": ErrorOut, "description": "no such user object in this tenant"},
+    413: {"model": ErrorOut, "description": "request body too large"},
+    422: {"model": ErrorOut, "description": "invalid input; `field` names it"},
+    503: {"model": ErrorOut, "description": "the model or the store is unavailable"},
+}
+
+UserId = Annotated[str, Path(min_length=1, max_length=200, description="the user, inside your tenant")]
+Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items per page")]
+Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
+WaitQ = Annotated[bool, Query(description="block until the job finished (or `timeout` passed)")]
+TimeoutQ = Annotated[float, Query(gt=0, le=3600, description="seconds to wait with wait=true")]
+
+
+def tenant_memory(request: Request, authorization: Annotated[str | None, Header()] = None) -> Memory:
+    tenancy = request.app.state.tenancy
+    return tenancy.memory(tenancy.tenant_for(authorization))
+
+
+Mem = Annotated[Memory, Depends(tenant_memory)]
+router = APIRouter(prefix="/v1", responses=ERRORS)
+
+
+def fact_out(f: Fact) -> dict[str, Any]:
+    return f.to_dict()
+
+
+def job_out(job: Job) -> dict[str, Any]:
+    return job.to_dict()
+
+
+def paged(items: list[Any], cursor: str | None, limit: int) -> dict[str, Any]:
+    chunk, nxt = pagination.page(items, pagination.decode(cursor), limit)
+    return {"items": chunk, "next_cursor": nxt}
+
+
+def _job_reply(mem: Memory, job: Job, wait: bool, timeout: float, response: Response,
+               background: BackgroundTasks) -> dict[str, Any]:
+    """The job is committed (durable) before the reply; it is handed to the queue after the reply
+    is sent (or now, to wait for it).  A send lost to a crash is redone by a worker's sweep."""
+    if not wait:
+        background.add_task(mem.deliver, job)
+        response.status_code = 200 if job.finished else 202
+        return job_out(job)
+    mem.deliver(job)
+    if not job.finished:
+        from ..jobs.service import JobTimeoutError
+
+        try:
+            job = mem.wait(job, timeout=timeout)
+        except JobTimeoutError as e:
+            job = e.job
+    response.status_code = 200 if job.finished else 202
+    return job_out(job)
+
+
+# -- ingestion and jobs --------------------------------------------------------------------------------
+@router.post("/users/{user_id}/messages", response_model=JobOut, status_code=202, tags=["ingestion"],
+             responses={200: {"model": JobOut, "description": "finished (wait=true)"}})
+def post_messages(user_id: UserId, body: AddIn, mem: Mem, response: Response, background: BackgroundTasks,
+                  wait: WaitQ = False,
+                  timeout: TimeoutQ = 300.0) -> dict[str, Any]:
+    """Store turns now and queue their extraction: 202 with the job (poll ``GET /v1/jobs/{id}``).
+
+    Re-sent message ids are not stored twice; ``wait=true`` blocks until the facts are extracted.
+    """
+    msgs = [m.model_dump(exclude_none=True) for m in body.messages]
+    job = mem.submit_messages(msgs, user_id=user_id, session_id=body.session_id, timestamp=body.timestamp,
+                     agent_id=body.agent_id, deliver=False)
+    return _job_reply(mem, job, wait, timeout, response, background)
+
+
+@router.post("/users/{user_id}/sessions/{session_id}/end", response_model=JobOut, status_code=202,
+             tags=["ingestion"], responses={200: {"model": JobOut, "description": "finished (wait=true)"}})
+def end_session(user_id: UserId, session_id: Annotated[str, Path(min_length=1, max_length=200)], mem: Mem,
+                response: Response, background: BackgroundTasks, body: EndSessionIn | None = None,
+                wait: WaitQ = False,
+                timeout: TimeoutQ = 300.0) -> dict[str, Any]:
+    """Queue the end of a session: flush buffered turns, extract what is left, update the summary."""
+    job = mem.submit_end_session(user_id=user_id, session_id=session_id,
+                                 ended_at=body.ended_at if body else None, deliver=False)
+    return _job_reply(mem, job, wait, timeout, response, background)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
+def get_job(job_id: Annotated[str, Path(min_length=1, max_length=200)], mem: Mem) -> dict[str, Any]:
+    """A job's status and, once finished, its result or error."""
+    return job_out(mem.job(job_id))
+
+
+@router.get("/users/{user_id}/jobs", response_model=Page[JobOut], tags=["ingestion"])
+def list_jobs(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None,
+              status: Annotated[str | None, Query(pattern="^(queued|running|done|failed)$")] = None,
+              ) -> dict[str, Any]:
+    """The user's jobs, newest first."""
+    offset = pagination.decode(cursor)
+    found = mem.jobs(user_id=user_id, status=status, limit=limit + 1, offset=offset)
+    nxt = pagination.encode(offset + limit) if len(found) > limit else None
+    return {"items": [job_out(j) for j in found[:limit]], "next_cursor": nxt}
+
+
+# -- users, sessions, messages ----------------------------------------------------------------------------
+@router.get("/users", response_model=Page[UserOut], tags=["users"])
+def list_users(mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
+    """The users of your tenant."""
+    return paged([{"user_id": u} for u in mem.users()], cursor, limit)
+
+
+@router.get("/users/{user_id}/sessions", response_model=Page[SessionOut], tags=["users"])
+def list_sessions(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
+                  cursor: Cursor = None) -> dict[str, Any]:
+    return paged([{"id": s.id, "agent_id": s.agent_id, "started_at": s.started_at, "ended_at": s.ended_at}
+                  for s in mem.sessions(user_id=user_id)], cursor, limit)
+
+
+@router.get("/users/{user_id}/messages", response_model=Page[StoredMessageOut], tags=["users"])
+def list_messages(user_id: UserId, mem: Mem, session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+                  limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
+    """Stored turns, verbatim, in conversation order."""
+    return paged([{"id": m.id, "session_id": m.session_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
+                   "timestamp": m.timestamp, "extracted": m.extracted}
+                  for m in mem.messages(user_id=user_id, session_id=session_id)], cursor, limit)
+
+
+@router.get("/users/{user_id}/summary", response_model=SummaryOut, tags=["sessions"])
+def summary(user_id: UserId, mem: Mem, as_of: datetime | None = None) -> dict[str, Any]:
+    """The recursive summary after the last session that ended by ``as_of`` (default now)."""
+    return {"user_id": user_id, "as_of": as_of, "summary": mem.summary(user_id=user_id, as_of=as_of)}
+
+
+@router.post("/users/{user_id}/context", response_model=ContextOut, tags=["sessions"])
+def context(user_id: UserId, body: ContextIn, mem: Mem) -> dict[str, Any]:
+    """The message list for your next LLM call: the summary, then the conversation within the budget."""
+    msgs = [m.model_dump(exclude_none=True) for m in body.messages]
+    return {"messages": mem.context(msgs, user_id=user_id, budget_tokens=body.budget_tokens,
+                                    strategy=body.strategy, keep_turns=body.keep_turns)}
+
+
+# -- facts ------------------------------------------------------------------------------------------------------
+@router.post("/users/{user_id}/facts", response_model=UpdateOut, tags=["facts"])
+def add_facts(user_id: UserId, body: FactsIn, mem: Mem) -> dict[str, Any]:
+    """Add structured facts through the non-destructive update rules."""
+    rep = mem.add_facts(body.facts, user_id=user_id, session_id=body.session_id)
+    return {"added": [fact_out(f) for f in rep.added], "closed": [fact_out(f) for f in rep.closed],
+            "reinforced": [fact_out(f) for f in rep.reinforced]}
+
+
+@router.get("/users/{user_id}/facts", response_model=Page[FactOut], tags=["facts"])
+def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=500)] = None,
+               relation: Annotated[str | None, Query(max_length=200)] = None,
+               object: Annotated[str | None, Query(max_length=500)] = None, as_of: datetime | None = None,
+               include_unstable: bool = False, limit: Limit = pagination.DEFAULT_LIMIT,
+               cursor: Cursor = None) -> dict[str, Any]:
+    """Facts valid at ``as_of`` (default now), oldest first."""
+    found = mem.facts(user_id=user_id, subject=subject, relation=relation, object=object, as_of=as_of,
+                      include_unstable=include_unstable)
+    return paged([fact_out(f) for f in found], cursor, limit)
+
+
+@router.get("/users/{user_id}/history", response_model=Page[FactOut], tags=["facts"])
+def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=500)] = None,
+            relation: Annotated[str | None, Query(max_length=200)] = None,
+            object: Annotated[str | None, Query(max_length=500)] = None,
+            limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
+    """Every stored version (open, closed, corrected, unstable), oldest first."""
+    found = mem.history(user_id=user_id, subject=subject, relation=relation, object=object)
+    return paged([fact_out(f) for f in found], cursor, limit)
+
+
+def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
+    found = mem.store.facts(user_id, ids=[fact_id])
+    if not found:
+        raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
+    return found[0]
+
+
+FactId = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+@router.get("/users/{user_id}/facts/{fact_id}", response_model=FactOut, tags=["facts"])
+def get_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
+    return fact_out(_fact(mem, user_id, fact_id))
+
+
+@router.patch("/users/{user_id}/facts/{fact_id}", response_model=CorrectionOut, tags=["facts"])
+def correct_fact(user_id: UserId, fact_id: FactId, body: FactPatch, mem: Mem) -> dict[str, Any]:
+    """Correct a fact: a new version with origin ``corrected``; the old one stays in history, closed."""
+    from ..correction import correct_fact as correct
+
+    old, new = correct(mem, user_id, fact_id, body.model_dump(exclude_unset=True))
+    return {"fact": fact_out(new), "corrected": fact_out(old)}
+
+
+@router.delete("/users/{user_id}/facts/{fact_id}", response_model=ForgetOut, tags=["forget"])
+def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
+    """Delete a fact for real (facts it had closed hold again)."""
+    return asdict(mem.forget(user_id=user_id, fact_id=fact_id))
+
+
+@router.get("/users/{user_id}/entities", response_model=Page[EntityOut], tags=["facts"])
+def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
+             cursor: Cursor = None) -> dict[str, Any]:
+    return paged([{"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases}
+                  for e in mem.entities(user_id=user_id)], cursor, limit)
+
+
+# -- retrieval -----------------------------------------------------------------------------------------------------
+@router.post("/users/{user_id}/search", response_model=SearchOut, tags=["retrieval"])
+def search(user_id: UserId, body: QueryIn, mem: Mem) -> dict[str, Any]:
+    res = mem.search(body.query, user_id=user_id, as_of=body.as_of, top_k=body.top_k)
+    return {"facts": [fact_out(f) for f in res.facts], "context": res.context,
+            "context_tokens": res.context_tokens, "trace": res.trace.as_dict()}
+
+
+@router.post("/users/{user_id}/answer", response_model=AnswerOut, tags=["retrieval"])
+def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
+    ans = mem.answer(body.question, user_id=user_id, as_of=body.as_of, method=body.method)
+    return {"text": ans.text, "evidence": [fact_out(f) for f in ans.evidence],
+            "context_tokens": ans.context_tokens, "usage": ans.usage, "method": ans.method}
+
+
+# -- forgetting, export, import -------------------------------------------------------------------------------------
+@router.delete("/users/{user_id}/sessions/{session_id}", response_model=ForgetOut, tags=["forget"])
+def forget_session(user_id: UserId, session_id: Annotated[str, Path(min_length=1, max_length=200)],
+                   mem: Mem) -> dict[str, Any]:
+    return asdict(mem.forget(user_id=user_id, session_id=session_id))
+
+
+@router.delete("/users/{user_id}", response_model=ForgetOut, tags=["forget"])
+def forget_user(user_id: UserId, mem: Mem) -> dict[str, Any]:
+    return asdict(mem.forget(user_id=user_id, everything=True))
+
+
+@router.get("/users/{user_id}/export", tags=["export"])
+def export(user_id: UserId, mem: Mem) -> dict[str, Any]:
+    """Everything stored for the user (format chronomem.export); POST it to /import to restore."""
+    return mem.export(user_id=user_id)
+
+
+@router.post("/users/{user_id}/import", tags=["export"])
+def import_(user_id: UserId, data: dict[str, Any], mem: Mem) -> dict[str, int]:
+    return mem.import_(data, user_id=user_id)
