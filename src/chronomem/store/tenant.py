@@ -226,8 +226,8 @@ class TenantStore(Store):
                     r["user_id"] = user_id
         return rows
 
-    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
-        self.inner.load_user(self._k(user_id), rows)  # the inner store rewrites user_id on every row
+    def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
+        return self.inner.load_user(self._k(user_id), rows)  # the inner store rewrites user_id on every row
 
     # -- jobs ----------------------------------------------------------------------------------------------------
     def _job_out(self, job: Job | None) -> Job | None:
