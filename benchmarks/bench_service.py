@@ -2,7 +2,7 @@
 workers, and the latency of acknowledging ``POST /v1/users/{u}/messages``.
 
 Real PostgreSQL, real RabbitMQ, real ``chronomem worker`` and ``chronomem serve`` processes;
-the model is the deterministic OpenAI-compatible server of ``tests/fake_llm.py`` answering
+the model is the deterministic OpenAI-compatible server of ``tests/fake_openai.py`` answering
 each call after a fixed ``--llm-delay`` (stated in the output), so the figures measure the
 service, not a model.
 
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "src"))
 
-from fake_llm import FakeLLMServer  # noqa: E402
+from fake_openai import FakeModelServer  # noqa: E402
 
 PG = os.environ.get("CHRONOMEM_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 AMQP = os.environ.get("CHRONOMEM_BENCH_AMQP", "amqp://guest:guest@127.0.0.1:5672/%2F")
@@ -59,7 +59,7 @@ def delete_queue(name: str) -> None:
     conn.close()
 
 
-def env_for(db: str, llm: FakeLLMServer, queue: str) -> dict[str, str]:
+def env_for(db: str, llm: FakeModelServer, queue: str) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "CHRONOMEM_DB": db, "CHRONOMEM_LLM": llm.spec,
            "CHRONOMEM_LLM_API_KEY": "bench", "CHRONOMEM_EMBEDDER": "none", "CHRONOMEM_QUEUE_URL": AMQP,
            "CHRONOMEM_QUEUE_NAME": queue}
@@ -86,7 +86,7 @@ def job_turns(j: int) -> list[dict[str, str]]:
              "timestamp": "2024-03-01T10:00:00Z"} for i in range(TURNS_PER_JOB)]
 
 
-def throughput(workers: int, jobs: int, llm: FakeLLMServer) -> float:
+def throughput(workers: int, jobs: int, llm: FakeModelServer) -> float:
     from chronomem import Memory
     from chronomem.jobs.queue import BrokerQueue
 
@@ -118,7 +118,7 @@ def throughput(workers: int, jobs: int, llm: FakeLLMServer) -> float:
     return jobs * TURNS_PER_JOB / elapsed * 60
 
 
-def ack_latency(n: int, llm: FakeLLMServer, port: int = 8799) -> list[float]:
+def ack_latency(n: int, llm: FakeModelServer, port: int = 8799) -> list[float]:
     import httpx
 
     db, queue = fresh_db(), f"bench_svc_{uuid.uuid4().hex[:8]}"
@@ -162,7 +162,7 @@ def main() -> None:
     ap.add_argument("--llm-delay", type=float, default=0.2, help="seconds the test LLM waits per call")
     ap.add_argument("--repeat", type=int, default=1, help="runs per worker count (the median is reported)")
     args = ap.parse_args()
-    llm = FakeLLMServer(delay=args.llm_delay)
+    llm = FakeModelServer(delay=args.llm_delay)
     print(f"test LLM: fixed {args.llm_delay:.3f} s per call; {TURNS_PER_JOB} turns per job (one extraction "
           f"call each); PostgreSQL {PG.split('@')[-1]}, RabbitMQ; cpus={os.cpu_count()}", flush=True)
     try:

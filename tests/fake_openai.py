@@ -7,8 +7,12 @@
   ``<speaker> works_at X``, "I like X" → ``<speaker> likes X``;
 * any other request (summaries) gets a one-line digest of the prompt.
 
-``inject`` lets a test replace any reply (truncated JSON, ``finish_reason="length"``, hostile
-facts …): it gets the request body and returns a :class:`Reply` or None for the default.
+Other structured requests (say the query-intent fallback of search) get the smallest instance of
+their schema.  ``inject`` lets a test replace any reply (truncated JSON, ``finish_reason="length"``,
+hostile facts …): it gets the request body and returns a :class:`Reply` or None for the default.
+``delay`` seconds are slept before each reply (the service benchmark's stand-in for model
+latency); a request whose messages contain ``gate_word`` waits until :meth:`open_gate`
+(``gate_seen`` tells a test that a worker is inside that model call).
 It runs in a thread of the test process, so child processes reach it by URL
 (``llm=server.spec``); it never loads a real model.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -66,10 +71,34 @@ def extract(body: dict[str, Any]) -> list[dict[str, Any]]:
     return facts
 
 
+def instance(schema: dict[str, Any]) -> Any:
+    """The smallest value valid against a simple JSON schema."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "anyOf" in schema:
+        return instance(schema["anyOf"][0])
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "null")
+    if t == "object":
+        props = schema.get("properties", {})
+        return {k: instance(props.get(k, {})) for k in schema.get("required", [])}
+    if t == "array":
+        return [instance(schema.get("items", {})) for _ in range(int(schema.get("minItems", 0)))]
+    if t in ("number", "integer"):
+        return schema.get("minimum", 0)
+    return False if t == "boolean" else None if t == "null" else ""
+
+
 class FakeModelServer:
-    def __init__(self, inject: Callable[[dict[str, Any]], Reply | None] | None = None) -> None:
+    def __init__(self, inject: Callable[[dict[str, Any]], Reply | None] | None = None, *,
+                 delay: float = 0.0, gate_word: str | None = None) -> None:
         self.inject = inject
         self.requests: list[dict[str, Any]] = []
+        self.delay = delay
+        self.gate_word = gate_word
+        self.gate_seen = threading.Event()
+        self._gate_open = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -79,6 +108,11 @@ class FakeModelServer:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 server.requests.append(body)
+                if server.gate_word and server.gate_word in json.dumps(body.get("messages", [])):
+                    server.gate_seen.set()
+                    server._gate_open.wait(120)
+                if server.delay:
+                    time.sleep(server.delay)
                 reply = server.reply(body)
                 data = json.dumps({
                     "id": "fake", "object": "chat.completion", "model": body.get("model", "fake"),
@@ -107,7 +141,11 @@ class FakeModelServer:
             injected = self.inject(body)
             if injected is not None:
                 return injected
-        if body.get("response_format") is not None:
+        fmt = body.get("response_format")
+        if fmt is not None:
+            schema = (fmt.get("json_schema") or {}).get("schema") or {}
+            if schema and "facts" not in schema.get("properties", {}):
+                return Reply(json.dumps(instance(schema)))
             return Reply(json.dumps({"facts": extract(body)}))
         prompt = body["messages"][-1]["content"]
         return Reply("Summary: " + " ".join(prompt.split()[-40:]))
@@ -115,6 +153,10 @@ class FakeModelServer:
     def extraction_requests(self) -> list[dict[str, Any]]:
         return [r for r in self.requests if r.get("response_format") is not None]
 
+    def open_gate(self) -> None:
+        self._gate_open.set()
+
     def close(self) -> None:
+        self._gate_open.set()
         self.httpd.shutdown()
         self.httpd.server_close()

@@ -1,7 +1,7 @@
 """Schemathesis against REST v1's own OpenAPI document: no generated request gets a 5xx.
 
 The app runs in process (ASGI) over SQLite with the in-process queue; model calls go to the
-deterministic server of ``fake_llm.py``.  Examples per operation are capped
+deterministic server of ``fake_openai.py``.  Examples per operation are capped
 (``CHRONOMEM_SCHEMATHESIS_EXAMPLES``, default 15) so the run stays well under two minutes;
 raise it for a deeper local run.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from fake_llm import FakeLLMServer
+from fake_openai import FakeModelServer
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (content_type_conformance, response_schema_conformance,
@@ -31,7 +31,7 @@ EXAMPLES = int(os.environ.get("CHRONOMEM_SCHEMATHESIS_EXAMPLES", "15"))
 
 
 def _app():  # built at import: schemathesis reads the OpenAPI document while collecting
-    llm = FakeLLMServer()
+    llm = FakeModelServer()
     os.environ.setdefault("CHRONOMEM_LLM_API_KEY", "test")
     os.environ.pop("CHRONOMEM_QUEUE_URL", None)
     os.environ.pop("CHRONOMEM_API_KEY", None)

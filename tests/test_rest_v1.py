@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_llm import FakeLLMServer
+from fake_openai import FakeModelServer
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 from test_worker_kill import AMQP_URL, queue_env  # noqa: F401 - the RabbitMQ queue fixture
@@ -29,8 +29,8 @@ from chronomem.server.auth import check_exposure
 
 
 @pytest.fixture
-def llm() -> Iterator[FakeLLMServer]:
-    srv = FakeLLMServer()
+def llm() -> Iterator[FakeModelServer]:
+    srv = FakeModelServer()
     yield srv
     srv.close()
 
@@ -53,7 +53,7 @@ def keys_create(db: str, tenant: str) -> str:
 
 @pytest.fixture
 def deployment(url_factory: Callable[[str], str], queue_env: str,  # noqa: F811
-               llm: FakeLLMServer) -> Iterator[tuple[TestClient, dict[str, dict[str, str]], str]]:
+               llm: FakeModelServer) -> Iterator[tuple[TestClient, dict[str, dict[str, str]], str]]:
     db = url_factory("postgres")
     keys = {t: {"Authorization": f"Bearer {keys_create(db, t)}"} for t in ("acme", "beta")}
     stop = threading.Event()
@@ -109,9 +109,9 @@ def test_two_tenants_each_with_u1_never_see_each_other(deployment) -> None:
 
     # wait=true blocks until the job finished
     r = c.post("/v1/users/u1/messages", headers=acme, params={"wait": "true"}, json={
-        "session_id": "s1", "messages": [{"id": "m9", "speaker": "Maya", "text": "My dog Rex is loud.",
+        "session_id": "s1", "messages": [{"id": "m9", "speaker": "Maya", "text": "I work at Initech.",
                                           "timestamp": "2024-03-01T11:00:00Z"}]})
-    assert r.status_code == 200 and r.json()["status"] == "done" and r.json()["result"]["added"][0]["object"] == "Rex"
+    assert r.status_code == 200 and r.json()["status"] == "done" and r.json()["result"]["added"][0]["object"] == "Initech"
 
     # end the session → summary
     r = c.post("/v1/users/u1/sessions/s1/end", headers=acme)
@@ -168,7 +168,7 @@ def test_two_tenants_each_with_u1_never_see_each_other(deployment) -> None:
         leaks += c.get(f"/v1/jobs/{job_id}", headers=beta).status_code != 404
     assert c.delete("/v1/users/u1/sessions/s1", headers=beta).json()["messages_deleted"] == 1  # beta's own s1
     beta_view = [f["object"] for f in c.get("/v1/users/u1/history", headers=beta).json()["items"]]
-    leaks += sum(o in beta_view for o in ("Porto", "Lisbon", "Acme", "tea", "Rex"))
+    leaks += sum(o in beta_view for o in ("Porto", "Lisbon", "Acme", "tea", "Initech"))
     leaks += len([m for m in c.get("/v1/users/u1/messages", headers=beta).json()["items"] if m["id"].startswith("m")])
     leaks += any(j["id"] == ja["id"] for j in c.get("/v1/users/u1/jobs", headers=beta).json()["items"])
     # beta writes to "its" u1 and deletes "its" u1: acme's u1 is untouched

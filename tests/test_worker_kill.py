@@ -1,7 +1,7 @@
 """kill -9 of a worker in the middle of 20 queued jobs, then a restart: nothing lost, nothing twice.
 
 Real PostgreSQL (the machine's), real RabbitMQ (127.0.0.1:5672), worker subprocesses
-running ``chronomem worker``; the model is the deterministic HTTP server of ``fake_llm.py``,
+running ``chronomem worker``; the model is the deterministic HTTP server of ``fake_openai.py``,
 which holds one chosen request open so the kill lands while a job is mid-extraction.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fake_llm import FakeLLMServer
+from fake_openai import FakeModelServer
 
 from chronomem import Memory
 from chronomem.jobs import JobStatus
@@ -54,7 +54,7 @@ def queue_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     conn.close()
 
 
-def start_worker(db: str, llm: FakeLLMServer, queue_name: str, log: Path) -> subprocess.Popen[bytes]:
+def start_worker(db: str, llm: FakeModelServer, queue_name: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": SRC, "CHRONOMEM_DB": db, "CHRONOMEM_LLM": llm.spec,
            "CHRONOMEM_LLM_API_KEY": "test", "CHRONOMEM_EMBEDDER": "none", "CHRONOMEM_JOB_LEASE": "3",
            "CHRONOMEM_QUEUE_NAME": queue_name, "CHRONOMEM_QUEUE_URL": AMQP_URL}
@@ -74,7 +74,7 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
 def test_kill_9_mid_job_then_restart_loses_nothing_and_duplicates_nothing(
         url_factory: Callable[[str], str], queue_env: str, tmp_path: Path) -> None:
     db = url_factory("postgres")
-    llm = FakeLLMServer(gate_word="thing10")
+    llm = FakeModelServer(gate_word="thing10")
     log = tmp_path / "worker.log"
     procs: list[subprocess.Popen[bytes]] = []
     try:

@@ -3,7 +3,7 @@
 -- A job row is written in the same transaction as the turns it extracts, so a job exists for
 -- every stored turn that waits for extraction; the queue only carries the job id.  user_id is the
 -- user as the tenant knows it; (tenant, id) is what a tenant-bound store may read.
-CREATE TABLE jobs (
+CREATE TABLE IF NOT EXISTS jobs (
   id           text COLLATE "C" NOT NULL PRIMARY KEY,
   tenant       text NOT NULL,
   user_id      text NOT NULL,
@@ -23,12 +23,12 @@ CREATE TABLE jobs (
   updated_at   bigint NOT NULL
 );
 -- user keys already carry the tenant
-CREATE INDEX jobs_by_user ON jobs (user_id, created_at);
-CREATE INDEX jobs_by_tenant ON jobs (tenant, created_at);
-CREATE INDEX jobs_by_status ON jobs (status, lease_until);
+CREATE INDEX IF NOT EXISTS jobs_by_user ON jobs (user_id, created_at);
+CREATE INDEX IF NOT EXISTS jobs_by_tenant ON jobs (tenant, created_at);
+CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs (status, lease_until);
 
 -- An API key is shown once; only its sha256 is kept.  prefix is the public half (its id).
-CREATE TABLE api_keys (
+CREATE TABLE IF NOT EXISTS api_keys (
   prefix      text COLLATE "C" NOT NULL PRIMARY KEY,
   tenant      text NOT NULL,
   hash        text NOT NULL,
@@ -36,4 +36,4 @@ CREATE TABLE api_keys (
   created_at  bigint NOT NULL,
   revoked_at  bigint
 );
-CREATE INDEX api_keys_by_tenant ON api_keys (tenant);
+CREATE INDEX IF NOT EXISTS api_keys_by_tenant ON api_keys (tenant);
