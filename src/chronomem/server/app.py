@@ -31,6 +31,7 @@ from ..limits import MAX_BODY_BYTES
 from ..memory import Memory
 from .auth import Tenancy, Unauthorized
 from .docs import add_docs
+from .explorer import router as explorer_router
 from .routes import router
 from .schemas import HealthOut
 
@@ -174,5 +175,6 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
                 "auth": "keys" if tenancy.keys_enabled else "open"}
 
     app.include_router(router)
+    app.include_router(explorer_router)
     add_docs(app)
     return app

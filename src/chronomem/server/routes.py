@@ -238,7 +238,8 @@ def search(user_id: UserId, body: QueryIn, mem: Mem) -> dict[str, Any]:
 def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
     ans = mem.answer(body.question, user_id=user_id, as_of=body.as_of, method=body.method)
     return {"text": ans.text, "evidence": [fact_out(f) for f in ans.evidence],
-            "context_tokens": ans.context_tokens, "usage": ans.usage, "method": ans.method}
+            "context_tokens": ans.context_tokens, "usage": ans.usage, "method": ans.method,
+            "trace": ans.trace.as_dict() if ans.trace is not None else None}
 
 
 # -- forgetting, export, import -------------------------------------------------------------------------------------

@@ -212,6 +212,8 @@ class AnswerOut(BaseModel):
     context_tokens: int
     usage: dict[str, Any]
     method: str
+    trace: dict[str, Any] | None = Field(None, description="the search trace (roots, intents, beam steps); "
+                                                          "null for the summary-only method")
 
 
 class HealthOut(BaseModel):

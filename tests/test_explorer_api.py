@@ -1,0 +1,115 @@
+"""The explorer's endpoints over HTTP (no browser): settings, the neighbourhood graph with derived
+edges, Rsum checkpoints by session, a fact's provenance, the answer's trace; keys and tenants
+apply as on every /v1 route."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from chronomem import Memory
+from chronomem.server import create_app
+from explorer_scenario import SUMMARY, TENANT, USER, ExplorerLLM, build, create_key
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str], Path]]:
+    db = tmp_path / "explorer.db"
+    key = create_key(db)
+    app = create_app(Memory(db, llm=ExplorerLLM(), embedder=False))
+    build(app.state.tenancy.memory(TENANT))
+    with TestClient(app) as c:
+        yield c, {"Authorization": f"Bearer {key}"}, db
+
+
+def edges(graph: dict[str, Any]) -> set[tuple[str, str, str, bool, str | None]]:
+    return {(e["fact"]["subject"], e["fact"]["relation"], e["fact"]["object"], e["derived"], e["fact"]["rule"])
+            for e in graph["edges"]}
+
+
+def test_settings_name_the_tenant_and_threshold(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, _ = client
+    body = c.get("/v1/settings", headers=key).json()
+    assert body["tenant"] == TENANT and body["theta_stable"] == 0.6
+
+
+def test_graph_has_stored_and_derived_edges_at_a_moment(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, _ = client
+    now = c.get(f"/v1/users/{USER}/graph", params={"entity": "maya"}, headers=key).json()
+    assert now["center"]["name"] == "Maya" and now["center"]["depth"] == 0
+    assert edges(now) == {
+        ("Maya", "lives_in", "Munich", False, None), ("Maya", "works_at", "Siemens", False, None),
+        ("Rui", "sibling_of", "Maya", False, None), ("Maya", "hobby", "cello", False, None),
+        ("Maya", "sibling_of", "Rui", True, "symmetry"),         # read from Maya's side
+        ("Maya", "lives_in", "Germany", True, "containment"),    # Munich located_in Germany
+    }
+    derived = [e for e in now["edges"] if e["derived"]]
+    assert all(e["fact"]["origin"] == "derived" and e["fact"]["support_ids"] for e in derived)
+    assert {n["name"] for n in now["nodes"]} == {"Munich", "Siemens", "Rui", "cello", "Germany"}
+    # in 2019 she lived in Berlin and worked at Zalando; the hedged plan is never an edge
+    then = c.get(f"/v1/users/{USER}/graph", params={"entity": "Maya", "as_of": "2019-06-01T00:00:00Z"},
+                 headers=key).json()
+    assert edges(then) == {("Maya", "lives_in", "Berlin", False, None), ("Maya", "works_at", "Zalando", False, None),
+                           ("Rui", "sibling_of", "Maya", False, None), ("Maya", "sibling_of", "Rui", True, "symmetry")}
+    two = c.get(f"/v1/users/{USER}/graph", params={"entity": "Rui", "depth": 2}, headers=key).json()
+    assert ("Maya", "lives_in", "Munich", False, None) in edges(two)
+    assert {n["name"]: n["depth"] for n in two["nodes"]}["Munich"] == 2
+
+
+def test_graph_errors_name_what_is_wrong(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, _ = client
+    r = c.get(f"/v1/users/{USER}/graph", params={"entity": "Atlantis"}, headers=key)
+    assert r.status_code == 404 and "Atlantis" in r.json()["detail"]
+    r = c.get(f"/v1/users/{USER}/graph", params={"entity": "Maya", "depth": 3}, headers=key)
+    assert r.status_code == 422 and r.json()["field"] == "depth"
+    r = c.get(f"/v1/users/{USER}/graph", headers=key)
+    assert r.status_code == 422 and r.json()["field"] == "entity"
+
+
+def test_checkpoints_by_session(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, _ = client
+    page = c.get(f"/v1/users/{USER}/checkpoints", headers=key).json()
+    assert [(cp["session_id"], cp["seq"], cp["memory"]) for cp in page["items"]] == [("s1", 1, SUMMARY)]
+    assert c.get(f"/v1/users/{USER}/checkpoints", params={"session_id": "s9"}, headers=key).json()["items"] == []
+
+
+def test_provenance_has_source_turns_versions_and_the_correction(
+        client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, _ = client
+    facts = c.get(f"/v1/users/{USER}/history", headers=key).json()["items"]
+    cello = next(f for f in facts if f["object"] == "cello")
+    prov = c.get(f"/v1/users/{USER}/facts/{cello['id']}/provenance", headers=key).json()
+    assert [(m["speaker"], m["text"]) for m in prov["sources"]] == [("Maya", "I took up the cello last month.")]
+    munich = next(f for f in facts if f["object"] == "Munich")
+    fixed = c.patch(f"/v1/users/{USER}/facts/{munich['id']}", json={"object": "Augsburg"}, headers=key).json()
+    prov = c.get(f"/v1/users/{USER}/facts/{munich['id']}/provenance", headers=key).json()
+    assert [(v["object"], v["origin"]) for v in prov["versions"]] == [
+        ("Berlin", "imported"), ("Munich", "imported"), ("Augsburg", "corrected")]
+    assert prov["closed_by"]["id"] == fixed["fact"]["id"] and prov["fact"]["confidence"] == 0.0
+    r = c.get(f"/v1/users/{USER}/facts/nope/provenance", headers=key)
+    assert r.status_code == 404 and r.json()["error"] == "NotFoundError"
+
+
+def test_answer_carries_its_search_trace(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, _ = client
+    body = c.post(f"/v1/users/{USER}/answer", json={"question": "Where does Maya live?", "method": "real"},
+                  headers=key).json()
+    assert body["text"] == "Munich"
+    assert [r["name"] for r in body["trace"]["roots"]] == ["Maya"]
+    assert body["trace"]["analysis"]["intents"] and body["trace"]["iterations"]
+
+
+def test_keys_and_tenants_apply(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, key, db = client
+    for path in ("/v1/settings", f"/v1/users/{USER}/graph?entity=Maya", f"/v1/users/{USER}/checkpoints"):
+        r = c.get(path)
+        assert r.status_code == 401 and r.json()["error"] == "Unauthorized", path
+    other = {"Authorization": f"Bearer {create_key(db, 'beta')}"}
+    assert c.get("/v1/settings", headers=other).json()["tenant"] == "beta"
+    r = c.get(f"/v1/users/{USER}/graph", params={"entity": "Maya"}, headers=other)
+    assert r.status_code == 404  # beta's maya has no entities: nothing of acme's leaks
+    assert c.get(f"/v1/users/{USER}/checkpoints", headers=other).json()["items"] == []
