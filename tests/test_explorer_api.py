@@ -1,6 +1,6 @@
 """The explorer's endpoints over HTTP (no browser): settings, the neighbourhood graph with derived
 edges, Rsum checkpoints by session, a fact's provenance, the answer's trace; keys and tenants
-apply as on every /v1 route."""
+apply as on every /v1 route; the static pages are served with a same-origin-only policy."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from chronomem import Memory
 from chronomem.server import create_app
+from chronomem.server.ui import UI_DIR
 from explorer_scenario import SUMMARY, TENANT, USER, ExplorerLLM, build, create_key
 
 
@@ -113,3 +114,20 @@ def test_keys_and_tenants_apply(client: tuple[TestClient, dict[str, str], Path])
     r = c.get(f"/v1/users/{USER}/graph", params={"entity": "Maya"}, headers=other)
     assert r.status_code == 404  # beta's maya has no entities: nothing of acme's leaks
     assert c.get(f"/v1/users/{USER}/checkpoints", headers=other).json()["items"] == []
+
+
+def test_ui_is_served_offline(client: tuple[TestClient, dict[str, str], Path]) -> None:
+    c, _, _ = client
+    r = c.get("/ui", follow_redirects=False)
+    assert r.status_code == 307 and r.headers["location"] == "/ui/"
+    page = c.get("/ui/")
+    assert page.status_code == 200 and "chronomem explorer" in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    assets = [p.relative_to(UI_DIR).as_posix() for p in UI_DIR.rglob("*") if p.is_file()]
+    assert {"index.html", "app.css", "js/app.js", "js/timeline.js", "js/graph.js"} <= set(assets)
+    for asset in assets:  # nothing fetched from elsewhere (the SVG namespace is a name, not a fetch)
+        r = c.get(f"/ui/{asset}")
+        text = r.text.replace("http://www.w3.org/2000/svg", "")
+        assert r.status_code == 200 and "http://" not in text and "https://" not in text and "//" + "cdn" not in text, asset
+    assert c.get("/ui/js/missing.js").status_code == 404
+    assert "/ui" not in str(c.get("/openapi.json").json()["paths"])

@@ -34,6 +34,7 @@ from .docs import add_docs
 from .explorer import router as explorer_router
 from .routes import router
 from .schemas import HealthOut
+from .ui import add_ui
 
 log = logging.getLogger(__name__)
 
@@ -177,4 +178,5 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     app.include_router(router)
     app.include_router(explorer_router)
     add_docs(app)
+    add_ui(app)
     return app
