@@ -1,0 +1,293 @@
+"""The web explorer end to end: headless Debian Chromium (tests/explorer_browser.py) against a live
+`chronomem serve` app over Maya's memory (tests/explorer_scenario.py), signed in with a tenant key.
+
+Every page load is checked to stay on the server's origin (the explorer works offline) and to
+raise no script error.  ``CHRONOMEM_SCREENSHOTS=docs`` writes the README's screenshots there.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from explorer_browser import VIEWPORT, chromium, live_server
+from chronomem import Memory
+from chronomem.server import create_app
+from explorer_scenario import SUMMARY, TENANT, USER, ExplorerLLM, build, create_key
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    db = tmp_path / "explorer.db"
+    key = create_key(db)
+    app = create_app(Memory(db, llm=ExplorerLLM(), embedder=False))
+    build(app.state.tenancy.memory(TENANT))
+    with live_server(app) as url:
+        yield url, key
+
+
+@pytest.fixture
+def page(browser: Any, site: tuple[str, str]) -> Iterator[Any]:
+    url, _ = site
+    context = browser.new_context(viewport=VIEWPORT)
+    elsewhere: list[str] = []
+    errors: list[str] = []
+
+    def only_local(route: Any) -> None:
+        if route.request.url.startswith(url) or route.request.url.startswith("data:"):
+            route.continue_()
+        else:
+            elsewhere.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_local)
+    pg = context.new_page()
+    pg.set_default_timeout(20_000)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    context.close()
+    assert elsewhere == [], f"the explorer tried to load from elsewhere: {elsewhere}"
+    assert errors == [], f"script errors: {errors}"
+
+
+def sign_in(page: Any, site: tuple[str, str], hash_: str = "") -> None:
+    url, key = site
+    page.goto(f"{url}/ui/{hash_}")
+    page.wait_for_selector("#key-input:focus")  # the key field has focus on arrival
+    page.keyboard.type(key)
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#users a")
+
+
+def open_timeline(page: Any, site: tuple[str, str]) -> None:
+    sign_in(page, site, f"#/users/{USER}/timeline")
+    page.wait_for_selector("#asof-facts[data-state=ready]")
+
+
+def true_then(page: Any, relation: str) -> list[str]:
+    page.wait_for_selector("#asof-facts[data-state=ready]")
+    return page.eval_on_selector_all(f"#true-firm li[data-relation={relation}]", "els => els.map(e => e.dataset.object)")
+
+
+def bar(page: Any, obj: str) -> Any:
+    return page.locator(f"g.bar[data-object='{obj}']")
+
+
+def test_the_key_is_asked_for_kept_per_tab_and_refused_when_wrong(page: Any, site: tuple[str, str]) -> None:
+    url, key = site
+    page.goto(f"{url}/ui/")
+    page.fill("#key-input", "cmk_000000000000_" + "x" * 43)
+    page.press("#key-input", "Enter")
+    page.wait_for_selector("#key-error:has-text('not accepted')")
+    sign_in(page, site)
+    assert page.evaluate("sessionStorage.getItem('chronomem.apiKey')") == key
+    assert page.evaluate("localStorage.length") == 0
+    page.reload()
+    page.wait_for_selector("#users a")  # same tab: still signed in
+    assert page.inner_text("#whoami").startswith(f"tenant {TENANT}")
+
+
+def test_slider_changes_which_city_is_current(page: Any, site: tuple[str, str]) -> None:
+    open_timeline(page, site)
+    assert true_then(page, "lives_in") == ["Munich"]
+    assert "is-current" in bar(page, "Munich").get_attribute("class")
+    slider = page.locator("#asof-slider")
+    slider.focus()
+    page.keyboard.press("Home")
+    page.wait_for_selector("#asof-facts[data-as-of='2017-01-01']")
+    assert true_then(page, "lives_in") == []  # before she moved to Berlin
+    page.keyboard.press("PageUp")
+    page.keyboard.press("PageUp")
+    for _ in range(3):
+        page.keyboard.press("ArrowRight")
+    page.wait_for_selector("#asof-facts[data-as-of='2019-04-01']")
+    assert slider.get_attribute("aria-valuetext") == "2019-04-01"
+    assert true_then(page, "lives_in") == ["Berlin"]
+    assert true_then(page, "works_at") == ["Zalando"]
+    assert "is-current" in bar(page, "Berlin").get_attribute("class")
+    assert "not-current" in bar(page, "Munich").get_attribute("class")
+    page.keyboard.press("PageUp")
+    page.keyboard.press("PageUp")
+    page.keyboard.press("PageUp")
+    page.wait_for_selector("#asof-facts[data-as-of='2022-04-01']")
+    assert true_then(page, "lives_in") == ["Munich"]
+    assert "not-current" in bar(page, "Berlin").get_attribute("class")
+    page.fill("#asof-date", "2021-05-31")  # the day before the move, to the day
+    page.wait_for_selector("#asof-facts[data-as-of='2021-05-31']")
+    assert true_then(page, "lives_in") == ["Berlin"]
+    page.keyboard.press("End")  # the slider is where the date input put it; End is now
+    page.locator("#asof-slider").press("End")
+    page.wait_for_selector("#asof-facts[data-as-of=now]")
+    assert true_then(page, "lives_in") == ["Munich"]
+
+
+def test_hedged_facts_are_shown_apart(page: Any, site: tuple[str, str]) -> None:
+    open_timeline(page, site)
+    assert page.locator("#timeline-hedged g.bar[data-object=Lisbon]").count() == 1
+    assert page.locator("#timeline-chart g.bar[data-object=Lisbon]").count() == 0
+    assert page.eval_on_selector_all("#true-hedged li", "els => els.map(e => e.dataset.object)") == ["Lisbon"]
+    assert true_then(page, "plans_to_visit") == []
+
+
+def test_a_correction_shows_up_in_the_history(page: Any, site: tuple[str, str]) -> None:
+    open_timeline(page, site)
+    bar(page, "Munich").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#detail-h:has-text('Maya lives_in Munich')")
+    assert page.evaluate("document.activeElement.id") == "detail-h"
+    page.click("#correct-btn")
+    page.wait_for_selector("#correct-dialog[open]")
+    assert page.evaluate("document.activeElement.id") == "c-object"
+    page.keyboard.press("Escape")  # cancelling changes nothing
+    page.wait_for_selector("#correct-dialog:not([open])", state="attached")
+    page.click("#correct-btn")
+    page.fill("#c-object", "Augsburg")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#confirm-dialog[open]")
+    assert "Augsburg" in page.inner_text("#confirm-message")
+    page.keyboard.press("Enter")  # the confirm button has focus
+    page.wait_for_selector("#detail-h:has-text('Maya lives_in Augsburg')")
+    versions = page.eval_on_selector_all(
+        "#versions li", "els => els.map(e => [e.querySelector('button').textContent, e.dataset.state, e.dataset.origin])")
+    assert versions == [["Berlin", "closed", "imported"], ["Munich", "corrected", "imported"],
+                        ["Augsburg", "current", "corrected"]]
+    page.wait_for_selector("#true-firm li[data-object=Augsburg]")
+    assert true_then(page, "lives_in") == ["Augsburg"]
+    assert bar(page, "Munich").get_attribute("data-state") == "corrected"  # the old version stays visible
+
+
+def test_forget_removes_the_bar(page: Any, site: tuple[str, str]) -> None:
+    open_timeline(page, site)
+    bar(page, "Siemens").click()
+    page.wait_for_selector("#detail-h:has-text('Maya works_at Siemens')")
+    page.click("#forget-btn")
+    page.wait_for_selector("#confirm-dialog[open]")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#confirm-dialog:not([open])", state="attached")
+    assert page.evaluate("document.activeElement.id") == "forget-btn"  # focus returns to the opener
+    assert bar(page, "Siemens").count() == 1
+    page.click("#forget-btn")
+    page.wait_for_selector("#confirm-dialog[open]")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("g.bar[data-object=Siemens]", state="detached")
+    page.wait_for_selector("#true-firm li[data-object=Zalando]")  # the job it had closed holds again
+    assert true_then(page, "works_at") == ["Zalando"]
+    assert page.locator("#detail").is_hidden()
+
+
+def test_source_turns_and_session_summaries(page: Any, site: tuple[str, str]) -> None:
+    open_timeline(page, site)
+    bar(page, "cello").click()
+    page.wait_for_selector("#sources li")
+    assert "I took up the cello last month." in page.inner_text("#sources")
+    page.click("#sessions a:has-text('s1')")
+    page.wait_for_selector("article[data-session=s1] .summary-text")
+    assert page.inner_text("article[data-session=s1] .summary-text") == SUMMARY
+    page.click("article[data-session=s1] summary")
+    page.wait_for_selector("article[data-session=s1] .turns li")
+    assert "How are the lessons going?" in page.inner_text("article[data-session=s1] .turns")
+
+
+def test_graph_marks_derived_edges_and_recentres(page: Any, site: tuple[str, str]) -> None:
+    sign_in(page, site, f"#/users/{USER}/graph/Maya")
+    page.wait_for_selector("#graph-chart svg")
+    kinds = page.eval_on_selector_all("#graph-edges tbody tr",
+                                      "rows => rows.map(r => r.cells[1].textContent + ':' + r.cells[5].textContent)")
+    assert sorted(kinds) == sorted(["sibling_of:stored", "lives_in:stored", "works_at:stored", "hobby:stored",
+                                    "sibling_of:derived: symmetry", "lives_in:derived: containment"])
+    assert page.locator("#graph-chart path.edge.derived").count() == 2
+    page.uncheck("#graph-derived")
+    assert page.locator("#graph-chart path.edge.derived").count() == 0
+    page.check("#graph-derived")
+    page.locator("g.node[data-entity=Munich]").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("g.node.center[data-entity=Munich]")
+    assert page.evaluate("document.activeElement.getAttribute('data-entity')") is not None  # focus stays in the graph
+    page.fill("#graph-asof", "2019-06-01")
+    page.wait_for_selector("#graph-edges tbody tr")
+    page.fill("#entity-input", "Maya")
+    page.press("#entity-input", "Enter")
+    page.wait_for_selector("g.node.center[data-entity=Maya]")
+    page.wait_for_selector("g.node[data-entity=Berlin]")  # as of 2019: Berlin, not Munich
+    assert page.locator("g.node[data-entity=Munich]").count() == 0
+
+
+def test_ask_shows_answer_evidence_and_trace(page: Any, site: tuple[str, str]) -> None:
+    sign_in(page, site, f"#/users/{USER}/ask")
+    page.wait_for_selector("#ask-q:focus")
+    page.keyboard.type("Where does Maya live?")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#ask-out[data-state=ready] #answer-text")
+    assert page.inner_text("#answer-text") == "Munich"
+    assert "Maya lives_in Munich" in page.inner_text("#evidence")
+    assert "Maya" in page.inner_text("#trace-anchors")
+    assert "FACT" in page.inner_text("#trace-intents")
+    assert "depth 1" in page.inner_text("#trace-beam") and "Maya -lives_in-> Munich" in page.inner_text("#trace-beam")
+
+
+def tab_to(page: Any, js_test: str, limit: int = 80) -> None:
+    """Press Tab until ``js_test`` (an expression over ``el``, the focused element) holds."""
+    for _ in range(limit):
+        page.keyboard.press("Tab")
+        if page.evaluate(f"(() => {{ const el = document.activeElement; return !!({js_test}); }})()"):
+            return
+    raise AssertionError(f"Tab never reached an element where {js_test}")
+
+
+def test_keyboard_only(page: Any, site: tuple[str, str]) -> None:
+    sign_in(page, site)
+    tab_to(page, f"el.textContent === '{USER}' && el.tagName === 'A'")
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineStyle") == "solid"  # visible focus
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#asof-facts[data-state=ready]")
+    tab_to(page, "el.id === 'asof-slider'")
+    page.keyboard.press("Home")
+    page.wait_for_selector("#asof-facts[data-as-of='2017-01-01']")
+    tab_to(page, "el.dataset && el.dataset.object === 'Berlin'")
+    assert page.evaluate("document.activeElement.getAttribute('aria-label')").startswith("Maya lives_in Berlin")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#detail-h:has-text('Maya lives_in Berlin')")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#detail", state="hidden")
+    page.keyboard.press("Shift+Tab")
+    tab_to(page, "el.dataset && el.dataset.view === 'graph'")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#graph-chart svg")
+    tab_to(page, "el.dataset && el.dataset.entity === 'Rui'")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("g.node.center[data-entity=Rui]")
+
+
+@pytest.mark.parametrize("view", ["timeline", "graph", "sessions", "ask"])
+def test_fits_1280_by_800(page: Any, site: tuple[str, str], view: str, tmp_path: Path) -> None:
+    sign_in(page, site, f"#/users/{USER}/{view}")
+    ready = {"timeline": "#asof-facts[data-state=ready]", "graph": "#graph-chart svg",
+             "sessions": "article[data-session=s1]", "ask": "#ask-q"}[view]
+    page.wait_for_selector(ready)
+    if view == "timeline":  # with a fact open, as the README shows it
+        page.fill("#asof-date", "2019-06-01")
+        page.wait_for_selector("#asof-facts[data-as-of='2019-06-01']")
+        bar(page, "Berlin").click()
+        page.wait_for_selector("#versions li")
+    if view == "ask":
+        page.fill("#ask-q", "Where does Maya live?")
+        page.press("#ask-q", "Enter")
+        page.wait_for_selector("#ask-out[data-state=ready] #answer-text")
+    assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]  # no sideways scrolling
+    assert page.evaluate("parseFloat(getComputedStyle(document.body).fontSize)") >= 14
+    out = Path(os.environ.get("CHRONOMEM_SCREENSHOTS") or tmp_path)
+    shot = out / f"explorer-{view}.png"
+    page.screenshot(path=str(shot))
+    width, height = struct.unpack(">II", shot.read_bytes()[16:24])
+    assert (width, height) == (VIEWPORT["width"], VIEWPORT["height"])
