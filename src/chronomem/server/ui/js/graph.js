@@ -72,6 +72,11 @@ export class GraphView {
         h("span", { class: "field" }, h("label", { for: "graph-asof" }, "As of"), this.asOf),
         h("label", { class: "check" }, this.derived, " derived edges"),
         h("button", { type: "submit", class: "primary" }, "Show")),
+      h("ul", { class: "legend", "aria-label": "Legend" },
+        h("li", {}, h("span", { class: "swatch edge-stored", "aria-hidden": "true" }), "stored fact"),
+        h("li", {}, h("span", { class: "swatch edge-derived", "aria-hidden": "true" }),
+          "derived by a rule (symmetry, inverse, hyponymy, containment): not stored"),
+        h("li", {}, "Enter or click on an entity shows its graph")),
       this.box, this.table);
     this.depth.value = this.options.depth;
     this.asOf.value = this.options.asOf;

@@ -57,9 +57,9 @@ export class TimelineView {
     this.request = 0;
     this.refreshCurrent = debounce(() => this.fetchCurrent(), 150);
     // redraw when the chart's box changes width (window resized, fact panel opened or closed)
-    this.resizer = new ResizeObserver(debounce(() => {
+    this.resizer = new ResizeObserver(() => requestAnimationFrame(() => {
       if (this.svgBox && this.svgBox.isConnected && Math.abs(this.svgBox.clientWidth - this.width) > 4) this.draw();
-    }, 60));
+    }));
     this.onSelected = () => this.restyle();
     document.addEventListener("factselected", this.onSelected);
   }
