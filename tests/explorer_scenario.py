@@ -66,7 +66,7 @@ class ExplorerLLM:
         raise AssertionError(f"unexpected model call: {purpose}")
 
 
-def create_key(db: Path, tenant: str = TENANT) -> str:
+def create_key(db: Path | str, tenant: str = TENANT) -> str:
     r = CliRunner().invoke(cli_app, ["keys", "create", "--tenant", tenant, "--db", str(db)],
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output

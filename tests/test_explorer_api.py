@@ -4,8 +4,7 @@ apply as on every /v1 route; the static pages are served with a same-origin-only
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,9 +16,10 @@ from chronomem.server.ui import UI_DIR
 from explorer_scenario import SUMMARY, TENANT, USER, ExplorerLLM, build, create_key
 
 
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[tuple[TestClient, dict[str, str], Path]]:
-    db = tmp_path / "explorer.db"
+@pytest.fixture(params=["sqlite", "postgres"])
+def client(request: pytest.FixtureRequest,
+           url_factory: Callable[[str], str]) -> Iterator[tuple[TestClient, dict[str, str], str]]:  # noqa: F811
+    db = url_factory(request.param)
     key = create_key(db)
     app = create_app(Memory(db, llm=ExplorerLLM(), embedder=False))
     build(app.state.tenancy.memory(TENANT))
@@ -32,13 +32,13 @@ def edges(graph: dict[str, Any]) -> set[tuple[str, str, str, bool, str | None]]:
             for e in graph["edges"]}
 
 
-def test_settings_name_the_tenant_and_threshold(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_settings_name_the_tenant_and_threshold(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     body = c.get("/v1/settings", headers=key).json()
     assert body["tenant"] == TENANT and body["theta_stable"] == 0.6
 
 
-def test_graph_has_stored_and_derived_edges_at_a_moment(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_graph_has_stored_and_derived_edges_at_a_moment(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     now = c.get(f"/v1/users/{USER}/graph", params={"entity": "maya"}, headers=key).json()
     assert now["center"]["name"] == "Maya" and now["center"]["depth"] == 0
@@ -61,7 +61,7 @@ def test_graph_has_stored_and_derived_edges_at_a_moment(client: tuple[TestClient
     assert {n["name"]: n["depth"] for n in two["nodes"]}["Munich"] == 2
 
 
-def test_graph_errors_name_what_is_wrong(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_graph_errors_name_what_is_wrong(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     r = c.get(f"/v1/users/{USER}/graph", params={"entity": "Atlantis"}, headers=key)
     assert r.status_code == 404 and "Atlantis" in r.json()["detail"]
@@ -71,7 +71,7 @@ def test_graph_errors_name_what_is_wrong(client: tuple[TestClient, dict[str, str
     assert r.status_code == 422 and r.json()["field"] == "entity"
 
 
-def test_checkpoints_by_session(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_checkpoints_by_session(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     page = c.get(f"/v1/users/{USER}/checkpoints", headers=key).json()
     assert [(cp["session_id"], cp["seq"], cp["memory"]) for cp in page["items"]] == [("s1", 1, SUMMARY)]
@@ -79,7 +79,7 @@ def test_checkpoints_by_session(client: tuple[TestClient, dict[str, str], Path])
 
 
 def test_provenance_has_source_turns_versions_and_the_correction(
-        client: tuple[TestClient, dict[str, str], Path]) -> None:
+        client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     facts = c.get(f"/v1/users/{USER}/history", headers=key).json()["items"]
     cello = next(f for f in facts if f["object"] == "cello")
@@ -95,7 +95,7 @@ def test_provenance_has_source_turns_versions_and_the_correction(
     assert r.status_code == 404 and r.json()["error"] == "NotFoundError"
 
 
-def test_answer_carries_its_search_trace(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_answer_carries_its_search_trace(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     body = c.post(f"/v1/users/{USER}/answer", json={"question": "Where does Maya live?", "method": "real"},
                   headers=key).json()
@@ -104,7 +104,7 @@ def test_answer_carries_its_search_trace(client: tuple[TestClient, dict[str, str
     assert body["trace"]["analysis"]["intents"] and body["trace"]["iterations"]
 
 
-def test_keys_and_tenants_apply(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_keys_and_tenants_apply(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, db = client
     for path in ("/v1/settings", f"/v1/users/{USER}/graph?entity=Maya", f"/v1/users/{USER}/checkpoints"):
         r = c.get(path)
@@ -116,7 +116,7 @@ def test_keys_and_tenants_apply(client: tuple[TestClient, dict[str, str], Path])
     assert c.get(f"/v1/users/{USER}/checkpoints", headers=other).json()["items"] == []
 
 
-def test_ui_is_served_offline(client: tuple[TestClient, dict[str, str], Path]) -> None:
+def test_ui_is_served_offline(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, _, _ = client
     r = c.get("/ui", follow_redirects=False)
     assert r.status_code == 307 and r.headers["location"] == "/ui/"

@@ -31,7 +31,13 @@ export class FactPanel {
   async show(user, factId, { focus = true } = {}) {
     this.user = user;
     this.factId = factId;
-    const prov = await api(`${userPath(user)}/facts/${encodeURIComponent(factId)}/provenance`);
+    let prov;
+    try {
+      prov = await api(`${userPath(user)}/facts/${encodeURIComponent(factId)}/provenance`);
+    } catch (e) {
+      if (this.factId === factId) announce(`Cannot show that fact: ${e.message}`, { error: true });
+      return;
+    }
     if (this.factId !== factId) return;  // another fact was chosen meanwhile
     this.render(prov);
     this.el.hidden = false;

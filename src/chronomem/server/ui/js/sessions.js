@@ -33,7 +33,14 @@ export class SessionsView {
     details.addEventListener("toggle", async () => {
       if (!details.open || turns.dataset.loaded) return;
       turns.dataset.loaded = "1";
-      const msgs = await all(`${userPath(this.user)}/messages`, { session_id: sess.id });
+      let msgs;
+      try {
+        msgs = await all(`${userPath(this.user)}/messages`, { session_id: sess.id });
+      } catch (e) {
+        delete turns.dataset.loaded;
+        turns.append(h("p", { class: "error" }, e.message));
+        return;
+      }
       turns.append(msgs.length ? h("ol", { class: "turns" }, msgs.map((m) =>
         h("li", {}, h("span", { class: "speaker" }, m.speaker), ": ", m.text,
           h("span", { class: "meta" }, ` ${day(m.timestamp)}${m.extracted ? "" : " · not extracted yet"}`))))
