@@ -1,6 +1,6 @@
 // Ask: the answer, its evidence and the search trace (anchors, intents, beam steps).
 import { api, userPath } from "./api.js";
-import { announce, clear, dateInputToIso, factText, fill, h, interval, pct } from "./util.js";
+import { announce, dateInputToIso, factText, fill, h, interval, pct } from "./util.js";
 
 export class AskView {
   constructor(root, { user, panel }) {

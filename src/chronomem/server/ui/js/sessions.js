@@ -1,6 +1,6 @@
 // Sessions with their Rsum checkpoint (the recursive summary M_i written when the session ended).
 import { all, userPath } from "./api.js";
-import { clear, day, fill, h } from "./util.js";
+import { day, fill, h } from "./util.js";
 
 export class SessionsView {
   constructor(root, { user, focusSession }) {

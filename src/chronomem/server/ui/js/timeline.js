@@ -2,7 +2,7 @@
 // the server says was true at that moment (GET facts?as_of=…).
 import { all, userPath } from "./api.js";
 import { factState } from "./facts.js";
-import { announce, clear, day, debounce, factText, fill, h, interval, pct, s } from "./util.js";
+import { announce, day, debounce, factText, fill, h, interval, pct, s } from "./util.js";
 
 const LABEL_W = 190;
 const LANE_H = 24;
