@@ -45,6 +45,9 @@ export function buildRows(facts, end) {
   return out;
 }
 
+/** Below θ_stable and not a version replaced by a correction (those have confidence 0). */
+export function isHedged(f, theta) { return f.confidence < theta && factState(f, theta) !== "corrected"; }
+
 export class TimelineView {
   constructor(root, { user, theta, panel }) {
     this.root = root;
@@ -101,8 +104,8 @@ export class TimelineView {
     this.svgBox = h("div", { class: "svgbox", id: "timeline-chart" });
     this.hedgedBox = h("div", { class: "svgbox", id: "timeline-hedged" });
     this.truePanel = h("div", { id: "asof-facts", "aria-live": "polite", "data-state": "loading" });
-    const stable = this.facts.filter((f) => factState(f, this.theta) !== "hedged");
-    const hedged = this.facts.filter((f) => factState(f, this.theta) === "hedged");
+    const stable = this.facts.filter((f) => !isHedged(f, this.theta));
+    const hedged = this.facts.filter((f) => isHedged(f, this.theta));
     this.stable = stable;
     this.hedged = hedged;
     fill(this.root,
@@ -214,7 +217,7 @@ export class TimelineView {
     const state = factState(f, this.theta);
     const label = `${factText(f)}, ${interval(f)}, ${state}, confidence ${pct(f.confidence)}, origin ${f.origin}`;
     const g = s("g", {
-      class: `bar ${state}${f.valid_from ? "" : " open-start"}${f.valid_to ? "" : " open-end"}`,
+      class: `bar ${state}${isHedged(f, this.theta) ? " hedged" : ""}${f.valid_from ? "" : " open-start"}${f.valid_to ? "" : " open-end"}`,
       tabindex: "0", role: "button", "aria-label": label, "data-fact-id": f.id, "data-object": f.object,
       "data-relation": f.relation, "data-state": state,
       onclick: () => this.panel.show(this.user, f.id),
