@@ -10,7 +10,7 @@ import typer
 def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
               port: Annotated[int, typer.Option(help="TCP port")] = 8765,
               db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None) -> None:
-    """Serve the memory over HTTP (docs at /docs and /redoc, served locally).
+    """Serve the memory over HTTP (docs at /docs and /redoc, the web explorer at /ui; all served locally).
 
     Requests authenticate with keys from `chronomem keys create --tenant T` (or CHRONOMEM_API_KEY,
     for the default tenant).  Without any key the server only binds to a loopback address.
