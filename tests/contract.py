@@ -168,10 +168,33 @@ def test_full_text_search_over_facts_and_messages(cmem: Memory) -> None:
     cmem.store.add_messages(U, [msg(1, "s1", "We adopted a puppy named Biscuit!"),
                                 msg(2, "s1", "I'm learning Portuguese.", speaker="Rui")])
     got = cmem.store.search_messages_text(U, "biscuit puppies")
-    assert [i for i, _ in got] == ["m1"]
+    # the turn that says it first; the reply after it is found too, through the turn before it
+    # (the index pairs each turn with its predecessor), but ranks below
+    assert [i for i, _ in got] == ["m1", "m2"]
+    assert got[0][1] > got[1][1]
     assert [i for i, _ in cmem.store.search_messages_text(U, "rui")] == ["m2"]  # speakers are searchable
     scores = [s for _, s in cmem.store.search_messages_text(U, "puppy portuguese")]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_a_reply_is_found_through_the_turn_it_answers(cmem: Memory) -> None:
+    """The turn index pairs each turn with the one before it in its session, kept right when turns
+    arrive out of order, after forgetting nothing else, and after an import (the pairing is index
+    data, not exported)."""
+    cmem.store.ensure_session(U, "s1")
+    cmem.store.ensure_session(U, "s2")
+    cmem.store.add_messages(U, [msg(1, "s1", "Which instrument did you pick up this winter?", speaker="Rui"),
+                                msg(3, "s1", "Nice!", speaker="Rui"),
+                                msg(4, "s2", "Unrelated chatter about the weather.", speaker="Rui")])
+    cmem.store.add_messages(U, [msg(2, "s1", "The cello, lessons every Tuesday.")])  # arrives late
+    hits = [i for i, _ in cmem.store.search_messages_text(U, "What instrument did she pick up?")]
+    assert sorted(hits) == ["m1", "m2"]  # m2 shares no content word with the question
+    # m3 follows m2 now, not m1: its index entry was refreshed when m2 arrived
+    assert "m3" not in [i for i, _ in cmem.store.search_messages_text(U, "instrument winter")]
+    assert sorted(i for i, _ in cmem.store.search_messages_text(U, "cello tuesday")) == ["m2", "m3"]
+    cmem.import_(cmem.export(user_id=U), user_id=V)
+    assert sorted(i for i, _ in cmem.store.search_messages_text(V, "What instrument did she pick up?")) == ["m1", "m2"]
+    assert "context" not in cmem.export(user_id=U)["tables"]["messages"][0]
 
 
 def test_next_messages_are_the_following_turn_of_the_same_session_and_user(cmem: Memory) -> None:

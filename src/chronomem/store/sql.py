@@ -275,10 +275,56 @@ class SQLStore(Store):
             existing = {r[0] for r in self._all(
                 f"SELECT id FROM messages WHERE user_id = ? AND id IN {self._in(ids)}", (user_id, *ids))}
             new = [m for m in messages if m.id not in existing]
-            self._many(user_id, self._upsert_ignore("messages", MSG_COLS), [
+            context = self._previous_turns(user_id, new)
+            self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)), [
                 (user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text,
-                 to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted)) for m in new])
+                 to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted), context[m.id])
+                for m in new])
+            self._refresh_context_after(user_id, new)
         return new
+
+    # The full-text index holds each turn with the turn before it in its session (migration 0007/0004):
+    # a question that shares its words with what was asked then finds the reply that answers it.
+    def _previous_turns(self, user_id: str, new: Sequence[Message]) -> dict[str, str]:
+        """``"Speaker: text"`` of the turn before each new message in its session ('' for a first turn)."""
+        out: dict[str, str] = {}
+        by_session: dict[str, list[Message]] = {}
+        for m in new:
+            by_session.setdefault(m.session_id, []).append(m)
+        for sid, msgs in by_session.items():
+            msgs.sort(key=lambda m: m.seq)
+            rows = self._all("SELECT speaker, text FROM messages WHERE user_id = ? AND session_id = ? "
+                             "AND seq < ? ORDER BY seq DESC LIMIT 1", (user_id, sid, msgs[0].seq))
+            prev = f"{rows[0][0]}: {rows[0][1]}" if rows else ""
+            for m in msgs:
+                out[m.id] = prev
+                prev = f"{m.speaker}: {m.text}"
+        return out
+
+    def _refresh_context_after(self, user_id: str, new: Sequence[Message]) -> None:
+        """Re-derive the context of stored turns that now follow a turn stored after them (rare: a
+        session's turns added out of order), so the index never pairs a turn with a stale predecessor."""
+        firsts: dict[str, int] = {}
+        for m in new:
+            firsts[m.session_id] = min(m.seq, firsts.get(m.session_id, m.seq))
+        new_ids = {m.id for m in new}
+        for sid, seq in firsts.items():
+            later = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ? "
+                                             "AND seq > ?", (user_id, sid, seq)) if r[0] not in new_ids]
+            if later:
+                self._fill_context(user_id, later)
+
+    def _fill_context(self, user_id: str, ids: Sequence[str] | None = None) -> None:
+        """Recompute ``messages.context`` in SQL for the given turns (all of the user's when None)."""
+        sql = ("UPDATE messages SET context = COALESCE((SELECT p.speaker || ': ' || p.text FROM messages p "
+               "WHERE p.user_id = messages.user_id AND p.session_id = messages.session_id "
+               "AND p.seq < messages.seq ORDER BY p.seq DESC LIMIT 1), '') WHERE user_id = ?")
+        if ids is None:
+            self._exec(user_id, sql, (user_id,))
+            return
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i:i + 500])
+            self._exec(user_id, sql + f" AND id IN {self._in(chunk)}", (user_id, *chunk))
 
     def messages(self, user_id: str, *, session_id: str | None = None,
                  ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]:
@@ -548,6 +594,8 @@ class SQLStore(Store):
                 before = int(self._all(count, (user_id,))[0][0])
                 self._many(user_id, self._upsert_ignore(table, cols), batch)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
+                if table == "messages" and stored[table]:
+                    self._fill_context(user_id)  # the index's previous-turn context is not exported
         return stored
 
     # -- jobs ------------------------------------------------------------------------------------------------
