@@ -472,6 +472,7 @@ class RealMethod(_MemoryMethod):
         else:
             context = res.context
         info = {"facts": len(shown), "paths": len(res.paths), "intents": res.trace.intents,
+                "quoted_ids": list(res.quoted_ids),
                 "search_llm_calls": res.trace.budget.get("llm_calls", 0), "notes": res.trace.notes[:5],
                 "search_ms": res.trace.timings_ms.get("total")}
         ids = ing.source_ids(shown)
@@ -573,6 +574,22 @@ class RealFts(RealMethod):
     overrides = {"search_turns": 12}
 
 
+class RealFused(RealMethod):
+    """The fused read path (``SearchConfig.fused_turns``, :mod:`chronomem.retrieve.fusion`): REAL's graph
+    evidence in 400 tokens, then turns ranked by reciprocal rank fusion of its source turns, full-text
+    hits over the turns (indexed with the turn before each) and the turns cited by full-text hits over
+    the facts.  Its retrieved ids are the fused turns in rank order, as BM25's are."""
+
+    name = "real+fused"
+    overrides = {"fused_turns": 20}
+
+    def retrieve(self, query: str) -> Retrieved:
+        ret = super().retrieve(query)
+        quoted = ret.info.get("quoted_ids") or []
+        ids = list(quoted) + [i for i in ret.ids if i not in set(quoted)]
+        return Retrieved(context=ret.context, ids=ids, usage=ret.usage, info=ret.info)
+
+
 class RealRsum(RealMethod):
     """REAL evidence plus the Rsum memory M_N (the same summary the ``rsum`` method uses)."""
 
@@ -621,6 +638,7 @@ MEMORY_METHODS: dict[str, type[_MemoryMethod]] = {
     "real+fts": RealFts,
     "real+floor": RealFloor,
     "real+replies": RealReplies,
+    "real+fused": RealFused,
     **{name: _ablation(name, sw, f"REAL with SearchConfig overrides {sw}") for name, sw in ABLATIONS.items()},
 }
 

@@ -85,7 +85,15 @@ class SearchConfig:
         ``turn_replies`` (off): each full-text hit is followed by the next turn of
         its session, its reply, inside the same count of turns — in a conversation
         the answer to a question is often the turn after the one that shares the
-        question's words.
+        question's words;
+        ``fused_turns`` (0: off): the fused read path (:mod:`.fusion`) — instead of
+        ``quote_sources`` and ``search_turns``, up to this many turns ranked by
+        reciprocal rank fusion of the graph evidence's source turns, full-text hits
+        over the turns and full-text hits over the facts (their cited turns); the
+        graph evidence keeps ``fused_graph_tokens`` (400) of ``context_tokens`` and
+        the turns get the rest; ``fused_weights`` (0.5, 1.0, 0.5) weigh the three
+        rankings (graph sources, turn hits, fact hits).  "When" questions get the
+        dated graph evidence first, other questions the turns first.
     """
 
     max_depth: int = 3
@@ -122,6 +130,9 @@ class SearchConfig:
     search_turns: int = 0
     fallback_turns: int = 0
     turn_replies: bool = False
+    fused_turns: int = 0
+    fused_graph_tokens: int = 400
+    fused_weights: tuple[float, float, float] = (0.5, 1.0, 0.5)
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -130,7 +141,7 @@ class SearchConfig:
             if not isinstance(v, int) or v < 1:
                 raise ValidationError(f"config.{name}", v, "must be a positive integer")
         for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
-                     "quote_sources", "search_turns", "fallback_turns"):
+                     "quote_sources", "search_turns", "fallback_turns", "fused_turns", "fused_graph_tokens"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")
@@ -139,6 +150,11 @@ class SearchConfig:
             v = getattr(self, name)
             if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
                 raise ValidationError(f"config.{name}", v, "must be in [0, 1]")
+        w = self.fused_weights
+        if (not isinstance(w, tuple) or len(w) != 3
+                or not all(isinstance(x, (int, float)) and x >= 0 for x in w)):
+            raise ValidationError("config.fused_weights", w, "must be three non-negative numbers "
+                                  "(graph sources, turn hits, fact hits)")
         if not isinstance(self.turn_replies, bool):
             raise ValidationError("config.turn_replies", self.turn_replies, "must be True or False")
         unknown = set(self.rules) - cf.ALL_RULES

@@ -32,7 +32,8 @@ from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import QueryAnalysis, analyze, intents_messages, parse_intents, INTENT_SCHEMA
-from .serialize import SEARCH_HEADER, Context, append_quotes, serialize
+from .fusion import pick_within_budget, reciprocal_rank_fusion
+from .serialize import QUOTES_HEADER, SEARCH_HEADER, Context, append_quotes, approx_tokens, quote_line, serialize
 
 if TYPE_CHECKING:
     from ..providers.modelset import ModelSource
@@ -266,12 +267,16 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
         for f in p.facts:
             facts.setdefault(f.id, f)
     floor = paths[0].score * cfg.context_min_ratio if paths else 0.0
-    ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=cfg.context_tokens)
+    graph_budget = min(cfg.context_tokens, cfg.fused_graph_tokens) if cfg.fused_turns else cfg.context_tokens
+    ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=graph_budget)
     if ctx.truncated:
-        trace.notes.append(f"context budget {cfg.context_tokens} tokens: some paths left out")
-    ctx, quoted = _quote_sources(store, user_id, [facts[i] for i in ctx.fact_ids if i in facts], cfg, ctx,
-                                 trace.notes)
-    ctx, quoted = _search_turns(store, user_id, query, when, cfg, ctx, quoted, trace.notes)
+        trace.notes.append(f"context budget {graph_budget} tokens: some paths left out")
+    shown = [facts[i] for i in ctx.fact_ids if i in facts]
+    if cfg.fused_turns:
+        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, ctx, shown, spec.wants_time, trace.notes)
+    else:
+        ctx, quoted = _quote_sources(store, user_id, shown, cfg, ctx, trace.notes)
+        ctx, quoted = _search_turns(store, user_id, query, when, cfg, ctx, quoted, trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
     return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
@@ -281,7 +286,10 @@ def _turns_only(store: Store, user_id: str, query: str, when: datetime, cfg: Sea
                 budget: Budget, stats: dict[str, int], marks: tuple[float, ...]) -> SearchResult:
     """The result when the graph has no evidence: full-text hits over the turns alone (``fallback_turns``)."""
     turns_cfg = cfg if not cfg.fallback_turns else replace(cfg, search_turns=cfg.fallback_turns)
-    ctx, quoted = _search_turns(store, user_id, query, when, turns_cfg, Context("", 0, 0), [], trace.notes)
+    if cfg.fused_turns:
+        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, Context("", 0, 0), [], False, trace.notes)
+    else:
+        ctx, quoted = _search_turns(store, user_id, query, when, turns_cfg, Context("", 0, 0), [], trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     t = list(marks) + [time.perf_counter()] * (6 - len(marks))
     trace.timings_ms = _ms(*t)
@@ -320,6 +328,38 @@ def _search_turns(store: Store, user_id: str, query: str, when: datetime, cfg: S
     if added:
         notes.append(f"{len(added)} turns added by full-text search over the messages")
     return ctx, quoted + added
+
+
+def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
+                 graph_facts: list[Fact], graph_first: bool, notes: list[str]) -> tuple[Context, list[str]]:
+    """The fused read path (:mod:`.fusion`): up to ``cfg.fused_turns`` turns said by ``when``, ranked by
+    reciprocal rank fusion of the graph evidence's source turns, full-text hits over the turns and the
+    turns cited by full-text hits over the facts, within what ``cfg.context_tokens`` leaves after the
+    graph evidence.  The turns are shown in the order they were said; the ids come back in rank order.
+    ``graph_first`` puts the (dated) graph evidence before the turns, else after them."""
+    pool = 4 * cfg.fused_turns
+    from_graph = source_turn_ids(store, user_id, graph_facts)
+    from_turns = [i for i, _ in store.search_messages_text(user_id, query, limit=pool)]
+    fact_hits = [i for i, _ in store.search_facts_text(user_id, query, limit=pool)]
+    by_id = {f.id: f for f in store.facts(user_id, ids=fact_hits)} if fact_hits else {}
+    from_facts = source_turn_ids(store, user_id, [by_id[i] for i in fact_hits if i in by_id])
+    ranked = reciprocal_rank_fusion([from_graph, from_turns, from_facts], weights=cfg.fused_weights)
+    turns = [m for m in _turns_in_order(store, user_id, ranked[:pool]) if m.timestamp <= when]
+    header = QUOTES_HEADER if from_graph else SEARCH_HEADER
+    room = cfg.context_tokens - ctx.tokens - approx_tokens(header)
+    picked = pick_within_budget(turns, [approx_tokens(quote_line(m)) + 1 for m in turns], room, cfg.fused_turns)
+    said = sorted(picked, key=lambda m: (m.timestamp, m.session_id, m.seq))
+    if graph_first or ctx.empty:
+        out, _ = append_quotes(ctx, said, budget_tokens=cfg.context_tokens, header=header)
+    else:  # the turns first, then the graph evidence
+        turns_ctx, _ = append_quotes(Context("", 0, 0), said, budget_tokens=cfg.context_tokens, header=header)
+        text = f"{turns_ctx.text}\n{ctx.text}" if turns_ctx.text else ctx.text
+        out = Context(text=text, tokens=approx_tokens(text), paths=ctx.paths, fact_ids=ctx.fact_ids,
+                      truncated=ctx.truncated)
+    if picked:
+        notes.append(f"{len(picked)} turns by rank fusion (graph sources {len(from_graph)}, "
+                     f"turn hits {len(from_turns)}, fact hits {len(fact_hits)})")
+    return out, [m.id for m in picked]
 
 
 def with_replies(store: Store, user_id: str, hits: Sequence[Message], when: datetime, shown: set[str],

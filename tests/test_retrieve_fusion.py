@@ -1,0 +1,112 @@
+"""The fused read path: reciprocal rank fusion (pure) and ``SearchConfig.fused_turns`` on a real store."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from chronomem import Memory
+from chronomem.errors import ValidationError
+from chronomem.model import Message
+from chronomem.retrieve import SearchConfig
+from chronomem.retrieve.fusion import pick_within_budget, reciprocal_rank_fusion
+
+U = "u1"
+
+
+# -- pure parts ------------------------------------------------------------------------------------
+def test_rrf_rewards_items_ranked_well_by_several_lists() -> None:
+    # b is second in both lists, a first in one only: 2/(k+2) > 1/(k+1) for any k >= 0
+    assert reciprocal_rank_fusion([["a", "b", "c"], ["d", "b"]], k=10)[0] == "b"
+    assert reciprocal_rank_fusion([["a", "b"], ["b", "a"]]) == ["a", "b"]  # a tie keeps first-seen order
+    assert reciprocal_rank_fusion([]) == []
+
+
+def test_rrf_weights_and_repeats() -> None:
+    ranked = reciprocal_rank_fusion([["x", "y"], ["y", "x"]], weights=[1.0, 0.0])
+    assert ranked == ["x", "y"]  # a zero weight list contributes nothing but its items are kept
+    assert reciprocal_rank_fusion([["x", "x", "y"]]) == ["x", "y"]  # a repeat counts once, at its best rank
+    with pytest.raises(ValueError, match="one weight per ranking"):
+        reciprocal_rank_fusion([["x"]], weights=[1.0, 2.0])
+
+
+def test_pick_within_budget_skips_what_does_not_fit() -> None:
+    assert pick_within_budget(["a", "b", "c", "d"], [5, 20, 4, 1], budget=10, limit=3) == ["a", "c", "d"]
+    assert pick_within_budget(["a", "b", "c"], [1, 1, 1], budget=10, limit=2) == ["a", "b"]
+    assert pick_within_budget([], [], budget=10, limit=2) == []
+
+
+def test_fused_config_is_validated() -> None:
+    with pytest.raises(ValidationError, match="fused_turns"):
+        SearchConfig(fused_turns=-1)
+    with pytest.raises(ValidationError, match="fused_weights"):
+        SearchConfig(fused_weights=(1.0, -1.0, 0.0))
+    with pytest.raises(ValidationError, match="fused_weights"):
+        SearchConfig(fused_weights=(1.0, 1.0))  # type: ignore[arg-type]
+
+
+# -- on a memory -----------------------------------------------------------------------------------
+T0 = datetime(2023, 5, 1, 10, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture()
+def mem() -> Memory:
+    m = Memory(":memory:", embedder=False)
+    turns = [("s1", "Rui", "What did you do on the weekend?"),          # m0
+             ("s1", "Maya", "Went to a pottery class, made a bowl."),    # m1: the reply, no question word
+             ("s1", "Rui", "Cool. Anything else?"),                      # m2
+             ("s2", "Maya", "I moved to Porto in April."),               # m3: a fact's source
+             ("s2", "Rui", "How is the new flat?"),                      # m4
+             ("s3", "Maya", "Another pottery weekend, a vase this time.")]  # m5: said after as_of
+    for i, (sid, who, text) in enumerate(turns):
+        when = T0 + timedelta(days=30 * int(sid[1:]), minutes=i)
+        m.store.ensure_session(U, sid, started_at=when)
+        m.store.add_messages(U, [Message(id=f"m{i}", user_id=U, session_id=sid, speaker=who, text=text,
+                                         timestamp=when, recorded_at=when, seq=i)])
+    m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2023-04-01",
+                  "source_ids": ["m3"], "text": "Maya moved to Porto in April 2023"},
+                 {"subject": "Maya", "relation": "made", "object": "a bowl", "valid_from": "2023-05-31",
+                  "source_ids": ["m1"], "text": "Maya made a bowl at a pottery class on the weekend"}], user_id=U)
+    yield m
+    m.close()
+
+
+FUSED = SearchConfig(embeddings=False, evaluator=False, fused_turns=4, context_tokens=600)
+AS_OF = T0 + timedelta(days=75)  # sessions 1 and 2
+
+
+def test_fused_turns_rank_by_fusion_and_show_in_the_order_said(mem: Memory) -> None:
+    res = mem.search("What did Maya do on the weekend?", user_id=U, as_of=AS_OF, config=FUSED)
+    # the reply m1 comes through its own fact, the graph and the turn before it: first in rank
+    assert res.quoted_ids[0] == "m1"
+    assert "m5" not in res.quoted_ids  # said after as_of
+    assert len(res.quoted_ids) <= 4
+    order = {m.id: (m.timestamp, m.seq) for m in mem.store.messages(U)}
+    lines = [ln for ln in res.context.splitlines() if ln.startswith("[")]  # "[date] id Speaker: text"
+    shown = [next(w for w in ln.split() if w in order) for ln in lines]
+    assert sorted(shown) == sorted(res.quoted_ids)
+    assert shown == sorted(shown, key=lambda i: order[i])  # the order they were said
+    assert any("rank fusion" in n for n in res.trace.notes)
+
+
+def test_fused_context_keeps_to_its_budget_and_is_off_by_default(mem: Memory) -> None:
+    small = SearchConfig(embeddings=False, evaluator=False, fused_turns=10, context_tokens=120,
+                         fused_graph_tokens=60)
+    res = mem.search("What did Maya do on the weekend?", user_id=U, as_of=AS_OF, config=small)
+    assert res.context_tokens <= 120
+    plain = mem.search("What did Maya do on the weekend?", user_id=U, as_of=AS_OF,
+                       config=SearchConfig(embeddings=False, evaluator=False))
+    assert plain.quoted_ids == []
+
+
+def test_when_questions_get_the_dated_graph_evidence_first(mem: Memory) -> None:
+    when = mem.search("When did Maya move to Porto?", user_id=U, as_of=AS_OF, config=FUSED)
+    assert when.context.startswith("Evidence")
+    what = mem.search("What did Maya make at the pottery class?", user_id=U, as_of=AS_OF, config=FUSED)
+    assert what.context.startswith("Source turns:") and "Evidence" in what.context
+
+
+def test_fused_turns_without_graph_evidence_are_the_whole_context(mem: Memory) -> None:
+    res = mem.search("Which vase or bowl was made at a class?", user_id=U, as_of=AS_OF, config=FUSED)
+    assert res.quoted_ids and res.quoted_ids[0] == "m1"
