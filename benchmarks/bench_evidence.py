@@ -67,15 +67,25 @@ class CacheOnlyModel:
         return approx_tokens(text)
 
 
-def no_model_calls(method: Any) -> None:
-    """REAL methods: Memory.answer's search configuration without the model-assisted steps."""
+def no_model_calls(method: Any, changes: dict[str, Any]) -> None:
+    """REAL methods: Memory.answer's search configuration without the model-assisted steps, plus ``changes``."""
     if hasattr(method, "search_config"):
         base = method.search_config
 
         def search_config() -> Any:
-            return replace(base(), evaluator=False, intent_llm=False)
+            return replace(base(), evaluator=False, intent_llm=False, **changes)
 
         method.search_config = search_config
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """``--set fused_weights=0.5,1,0.5 --set context_tokens=950`` → SearchConfig changes."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        parts = [float(v) if "." in v else int(v) for v in value.split(",")]
+        out[key.strip()] = tuple(float(p) for p in parts) if len(parts) > 1 else parts[0]
+    return out
 
 
 def main() -> None:
@@ -90,6 +100,8 @@ def main() -> None:
     ap.add_argument("--retrieve-k", type=int, default=None, help="turns bm25/dense retrieve (default: --top-k)")
     ap.add_argument("--model-name", default=LOCAL_MODEL, help="the model the cached replies came from")
     ap.add_argument("--out", help="JSON lines: one row per question and method")
+    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="SearchConfig change for the REAL methods, e.g. fused_weights=0.5,1,0.5 (repeatable)")
     args = ap.parse_args()
 
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()]
@@ -101,6 +113,7 @@ def main() -> None:
     from chronomem.providers import make_embedder
 
     embedder = make_embedder("local")
+    changes = parse_set(args.set)
     config = MethodConfig(top_k=args.retrieve_k or args.top_k, memory_dir=args.memory_dir)
     out = open(args.out, "a", encoding="utf-8") if args.out else None
     table: dict[str, dict[str, list[float]]] = {}
@@ -111,7 +124,7 @@ def main() -> None:
             llm = TrackedLLM(llm, cache=cache)
         for name in [m.strip() for m in args.methods.split(",") if m.strip()]:
             method = make_method(name, llm, config, embedder)
-            no_model_calls(method)
+            no_model_calls(method, changes)
             method.ingest(conv)
             rows = table.setdefault(name, {"recall": [], "context_recall": [], "tokens": []})
             before = len(rows["recall"])
