@@ -44,7 +44,8 @@ from chronomem import Memory
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH, normalize_dia_id
 from chronomem.extract.formats import load_conversations
 from chronomem.extract.extractor import PROMPT_VERSION
-from chronomem.extract.pipeline import WritePipeline
+from chronomem.extract.observations import PROMPT_VERSION as OBSERVE_PROMPT_VERSION
+from chronomem.extract.pipeline import METHODS, WritePipeline
 from chronomem.providers import make_llm
 from chronomem.providers.base import UsageTracker
 
@@ -86,6 +87,30 @@ def gold_observations(record: dict[str, Any], session: int) -> list[tuple[str, l
     return out
 
 
+def gold_evidence(record: dict[str, Any], session: int) -> set[str]:
+    """The session's turns that some category 1–4 question cites as evidence."""
+    out: set[str] = set()
+    for q in record.get("qa", []):
+        if q.get("category") not in (1, 2, 3, 4):
+            continue
+        for e in q.get("evidence") or []:
+            for part in re.split(r"[;,\s]+", str(e)):
+                did = normalize_dia_id(part) if part else ""
+                if did.startswith(f"D{session}:"):
+                    out.add(did)
+    return out
+
+
+def lexically_supported(f: Any, turn_text: dict[str, str], names: set[str], use_text: bool) -> bool:
+    """Automatic precision proxy: ≥ 60% of the fact's content words (its statement's for v2,
+    else subject/relation/object; dates the code appended in parentheses excluded) occur in
+    its source turns.  Says "the words are there", not "the reading is right"."""
+    claim = re.sub(r"\s*\([^)]*\d{4}[^)]*\)", "", f.text) if use_text and f.text else f"{f.subject} {f.object}"
+    words = content_words(claim, names)
+    src = content_words(" ".join(turn_text.get(i, "") for i in f.source_ids), names)
+    return bool(words) and len(words & src) / len(words) >= 0.6
+
+
 def match(gold: list[tuple[str, list[str]]], facts: list[Any], names: set[str]) -> dict[str, Any]:
     by_source = 0
     by_content = 0
@@ -125,10 +150,12 @@ JUDGE_SYSTEM = (
 )
 
 
-def judge(llm: Any, row: dict[str, Any], turns: dict[str, str]) -> bool:
+def judge(llm: Any, row: dict[str, Any], turns: dict[str, str], statement: bool = False) -> bool:
     src = "\n".join(turns.get(i, "") for i in row["src"])
     ended = " (this stopped being true)" if row["to"] is not None and row["from"] is None else ""
     user = f"Turns:\n{src}\n\nFact: {row['s']} | {row['r']} | {row['o']}{ended}"
+    if statement:  # v2 facts keep the model's statement as their text: judge both together
+        user += f"\nStatement: {row.get('text', '')}"
     res = llm.chat(
         [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}],
         schema=JUDGE_SCHEMA, max_tokens=16, temperature=0.0, purpose="judge",
@@ -140,7 +167,8 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
                 tracker: UsageTracker) -> dict[str, Any]:
     sess = conv.sessions[n - 1]
     mem = Memory(":memory:", llm=llm)
-    pipe = mem.write_pipeline(chunk_size=args.chunk_size, context=args.context, prompt_version=args.prompt)
+    pipe = mem.write_pipeline(chunk_size=args.chunk_size, context=args.context, prompt_version=args.prompt,
+                              method=args.method)
     before = tracker.snapshot()
     t0 = time.perf_counter()
     res = pipe.add(sess.messages, user_id="bench", session_id=sess.session_id, timestamp=sess.timestamp)
@@ -153,18 +181,24 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
     facts = mem.history(user_id="bench")
     names = {w.lower() for m in sess.messages for w in m["speaker"].split()}
     q = match(gold_observations(record, n), facts, names)
+    evidence = gold_evidence(record, n)
+    cited = {i for f in facts for i in f.source_ids}
+    turn_text = {m["id"]: m["text"] for m in sess.messages}
+    supported = [lexically_supported(f, turn_text, names, args.method == "v2") for f in facts]
     out: dict[str, Any] = {
         "sample": conv.conversation_id, "session": n, "turns": len(sess.messages),
         "chunk_size": args.chunk_size, "prompt": args.prompt, "facts": len(facts),
         "stable_facts": sum(f.confidence >= mem.config.theta_stable for f in facts),
         "failed_chunks": len(res.failed_chunks), **q,
+        "evidence_turns": len(evidence), "evidence_cited": len(evidence & cited), "turns_cited": len(cited),
+        "lexically_supported": sum(supported),
         "llm_calls": d["calls"], "cached_calls": d["cached_calls"],
         "prompt_tokens": d["prompt_tokens"], "completion_tokens": d["completion_tokens"],
         "llm_latency_s": round(d["latency_s"], 2), "wall_s": round(wall, 2),
         "fact_rows": [
             {"id": f.id, "s": f.subject, "r": f.relation, "o": f.object, "from": f.valid_from and f.valid_from.isoformat(),
              "to": f.valid_to and f.valid_to.isoformat(), "c": f.confidence, "intent": f.intent.value,
-             "src": f.source_ids} for f in facts
+             "src": f.source_ids, "text": f.text} for f in facts
         ],
     }
     mem.close()
@@ -183,8 +217,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=8)
     ap.add_argument("--context", type=int, default=2)
     ap.add_argument("--judge", type=int, default=0, help="facts per session to judge (0 = no judge)")
-    ap.add_argument("--prompt", default=PROMPT_VERSION, help=f"extraction prompt version (default {PROMPT_VERSION})")
+    ap.add_argument("--method", default="v1", choices=METHODS, help="extraction method (default v1)")
+    ap.add_argument("--prompt", default=None,
+                    help=f"extraction prompt version (default {PROMPT_VERSION} for v1, {OBSERVE_PROMPT_VERSION} for v2)")
     args = ap.parse_args(argv)
+    if args.prompt is None:
+        args.prompt = OBSERVE_PROMPT_VERSION if args.method == "v2" else PROMPT_VERSION
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
     for noisy in ("httpx", "chronomem.providers"):
@@ -235,7 +273,7 @@ def judge_rows(path: Path, args: argparse.Namespace, conv: Any, llm: Any) -> Non
         verdicts = []
         for f in sample:
             try:
-                ok = judge(llm, f, turns)
+                ok = judge(llm, f, turns, statement=args.method == "v2")
             except Exception as e:  # a judge failure is not a fact failure
                 log.warning("judge failed on %s: %s", f["id"], e)
                 continue
@@ -268,6 +306,12 @@ def summarize(path: Path, sample: str, chunk_size: int, prompt: str = PROMPT_VER
         "wall_s_per_turn": round(sum(r["wall_s"] for r in uncached) / ut, 2),
         "failed_chunks": sum(r["failed_chunks"] for r in rows),
         "prompt": prompt,
+        "turns_cited": sum(r.get("turns_cited", 0) for r in rows),
+        "lexically_supported_share": round(sum(r.get("lexically_supported", 0) for r in rows)
+                                           / max(1, sum(r["facts"] for r in rows)), 3),
+        "evidence_turns": sum(r.get("evidence_turns", 0) for r in rows),
+        "evidence_cited_share": round(sum(r.get("evidence_cited", 0) for r in rows)
+                                      / max(1, sum(r.get("evidence_turns", 0) for r in rows)), 3),
         # a relation the model over-uses (copied from the prompt's examples) shows up here
         "top_relations": Counter(f["r"] for r in rows for f in r["fact_rows"]).most_common(8),
     }

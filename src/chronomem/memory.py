@@ -275,13 +275,15 @@ class Memory:
         return self._jobs.wait(job, timeout=timeout)
 
     def write_pipeline(self, *, chunk_size: int | None = None, context: int | None = None,
-                       prompt_version: str | None = None) -> WritePipeline:
+                       prompt_version: str | None = None, method: str | None = None) -> WritePipeline:
         """A write path over this memory's store, registry, graph writer and models, with its own
-        chunking (``chunk_size`` turns per LLM call, ``context`` preceding turns) or prompt version."""
+        chunking (``chunk_size`` turns per LLM call, ``context`` preceding turns), prompt version
+        or extraction ``method`` (``"v1"``/``"v2"``; default: ``Config.extraction``)."""
         from .extract.pipeline import WritePipeline
 
         opts: dict[str, Any] = {k: v for k, v in (("chunk_size", chunk_size), ("context", context),
                                                   ("prompt_version", prompt_version)) if v is not None}
+        opts["method"] = method or self.config.extraction
         return WritePipeline(store=self.store, registry=self.registry, graph=self.graph, models=self.models,
                              **opts)
 

@@ -36,6 +36,8 @@ from ..validation import check_id, check_name, check_text, check_user
 from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
+from .observations import PROMPT_VERSION as OBSERVE_PROMPT_VERSION
+from .observations import ObservationExtractor
 
 if TYPE_CHECKING:
     from ..graph import GraphWriter
@@ -51,6 +53,11 @@ FAILED = 2  # extraction was tried and failed; still pending (store: extracted <
 
 MESSAGE_FIELDS = frozenset({"speaker", "role", "name", "text", "content", "id", "timestamp"})
 DEFAULT_SPEAKER = "user"  # speaker of a bare-string message
+#: Extraction methods: "v1" = one call writes sextuples (prompt extract_v3); "v2" = one call
+#: writes dated statements with turn ids, typed into sextuples (prompt observe_v1,
+#: :mod:`.observations`).
+METHODS = ("v1", "v2")
+DEFAULT_METHOD = "v1"
 
 
 @dataclass(slots=True)
@@ -228,8 +235,11 @@ class WritePipeline:
         models: LLMSource,
         chunk_size: int = DEFAULT_CHUNK_SIZE,
         context: int = DEFAULT_CONTEXT,
-        prompt_version: str = PROMPT_VERSION,
+        prompt_version: str | None = None,
+        method: str = DEFAULT_METHOD,
     ) -> None:
+        if method not in METHODS:
+            raise ValidationError("method", method, f"unknown extraction method; one of {', '.join(METHODS)}")
         if chunk_size < 1:
             raise ValidationError("chunk_size", chunk_size, "must be >= 1")
         if context < 0:
@@ -240,8 +250,9 @@ class WritePipeline:
         self.models = models
         self.chunk_size = chunk_size
         self.context = context
+        self.method = method
         self.prompt_version = prompt_version
-        self._extractor: Extractor | None = None
+        self._extractor: Extractor | ObservationExtractor | None = None
 
     # -- public ------------------------------------------------------------------------
     def prepare(
@@ -340,13 +351,19 @@ class WritePipeline:
         return result
 
     # -- internals -------------------------------------------------------------------------
-    def extractor(self) -> Extractor:
+    def extractor(self) -> Extractor | ObservationExtractor:
         if self._extractor is None:
             reg = self.registry
-            self._extractor = Extractor(
-                self.models.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
-                prompt_version=self.prompt_version,
-            )
+            if self.method == "v2":
+                self._extractor = ObservationExtractor(
+                    self.models.llm, canonical=lambda r: canonical_relation(r, reg),
+                    prompt_version=self.prompt_version or OBSERVE_PROMPT_VERSION,
+                )
+            else:
+                self._extractor = Extractor(
+                    self.models.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
+                    prompt_version=self.prompt_version or PROMPT_VERSION,
+                )
         return self._extractor
 
     def plan_chunks(self, user_id: str, todo: Sequence[Message]) -> list[Chunk[Message]]:

@@ -1,0 +1,440 @@
+"""Extraction v2: observation-first — one chunk of turns → dated statements → typed facts.
+
+One structured LLM call per chunk (like v1), but the model first writes what
+small models write well: a short self-contained *statement* per thing worth
+remembering, with the number of the turn that says it ("Jon lost his job as a
+banker yesterday.").  In the same object it then types the statement into a
+fact (subject, a relation from a closed vocabulary that the JSON-schema
+grammar enforces, object, the time words as said, ended).  Code does the rest,
+deterministically and testably:
+
+* :func:`validate_turn` checks the cited turn id against the words of the
+  statement and re-grounds it (or drops a statement no turn supports);
+* :func:`find_time_phrase` recovers a time phrase the model left in the
+  statement but not in ``time``; :func:`date_label` / :func:`with_date` write
+  the absolute date resolved by :mod:`chronomem.timeexpr` into the fact's text
+  ("… yesterday (19 January 2023)");
+* :func:`type_job` keeps roles and employers apart (``job_title`` vs
+  ``works_at``: "works_at product manager" is a job title, and "lost his job as
+  a banker" ends ``job_title banker``);
+* the statement is kept as the fact's ``text`` — the evidence a reader sees.
+
+The prompt is the versioned file ``prompts/observe_v1.md``; selecting this
+method is ``WritePipeline(method="v2")`` / ``Config.extraction = "v2"``.
+Pure functions except :meth:`ObservationExtractor.run`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .. import timeexpr
+from ..model import FactInput, Intent, Message, Origin
+from ..prompts import load_prompt
+from ..providers.base import LLM
+from . import confidence
+from .chunking import Chunk
+from .extractor import (
+    _JUNK_OBJECTS,
+    ChunkResult,
+    _hits,
+    _one_speaker_per_turn_fact,
+    _words,
+    plausible_pet,
+    render_transcript,
+    resolve_person,
+)
+
+log = logging.getLogger(__name__)
+
+PROMPT_VERSION = "observe_v1"
+MAX_STATEMENTS = 12
+MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
+
+#: The relation vocabulary the grammar allows.  Registry relations keep their meaning (and
+#: their single-valued update rules); the event verbs carry what LoCoMo-like chat is mostly
+#: about; ``did`` is the catch-all (the statement text keeps the detail).
+RELATIONS: tuple[str, ...] = (
+    "lives_in", "moved_to", "works_at", "job_title", "studies_at", "married_to", "partner_of",
+    "sibling_of", "friend_of", "parent_of", "child_of", "has_pet", "owns", "bought", "likes",
+    "dislikes", "favorite", "hobby", "is_a", "member_of", "visited", "traveled_to", "attended",
+    "started", "finished", "joined", "won", "lost", "made", "learned", "met", "received", "gave",
+    "plans_to", "wants_to", "feels", "did",
+)  # fmt: skip
+
+_STATEMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "turn": {"type": "integer"},
+        "statement": {"type": "string", "maxLength": 200},
+        "subject": {"type": "string", "maxLength": 60},
+        "relation": {"type": "string", "enum": list(RELATIONS)},
+        "object": {"type": "string", "maxLength": 80},
+        "ended": {"type": "boolean"},
+    },
+    "required": ["turn", "statement", "subject", "relation", "object", "ended"],
+    "additionalProperties": False,
+}
+
+OBSERVATION_SCHEMA: dict[str, Any] = {
+    "title": "observations",
+    "type": "object",
+    "properties": {"statements": {"type": "array", "items": _STATEMENT_SCHEMA, "maxItems": MAX_STATEMENTS}},
+    "required": ["statements"],
+    "additionalProperties": False,
+}
+
+
+class Observation(BaseModel):
+    """One statement as the model wrote it, with its typing (before any resolution)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    turn: int | None = None
+    statement: str
+    subject: str = ""
+    relation: str = "did"
+    object: str = ""
+    time: str = ""
+    ended: bool = False
+
+    @field_validator("turn", mode="before")
+    @classmethod
+    def _turn(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            v = v[0] if v else None
+        if v is None or isinstance(v, bool):
+            return None
+        m = re.search(r"\d+", str(v))
+        return int(m.group()) if m else None
+
+    @field_validator("statement", "subject", "relation", "object", "time", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return "" if v is None else re.sub(r"\s+", " ", str(v)).strip()
+
+
+class ObservationOutput(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    statements: list[Observation] = Field(default_factory=list)
+
+
+def parse_observations(data: Any) -> list[Observation]:
+    """Validate a reply: a ``{"statements": [...]}`` object or a bare list.
+
+    Statements without text are dropped, exact repeats too (a looping model),
+    and the list is capped at :data:`MAX_STATEMENTS`.  Raises
+    ``pydantic.ValidationError`` when the reply is not that shape at all.
+    """
+    if hasattr(data, "model_dump"):
+        data = data.model_dump(mode="json")
+    if isinstance(data, list):
+        data = {"statements": data}
+    out = ObservationOutput.model_validate(data)
+    seen: set[str] = set()
+    kept: list[Observation] = []
+    for o in out.statements:
+        key = o.statement.lower()
+        if not o.statement or key in seen:
+            continue
+        seen.add(key)
+        kept.append(o)
+    return kept[:MAX_STATEMENTS]
+
+
+# ----------------------------------------------------------------- turn ids
+
+
+def _grounding(words: set[str], obj_words: set[str], m: Message) -> float:
+    """How well a turn supports a statement: share of its content words found in the turn,
+    plus a bonus when the object's words are there."""
+    tw = _words(m.text)
+    s = _hits(words, tw) / len(words) if words else 0.0
+    o = _hits(obj_words, tw) / len(obj_words) if obj_words else 0.0
+    return s + 0.5 * o
+
+
+def validate_turn(obs: Observation, numbered: dict[int, Message], speakers: Sequence[str] = (),
+                  *, min_score: float = 0.25) -> Message | None:
+    """The turn a statement comes from, or ``None`` when no turn of the chunk supports it.
+
+    The cited number is kept when it names a turn under "Turns" that supports the
+    statement about as well as the best one (≥ half its score); otherwise the best
+    supporting turn wins (small models are often one line off, or cite the
+    question instead of the answer).  Speaker names do not count as support.
+    """
+    names = {w for s in speakers for w in _words(s)}
+    words = _words(obs.statement) - names
+    obj_words = _words(obs.object) - names
+    scores = {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
+    if not scores:
+        return None
+    best_n = max(scores, key=lambda n: (scores[n], -n))
+    best = scores[best_n]
+    if best < min_score:
+        return None
+    cited = obs.turn
+    if cited in scores and scores[cited] >= 0.5 * best and scores[cited] >= min_score:
+        return numbered[cited]
+    return numbered[best_n]
+
+
+# ----------------------------------------------------------------- time
+
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+          r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)")
+_TIME_PHRASE = re.compile(
+    r"\b(?:"
+    r"(?:the )?day before yesterday|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
+    r"(?:last|next|this|past|this past) (?:(?:few|couple of|\w+) )?(?:week|weekend|month|year|summer|winter|spring|"
+    r"fall|autumn|night|days|weeks|months|years|" + _WEEKDAY + r")|"
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|few|several|\d+) "
+    r"(?:days?|weeks?|months?|years?|decades?) ago|"
+    r"(?:in|since|during|from) (?:(?:early|late|mid) )?(?:19|20)\d\d|"
+    r"(?:in|since|during|on|this|last|next) " + _MONTH + r"(?: \d{1,2}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?|"
+    r"on (?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH + r"(?:,? (?:19|20)\d\d)?|"
+    r"on " + _WEEKDAY +
+    r")\b",
+    re.IGNORECASE,
+)
+
+
+def find_time_phrase(text: str) -> str:
+    """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``."""
+    ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
+    for m in _TIME_PHRASE.finditer(text):
+        if timeexpr.resolve(m.group(0), ref) is not None:
+            return m.group(0)
+    return ""
+
+
+def _d(dt: datetime) -> str:
+    return f"{dt.day} {dt:%B %Y}"
+
+
+def date_label(r: timeexpr.Resolved) -> str:
+    """A human date for a resolved expression: "19 January 2023", "the week of 9 January 2023",
+    "January 2023", "2022", "summer 2022"; ranges and since/until say so."""
+
+    def period(start: datetime, gran: str) -> str:
+        if gran in ("day", "instant"):
+            return _d(start)
+        if gran == "week":
+            return f"the week of {_d(start)}"
+        if gran == "weekend":
+            return f"the weekend of {_d(start)}"
+        if gran == "month":
+            return f"{start:%B %Y}"
+        if gran == "season":
+            name = {12: "winter", 1: "winter", 2: "winter", 3: "spring", 6: "summer", 9: "autumn"}.get(start.month, "")
+            return f"{name} {start.year}".strip()
+        if gran == "decade":
+            return f"the {start.year}s"
+        return str(start.year)
+
+    approx = "about " if r.approximate and r.granularity not in ("year", "decade") else ""
+    if r.kind == "point" and r.start is not None:
+        return approx + period(r.start, r.granularity)
+    if r.kind == "since" and r.start is not None:
+        return "since " + approx + period(r.start, r.granularity)
+    if r.kind == "until" and r.end is not None:
+        return f"until {_d(r.end)}"
+    if r.kind == "range" and r.start is not None and r.end is not None:
+        return f"{_d(r.start)} to {_d(r.end)}"
+    if r.kind == "duration" and r.start is not None:
+        return f"since about {_d(r.start)}"
+    return ""
+
+
+def with_date(statement: str, time_text: str, ref: datetime) -> tuple[str, timeexpr.Resolved | None]:
+    """``statement`` with the absolute date of ``time_text`` (resolved against ``ref``)
+    appended in parentheses, and the resolution; unchanged when nothing resolves."""
+    r = timeexpr.resolve(time_text, ref) if time_text else None
+    if r is None:
+        return statement, None
+    label = date_label(r)
+    if not label or label.lower() in statement.lower():
+        return statement, r
+    body = statement.rstrip()
+    end = body[-1] if body and body[-1] in ".!?" else ""
+    body = body[:-1] if end else body
+    return f"{body} ({label}){end or '.'}", r
+
+
+# ----------------------------------------------------------------- typing rules
+
+ROLE_WORDS = frozenset("""
+    accountant actor actress administrator agent analyst architect artist assistant associate athlete
+    attorney baker banker barista bartender broker builder carpenter cashier ceo cfo chef cleaner clerk
+    coach consultant cook coordinator counselor counsellor cto dancer dentist designer developer director
+    doctor driver editor electrician employee engineer entrepreneur farmer firefighter founder freelancer
+    hairdresser instructor intern janitor journalist judge lawyer lecturer librarian manager marketer
+    mechanic model musician nanny nurse officer owner painter paralegal pharmacist photographer physician
+    pilot planner plumber policeman president principal producer professor programmer psychologist
+    receptionist reporter representative researcher salesman salesperson scientist secretary singer
+    soldier specialist strategist student supervisor surgeon teacher technician therapist trainer
+    translator tutor veterinarian vet volunteer waiter waitress worker writer youtuber
+""".split())
+_JOB_AS = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old|full-time|part-time)\s+)*job\s+as\s+(?:an?\s+|the\s+)?(.+)$",
+                     re.IGNORECASE)
+_JOB_AT = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old|full-time|part-time)\s+)*job\s+(?:at|with|in)\s+(.+)$",
+                     re.IGNORECASE)
+_ARTICLE = re.compile(r"^(?:an?|the)\s+", re.IGNORECASE)
+_ENDING_VERBS = {"lost", "quit", "left", "resigned", "sold", "ended", "finished"}
+_JOB_VERBS = {"works_at", "job_title", "lost", "started", "did", "joined", "got", "quit", "left", "finished"}
+
+
+def is_role(obj: str) -> bool:
+    """``"product manager"``, ``"a banker"``, ``"dance teacher"``: the last word names a role."""
+    words = re.findall(r"[a-z]+", _ARTICLE.sub("", obj.strip()).lower())
+    return bool(words) and (words[-1] in ROLE_WORDS or (words[-1].endswith("s") and words[-1][:-1] in ROLE_WORDS))
+
+
+def type_job(relation: str, obj: str, ended: bool) -> tuple[str, str, bool]:
+    """Keep job titles and employers apart.
+
+    "job as a banker" → ``job_title banker``; "job at Door Dash" → ``works_at Door Dash``
+    (with ``lost``/``quit``/``left`` the fact is *ended*); ``works_at`` with a role
+    ("product manager") → ``job_title``; ``job_title`` with no role word and a
+    capitalised name ("Globex") → ``works_at``.  Other relations pass unchanged.
+    """
+    if relation in _JOB_VERBS:
+        m_as, m_at = _JOB_AS.match(obj), _JOB_AT.match(obj)
+        if m_as or m_at:
+            new_ended = ended or relation in _ENDING_VERBS
+            if m_as:
+                return "job_title", m_as.group(1).strip(), new_ended
+            assert m_at is not None
+            return "works_at", m_at.group(1).strip(), new_ended
+    if relation == "works_at" and is_role(obj):
+        return "job_title", _ARTICLE.sub("", obj.strip()), ended
+    if relation == "job_title":
+        words = re.findall(r"[A-Za-z]+", obj)
+        if words and not is_role(obj) and all(w[0].isupper() for w in words):
+            return "works_at", obj, ended
+        return "job_title", _ARTICLE.sub("", obj.strip()), ended
+    return relation, obj, ended
+
+
+def _intent(relation: str, ended: bool, resolved: timeexpr.Resolved | None, statement: str) -> Intent:
+    if ended:
+        return Intent.EVOLUTION
+    if relation in ("lives_in", "works_at", "job_title", "studies_at") and resolved is not None:
+        return Intent.EVOLUTION
+    if re.search(r"\b(?:because|since|so that|due to|thanks to)\b", statement, re.IGNORECASE) and resolved is None:
+        return Intent.CAUSAL
+    if resolved is not None:
+        return Intent.TEMPORAL
+    return Intent.FACT
+
+
+def postprocess_observations(
+    observations: Sequence[Observation],
+    numbered: dict[int, Message],
+    *,
+    canonical: Callable[[str], str] = lambda r: r,
+    context_speakers: Sequence[str] = (),
+) -> tuple[list[FactInput], list[str]]:
+    """Observations → fact-input records; returns ``(candidates, notes)``.
+
+    Each kept statement becomes one fact whose ``text`` is the statement (with the
+    absolute date of its time words).  Dropped: statements no turn supports, junk
+    objects (the statement itself stands in for an empty object), self-loops,
+    non-pet ``has_pet``, repeats; a copy of a turn's fact for the other speaker.
+    """
+    notes: list[str] = []
+    speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
+    out: list[FactInput] = []
+    seen: set[tuple[str, str, str, bool]] = set()
+    for o in observations:
+        msg = validate_turn(o, numbered, speakers)
+        if msg is None:
+            notes.append(f"dropped statement no turn supports: {o.statement}")
+            continue
+        if o.turn is not None and numbered.get(o.turn) is not msg:
+            notes.append(f"turn {o.turn} → {msg.id} for: {o.statement}")
+        others = [s for s in speakers if s != msg.speaker]
+        other = others[0] if len(others) == 1 else None
+        subject = resolve_person(o.subject, msg.speaker, other) or msg.speaker
+        obj = resolve_person(o.object, msg.speaker, other)
+        if obj.lower().strip(" .") in _JUNK_OBJECTS:
+            obj = o.statement
+        if subject.lower() == obj.lower():
+            continue
+        rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
+        try:
+            relation = canonical(rel)
+        except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)
+            notes.append(f"dropped statement with unusable relation {o.relation!r}")
+            continue
+        if relation == "has_pet" and not plausible_pet(obj, speakers):
+            notes.append(f"has_pet → owns (no animal or pet name): {o.statement}")
+            relation = canonical("owns")
+        key = (subject.lower(), relation, obj.lower(), ended)
+        if key in seen:
+            continue
+        seen.add(key)
+        # the time comes from the statement's own words: a separate "time" field was copied
+        # across statements by the 1.5B model ("yesterday" on every fact of a turn)
+        time_text = find_time_phrase(o.statement) or (o.time if o.time and o.time.lower() in o.statement.lower() else "")
+        text, resolved = with_date(o.statement, time_text, msg.timestamp)
+        valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=ended)
+        conf = confidence.score("certain", msg.text, obj, relation)
+        out.append(FactInput(
+            subject=subject, relation=relation, object=obj, valid_from=valid_from, valid_to=valid_to,
+            confidence=conf, intent=_intent(relation, ended, resolved, o.statement), source_ids=[msg.id],
+            session_id=msg.session_id, text=text, origin=Origin.STATED,
+            subject_type="person" if subject in speakers else None,
+            object_type="person" if obj in speakers else None,
+        ))
+    return _one_speaker_per_turn_fact(out, numbered, speakers, notes), notes
+
+
+# ----------------------------------------------------------------- the call
+
+
+def system_prompt(relations: Sequence[str] = RELATIONS, version: str = PROMPT_VERSION) -> str:
+    """The v2 system prompt (identical for every chunk, so llama.cpp reuses its KV cache)."""
+    return load_prompt("chronomem.extract", version).replace("{{relations}}", ", ".join(relations))
+
+
+class ObservationExtractor:
+    """Runs the one structured observation call per chunk (same interface as
+    :class:`~chronomem.extract.extractor.Extractor`)."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        canonical: Callable[[str], str] = lambda r: r,
+        prompt_version: str = PROMPT_VERSION,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
+        self.llm = llm
+        self.canonical = canonical
+        self.system = system_prompt(RELATIONS, prompt_version)
+        self.max_tokens = max_tokens
+
+    def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
+        transcript, numbered = render_transcript(chunk)
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": transcript}], numbered
+
+    def run(self, chunk: Chunk[Message]) -> ChunkResult:
+        """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
+        (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
+        messages, numbered = self.messages_for(chunk)
+        res = self.llm.chat(messages, schema=OBSERVATION_SCHEMA, max_tokens=self.max_tokens, temperature=0.0,
+                            purpose="extract")
+        observations = parse_observations(res.data)
+        cands, notes = postprocess_observations(
+            observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
+        )
+        return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)

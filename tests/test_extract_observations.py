@@ -1,0 +1,267 @@
+"""Extraction v2 (observation-first) without a model: parsing, turn-id validation, time
+resolution into the statement, job typing, and the pipeline with a scripted LLM."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+import pydantic
+import pytest
+
+from chronomem import Memory
+from chronomem.errors import ValidationError
+from chronomem.extract.observations import (
+    OBSERVATION_SCHEMA,
+    RELATIONS,
+    Observation,
+    date_label,
+    find_time_phrase,
+    parse_observations,
+    postprocess_observations,
+    system_prompt,
+    type_job,
+    validate_turn,
+    with_date,
+)
+from chronomem import timeexpr
+from chronomem.model import Intent, Message
+from chronomem.providers.base import CallUsage, ChatResult
+
+UTC = timezone.utc
+REF = datetime(2023, 1, 20, 16, 4, tzinfo=UTC)  # LoCoMo conv-30 session 1: "4:04 pm on 20 January, 2023"
+
+
+def msg(i: int, speaker: str, text: str, ts: datetime = REF) -> Message:
+    return Message(id=f"D1:{i}", user_id="u", session_id="s1", speaker=speaker, text=text, timestamp=ts,
+                   recorded_at=ts, seq=i)
+
+
+NUMBERED = {
+    1: msg(1, "Gina", "Hey Jon! Good to see you. What's up? Anything new?"),
+    2: msg(2, "Jon", "Hey Gina! Lost my job as a banker yesterday, so I'm gonna take a shot at starting my own business."),
+    3: msg(3, "Gina", "Sorry about your job Jon! I also lost my job at Door Dash this month. What business are you thinking of?"),
+    4: msg(4, "Jon", "I'm starting a dance studio 'cause I'm passionate about dancing."),
+}
+
+
+# ----------------------------------------------------------------- parsing
+
+def test_parse_accepts_object_or_bare_list_and_drops_empty_and_repeated_statements() -> None:
+    item = {"turn": 2, "statement": "Jon lost his job as a banker yesterday.", "subject": "Jon",
+            "relation": "lost", "object": "job as a banker", "time": "yesterday", "ended": False}
+    obs = parse_observations({"statements": [item, dict(item), {**item, "statement": "  "}]})
+    assert [o.statement for o in obs] == ["Jon lost his job as a banker yesterday."]
+    assert parse_observations([item])[0].turn == 2
+
+
+def test_parse_normalises_turn_spellings() -> None:
+    assert Observation(turn="[T3]", statement="x").turn == 3
+    assert Observation(turn=[4, 5], statement="x").turn == 4
+    assert Observation(turn=None, statement="x").turn is None
+
+
+def test_parse_rejects_a_reply_that_is_not_statements() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        parse_observations({"statements": "Jon lost his job"})
+
+
+def test_parse_caps_a_looping_reply() -> None:
+    items = [{"turn": 2, "statement": f"Jon likes thing {i}.", "subject": "Jon", "relation": "likes",
+              "object": f"thing {i}", "time": "", "ended": False} for i in range(30)]
+    assert len(parse_observations({"statements": items})) == 12
+
+
+def test_schema_constrains_relations_to_the_vocabulary() -> None:
+    rel = OBSERVATION_SCHEMA["properties"]["statements"]["items"]["properties"]["relation"]
+    assert rel["enum"] == list(RELATIONS) and "job_title" in RELATIONS and "works_at" in RELATIONS
+    assert "{{relations}}" not in system_prompt() and "job_title" in system_prompt()
+
+
+# ----------------------------------------------------------------- turn ids
+
+def obs(turn: int | None, statement: str, obj: str = "", **kw: Any) -> Observation:
+    return Observation(turn=turn, statement=statement, subject=kw.get("subject", "Jon"),
+                       relation=kw.get("relation", "did"), object=obj,
+                       ended=kw.get("ended", False))
+
+
+def test_a_correct_turn_id_is_kept() -> None:
+    m = validate_turn(obs(2, "Jon lost his job as a banker yesterday.", "banker"), NUMBERED, ["Jon", "Gina"])
+    assert m is not None and m.id == "D1:2"
+
+
+def test_a_wrong_turn_id_is_regrounded_to_the_turn_that_says_it() -> None:
+    # the model cited the question (turn 3) instead of the answer (turn 4)
+    m = validate_turn(obs(3, "Jon is starting a dance studio.", "dance studio"), NUMBERED, ["Jon", "Gina"])
+    assert m is not None and m.id == "D1:4"
+    # out of range / a context turn number → regrounded too
+    m = validate_turn(obs(9, "Gina lost her job at Door Dash.", "Door Dash"), NUMBERED, ["Jon", "Gina"])
+    assert m is not None and m.id == "D1:3"
+
+
+def test_a_statement_no_turn_supports_is_dropped() -> None:
+    assert validate_turn(obs(2, "Jon lives in Portugal.", "Portugal"), NUMBERED, ["Jon", "Gina"]) is None
+    # speaker names alone are no support
+    assert validate_turn(obs(1, "Jon and Gina.", "Gina"), NUMBERED, ["Jon", "Gina"]) is None
+
+
+# ----------------------------------------------------------------- time
+
+def test_find_time_phrase() -> None:
+    assert find_time_phrase("Jon lost his job as a banker yesterday.") == "yesterday"
+    assert find_time_phrase("Gina won first place last year.") == "last year"
+    assert find_time_phrase("They met three weeks ago at a show.") == "three weeks ago"
+    assert find_time_phrase("She has danced since 2015.") == "since 2015"
+    assert find_time_phrase("Jon likes contemporary dance.") == ""
+
+
+def test_with_date_appends_the_absolute_date() -> None:
+    text, r = with_date("Jon lost his job as a banker yesterday.", "yesterday", REF)
+    assert text == "Jon lost his job as a banker yesterday (19 January 2023)."
+    assert r is not None and r.start == datetime(2023, 1, 19, tzinfo=UTC)
+    assert with_date("Gina lost her job this month", "this month", REF)[0] == "Gina lost her job this month (January 2023)."
+    assert with_date("Jon likes jazz.", "", REF) == ("Jon likes jazz.", None)
+    assert with_date("Jon went there recently.", "recently", REF) == ("Jon went there recently.", None)
+
+
+def test_date_labels_by_granularity() -> None:
+    def label(expr: str) -> str:
+        r = timeexpr.resolve(expr, REF)
+        assert r is not None
+        return date_label(r)
+
+    assert label("last week") == "the week of 9 January 2023"
+    assert label("last year") == "2022"
+    assert label("last summer") == "summer 2022"
+    assert label("since 2019") == "since 2019"
+    assert label("two days ago") == "about 18 January 2023"
+    assert label("from 2016 to 2021") == "1 January 2016 to 1 January 2022"
+
+
+# ----------------------------------------------------------------- typing rules
+
+@pytest.mark.parametrize(("rel", "obj", "ended", "want"), [
+    ("lost", "his job as a banker", False, ("job_title", "banker", True)),
+    ("lost", "job at Door Dash", False, ("works_at", "Door Dash", True)),
+    ("started", "a new job at Globex", False, ("works_at", "Globex", False)),
+    ("works_at", "product manager", False, ("job_title", "product manager", False)),  # the demo's collision
+    ("works_at", "Globex", False, ("works_at", "Globex", False)),
+    ("job_title", "Globex", False, ("works_at", "Globex", False)),
+    ("job_title", "a dance teacher", False, ("job_title", "dance teacher", False)),
+    ("likes", "contemporary dance", False, ("likes", "contemporary dance", False)),
+])
+def test_type_job_keeps_roles_and_employers_apart(rel: str, obj: str, ended: bool, want: tuple[str, str, bool]) -> None:
+    assert type_job(rel, obj, ended) == want
+
+
+def test_postprocess_builds_dated_facts_with_the_statement_as_text() -> None:
+    observations = [
+        obs(2, "Jon lost his job as a banker yesterday.", "his job as a banker", relation="lost", time="yesterday"),
+        obs(3, "Gina lost her job at Door Dash this month.", "job at Door Dash", relation="lost", subject="I"),
+        obs(4, "Jon is starting a dance studio.", "dance studio", relation="started"),
+        obs(2, "Jon lives in Portugal.", "Portugal", relation="lives_in"),  # unsupported
+    ]
+    cands, notes = postprocess_observations(observations, NUMBERED)
+    by = {c.source_ids[0]: c for c in cands}
+    assert set(by) == {"D1:2", "D1:3", "D1:4"}
+    jon = by["D1:2"]
+    assert (jon.subject, jon.relation, jon.object, jon.valid_from) == ("Jon", "job_title", "banker", None)
+    assert jon.valid_to == datetime(2023, 1, 19, tzinfo=UTC) and jon.intent == Intent.EVOLUTION
+    assert jon.text == "Jon lost his job as a banker yesterday (19 January 2023)."
+    gina = by["D1:3"]  # "I" is the speaker of the turn; the time comes from the statement
+    assert (gina.subject, gina.relation, gina.object) == ("Gina", "works_at", "Door Dash")
+    assert gina.valid_from is None and gina.valid_to == datetime(2023, 1, 1, tzinfo=UTC)  # ended this month
+    assert gina.text.endswith("this month (January 2023).")
+    assert by["D1:4"].valid_from == REF and by["D1:4"].valid_to is None
+    assert any("Portugal" in n for n in notes)
+
+
+def test_postprocess_uses_the_statement_when_the_object_is_empty_and_caps_plans() -> None:
+    numbered = {5: msg(5, "Jon", "I'm gonna take a shot at starting my own business.")}
+    cands, _ = postprocess_observations(
+        [obs(5, "Jon plans to start his own business.", "", relation="plans_to")], numbered)
+    (c,) = cands
+    assert c.object == "Jon plans to start his own business." and c.confidence < 0.6
+
+
+# ----------------------------------------------------------------- the pipeline, scripted model
+
+LINE = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
+SCRIPT: dict[str, list[dict[str, Any]]] = {
+    "I work at Acme as a product manager.": [
+        {"statement": "Maya works at Acme.", "subject": "Maya", "relation": "works_at", "object": "Acme"},
+        {"statement": "Maya is a product manager.", "subject": "Maya", "relation": "works_at",
+         "object": "product manager"}],
+    "I moved to Globex last week.": [
+        {"statement": "Maya moved to Globex last week.", "subject": "Maya", "relation": "works_at",
+         "object": "Globex"}],
+}
+
+
+class ObservingLLM:
+    """A test double: answers the observation schema from SCRIPT, citing the line's number."""
+
+    name = "observing"
+    context_window = 8192
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
+             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+        assert schema is OBSERVATION_SCHEMA and purpose == "extract"
+        self.calls += 1
+        out = []
+        for line in messages[-1]["content"].split("Turns:")[1].splitlines():
+            m = LINE.match(line)
+            if m:
+                out += [{"turn": int(m.group(1)), "time": "", "ended": False, **s} for s in SCRIPT.get(m.group(3), [])]
+        return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=30, latency_s=0.01,
+                                                      purpose=purpose), data={"statements": out})
+
+
+def test_pipeline_v2_keeps_employer_and_title_apart_and_closes_the_employer() -> None:
+    llm = ObservingLLM()
+    mem = Memory(":memory:", llm=llm)
+    try:
+        pipe = mem.write_pipeline(method="v2")
+        pipe.add([{"id": "a1", "speaker": "Maya", "text": "I work at Acme as a product manager."}],
+                 user_id="u1", session_id="s1", timestamp="2023-01-02T10:00:00Z")
+        pipe.add([{"id": "b1", "speaker": "Maya", "text": "I moved to Globex last week."}],
+                 user_id="u1", session_id="s2", timestamp="2023-03-15T10:00:00Z")
+        current = {(f.relation, f.object) for f in mem.facts(user_id="u1", subject="Maya")}
+        assert current == {("works_at", "Globex"), ("job_title", "product manager")}
+        acme = next(f for f in mem.history(user_id="u1") if f.object == "Acme")
+        assert acme.valid_to == datetime(2023, 3, 6, tzinfo=UTC)  # Monday of "last week"
+        globex = next(f for f in mem.history(user_id="u1") if f.object == "Globex")
+        assert globex.text == "Maya moved to Globex last week (the week of 6 March 2023)."
+        assert globex.source_ids == ["b1"] and llm.calls == 2
+    finally:
+        mem.close()
+
+
+def test_unknown_method_is_refused_by_name() -> None:
+    mem = Memory(":memory:", llm=ObservingLLM())
+    try:
+        with pytest.raises(ValidationError, match="method"):
+            mem.write_pipeline(method="v9")
+    finally:
+        mem.close()
+
+
+def test_memory_selects_the_method_from_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.config import Config
+
+    monkeypatch.setenv("CHRONOMEM_EXTRACTION", "v2")
+    mem = Memory(":memory:", llm=ObservingLLM())
+    try:
+        assert mem.config.extraction == "v2" and mem._write_path().method == "v2"
+    finally:
+        mem.close()
+    with pytest.raises(ValidationError, match="extraction"):
+        Config(extraction="v3")
