@@ -18,8 +18,10 @@ from chronomem.extract.observations import (
     Observation,
     date_label,
     find_time_phrase,
+    max_statements,
     parse_observations,
     postprocess_observations,
+    schema_for,
     system_prompt,
     type_job,
     validate_turn,
@@ -73,6 +75,12 @@ def test_parse_caps_a_looping_reply() -> None:
     assert len(parse_observations({"statements": items})) == 12
 
 
+def test_the_statement_cap_follows_the_chunk_size() -> None:
+    assert [max_statements(n) for n in (1, 4, 8, 12, 30)] == [3, 3, 6, 9, 12]
+    assert schema_for(8)["properties"]["statements"]["maxItems"] == 6
+    assert OBSERVATION_SCHEMA["properties"]["statements"]["maxItems"] == 12  # the constant is untouched
+
+
 def test_schema_constrains_relations_to_the_vocabulary() -> None:
     rel = OBSERVATION_SCHEMA["properties"]["statements"]["items"]["properties"]["relation"]
     assert rel["enum"] == list(RELATIONS) and "job_title" in RELATIONS and "works_at" in RELATIONS
@@ -103,6 +111,8 @@ def test_a_wrong_turn_id_is_regrounded_to_the_turn_that_says_it() -> None:
 
 def test_a_statement_no_turn_supports_is_dropped() -> None:
     assert validate_turn(obs(2, "Jon lives in Portugal.", "Portugal"), NUMBERED, ["Jon", "Gina"]) is None
+    # time words are no support: "yesterday" is in Jon's turn, the meeting is nowhere
+    assert validate_turn(obs(1, "Gina met Jon yesterday.", "Jon", subject="Gina"), NUMBERED, ["Jon", "Gina"]) is None
     # speaker names alone are no support
     assert validate_turn(obs(1, "Jon and Gina.", "Gina"), NUMBERED, ["Jon", "Gina"]) is None
 
@@ -145,6 +155,7 @@ def test_date_labels_by_granularity() -> None:
 @pytest.mark.parametrize(("rel", "obj", "ended", "want"), [
     ("lost", "his job as a banker", False, ("job_title", "banker", True)),
     ("lost", "job at Door Dash", False, ("works_at", "Door Dash", True)),
+    ("lost", "banker", False, ("job_title", "banker", True)),
     ("started", "a new job at Globex", False, ("works_at", "Globex", False)),
     ("works_at", "product manager", False, ("job_title", "product manager", False)),  # the demo's collision
     ("works_at", "Globex", False, ("works_at", "Globex", False)),
@@ -214,7 +225,8 @@ class ObservingLLM:
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
              temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
-        assert schema is OBSERVATION_SCHEMA and purpose == "extract"
+        assert schema["properties"]["statements"]["items"] is OBSERVATION_SCHEMA["properties"]["statements"]["items"]
+        assert purpose == "extract"
         self.calls += 1
         out = []
         for line in messages[-1]["content"].split("Turns:")[1].splitlines():

@@ -91,6 +91,19 @@ OBSERVATION_SCHEMA: dict[str, Any] = {
 }
 
 
+def max_statements(turns: int) -> int:
+    """The statement cap for a chunk of ``turns`` turns: 3/4 per turn (LoCoMo's gold has ~0.5),
+    at least 3, at most :data:`MAX_STATEMENTS`.  Writing is the expensive part, and a 1.5B
+    model that runs out of things to say repeats its last statement until the cap."""
+    return max(3, min(MAX_STATEMENTS, (3 * turns + 3) // 4))
+
+
+def schema_for(turns: int) -> dict[str, Any]:
+    """:data:`OBSERVATION_SCHEMA` with the array capped by :func:`max_statements`."""
+    items = {**OBSERVATION_SCHEMA["properties"]["statements"], "maxItems": max_statements(turns)}
+    return {**OBSERVATION_SCHEMA, "properties": {"statements": items}}
+
+
 class Observation(BaseModel):
     """One statement as the model wrote it, with its typing (before any resolution)."""
 
@@ -171,7 +184,8 @@ def validate_turn(obs: Observation, numbered: dict[int, Message], speakers: Sequ
     question instead of the answer).  Speaker names do not count as support.
     """
     names = {w for s in speakers for w in _words(s)}
-    words = _words(obs.statement) - names
+    # time words ("yesterday", "last week") are no evidence of *what* was said
+    words = _words(_TIME_PHRASE.sub(" ", obs.statement)) - names - _TIME_WORDS
     obj_words = _words(obs.object) - names
     scores = {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
     if not scores:
@@ -205,6 +219,12 @@ _TIME_PHRASE = re.compile(
     r")\b",
     re.IGNORECASE,
 )
+
+
+_TIME_WORDS = frozenset("""
+    yesterday today tonight tomorrow last next this past week weeks weekend month months year years ago
+    day days morning evening night summer winter spring fall autumn
+""".split())
 
 
 def find_time_phrase(text: str) -> str:
@@ -314,6 +334,8 @@ def type_job(relation: str, obj: str, ended: bool) -> tuple[str, str, bool]:
                 return "job_title", m_as.group(1).strip(), new_ended
             assert m_at is not None
             return "works_at", m_at.group(1).strip(), new_ended
+    if relation in _ENDING_VERBS and is_role(obj):  # "lost" + "banker": the job as a banker ended
+        return "job_title", _ARTICLE.sub("", obj.strip()), True
     if relation == "works_at" and is_role(obj):
         return "job_title", _ARTICLE.sub("", obj.strip()), ended
     if relation == "job_title":
@@ -431,8 +453,8 @@ class ObservationExtractor:
         """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
         (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
         messages, numbered = self.messages_for(chunk)
-        res = self.llm.chat(messages, schema=OBSERVATION_SCHEMA, max_tokens=self.max_tokens, temperature=0.0,
-                            purpose="extract")
+        res = self.llm.chat(messages, schema=schema_for(len(chunk.turns)), max_tokens=self.max_tokens,
+                            temperature=0.0, purpose="extract")
         observations = parse_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
