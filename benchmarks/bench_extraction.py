@@ -163,6 +163,21 @@ def judge(llm: Any, row: dict[str, Any], turns: dict[str, str], statement: bool 
     return bool(res.data.get("supported"))
 
 
+class CacheOnly:
+    """The local model's name without the model: every call the cache cannot answer fails."""
+
+    name = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+    context_window = 8192
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def chat(self, *a: Any, **kw: Any) -> Any:
+        from chronomem.errors import ModelUnavailableError
+
+        raise ModelUnavailableError("--cache-only: this call is not in the response cache")
+
+
 def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: int, llm: Any,
                 tracker: UsageTracker) -> dict[str, Any]:
     sess = conv.sessions[n - 1]
@@ -217,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=8)
     ap.add_argument("--context", type=int, default=2)
     ap.add_argument("--judge", type=int, default=0, help="facts per session to judge (0 = no judge)")
+    ap.add_argument("--cache-only", action="store_true",
+                    help="replay cached responses only; an uncached call fails its chunk (rescoring without a model)")
     ap.add_argument("--method", default="v1", choices=METHODS, help="extraction method (default v1)")
     ap.add_argument("--prompt", default=None,
                     help=f"extraction prompt version (default {PROMPT_VERSION} for v1, {OBSERVE_PROMPT_VERSION} for v2)")
@@ -241,7 +258,12 @@ def main(argv: list[str] | None = None) -> int:
                 done.add((r["sample"], r["session"], r["chunk_size"], r.get("prompt", "extract_v3")))
     tracker = UsageTracker()
     Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
-    llm = make_llm(args.llm, usage=tracker, cache=args.cache)
+    if args.cache_only:
+        from chronomem.providers import ResponseCache, TrackedLLM
+
+        llm = TrackedLLM(CacheOnly(), usage=tracker, cache=ResponseCache(args.cache))
+    else:
+        llm = make_llm(args.llm, usage=tracker, cache=args.cache)
     judge_llm = llm if not args.judge_llm else make_llm(args.judge_llm, usage=tracker, cache=args.cache)
     for n in [int(x) for x in args.sessions.split(",") if x.strip()]:
         if (args.sample, n, args.chunk_size, args.prompt) in done:
