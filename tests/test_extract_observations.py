@@ -22,6 +22,7 @@ from chronomem.extract.observations import (
     parse_observations,
     postprocess_observations,
     schema_for,
+    source_turns,
     system_prompt,
     type_job,
     validate_turn,
@@ -161,6 +162,7 @@ def test_date_labels_by_granularity() -> None:
     ("works_at", "Globex", False, ("works_at", "Globex", False)),
     ("job_title", "Globex", False, ("works_at", "Globex", False)),
     ("job_title", "a dance teacher", False, ("job_title", "dance teacher", False)),
+    ("job_title", "passion", False, ("did", "passion", False)),
     ("likes", "contemporary dance", False, ("likes", "contemporary dance", False)),
 ])
 def test_type_job_keeps_roles_and_employers_apart(rel: str, obj: str, ended: bool, want: tuple[str, str, bool]) -> None:
@@ -187,6 +189,28 @@ def test_postprocess_builds_dated_facts_with_the_statement_as_text() -> None:
     assert gina.text.endswith("this month (January 2023).")
     assert by["D1:4"].valid_from == REF and by["D1:4"].valid_to is None
     assert any("Portugal" in n for n in notes)
+
+
+def test_an_ending_wins_over_its_present_tense_copy_and_generic_pets_are_dropped() -> None:
+    cands, notes = postprocess_observations([
+        obs(None, "Jon lost his job as a banker yesterday.", "banker", relation="lost"),
+        obs(None, "Jon is a banker.", "banker", relation="job_title"),
+        obs(None, "Jon has a pet.", "pet", relation="has_pet", ended=True),
+    ], NUMBERED)
+    assert [(c.relation, c.object, c.valid_to is not None) for c in cands] == [("job_title", "banker", True)]
+
+
+def test_a_statement_joining_two_turns_cites_both() -> None:
+    numbered = {0: msg(5, "Gina", "Where did you open the dance studio?"),
+                1: msg(6, "Jon", "I opened the dance studio downtown near the river."),
+                2: msg(7, "Gina", "Cool!")}
+    found = source_turns(obs(None, "Jon opened the dance studio downtown near the river.", "dance studio"),
+                         numbered, ["Jon", "Gina"])
+    assert [m.id for m in found] == ["D1:6"]
+    numbered[2] = msg(7, "Jon", "The dance studio opened downtown last week, right by the river.")
+    found = source_turns(obs(None, "Jon opened the dance studio downtown near the river.", "dance studio"),
+                         numbered, ["Jon", "Gina"])
+    assert [m.id for m in found] == ["D1:6", "D1:7"]
 
 
 def test_postprocess_uses_the_statement_when_the_object_is_empty_and_caps_plans() -> None:

@@ -68,17 +68,19 @@ RELATIONS: tuple[str, ...] = (
     "plans_to", "wants_to", "feels", "did",
 )  # fmt: skip
 
+# No turn ids: on conv-30 the 1.5B model used "turn" as a line counter (1, 2, 3 … whatever the
+# content) and then repeated one statement per number until the cap; the source turn is found
+# in code instead (:func:`validate_turn`).  The statement comes first: it is what the typing reads.
 _STATEMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "turn": {"type": "integer"},
-        "statement": {"type": "string", "maxLength": 200},
+        "statement": {"type": "string", "maxLength": 160},
         "subject": {"type": "string", "maxLength": 60},
         "relation": {"type": "string", "enum": list(RELATIONS)},
         "object": {"type": "string", "maxLength": 80},
         "ended": {"type": "boolean"},
     },
-    "required": ["turn", "statement", "subject", "relation", "object", "ended"],
+    "required": ["statement", "subject", "relation", "object", "ended"],
     "additionalProperties": False,
 }
 
@@ -178,26 +180,43 @@ def validate_turn(obs: Observation, numbered: dict[int, Message], speakers: Sequ
                   *, min_score: float = 0.25) -> Message | None:
     """The turn a statement comes from, or ``None`` when no turn of the chunk supports it.
 
-    The cited number is kept when it names a turn under "Turns" that supports the
-    statement about as well as the best one (≥ half its score); otherwise the best
-    supporting turn wins (small models are often one line off, or cite the
-    question instead of the answer).  Speaker names do not count as support.
+    A cited number (optional) is kept when it names a turn under "Turns" that supports
+    the statement about as well as the best one (≥ half its score); otherwise the best
+    supporting turn wins (small models are often one line off, or cite the question
+    instead of the answer).  Speaker names and time words do not count as support.
+    """
+    found = source_turns(obs, numbered, speakers, min_score=min_score)
+    return found[0] if found else None
+
+
+def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Sequence[str] = (),
+                 *, min_score: float = 0.25, also: float = 0.8, max_turns: int = 3) -> list[Message]:
+    """The turns a statement comes from, best first; ``[]`` when no turn supports it.
+
+    Besides the best turn, another turn is cited when it supports the statement nearly as
+    well (≥ ``also`` × the best score and two content words): a statement that joins a
+    question and its answer, or two lines of one story, cites both.
     """
     names = {w for s in speakers for w in _words(s)}
     # time words ("yesterday", "last week") are no evidence of *what* was said
     words = _words(_TIME_PHRASE.sub(" ", obs.statement)) - names - _TIME_WORDS
-    obj_words = _words(obs.object) - names
+    obj_words = _words(obs.object) - names - _TIME_WORDS
     scores = {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
     if not scores:
-        return None
+        return []
     best_n = max(scores, key=lambda n: (scores[n], -n))
     best = scores[best_n]
     if best < min_score:
-        return None
+        return []
     cited = obs.turn
-    if cited in scores and scores[cited] >= 0.5 * best and scores[cited] >= min_score:
-        return numbered[cited]
-    return numbered[best_n]
+    first = cited if cited in scores and scores[cited] >= 0.5 * best and scores[cited] >= min_score else best_n
+    out = [numbered[first]]
+    for n in sorted(scores, key=lambda n: (-scores[n], n)):
+        if len(out) >= max_turns:
+            break
+        if n != first and scores[n] >= also * best and _hits(words, _words(numbered[n].text)) >= 2:
+            out.append(numbered[n])
+    return out
 
 
 # ----------------------------------------------------------------- time
@@ -308,6 +327,7 @@ _JOB_AS = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old|full-time|part-t
 _JOB_AT = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old|full-time|part-time)\s+)*job\s+(?:at|with|in)\s+(.+)$",
                      re.IGNORECASE)
 _ARTICLE = re.compile(r"^(?:an?|the)\s+", re.IGNORECASE)
+_GENERIC_PETS = {"pet", "pets", "a pet", "animal", "animals", "an animal"}
 _ENDING_VERBS = {"lost", "quit", "left", "resigned", "sold", "ended", "finished"}
 _JOB_VERBS = {"works_at", "job_title", "lost", "started", "did", "joined", "got", "quit", "left", "finished"}
 
@@ -342,6 +362,8 @@ def type_job(relation: str, obj: str, ended: bool) -> tuple[str, str, bool]:
         words = re.findall(r"[A-Za-z]+", obj)
         if words and not is_role(obj) and all(w[0].isupper() for w in words):
             return "works_at", obj, ended
+        if not is_role(obj):  # "job_title passion": not a job; the statement keeps the meaning
+            return "did", obj, ended
         return "job_title", _ARTICLE.sub("", obj.strip()), ended
     return relation, obj, ended
 
@@ -377,10 +399,11 @@ def postprocess_observations(
     out: list[FactInput] = []
     seen: set[tuple[str, str, str, bool]] = set()
     for o in observations:
-        msg = validate_turn(o, numbered, speakers)
-        if msg is None:
+        found = source_turns(o, numbered, speakers)
+        if not found:
             notes.append(f"dropped statement no turn supports: {o.statement}")
             continue
+        msg = found[0]
         if o.turn is not None and numbered.get(o.turn) is not msg:
             notes.append(f"turn {o.turn} → {msg.id} for: {o.statement}")
         others = [s for s in speakers if s != msg.speaker]
@@ -397,6 +420,9 @@ def postprocess_observations(
         except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)
             notes.append(f"dropped statement with unusable relation {o.relation!r}")
             continue
+        if relation == "has_pet" and obj.lower().strip() in _GENERIC_PETS:
+            notes.append(f"dropped has_pet without a pet: {o.statement}")
+            continue
         if relation == "has_pet" and not plausible_pet(obj, speakers):
             notes.append(f"has_pet → owns (no animal or pet name): {o.statement}")
             relation = canonical("owns")
@@ -412,12 +438,26 @@ def postprocess_observations(
         conf = confidence.score("certain", msg.text, obj, relation)
         out.append(FactInput(
             subject=subject, relation=relation, object=obj, valid_from=valid_from, valid_to=valid_to,
-            confidence=conf, intent=_intent(relation, ended, resolved, o.statement), source_ids=[msg.id],
+            confidence=conf, intent=_intent(relation, ended, resolved, o.statement), source_ids=[m.id for m in found],
             session_id=msg.session_id, text=text, origin=Origin.STATED,
             subject_type="person" if subject in speakers else None,
             object_type="person" if obj in speakers else None,
         ))
-    return _one_speaker_per_turn_fact(out, numbered, speakers, notes), notes
+    return _one_speaker_per_turn_fact(_ended_wins(out, notes), numbered, speakers, notes), notes
+
+
+def _ended_wins(facts: list[FactInput], notes: list[str]) -> list[FactInput]:
+    """"Jon lost his job as a banker" and "Jon is a banker" from one chunk: the ending is what
+    the turn says; the present-tense copy would reopen the state it closes."""
+    ended = {(f.subject.lower(), f.relation, f.object.lower()) for f in facts
+             if f.valid_to is not None and f.valid_from is None}
+    out = []
+    for f in facts:
+        if f.valid_to is None and (f.subject.lower(), f.relation, f.object.lower()) in ended:
+            notes.append(f"dropped the current-state copy of an ended fact: {f.text}")
+            continue
+        out.append(f)
+    return out
 
 
 # ----------------------------------------------------------------- the call
