@@ -301,3 +301,25 @@ def test_memory_selects_the_method_from_config(monkeypatch: pytest.MonkeyPatch) 
         mem.close()
     with pytest.raises(ValidationError, match="extraction"):
         Config(extraction="v3")
+
+
+def test_swapped_speakers_are_put_back_on_the_line_that_says_it() -> None:
+    cands, notes = postprocess_observations(
+        [obs(None, "Gina lost her job as a banker yesterday.", "banker", subject="Gina", relation="lost")],
+        NUMBERED)
+    (c,) = cands
+    assert c.subject == "Jon" and c.source_ids == ["D1:2"]
+    assert c.text == "Jon lost her job as a banker yesterday (19 January 2023)."
+    # a line addressed to the other speaker keeps its subject
+    numbered = {0: msg(8, "Gina", "Your dance studio looks amazing, Jon!")}
+    (c,) = postprocess_observations([obs(None, "Jon's dance studio looks amazing.", "dance studio")], numbered)[0]
+    assert c.subject == "Jon"
+
+
+def test_person_relations_need_a_person() -> None:
+    numbered = {0: msg(9, "Gina", "My team and my sister Ana won first place at regionals.")}
+    cands, _ = postprocess_observations([
+        obs(None, "Gina won first place with her team.", "team", subject="Gina", relation="partner_of"),
+        obs(None, "Gina's sister is Ana.", "Ana", subject="Gina", relation="sibling_of"),
+    ], numbered)
+    assert {(c.relation, c.object) for c in cands} == {("did", "team"), ("sibling_of", "Ana")}

@@ -368,6 +368,38 @@ def type_job(relation: str, obj: str, ended: bool) -> tuple[str, str, bool]:
     return relation, obj, ended
 
 
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|u)\b", re.IGNORECASE)
+_PERSON_RELATIONS = {"married_to", "partner_of", "sibling_of", "friend_of", "parent_of", "child_of", "met"}
+_KIN = re.compile(r"\b(?:mom|mother|mum|dad|father|parents?|sister|brother|siblings?|son|daughter|kids?|children|"
+                  r"child|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|friends?|cousin|aunt|uncle|"
+                  r"grandma|grandpa|grandmother|grandfather|grandparents?|niece|nephew|family|colleague|boss|"
+                  r"neighbou?r|mentor|team ?mates?)\b", re.IGNORECASE)
+
+
+def speaker_fix(subject: str, statement: str, msg: Message, speakers: Sequence[str]) -> str:
+    """The right subject for a statement about a speaker, grounded in ``msg``.
+
+    The 1.5B model swaps the two speakers ("Gina lost her job as a banker" from Jon's "Hey
+    Gina! Lost my job as a banker yesterday"): when the subject is the *other* speaker and the
+    clause of the line that says it neither addresses them ("you", "your") nor names them,
+    the line's speaker is meant.
+    """
+    if subject not in speakers or subject == msg.speaker:
+        return subject
+    clause = confidence.relevant_clause(msg.text, statement) or msg.text
+    if _SECOND_PERSON.search(clause) or re.search(rf"\b{re.escape(subject)}\b", clause, re.IGNORECASE):
+        return subject
+    return msg.speaker
+
+
+def person_like(obj: str, speakers: Sequence[str] = ()) -> bool:
+    """A name ("Julia", "Gina"), a kin or social word ("my sister", "her dance crew" is not)."""
+    if obj in speakers or _KIN.search(obj):
+        return True
+    words = re.findall(r"[A-Za-z]+", _ARTICLE.sub("", obj.strip()))
+    return 0 < len(words) <= 3 and all(w[0].isupper() for w in words)
+
+
 def _intent(relation: str, ended: bool, resolved: timeexpr.Resolved | None, statement: str) -> Intent:
     if ended:
         return Intent.EVOLUTION
@@ -409,12 +441,20 @@ def postprocess_observations(
         others = [s for s in speakers if s != msg.speaker]
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(o.subject, msg.speaker, other) or msg.speaker
+        fixed = speaker_fix(subject, o.statement, msg, speakers)
+        if fixed != subject:
+            notes.append(f"subject {subject!r} → {fixed!r} (the speaker of the line): {o.statement}")
+            statement = re.sub(rf"\b{re.escape(subject)}\b", fixed, o.statement)
+            o = o.model_copy(update={"statement": statement, "subject": fixed})
+            subject = fixed
         obj = resolve_person(o.object, msg.speaker, other)
         if obj.lower().strip(" .") in _JUNK_OBJECTS:
             obj = o.statement
         if subject.lower() == obj.lower():
             continue
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
+        if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
+            rel = "did"  # "Gina partner_of dance crew": not a person
         try:
             relation = canonical(rel)
         except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)
