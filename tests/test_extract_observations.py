@@ -323,3 +323,28 @@ def test_person_relations_need_a_person() -> None:
         obs(None, "Gina's sister is Ana.", "Ana", subject="Gina", relation="sibling_of"),
     ], numbered)
     assert {(c.relation, c.object) for c in cands} == {("did", "team"), ("sibling_of", "Ana")}
+
+
+def test_grounding_prefers_the_subjects_own_line_and_joint_statements_keep_their_subject() -> None:
+    numbered = {0: msg(11, "Gina", "Let's explore some new dance moves!"),
+                1: msg(12, "Jon", "Wanna see my new dance moves next Fri?")}
+    found = source_turns(obs(None, "Jon wants to show his new dance moves next Friday.", "dance moves"),
+                         numbered, ["Jon", "Gina"])
+    assert found[0].id == "D1:12"
+    # the other speaker's line, not first person: no swap
+    (c,) = postprocess_observations(
+        [obs(None, "Jon wants to explore new dance moves.", "dance moves")], {0: numbered[0]})[0]
+    assert c.subject == "Jon"
+    (c,) = postprocess_observations(
+        [obs(None, "Gina and Jon are planning a dance session soon.", "dance session", subject="Gina",
+             relation="plans_to")], {0: msg(11, "Gina", "We should plan a dance session soon!")})[0]
+    assert c.subject == "Gina" and c.text.startswith("Gina and Jon")
+
+
+def test_a_bare_job_object_is_read_from_the_statement() -> None:
+    cands, _ = postprocess_observations([
+        obs(None, "Jon lost his job as a banker yesterday.", "job", relation="lost"),
+        obs(None, "Gina lost her job at Door Dash this month.", "her job", subject="Gina", relation="lost"),
+    ], NUMBERED)
+    assert {(c.subject, c.relation, c.object, c.valid_to is not None) for c in cands} == {
+        ("Jon", "job_title", "banker", True), ("Gina", "works_at", "Door Dash", True)}

@@ -204,17 +204,26 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
     scores = {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
     if not scores:
         return []
-    best_n = max(scores, key=lambda n: (scores[n], -n))
-    best = scores[best_n]
-    if best < min_score:
+    if max(scores.values()) < min_score:
         return []
+    # a near tie goes to the subject's own line (a small bonus: the model also swaps speakers,
+    # and then the statement's distinctive words must win — see speaker_fix)
+    subject = obs.subject.strip().lower()
+    raw = dict(scores)
+    own = {n for n, m in numbered.items() if m.speaker.lower() == subject}
+    for n in own:
+        if scores[n] >= min_score:
+            scores[n] += 0.25
+    best_n = max(scores, key=lambda n: (scores[n], n in own, -n))
+    best = raw[best_n]
     cited = obs.turn
-    first = cited if cited in scores and scores[cited] >= 0.5 * best and scores[cited] >= min_score else best_n
+    first = cited if cited in raw and raw[cited] >= 0.5 * best and raw[cited] >= min_score else best_n
     out = [numbered[first]]
-    for n in sorted(scores, key=lambda n: (-scores[n], n)):
+    top = max(raw.values())
+    for n in sorted(raw, key=lambda n: (-raw[n], n)):
         if len(out) >= max_turns:
             break
-        if n != first and scores[n] >= also * best and _hits(words, _words(numbered[n].text)) >= 2:
+        if n != first and raw[n] >= also * top and _hits(words, _words(numbered[n].text)) >= 2:
             out.append(numbered[n])
     return out
 
@@ -326,6 +335,9 @@ _JOB_AS = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old|full-time|part-t
                      re.IGNORECASE)
 _JOB_AT = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old|full-time|part-time)\s+)*job\s+(?:at|with|in)\s+(.+)$",
                      re.IGNORECASE)
+_BARE_JOB = re.compile(r"^(?:(?:his|her|their|my|a|an|the|new|old)\s+)*(?:job|position|work)$", re.IGNORECASE)
+_JOB_IN_STATEMENT = re.compile(r"\bjob\s+(?:as\s+(?:an?\s+|the\s+)?|at\s+|with\s+)[^.,;!?()]+?(?=\s+(?:yesterday|today|last|this|"
+                               r"next|in|on|since|because|and|but|so)\b|[.,;!?()]|$)", re.IGNORECASE)
 _ARTICLE = re.compile(r"^(?:an?|the)\s+", re.IGNORECASE)
 _GENERIC_PETS = {"pet", "pets", "a pet", "animal", "animals", "an animal"}
 _ENDING_VERBS = {"lost", "quit", "left", "resigned", "sold", "ended", "finished"}
@@ -369,6 +381,8 @@ def type_job(relation: str, obj: str, ended: bool) -> tuple[str, str, bool]:
 
 
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|u)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"(?:\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im|ive)\b|^\s*(?:lost|got|went|had|just|been)\b)",
+                           re.IGNORECASE)
 _PERSON_RELATIONS = {"married_to", "partner_of", "sibling_of", "friend_of", "parent_of", "child_of", "met"}
 _KIN = re.compile(r"\b(?:mom|mother|mum|dad|father|parents?|sister|brother|siblings?|son|daughter|kids?|children|"
                   r"child|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|friends?|cousin|aunt|uncle|"
@@ -386,8 +400,12 @@ def speaker_fix(subject: str, statement: str, msg: Message, speakers: Sequence[s
     """
     if subject not in speakers or subject == msg.speaker:
         return subject
+    if re.search(rf"\b{re.escape(msg.speaker)}\b", statement):  # "Gina and Jon are planning …"
+        return subject
     clause = confidence.relevant_clause(msg.text, statement) or msg.text
     if _SECOND_PERSON.search(clause) or re.search(rf"\b{re.escape(subject)}\b", clause, re.IGNORECASE):
+        return subject
+    if not _FIRST_PERSON.search(clause):  # not the speaker's own news either ("Let's explore new moves")
         return subject
     return msg.speaker
 
@@ -452,6 +470,10 @@ def postprocess_observations(
             obj = o.statement
         if subject.lower() == obj.lower():
             continue
+        if _BARE_JOB.match(obj):  # "lost | job": the statement says which ("… his job as a banker …")
+            m = _JOB_IN_STATEMENT.search(o.statement)
+            if m:
+                obj = m.group(0)
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
             rel = "did"  # "Gina partner_of dance crew": not a person
