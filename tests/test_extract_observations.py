@@ -309,7 +309,7 @@ def test_swapped_speakers_are_put_back_on_the_line_that_says_it() -> None:
         NUMBERED)
     (c,) = cands
     assert c.subject == "Jon" and c.source_ids == ["D1:2"]
-    assert c.text == "Jon lost her job as a banker yesterday (19 January 2023)."
+    assert c.text == "Jon lost their job as a banker yesterday (19 January 2023)."
     # a line addressed to the other speaker keeps its subject
     numbered = {0: msg(8, "Gina", "Your dance studio looks amazing, Jon!")}
     (c,) = postprocess_observations([obs(None, "Jon's dance studio looks amazing.", "dance studio")], numbered)[0]

@@ -463,6 +463,8 @@ def postprocess_observations(
         if fixed != subject:
             notes.append(f"subject {subject!r} → {fixed!r} (the speaker of the line): {o.statement}")
             statement = re.sub(rf"\b{re.escape(subject)}\b", fixed, o.statement)
+            # the pronouns were the wrong speaker's too; "their" is right for anyone
+            statement = re.sub(r"\b(?:his|her)\b", "their", statement)
             o = o.model_copy(update={"statement": statement, "subject": fixed})
             subject = fixed
         obj = resolve_person(o.object, msg.speaker, other)
