@@ -348,3 +348,14 @@ def test_a_bare_job_object_is_read_from_the_statement() -> None:
     ], NUMBERED)
     assert {(c.subject, c.relation, c.object, c.valid_to is not None) for c in cands} == {
         ("Jon", "job_title", "banker", True), ("Gina", "works_at", "Door Dash", True)}
+
+
+def test_residence_needs_a_named_place_and_a_missing_object_reads_as_did() -> None:
+    numbered = {0: msg(9, "Jon", "My dance studio in Berlin is finally open, come see the studio!")}
+    cands, _ = postprocess_observations([
+        obs(None, "Jon lives in Berlin.", "Berlin", relation="lives_in"),
+        obs(None, "Jon's dance studio is open.", "studio", relation="lives_in"),
+        obs(None, "Jon invites everyone to see his dance studio.", "", relation="lives_in"),
+    ], numbered)
+    assert [(c.relation, c.object) for c in cands] == [
+        ("lives_in", "Berlin"), ("did", "studio"), ("did", "Jon invites everyone to see his dance studio.")]

@@ -383,6 +383,7 @@ def type_job(relation: str, obj: str, ended: bool) -> tuple[str, str, bool]:
 _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|u)\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"(?:\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im|ive)\b|^\s*(?:lost|got|went|had|just|been)\b)",
                            re.IGNORECASE)
+_PLACE_RELATIONS = {"lives_in", "moved_to", "born_in", "located_in"}
 _PERSON_RELATIONS = {"married_to", "partner_of", "sibling_of", "friend_of", "parent_of", "child_of", "met"}
 _KIN = re.compile(r"\b(?:mom|mother|mum|dad|father|parents?|sister|brother|siblings?|son|daughter|kids?|children|"
                   r"child|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|friends?|cousin|aunt|uncle|"
@@ -468,8 +469,9 @@ def postprocess_observations(
             o = o.model_copy(update={"statement": statement, "subject": fixed})
             subject = fixed
         obj = resolve_person(o.object, msg.speaker, other)
+        generic = False
         if obj.lower().strip(" .") in _JUNK_OBJECTS:
-            obj = o.statement
+            obj, generic = o.statement, True  # the statement stands in; no relation can be read from it
         if subject.lower() == obj.lower():
             continue
         if _BARE_JOB.match(obj):  # "lost | job": the statement says which ("… his job as a banker …")
@@ -479,6 +481,10 @@ def postprocess_observations(
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
             rel = "did"  # "Gina partner_of dance crew": not a person
+        if rel in _PLACE_RELATIONS and not re.search(r"\b[A-Z][a-z]", obj):
+            rel = "did"  # "Jon lives_in studio": residence and birthplace are named places
+        if generic:
+            rel = "did"
         try:
             relation = canonical(rel)
         except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)
