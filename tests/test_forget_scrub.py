@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from chronomem import Memory, Message
+from schema_downgrade import downgrade
 
 U = "u1"
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
@@ -86,32 +87,16 @@ def test_forget_leaves_no_bytes_in_db_wal_or_shm(tmp_path: Path, forget, marker:
         assert len(mem.facts(user_id=U, relation="likes")) == 40
 
 
-def undo_contextual_message_index(db) -> None:  # type: ignore[no-untyped-def]
-    """Migration 0007 in reverse: the turn index without the previous-turn column."""
-    for trigger in ("messages_fts_ins", "messages_fts_del", "messages_fts_upd"):
-        db.execute(f"DROP TRIGGER {trigger}")
-    db.execute("DROP TABLE messages_fts")
-    db.execute("ALTER TABLE messages DROP COLUMN context")
-    db.execute("CREATE VIRTUAL TABLE messages_fts USING fts5 (speaker, text, content='messages', "
-               "content_rowid='rowid', tokenize='porter unicode61')")
-    db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
-    db.execute("CREATE TRIGGER messages_fts_ins AFTER INSERT ON messages BEGIN INSERT INTO messages_fts "
-               "(rowid, speaker, text) VALUES (new.rowid, new.speaker, new.text); END")
-    db.execute("CREATE TRIGGER messages_fts_del AFTER DELETE ON messages BEGIN INSERT INTO messages_fts "
-               "(messages_fts, rowid, speaker, text) VALUES ('delete', old.rowid, old.speaker, old.text); END")
-
-
 def test_opening_an_old_file_scrubs_what_earlier_forgets_left_in_the_index(tmp_path: Path) -> None:
     """A file written before secure-delete (schema 3) keeps deleted tokens; migrating removes them."""
     marker = "Zumbrolegacy5521"
     with Memory(tmp_path / "m.db") as mem:
         db = mem.store._db  # type: ignore[attr-defined]
         db.execute("INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 0)")
-        db.execute("UPDATE chronomem_meta SET value = '3' WHERE key = 'schema_version'")
         fill(mem)
         rep = mem.add_facts([{"subject": "Maya", "relation": "likes", "object": marker}], user_id=U)
         mem.forget(user_id=U, fact_id=rep.added[0].id)
-        undo_contextual_message_index(db)  # back to schema 3's messages index, so 0007 applies again
+        downgrade(db, 3)  # the file now reads as schema 3: opening it runs 0004 (and the later ones) again
     assert leftovers(tmp_path, marker), "the old behaviour left the tokens (the scenario is real)"
     with Memory(tmp_path / "m.db") as mem:
         assert mem.store.search_facts_text(U, "thing 7")

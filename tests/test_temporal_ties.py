@@ -13,6 +13,7 @@ import pytest
 
 from chronomem import Memory
 from chronomem.cli.render import interval
+from schema_downgrade import downgrade
 
 U = "u1"
 
@@ -102,7 +103,7 @@ def test_a_database_with_empty_intervals_is_migrated_to_superseded(tmp_path: Pat
         db = mem.store._db  # type: ignore[attr-defined]
         acme_id = next(f.id for f in mem.history(user_id=U) if f.object == "Acme")
         db.execute("UPDATE facts SET valid_to = valid_from WHERE id = ?", (acme_id,))  # what older versions wrote
-        db.execute("UPDATE chronomem_meta SET value = '4' WHERE key = 'schema_version'")
+        downgrade(db, 4)  # opening the file runs 0005 (and the later ones) again
     with Memory(tmp_path / "m.db") as mem:
         no_empty_intervals(mem)
         assert next(f for f in mem.history(user_id=U) if f.object == "Acme").superseded

@@ -1,0 +1,30 @@
+"""Test helper: put an SQLite memory back to an older schema version, so a test can show what a later
+migration does to a file written before it.  Each later migration whose statements cannot run twice
+(ALTER TABLE ... ADD COLUMN) is reverted here, newest first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def undo_contextual_message_index(db: Any) -> None:
+    """Migration 0007 in reverse: the turn index without the previous-turn column."""
+    for trigger in ("messages_fts_ins", "messages_fts_del", "messages_fts_upd"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP TABLE messages_fts")
+    db.execute("ALTER TABLE messages DROP COLUMN context")
+    db.execute("CREATE VIRTUAL TABLE messages_fts USING fts5 (speaker, text, content='messages', "
+               "content_rowid='rowid', tokenize='porter unicode61')")
+    db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1)")
+    db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+    db.execute("CREATE TRIGGER messages_fts_ins AFTER INSERT ON messages BEGIN INSERT INTO messages_fts "
+               "(rowid, speaker, text) VALUES (new.rowid, new.speaker, new.text); END")
+    db.execute("CREATE TRIGGER messages_fts_del AFTER DELETE ON messages BEGIN INSERT INTO messages_fts "
+               "(messages_fts, rowid, speaker, text) VALUES ('delete', old.rowid, old.speaker, old.text); END")
+
+
+def downgrade(db: Any, version: int) -> None:
+    """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
+    if version < 7:
+        undo_contextual_message_index(db)
+    db.execute("UPDATE chronomem_meta SET value = ? WHERE key = 'schema_version'", (str(version),))
