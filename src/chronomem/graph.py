@@ -12,7 +12,9 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import fields
 from datetime import datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from .entities import ExactResolver, Resolver, new_id, normalize_name
@@ -90,6 +92,9 @@ class FactValidator:
             return self._typed(d, where)
         if not isinstance(d, Mapping):
             raise ValidationError(where, d, "each fact must be a mapping")
+        return self._checked(d, where)
+
+    def _checked(self, d: Mapping[str, Any], where: str) -> FactInput:
         if not FACT_FIELDS.issuperset(d):
             unknown = sorted(set(d) - FACT_FIELDS)[0]
             raise ValidationError(f"{where}.{unknown}", d[unknown],
@@ -110,25 +115,12 @@ class FactValidator:
         )
 
     def _typed(self, fi: FactInput, where: str) -> FactInput:
-        """The same checks and defaults as for a dict, on the typed record's fields."""
-        subject = _text({"subject": fi.subject}, "subject", where, required=True)
-        obj = _text({"object": fi.object}, "object", where, required=True)
-        relation = self._relation(_text({"relation": fi.relation}, "relation", where, required=True),  # type: ignore[arg-type]
-                                  where)
-        valid_from, valid_to = self._interval({"valid_from": fi.valid_from, "valid_to": fi.valid_to}, where)
-        confidence = _confidence({"confidence": fi.confidence}, where)
-        intent = _intent({"intent": fi.intent.value if isinstance(fi.intent, Intent) else fi.intent}, where)
-        origin = self._origin({"origin": None if fi.origin is None else Origin(fi.origin).value}, where)
-        source_ids = _source_ids({"source_ids": fi.source_ids}, where)
-        extra = {k: None if getattr(fi, k) is None else _text({k: getattr(fi, k)}, k, where, required=False)
-                 for k in _OPTIONAL_TEXT}
-        return FactInput(
-            subject=subject, relation=relation, object=obj, valid_from=valid_from,  # type: ignore[arg-type]
-            valid_to=valid_to, confidence=confidence, intent=intent, origin=origin, source_ids=source_ids,
-            session_id=extra["session_id"] or self.default_session, text=extra["text"] or "",
-            subject_type=extra["subject_type"], object_type=extra["object_type"],
-            agent_id=extra["agent_id"] or self.default_agent, id=extra["id"],
-        )
+        """The same checks and defaults as for a dict: the record's fields go through the dict path."""
+        d = {f.name: getattr(fi, f.name) for f in fields(fi)}
+        for k in ("intent", "origin"):  # enum members or their values, as a caller may have set them
+            if isinstance(d[k], Enum):
+                d[k] = d[k].value
+        return self._checked(d, where)
 
     def _relation(self, spelling: str, where: str) -> str:
         canon = self._relations.get(spelling)
