@@ -359,3 +359,15 @@ def test_residence_needs_a_named_place_and_a_missing_object_reads_as_did() -> No
     ], numbered)
     assert [(c.relation, c.object) for c in cands] == [
         ("lives_in", "Berlin"), ("did", "studio"), ("did", "Jon invites everyone to see his dance studio.")]
+
+
+def test_employers_and_schools_must_look_like_organisations() -> None:
+    numbered = {0: msg(10, "Jon", "I'm working on my biz plan. I also work at Globex and at a bakery, and I study at Berlin University and my notes.")}
+    cands, _ = postprocess_observations([
+        obs(None, "Jon is working on his biz plan.", "biz plan", relation="works_at"),
+        obs(None, "Jon works at Globex.", "Globex", relation="works_at"),
+        obs(None, "Jon works at a bakery.", "a bakery", relation="works_at"),
+        obs(None, "Jon studies at Berlin University.", "Berlin University", relation="studies_at"),
+        obs(None, "Jon studies his notes on the plan.", "notes", relation="studies_at"),
+    ], numbered)
+    assert [c.relation for c in cands] == ["did", "works_at", "works_at", "studies_at", "did"]

@@ -411,6 +411,23 @@ def speaker_fix(subject: str, statement: str, msg: Message, speakers: Sequence[s
     return msg.speaker
 
 
+_ORG = re.compile(r"\b(?:company|firm|store|shop|studio|bank|school|university|college|hospital|clinic|"
+                  r"restaurant|cafe|café|bakery|bar|agency|startup|start-up|corporation|corp|inc|ltd|llc|office|"
+                  r"factory|lab|library|museum|hotel|gym|salon|department|team|organi[sz]ation|charity|"
+                  r"non-?profit|shelter|church|station|farm|firm)\b", re.IGNORECASE)
+_SCHOOL = re.compile(r"\b(?:school|university|college|academy|institute|class|course|program|programme)\b",
+                     re.IGNORECASE)
+
+
+def employer_like(obj: str, statement: str = "") -> bool:
+    """Can ``obj`` be an employer: a name ("Globex", "Door Dash") or an organisation word ("a
+    bakery", "his dance studio")?  "Working on X" in the statement is a task, not a job."""
+    if re.search(r"\bworking on\b", statement, re.IGNORECASE) and not re.search(r"\bworking (?:at|for)\b",
+                                                                               statement, re.IGNORECASE):
+        return False
+    return bool(_ORG.search(obj)) or bool(re.search(r"\b[A-Z][A-Za-z]", _ARTICLE.sub("", obj.strip())))
+
+
 def person_like(obj: str, speakers: Sequence[str] = ()) -> bool:
     """A name ("Julia", "Gina"), a kin or social word ("my sister", "her dance crew" is not)."""
     if obj in speakers or _KIN.search(obj):
@@ -483,6 +500,10 @@ def postprocess_observations(
             rel = "did"  # "Gina partner_of dance crew": not a person
         if rel in _PLACE_RELATIONS and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"  # "Jon lives_in studio": residence and birthplace are named places
+        if rel == "works_at" and not employer_like(obj, o.statement):
+            rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
+        if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
+            rel = "did"
         if generic:
             rel = "did"
         try:
