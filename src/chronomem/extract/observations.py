@@ -36,18 +36,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import timeexpr
 from ..model import FactInput, Intent, Message, Origin
-from ..prompts import load_prompt
 from ..providers.base import LLM
 from . import confidence
 from .chunking import Chunk
+from . import extractor as v1
 from .extractor import (
     _JUNK_OBJECTS,
     ChunkResult,
+    Extractor,
     _hits,
     _one_speaker_per_turn_fact,
     _words,
     plausible_pet,
-    render_transcript,
     resolve_person,
 )
 
@@ -556,12 +556,13 @@ def _ended_wins(facts: list[FactInput], notes: list[str]) -> list[FactInput]:
 
 def system_prompt(relations: Sequence[str] = RELATIONS, version: str = PROMPT_VERSION) -> str:
     """The v2 system prompt (identical for every chunk, so llama.cpp reuses its KV cache)."""
-    return load_prompt("chronomem.extract", version).replace("{{relations}}", ", ".join(relations))
+    return v1.system_prompt(relations, version)
 
 
-class ObservationExtractor:
-    """Runs the one structured observation call per chunk (same interface as
-    :class:`~chronomem.extract.extractor.Extractor`)."""
+class ObservationExtractor(Extractor):
+    """Runs the one structured observation call per chunk: v1's :class:`~chronomem.extract.extractor.Extractor`
+    (transcript, shared system prefix) with the v2 prompt, its fixed relation vocabulary and its own
+    output handling."""
 
     def __init__(
         self,
@@ -571,14 +572,8 @@ class ObservationExtractor:
         prompt_version: str = PROMPT_VERSION,
         max_tokens: int = MAX_TOKENS,
     ) -> None:
-        self.llm = llm
-        self.canonical = canonical
-        self.system = system_prompt(RELATIONS, prompt_version)
-        self.max_tokens = max_tokens
-
-    def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
-        transcript, numbered = render_transcript(chunk)
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": transcript}], numbered
+        super().__init__(llm, relations=RELATIONS, canonical=canonical, prompt_version=prompt_version,
+                         max_tokens=max_tokens)
 
     def run(self, chunk: Chunk[Message]) -> ChunkResult:
         """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`

@@ -252,7 +252,7 @@ class WritePipeline:
         self.context = context
         self.method = method
         self.prompt_version = prompt_version
-        self._extractor: Extractor | ObservationExtractor | None = None
+        self._extractor: Extractor | None = None
 
     # -- public ------------------------------------------------------------------------
     def prepare(
@@ -351,7 +351,7 @@ class WritePipeline:
         return result
 
     # -- internals -------------------------------------------------------------------------
-    def extractor(self) -> Extractor | ObservationExtractor:
+    def extractor(self) -> Extractor:
         if self._extractor is None:
             reg = self.registry
             if self.method == "v2":
