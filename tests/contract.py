@@ -192,6 +192,10 @@ def test_a_reply_is_found_through_the_turn_it_answers(cmem: Memory) -> None:
     # m3 follows m2 now, not m1: its index entry was refreshed when m2 arrived
     assert "m3" not in [i for i, _ in cmem.store.search_messages_text(U, "instrument winter")]
     assert sorted(i for i, _ in cmem.store.search_messages_text(U, "cello tuesday")) == ["m2", "m3"]
+    # one batch on both sides of stored turns: m9 follows m3 ("Nice!"), not m0 from its own batch
+    cmem.store.add_messages(U, [msg(0, "s1", "Hello there.", speaker="Rui"), msg(9, "s1", "Bye for now.")])
+    assert sorted(i for i, _ in cmem.store.search_messages_text(U, "nice")) == ["m3", "m9"]
+    assert "m1" in [i for i, _ in cmem.store.search_messages_text(U, "hello")]  # m1 now follows m0
     cmem.import_(cmem.export(user_id=U), user_id=V)
     assert sorted(i for i, _ in cmem.store.search_messages_text(V, "What instrument did she pick up?")) == ["m1", "m2"]
     assert "context" not in cmem.export(user_id=U)["tables"]["messages"][0]

@@ -275,19 +275,24 @@ class SQLStore(Store):
             existing = {r[0] for r in self._all(
                 f"SELECT id FROM messages WHERE user_id = ? AND id IN {self._in(ids)}", (user_id, *ids))}
             new = [m for m in messages if m.id not in existing]
-            context = self._previous_turns(user_id, new)
+            context, stale = self._turn_contexts(user_id, new)
             self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)), [
                 (user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text,
                  to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted), context[m.id])
                 for m in new])
-            self._refresh_context_after(user_id, new)
+            if stale:
+                self._fill_context(user_id, stale)
         return new
 
     # The full-text index holds each turn with the turn before it in its session (migration 0007/0004):
     # a question that shares its words with what was asked then finds the reply that answers it.
-    def _previous_turns(self, user_id: str, new: Sequence[Message]) -> dict[str, str]:
-        """``"Speaker: text"`` of the turn before each new message in its session ('' for a first turn)."""
-        out: dict[str, str] = {}
+    def _turn_contexts(self, user_id: str, new: Sequence[Message]) -> tuple[dict[str, str], list[str]]:
+        """``"Speaker: text"`` of the turn before each new message in its session ('' for a first turn),
+        and the turns whose pairing must be re-derived once the new ones are stored: when a session's
+        turns arrive out of order (rare), its stored turns after the first new one and the new ones
+        after it, so the index never pairs a turn with a stale predecessor."""
+        context: dict[str, str] = {}
+        stale: list[str] = []
         by_session: dict[str, list[Message]] = {}
         for m in new:
             by_session.setdefault(m.session_id, []).append(m)
@@ -297,22 +302,13 @@ class SQLStore(Store):
                              "AND seq < ? ORDER BY seq DESC LIMIT 1", (user_id, sid, msgs[0].seq))
             prev = f"{rows[0][0]}: {rows[0][1]}" if rows else ""
             for m in msgs:
-                out[m.id] = prev
+                context[m.id] = prev
                 prev = f"{m.speaker}: {m.text}"
-        return out
-
-    def _refresh_context_after(self, user_id: str, new: Sequence[Message]) -> None:
-        """Re-derive the context of stored turns that now follow a turn stored after them (rare: a
-        session's turns added out of order), so the index never pairs a turn with a stale predecessor."""
-        firsts: dict[str, int] = {}
-        for m in new:
-            firsts[m.session_id] = min(m.seq, firsts.get(m.session_id, m.seq))
-        new_ids = {m.id for m in new}
-        for sid, seq in firsts.items():
             later = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ? "
-                                             "AND seq > ?", (user_id, sid, seq)) if r[0] not in new_ids]
-            if later:
-                self._fill_context(user_id, later)
+                                             "AND seq > ?", (user_id, sid, msgs[0].seq))]
+            if later:  # interleaved with stored turns: pair the session's turns from the first new one in SQL
+                stale += later + [m.id for m in msgs[1:]]
+        return context, stale
 
     def _fill_context(self, user_id: str, ids: Sequence[str] | None = None) -> None:
         """Recompute ``messages.context`` in SQL for the given turns (all of the user's when None)."""
