@@ -585,8 +585,9 @@ class RealFused(RealMethod):
 
     def retrieve(self, query: str) -> Retrieved:
         ret = super().retrieve(query)
-        quoted = ret.info.get("quoted_ids") or []
-        ids = list(quoted) + [i for i in ret.ids if i not in set(quoted)]
+        quoted = list(ret.info.get("quoted_ids") or [])
+        shown = set(quoted)
+        ids = quoted + [i for i in ret.ids if i not in shown]
         return Retrieved(context=ret.context, ids=ids, usage=ret.usage, info=ret.info)
 
 
