@@ -245,7 +245,7 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     cfg = MethodConfig(top_k=5)
     ctx = {}
     for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real+floor", "real+replies", "real-no-intervals", "real-no-evaluator"):
+                 "real+floor", "real+replies", "real+fused", "real-no-intervals", "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
         ctx[name] = m.retrieve("Where does Maya work?")
@@ -284,6 +284,11 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     assert replies.context.startswith(ctx["real+sources"].context + "\nOther turns that match the question:\n")
     assert set(turns.ids) <= set(replies.ids) and len(replies.ids) - len(ctx["real+sources"].ids) <= 5
     assert replies.ids.index("D2:2") == replies.ids.index("D2:1") + 1
+    # real+fused: REAL's evidence and the fused turns; its ids are the fused turns in rank order first
+    fused = ctx["real+fused"]
+    quoted = fused.info["quoted_ids"]
+    assert quoted and fused.ids[: len(quoted)] == quoted and set(fused.ids) >= set(ctx["real"].ids)
+    assert "Evidence" in fused.context and all(f" {i} " in fused.context for i in quoted)
     # the evaluator-off ablation never asks the model to evaluate
     n_eval = llm.purposes.count("evaluate")
     m = make_method("real-no-evaluator", llm, cfg, HashEmbedder())
