@@ -26,7 +26,6 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from chronomem.bench.datasets import load_locomo  # noqa: E402
 from chronomem.bench.metrics import evidence_recall  # noqa: E402
-from chronomem.bench.methods import MethodConfig, make_method  # noqa: E402
+from chronomem.bench.methods import MethodConfig, make_method, parse_search_changes  # noqa: E402
 from chronomem.errors import ModelError  # noqa: E402
 from chronomem.providers.base import ChatResult, Messages  # noqa: E402
 from chronomem.providers.cache import ResponseCache  # noqa: E402
@@ -67,27 +66,6 @@ class CacheOnlyModel:
         return approx_tokens(text)
 
 
-def no_model_calls(method: Any, changes: dict[str, Any]) -> None:
-    """REAL methods: Memory.answer's search configuration without the model-assisted steps, plus ``changes``."""
-    if hasattr(method, "search_config"):
-        base = method.search_config
-
-        def search_config() -> Any:
-            return replace(base(), evaluator=False, intent_llm=False, **changes)
-
-        method.search_config = search_config
-
-
-def parse_set(items: list[str]) -> dict[str, Any]:
-    """``--set fused_weights=0.5,1,0.5 --set context_tokens=950`` → SearchConfig changes."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        parts = [float(v) if "." in v else int(v) for v in value.split(",")]
-        out[key.strip()] = tuple(float(p) for p in parts) if len(parts) > 1 else parts[0]
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"))
@@ -113,8 +91,10 @@ def main() -> None:
     from chronomem.providers import make_embedder
 
     embedder = make_embedder("local")
-    changes = parse_set(args.set)
-    config = MethodConfig(top_k=args.retrieve_k or args.top_k, memory_dir=args.memory_dir)
+    # Memory.answer's search configuration without the model-assisted steps, plus --set's changes
+    changes = {**dict(parse_search_changes(args.set)), "evaluator": False, "intent_llm": False}
+    config = MethodConfig(top_k=args.retrieve_k or args.top_k, memory_dir=args.memory_dir,
+                          search=tuple(sorted(changes.items())))
     out = open(args.out, "a", encoding="utf-8") if args.out else None
     table: dict[str, dict[str, list[float]]] = {}
     for conv in convs:
@@ -124,7 +104,6 @@ def main() -> None:
             llm = TrackedLLM(llm, cache=cache)
         for name in [m.strip() for m in args.methods.split(",") if m.strip()]:
             method = make_method(name, llm, config, embedder)
-            no_model_calls(method, changes)
             method.ingest(conv)
             rows = table.setdefault(name, {"recall": [], "context_recall": [], "tokens": []})
             before = len(rows["recall"])

@@ -334,3 +334,26 @@ def test_ingest_key_follows_the_postprocess_version_and_keeps_older_keys() -> No
     assert legacy["version"] == INGEST_VERSION
     assert old.key() == hashlib.sha1(json.dumps(legacy, sort_keys=True).encode()).hexdigest()[:10]
     assert replace(old, postprocess=2).key() != old.key()  # a memory built by other post-processing
+
+
+def test_search_changes_reach_the_real_methods_and_their_result_keys() -> None:
+    from chronomem.bench.methods import parse_search_changes
+    from chronomem.bench.runner import config_key
+    from chronomem.errors import ValidationError
+
+    changes = parse_search_changes(["fused_weights=0,1,0", "context_tokens=950", "evaluator=false"])
+    assert changes == (("context_tokens", 950), ("evaluator", False), ("fused_weights", (0.0, 1.0, 0.0)))
+    llm = ScriptedLLM()
+    plain = make_method("real+fused", llm, MethodConfig(), HashEmbedder())
+    tuned = make_method("real+fused", llm, MethodConfig(search=changes), HashEmbedder())
+    cfg = tuned.search_config()  # type: ignore[attr-defined]
+    assert (cfg.fused_turns, cfg.fused_weights, cfg.context_tokens, cfg.evaluator) == (20, (0.0, 1.0, 0.0), 950, False)
+    assert plain.describe()["search"] == {"fused_turns": 20}  # no changes: the key rows were saved under
+    assert tuned.describe()["search"]["fused_weights"] == (0.0, 1.0, 0.0)
+    assert config_key(plain, llm, "p") != config_key(tuned, llm, "p")
+    bm25 = make_method("bm25", llm, MethodConfig(search=changes), HashEmbedder())
+    assert "search" not in bm25.describe()
+    for bad, word in (("fused_weights", "FIELD=VALUE"), ("no_such=1", "unknown"), ("context_tokens=many", "number"),
+                      ("fused_weights=0,1", "fused_weights")):
+        with pytest.raises(ValidationError, match=word):
+            parse_search_changes([bad])

@@ -453,11 +453,15 @@ class RealMethod(_MemoryMethod):
         from ..retrieve import ANSWER_CONFIG, SearchConfig
 
         known = {f for f in SearchConfig.__dataclass_fields__}
-        missing = sorted(set(self.overrides) - known)
+        missing = sorted(set(self.search_overrides()) - known)
         if missing:
             raise MethodUnavailableError(f"{self.name} needs SearchConfig.{', SearchConfig.'.join(missing)}, "
                                          "which chronomem.retrieve does not have")
-        return replace(real_base_config(ANSWER_CONFIG), **self.overrides)
+        return replace(real_base_config(ANSWER_CONFIG), **self.search_overrides())
+
+    def search_overrides(self) -> dict[str, Any]:
+        """The method's own ``overrides``, then the run's ``MethodConfig.search`` changes."""
+        return {**self.overrides, **dict(self.config.search)}
 
     def retrieve(self, query: str) -> Retrieved:
         ing = self.memory
@@ -481,7 +485,8 @@ class RealMethod(_MemoryMethod):
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d["search"] = {k: (sorted(v) if isinstance(v, frozenset) else v) for k, v in sorted(self.overrides.items())}
+        d["search"] = {k: (sorted(v) if isinstance(v, frozenset) else v)
+                       for k, v in sorted(self.search_overrides().items())}
         d["rendering"] = self.rendering
         if self.rendering == "real":
             from ..retrieve.serialize import CONTEXT_FORMAT

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -158,6 +158,47 @@ class MethodConfig:
     #: Folder of the memory-based methods' SQLite files (None: in RAM, not resumable).  Not part
     #: of any result's configuration key: where a memory lives does not change its answers.
     memory_dir: str | None = None
+    #: ``SearchConfig`` changes for the REAL methods, applied after each method's own overrides
+    #: (``chronomem bench locomo --search FIELD=VALUE``; :func:`parse_search_changes`).  They are
+    #: part of those methods' ``describe()``, so rows of different settings are kept apart.
+    search: tuple[tuple[str, Any], ...] = ()
+
+
+def parse_search_changes(items: Sequence[str]) -> tuple[tuple[str, Any], ...]:
+    """``["fused_weights=0,1,0", "context_tokens=950", "evaluator=false"]`` → SearchConfig changes.
+
+    A value with commas is a tuple of floats, ``true``/``false`` a bool, a number an int or a
+    float.  Raises :class:`~chronomem.errors.ValidationError` naming an item that is not
+    ``FIELD=VALUE``, an unknown field, or a value ``SearchConfig`` refuses.
+    """
+    from dataclasses import replace as _replace
+
+    from ..errors import ValidationError
+    from ..retrieve import SearchConfig
+
+    known = set(SearchConfig.__dataclass_fields__)
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not eq or not key or not raw:
+            raise ValidationError("search", item, "must be FIELD=VALUE, e.g. fused_weights=0,1,0")
+        if key not in known:
+            raise ValidationError("search", item, f"unknown SearchConfig field {key!r}")
+        try:
+            value: Any
+            if "," in raw:
+                value = tuple(float(v) for v in raw.split(","))
+            elif raw.lower() in ("true", "false"):
+                value = raw.lower() == "true"
+            else:
+                value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        except ValueError:
+            raise ValidationError("search", item, "value must be a number, true/false, or numbers joined by commas") \
+                from None
+        out[key] = value
+    _replace(SearchConfig(), **out)  # SearchConfig's own checks name a bad value
+    return tuple(sorted(out.items()))
 
 
 class Method(ABC):

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, check_categories, load_locomo, load_msc
-from ..bench.methods import METHODS, MethodConfig, available_methods, unavailable_reason
+from ..bench.methods import METHODS, MethodConfig, available_methods, parse_search_changes, unavailable_reason
 from ..bench.report import write_report
 from ..bench.runner import (DEFAULT_SPEAKER, RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc,
                             select_questions)
@@ -123,6 +123,9 @@ def locomo(
     judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge"),
     cache: str = typer.Option("default", "--cache", help="model cache file (LLM responses and embeddings): default, off, or a path"),
     out: Path = typer.Option(Path("bench-out/locomo"), "--out", help="output folder (results, report, plots)"),
+    search: list[str] = typer.Option([], "--search", metavar="FIELD=VALUE",
+                                     help="SearchConfig change for the REAL methods, e.g. fused_weights=0,1,0 "
+                                          "(repeatable; part of their result keys)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Answer LoCoMo questions with each method and score them (official F1, Mem0 F1, BLEU-1, recall@k)."""
@@ -130,12 +133,15 @@ def locomo(
         logging.getLogger("chronomem").setLevel(logging.INFO)
     names = _split(methods)
     _check_methods(names)
+    search_changes = parse_search_changes(search)
+    if search_changes and not any(n.startswith("real") for n in names):
+        raise ValidationError("search", " ".join(search), "changes only the REAL methods (real…), and none is selected")
     convs = load_locomo(_default_data(data, DEFAULT_LOCOMO_PATH), _split(conversations) or None)
     cats = _categories(categories)
     need_emb = any(METHODS[n].needs_embedder for n in names)
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
     judge_llm = _judge(judge, llm, model, cache)
-    config = MethodConfig(top_k=top_k, window_tokens=window_tokens)
+    config = MethodConfig(top_k=top_k, window_tokens=window_tokens, search=search_changes)
     console.print(f"model [bold]{model.name}[/] (window {model.context_window}); methods {', '.join(names)}; "
                   f"{len(convs)} conversation(s); out {out}")
     summary = run_locomo(convs, names, model, out, embedder=emb, config=config, categories=cats, sample=sample,
