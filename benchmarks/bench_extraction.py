@@ -44,6 +44,7 @@ from chronomem import Memory
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH, normalize_dia_id
 from chronomem.extract.formats import load_conversations
 from chronomem.extract.extractor import PROMPT_VERSION
+from chronomem.extract.line_observations import PROMPT_VERSION as LINES_PROMPT_VERSION
 from chronomem.extract.observations import PROMPT_VERSION as OBSERVE_PROMPT_VERSION
 from chronomem.extract.pipeline import METHODS, WritePipeline
 from chronomem.providers import make_llm
@@ -199,7 +200,7 @@ def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: 
     evidence = gold_evidence(record, n)
     cited = {i for f in facts for i in f.source_ids}
     turn_text = {m["id"]: m["text"] for m in sess.messages}
-    supported = [lexically_supported(f, turn_text, names, args.method == "v2") for f in facts]
+    supported = [lexically_supported(f, turn_text, names, args.method != "v1") for f in facts]
     out: dict[str, Any] = {
         "sample": conv.conversation_id, "session": n, "turns": len(sess.messages),
         "chunk_size": args.chunk_size, "prompt": args.prompt, "facts": len(facts),
@@ -236,10 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="replay cached responses only; an uncached call fails its chunk (rescoring without a model)")
     ap.add_argument("--method", default="v1", choices=METHODS, help="extraction method (default v1)")
     ap.add_argument("--prompt", default=None,
-                    help=f"extraction prompt version (default {PROMPT_VERSION} for v1, {OBSERVE_PROMPT_VERSION} for v2)")
+                    help=f"extraction prompt version (default {PROMPT_VERSION} for v1, {OBSERVE_PROMPT_VERSION} for v2, "
+                         f"{LINES_PROMPT_VERSION} for v3)")
     args = ap.parse_args(argv)
     if args.prompt is None:
-        args.prompt = OBSERVE_PROMPT_VERSION if args.method == "v2" else PROMPT_VERSION
+        args.prompt = {"v2": OBSERVE_PROMPT_VERSION, "v3": LINES_PROMPT_VERSION}.get(args.method, PROMPT_VERSION)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
     for noisy in ("httpx", "chronomem.providers"):
@@ -295,7 +297,7 @@ def judge_rows(path: Path, args: argparse.Namespace, conv: Any, llm: Any) -> Non
         verdicts = []
         for f in sample:
             try:
-                ok = judge(llm, f, turns, statement=args.method == "v2")
+                ok = judge(llm, f, turns, statement=args.method != "v1")
             except Exception as e:  # a judge failure is not a fact failure
                 log.warning("judge failed on %s: %s", f["id"], e)
                 continue

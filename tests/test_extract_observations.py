@@ -300,7 +300,7 @@ def test_memory_selects_the_method_from_config(monkeypatch: pytest.MonkeyPatch) 
     finally:
         mem.close()
     with pytest.raises(ValidationError, match="extraction"):
-        Config(extraction="v3")
+        Config(extraction="v9")
 
 
 def test_swapped_speakers_are_put_back_on_the_line_that_says_it() -> None:

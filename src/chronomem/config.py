@@ -59,7 +59,7 @@ class Config:
     # end a session automatically after this many seconds without a new turn (None/0: never)
     session_idle: float | None = None
     chunk_size: int | None = None  # turns per extraction call of Memory.add (None: the write path's default, 8)
-    extraction: str = "v1"  # extraction method of the write path: "v1" sextuples, "v2" observation-first
+    extraction: str = "v1"  # extraction method of the write path: "v1" sextuples, "v2" observation-first, "v3" one slot per line
 
     def __post_init__(self) -> None:
         if not 0.0 < self.theta_stable <= 1.0:
@@ -80,8 +80,8 @@ class Config:
             if isinstance(self.chunk_size, bool) or size < 1:
                 raise ValidationError("chunk_size", self.chunk_size, "must be a whole number of turns >= 1")
             self.chunk_size = size
-        if self.extraction not in ("v1", "v2"):
-            raise ValidationError("extraction", self.extraction, "must be 'v1' or 'v2'")
+        if self.extraction not in ("v1", "v2", "v3"):
+            raise ValidationError("extraction", self.extraction, "must be 'v1', 'v2' or 'v3'")
 
     @property
     def db_location(self) -> str:

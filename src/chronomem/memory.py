@@ -278,7 +278,7 @@ class Memory:
                        prompt_version: str | None = None, method: str | None = None) -> WritePipeline:
         """A write path over this memory's store, registry, graph writer and models, with its own
         chunking (``chunk_size`` turns per LLM call, ``context`` preceding turns), prompt version
-        or extraction ``method`` (``"v1"``/``"v2"``; default: ``Config.extraction``)."""
+        or extraction ``method`` (``"v1"``/``"v2"``/``"v3"``; default: ``Config.extraction``)."""
         from .extract.pipeline import WritePipeline
 
         opts: dict[str, Any] = {k: v for k, v in (("chunk_size", chunk_size), ("context", context),

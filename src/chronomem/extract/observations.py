@@ -166,6 +166,10 @@ def parse_observations(data: Any) -> list[Observation]:
 
 # ----------------------------------------------------------------- turn ids
 
+#: v3: the support (:func:`_grounding`) a statement needs from the line whose slot it was written
+#: in to keep that line as its source: one content word of a five-word statement.
+TRUSTED_TURN_SUPPORT = 0.1
+
 
 def _grounding(words: set[str], obj_words: set[str], m: Message) -> float:
     """How well a turn supports a statement: share of its content words found in the turn,
@@ -190,12 +194,15 @@ def validate_turn(obs: Observation, numbered: dict[int, Message], speakers: Sequ
 
 
 def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Sequence[str] = (),
-                 *, min_score: float = 0.25, also: float = 0.8, max_turns: int = 3) -> list[Message]:
+                 *, min_score: float = 0.25, also: float = 0.8, max_turns: int = 3,
+                 trust_turn: float | None = None) -> list[Message]:
     """The turns a statement comes from, best first; ``[]`` when no turn supports it.
 
     Besides the best turn, another turn is cited when it supports the statement nearly as
     well (≥ ``also`` × the best score and two content words): a statement that joins a
-    question and its answer, or two lines of one story, cites both.
+    question and its answer, or two lines of one story, cites both.  ``trust_turn`` (v3,
+    where the grammar fixed the line a statement was written for): the cited turn comes
+    first whenever it supports the statement at least this much.
     """
     names = {w for s in speakers for w in _words(s)}
     # time words ("yesterday", "last week") are no evidence of *what* was said
@@ -204,7 +211,8 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
     scores = {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
     if not scores:
         return []
-    if max(scores.values()) < min_score:
+    trusted = trust_turn is not None and obs.turn in scores and scores[obs.turn] >= trust_turn
+    if max(scores.values()) < min_score and not trusted:
         return []
     # a near tie goes to the subject's own line (a small bonus: the model also swaps speakers,
     # and then the statement's distinctive words must win — see speaker_fix)
@@ -217,7 +225,10 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
     best_n = max(scores, key=lambda n: (scores[n], n in own, -n))
     best = raw[best_n]
     cited = obs.turn
-    first = cited if cited in raw and raw[cited] >= 0.5 * best and raw[cited] >= min_score else best_n
+    if trusted:
+        first = cited
+    else:
+        first = cited if cited in raw and raw[cited] >= 0.5 * best and raw[cited] >= min_score else best_n
     out = [numbered[first]]
     top = max(raw.values())
     for n in sorted(raw, key=lambda n: (-raw[n], n)):
@@ -454,6 +465,7 @@ def postprocess_observations(
     *,
     canonical: Callable[[str], str] = lambda r: r,
     context_speakers: Sequence[str] = (),
+    trust_turn: bool = False,
 ) -> tuple[list[FactInput], list[str]]:
     """Observations → fact-input records; returns ``(candidates, notes)``.
 
@@ -461,13 +473,15 @@ def postprocess_observations(
     absolute date of its time words).  Dropped: statements no turn supports, junk
     objects (the statement itself stands in for an empty object), self-loops,
     non-pet ``has_pet``, repeats; a copy of a turn's fact for the other speaker.
+    ``trust_turn`` (v3): each observation's ``turn`` was fixed by the grammar, and is
+    its source whenever the statement shares a content word with it.
     """
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
     out: list[FactInput] = []
     seen: set[tuple[str, str, str, bool]] = set()
     for o in observations:
-        found = source_turns(o, numbered, speakers)
+        found = source_turns(o, numbered, speakers, trust_turn=TRUSTED_TURN_SUPPORT if trust_turn else None)
         if not found:
             notes.append(f"dropped statement no turn supports: {o.statement}")
             continue

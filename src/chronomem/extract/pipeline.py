@@ -37,6 +37,8 @@ from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
 from .observations import PROMPT_VERSION as OBSERVE_PROMPT_VERSION
+from .line_observations import PROMPT_VERSION as LINES_PROMPT_VERSION
+from .line_observations import LineObservationExtractor
 from .observations import ObservationExtractor
 
 if TYPE_CHECKING:
@@ -55,8 +57,9 @@ MESSAGE_FIELDS = frozenset({"speaker", "role", "name", "text", "content", "id", 
 DEFAULT_SPEAKER = "user"  # speaker of a bare-string message
 #: Extraction methods: "v1" = one call writes sextuples (prompt extract_v3); "v2" = one call
 #: writes dated statements with turn ids, typed into sextuples (prompt observe_v1,
-#: :mod:`.observations`).
-METHODS = ("v1", "v2")
+#: :mod:`.observations`); "v3" = v2 with one grammar-fixed slot per line (prompt
+#: observe_lines_v1, :mod:`.line_observations`).
+METHODS = ("v1", "v2", "v3")
 DEFAULT_METHOD = "v1"
 
 
@@ -354,7 +357,12 @@ class WritePipeline:
     def extractor(self) -> Extractor:
         if self._extractor is None:
             reg = self.registry
-            if self.method == "v2":
+            if self.method == "v3":
+                self._extractor = LineObservationExtractor(
+                    self.models.llm, canonical=lambda r: canonical_relation(r, reg),
+                    prompt_version=self.prompt_version or LINES_PROMPT_VERSION,
+                )
+            elif self.method == "v2":
                 self._extractor = ObservationExtractor(
                     self.models.llm, canonical=lambda r: canonical_relation(r, reg),
                     prompt_version=self.prompt_version or OBSERVE_PROMPT_VERSION,

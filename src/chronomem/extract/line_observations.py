@@ -1,0 +1,122 @@
+"""Extraction v3: observation-first with one grammar-fixed slot per line.
+
+v2 (:mod:`.observations`) lets the model write up to ¾ of a chunk's turns as
+statements and finds each statement's turn in code.  The 1.5B model writes
+fewer statements than the chunk holds informative lines (it covered 0.58 of
+conv-30's gold evidence turns), and asking it for turn numbers made it count
+lines instead of reading them.  Here the grammar writes the line numbers: the
+reply is one slot per line under "Turns", in order, ``{"line": k, "fact":
+null | {...}}`` with ``k`` a constant of the schema, so the model decides for
+every line whether it tells something, and the line it wrote about is known.
+
+The fact object is v2's (statement, subject, relation from the closed
+vocabulary, object, ended) and goes through v2's post-processing (speaker
+fixes, job typing, time resolution, the statement kept as the fact's text);
+the slot's line is the fact's source unless the statement shares no content
+word with it and another line clearly supports it.
+
+The prompt is the versioned file ``prompts/observe_lines_v1.md``; selecting this
+method is ``WritePipeline(method="v3")`` / ``Config.extraction = "v3"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..model import Message
+from ..providers.base import LLM
+from .chunking import Chunk
+from .extractor import ChunkResult
+from .observations import _STATEMENT_SCHEMA, RELATIONS, Observation, ObservationExtractor, postprocess_observations
+
+PROMPT_VERSION = "observe_lines_v1"
+#: ≈ 8 slots × (45 tokens for a fact, 10 for a null) + slack; a chunk has at most ~8 turns
+MAX_TOKENS = 900
+
+
+def schema_for_lines(lines: list[int]) -> dict[str, Any]:
+    """The reply's JSON schema: exactly one slot per line number of ``lines``, in order."""
+    slots = [{
+        "type": "object",
+        "properties": {"line": {"const": n}, "fact": {"anyOf": [{"type": "null"}, _STATEMENT_SCHEMA]}},
+        "required": ["line", "fact"],
+        "additionalProperties": False,
+    } for n in lines]
+    return {
+        "title": "line_observations",
+        "type": "object",
+        "properties": {"lines": {"type": "array", "prefixItems": slots,
+                                 "minItems": len(lines), "maxItems": len(lines)}},
+        "required": ["lines"],
+        "additionalProperties": False,
+    }
+
+
+class _Slot(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    line: int | None = None
+    fact: dict[str, Any] | None = None
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    lines: list[_Slot] = Field(default_factory=list)
+
+
+def parse_line_observations(data: Any) -> list[Observation]:
+    """Validate a reply: ``{"lines": [{"line": k, "fact": null | {...}}, ...]}``.
+
+    Each non-null slot becomes an :class:`~.observations.Observation` whose
+    ``turn`` is the slot's line; empty statements and exact repeats are dropped.
+    Raises ``pydantic.ValidationError`` when the reply is not that shape.
+    """
+    if hasattr(data, "model_dump"):
+        data = data.model_dump(mode="json")
+    reply = _Reply.model_validate(data)
+    out: list[Observation] = []
+    seen: set[str] = set()
+    for slot in reply.lines:
+        if slot.fact is None:
+            continue
+        obs = Observation.model_validate({**slot.fact, "turn": slot.line})
+        key = obs.statement.lower()
+        if not obs.statement or key in seen:
+            continue
+        seen.add(key)
+        out.append(obs)
+    return out
+
+
+class LineObservationExtractor(ObservationExtractor):
+    """One structured call per chunk with a slot per line (see the module docstring)."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        canonical: Callable[[str], str] = lambda r: r,
+        prompt_version: str = PROMPT_VERSION,
+        max_tokens: int = MAX_TOKENS,
+    ) -> None:
+        super().__init__(llm, canonical=canonical, prompt_version=prompt_version, max_tokens=max_tokens)
+
+    def run(self, chunk: Chunk[Message]) -> ChunkResult:
+        """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
+        (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
+        messages, numbered = self.messages_for(chunk)
+        res = self.llm.chat(messages, schema=schema_for_lines(sorted(numbered)), max_tokens=self.max_tokens,
+                            temperature=0.0, purpose="extract")
+        observations = parse_line_observations(res.data)
+        cands, notes = postprocess_observations(
+            observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
+            trust_turn=True,
+        )
+        return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)
+
+
+__all__ = ["LineObservationExtractor", "PROMPT_VERSION", "RELATIONS", "parse_line_observations", "schema_for_lines"]

@@ -1,0 +1,148 @@
+"""Extraction v3: one grammar-fixed slot per line (:mod:`chronomem.extract.line_observations`)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pydantic
+import pytest
+
+from chronomem import Memory
+from chronomem.extract.line_observations import (
+    LineObservationExtractor,
+    parse_line_observations,
+    schema_for_lines,
+)
+from chronomem.extract.observations import RELATIONS, postprocess_observations, system_prompt
+from chronomem.model import Message
+from chronomem.providers.base import CallUsage, ChatResult
+
+UTC = timezone.utc
+REF = datetime(2023, 1, 20, 16, 4, tzinfo=UTC)
+
+
+def msg(i: int, speaker: str, text: str) -> Message:
+    return Message(id=f"D1:{i}", user_id="u", session_id="s1", speaker=speaker, text=text, timestamp=REF,
+                   recorded_at=REF, seq=i)
+
+
+NUMBERED = {
+    1: msg(1, "Gina", "Hey Jon! Good to see you. What's up? Anything new?"),
+    2: msg(2, "Jon", "Hey Gina! Lost my job as a banker yesterday, so I'm gonna take a shot at starting my own business."),
+    3: msg(3, "Gina", "Sorry about your job Jon! I also lost my job at Door Dash this month."),
+    4: msg(4, "Jon", "Sorry to hear that! Dancing is my passion, it makes me happy."),
+}
+
+
+def fact(statement: str, subject: str, relation: str, obj: str, ended: bool = False) -> dict[str, Any]:
+    return {"statement": statement, "subject": subject, "relation": relation, "object": obj, "ended": ended}
+
+
+def test_schema_has_one_slot_per_line_with_the_line_number_fixed() -> None:
+    s = schema_for_lines([2, 3, 4])
+    arr = s["properties"]["lines"]
+    assert arr["minItems"] == arr["maxItems"] == 3
+    assert [slot["properties"]["line"] for slot in arr["prefixItems"]] == [{"const": 2}, {"const": 3}, {"const": 4}]
+    fact_schema = arr["prefixItems"][0]["properties"]["fact"]["anyOf"]
+    assert fact_schema[0] == {"type": "null"}
+    assert fact_schema[1]["properties"]["relation"]["enum"] == list(RELATIONS)
+    json.dumps(s)  # plain JSON: the provider turns it into a grammar
+
+
+def test_the_schema_compiles_to_a_llama_grammar() -> None:
+    xllamacpp = pytest.importorskip("xllamacpp")
+    assert "prefixItems" in xllamacpp.json_schema_to_grammar(json.dumps(schema_for_lines([1, 2])))
+
+
+def test_parse_keeps_filled_slots_with_their_line_and_drops_nulls_and_repeats() -> None:
+    reply = {"lines": [
+        {"line": 1, "fact": None},
+        {"line": 2, "fact": fact("Jon lost his job as a banker yesterday.", "Jon", "lost", "job as a banker")},
+        {"line": 3, "fact": fact("Jon lost his job as a banker yesterday.", "Jon", "lost", "job as a banker")},
+        {"line": 4, "fact": fact("", "Jon", "likes", "dancing")},
+    ]}
+    obs = parse_line_observations(reply)
+    assert [(o.turn, o.statement) for o in obs] == [(2, "Jon lost his job as a banker yesterday.")]
+
+
+def test_parse_rejects_a_reply_that_is_not_slots() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        parse_line_observations({"lines": "nothing"})
+
+
+def test_the_slot_line_is_the_source_even_when_another_line_shares_more_words() -> None:
+    # Gina's line 3 repeats "job" and "lost"; the statement was written in line 2's slot
+    obs = parse_line_observations({"lines": [
+        {"line": 2, "fact": fact("Jon lost his job as a banker yesterday and wants his own business.", "Jon",
+                                 "lost", "job as a banker", True)},
+        {"line": 4, "fact": fact("Jon's passion is dancing; it makes him happy.", "Jon", "likes", "dancing")},
+    ]})
+    cands, _ = postprocess_observations(obs, NUMBERED, trust_turn=True)
+    by_text = {c.text.split(" (")[0]: c for c in cands}
+    assert by_text["Jon lost his job as a banker yesterday and wants his own business"].source_ids[0] == "D1:2"
+    assert by_text["Jon's passion is dancing; it makes him happy."].source_ids == ["D1:4"]
+    banker = by_text["Jon lost his job as a banker yesterday and wants his own business"]
+    assert (banker.relation, banker.object, banker.valid_to) == ("job_title", "banker", datetime(2023, 1, 19, tzinfo=UTC))
+
+
+def test_a_slot_statement_its_line_does_not_support_is_regrounded_or_dropped() -> None:
+    obs = parse_line_observations({"lines": [
+        # written in the greeting's slot, but line 3 says it
+        {"line": 1, "fact": fact("Gina lost her job at Door Dash this month.", "Gina", "works_at", "Door Dash", True)},
+        # nothing in the chunk says it
+        {"line": 4, "fact": fact("Jon lives in Portugal.", "Jon", "lives_in", "Portugal")},
+    ]})
+    cands, notes = postprocess_observations(obs, NUMBERED, trust_turn=True)
+    assert [(c.object, c.source_ids) for c in cands] == [("Door Dash", ["D1:3"])]
+    assert any("Portugal" in n for n in notes)
+
+
+class SlotLLM:
+    """A test double for the v3 call: fills each line's slot from SCRIPT (by the line's text)."""
+
+    name = "slots"
+    context_window = 8192
+    SCRIPT = {
+        "I work at Acme as a product manager.": fact("Maya works at Acme as a product manager.", "Maya", "works_at", "Acme"),
+        "I moved to Lisbon last month.": fact("Maya moved to Lisbon last month.", "Maya", "moved_to", "Lisbon"),
+    }
+
+    def __init__(self) -> None:
+        self.schemas: list[dict[str, Any]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
+             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+        self.schemas.append(schema)
+        assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v1")
+        slots = []
+        for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
+            n, _, rest = line.partition("] ")
+            text = rest.split(": ", 1)[1]
+            slots.append({"line": int(n.strip("[")), "fact": self.SCRIPT.get(text)})
+        return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=30, latency_s=0.01,
+                                                      purpose=purpose), data={"lines": slots})
+
+
+def test_pipeline_v3_end_to_end() -> None:
+    llm = SlotLLM()
+    mem = Memory(":memory:", llm=llm)
+    try:
+        pipe = mem.write_pipeline(method="v3")
+        assert isinstance(pipe.extractor(), LineObservationExtractor)
+        res = pipe.add([{"id": "a1", "speaker": "Maya", "text": "Hi!"},
+                        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
+                        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
+                       user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
+        assert res.ok
+        lines = llm.schemas[0]["properties"]["lines"]["prefixItems"]
+        assert [s["properties"]["line"]["const"] for s in lines] == [0, 1, 2]
+        facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
+        assert facts[("works_at", "Acme")].source_ids == ["a2"]
+        assert facts[("lives_in", "Lisbon")].text == "Maya moved to Lisbon last month (May 2023)."
+    finally:
+        mem.close()
