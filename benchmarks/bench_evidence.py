@@ -78,6 +78,7 @@ def main() -> None:
     ap.add_argument("--retrieve-k", type=int, default=None, help="turns bm25/dense retrieve (default: --top-k)")
     ap.add_argument("--model-name", default=LOCAL_MODEL, help="the model the cached replies came from")
     ap.add_argument("--out", help="JSON lines: one row per question and method")
+    ap.add_argument("--extraction", default="v1", help="extraction method the memories were written with (v1, v2, v3)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                     help="SearchConfig change for the REAL methods, e.g. fused_weights=0.5,1,0.5 (repeatable)")
     args = ap.parse_args()
@@ -94,7 +95,7 @@ def main() -> None:
     # Memory.answer's search configuration without the model-assisted steps, plus --set's changes
     changes = {**dict(parse_search_changes(args.set)), "evaluator": False, "intent_llm": False}
     config = MethodConfig(top_k=args.retrieve_k or args.top_k, memory_dir=args.memory_dir,
-                          search=tuple(sorted(changes.items())))
+                          search=tuple(sorted(changes.items())), extraction=args.extraction)
     out = open(args.out, "a", encoding="utf-8") if args.out else None
     table: dict[str, dict[str, list[float]]] = {}
     for conv in convs:

@@ -330,10 +330,24 @@ def test_ingest_key_follows_the_postprocess_version_and_keeps_older_keys() -> No
 
     old = IngestConfig(llm="local:m", extract_prompt="extract_v3", chunk_size=8, chunk_context=2,
                        theta_stable=0.6, postprocess=1)
-    legacy = {k: v for k, v in asdict(old).items() if k != "postprocess"}
+    legacy = {k: v for k, v in asdict(old).items() if k not in ("postprocess", "extraction")}
     assert legacy["version"] == INGEST_VERSION
     assert old.key() == hashlib.sha1(json.dumps(legacy, sort_keys=True).encode()).hexdigest()[:10]
     assert replace(old, postprocess=2).key() != old.key()  # a memory built by other post-processing
+    v1 = IngestConfig.for_llm(ScriptedLLM())
+    with_pp = {k: v for k, v in asdict(v1).items() if k != "extraction"}  # v1 keys as saved before v2/v3
+    assert v1.key() == hashlib.sha1(json.dumps(with_pp, sort_keys=True).encode()).hexdigest()[:10]
+    v3 = IngestConfig.for_llm(ScriptedLLM(), "v3")
+    assert (v3.extraction, v3.extract_prompt) == ("v3", "observe_lines_v1")
+    assert len({v1.key(), IngestConfig.for_llm(ScriptedLLM(), "v2").key(), v3.key()}) == 3
+
+
+def test_an_unknown_extraction_method_is_refused_by_name() -> None:
+    from chronomem.bench.memory_methods import IngestConfig
+    from chronomem.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="extraction"):
+        IngestConfig.for_llm(ScriptedLLM(), "v7")
 
 
 def test_search_changes_reach_the_real_methods_and_their_result_keys() -> None:

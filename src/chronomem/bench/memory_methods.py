@@ -138,21 +138,29 @@ class IngestConfig:
     theta_stable: float
     postprocess: int = 1
     version: int = INGEST_VERSION
+    extraction: str = "v1"  # the write path's extraction method (Config.extraction)
 
     @classmethod
-    def for_llm(cls, llm: LLM) -> IngestConfig:
+    def for_llm(cls, llm: LLM, extraction: str = "v1") -> IngestConfig:
         from ..config import Config
+        from ..extract import extractor, line_observations, observations
         from ..extract.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT
-        from ..extract.extractor import POSTPROCESS_VERSION, PROMPT_VERSION
 
-        return cls(llm=llm.name, extract_prompt=PROMPT_VERSION, chunk_size=DEFAULT_CHUNK_SIZE,
+        prompt, post = {
+            "v1": (extractor.PROMPT_VERSION, extractor.POSTPROCESS_VERSION),
+            "v2": (observations.PROMPT_VERSION, observations.POSTPROCESS_VERSION),
+            "v3": (line_observations.PROMPT_VERSION, observations.POSTPROCESS_VERSION),
+        }[Config(extraction=extraction).extraction]  # Config names an unknown method
+        return cls(llm=llm.name, extract_prompt=prompt, chunk_size=DEFAULT_CHUNK_SIZE,
                    chunk_context=DEFAULT_CONTEXT, theta_stable=Config().theta_stable,
-                   postprocess=POSTPROCESS_VERSION)
+                   postprocess=post, extraction=extraction)
 
     def key(self) -> str:
         d = asdict(self)
-        if d["postprocess"] == 1:  # keys from before the field existed stay what they were
+        if d["postprocess"] == 1 and d["extraction"] == "v1":  # keys from before the field existed stay
             del d["postprocess"]
+        if d["extraction"] == "v1":  # what they were
+            del d["extraction"]
         ident = json.dumps(d, sort_keys=True)
         return hashlib.sha1(ident.encode()).hexdigest()[:10]
 
@@ -236,18 +244,18 @@ def memory_path(memory_dir: str | Path, conversation: Conversation, config: Inge
 
 
 def ingest_conversation(conversation: Conversation, llm: LLM, embedder: Embedder | None,
-                        memory_dir: str | Path | None) -> IngestedMemory:
+                        memory_dir: str | Path | None, extraction: str = "v1") -> IngestedMemory:
     """Ingest ``conversation`` into its Memory file (or continue/skip a previous ingestion).
 
     ``memory_dir`` None keeps the memory in RAM (not resumable; for tests and
     one-off calls).  With an ``embedder`` every stored fact gets a vector
     (the kind REAL's relevance scoring reads, so it is computed once for all
-    methods).
+    methods).  ``extraction`` is the write path's method (``Config.extraction``: v1, v2, v3).
     """
     from ..config import Config
     from ..memory import Memory
 
-    cfg = IngestConfig.for_llm(llm)
+    cfg = IngestConfig.for_llm(llm, extraction)
     recorder = RecordingLLM(llm)
     if memory_dir is None:
         location, journal_path = ":memory:", None
@@ -256,7 +264,7 @@ def ingest_conversation(conversation: Conversation, llm: LLM, embedder: Embedder
         path.parent.mkdir(parents=True, exist_ok=True)
         location, journal_path = str(path), path.with_name(path.name + ".ingest.json")
     mem = Memory(location, llm=recorder, embedder=embedder if embedder is not None else False,
-                 config=Config(db=location, theta_stable=cfg.theta_stable))
+                 config=Config(db=location, theta_stable=cfg.theta_stable, extraction=cfg.extraction))
     user_id = conversation.sample_id
     journal = IngestJournal(journal_path) if journal_path else None
     ing = IngestedMemory(mem=mem, user_id=user_id, recorder=recorder, path=location, config=cfg,
@@ -321,11 +329,12 @@ def ensure_fact_vectors(mem: Memory, user_id: str, embedder: Embedder, batch: in
 def shared_memory(shared: SharedIngest, llm: LLM, embedder: Embedder | None, config: MethodConfig,
                   stats: IngestStats) -> tuple[IngestedMemory, bool]:
     """The conversation's :class:`IngestedMemory` from ``shared`` (built on first use); True when built now."""
-    cfg = IngestConfig.for_llm(llm)
+    cfg = IngestConfig.for_llm(llm, config.extraction)
     key = f"memory:{cfg.key()}:{embedder.name if embedder else 'no-embedder'}"
     built = key not in shared
     ing: IngestedMemory = shared.get_or_build(
-        key, lambda: ingest_conversation(shared.conversation, llm, embedder, config.memory_dir), stats)
+        key, lambda: ingest_conversation(shared.conversation, llm, embedder, config.memory_dir, config.extraction),
+        stats)
     return ing, built
 
 
@@ -398,7 +407,8 @@ class _MemoryMethod(Method):
                             info=ret.info)
 
     def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "top_k": self.config.top_k, "ingest": IngestConfig.for_llm(self.llm).key(),
+        ingest = IngestConfig.for_llm(self.llm, self.config.extraction).key()
+        return {"method": self.name, "top_k": self.config.top_k, "ingest": ingest,
                 "embedder": self.embedder.name if self.embedder else None}
 
 

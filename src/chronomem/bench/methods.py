@@ -162,6 +162,9 @@ class MethodConfig:
     #: (``chronomem bench locomo --search FIELD=VALUE``; :func:`parse_search_changes`).  They are
     #: part of those methods' ``describe()``, so rows of different settings are kept apart.
     search: tuple[tuple[str, Any], ...] = ()
+    #: The memory methods' extraction method (``Config.extraction``: v1, v2, v3); part of their
+    #: ingestion key, so memories written by different methods are kept apart.
+    extraction: str = "v1"
 
 
 def parse_search_changes(items: Sequence[str]) -> tuple[tuple[str, Any], ...]:

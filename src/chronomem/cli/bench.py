@@ -30,6 +30,7 @@ from ..bench.methods import METHODS, MethodConfig, available_methods, parse_sear
 from ..bench.report import write_report
 from ..bench.runner import (DEFAULT_SPEAKER, RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc,
                             select_questions)
+from ..config import Config
 from ..errors import ConfigError, ValidationError
 
 app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
@@ -126,6 +127,8 @@ def locomo(
     search: list[str] = typer.Option([], "--search", metavar="FIELD=VALUE",
                                      help="SearchConfig change for the REAL methods, e.g. fused_weights=0,1,0 "
                                           "(repeatable; part of their result keys)"),
+    extraction: str = typer.Option("v1", "--extraction",
+                                   help="extraction method of the memory methods' write path: v1, v2, v3"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Answer LoCoMo questions with each method and score them (official F1, Mem0 F1, BLEU-1, recall@k)."""
@@ -134,6 +137,7 @@ def locomo(
     names = _split(methods)
     _check_methods(names)
     search_changes = parse_search_changes(search)
+    Config(extraction=extraction)  # names an unknown method before any model loads
     if search_changes and not any(n.startswith("real") for n in names):
         raise ValidationError("search", " ".join(search), "changes only the REAL methods (real…), and none is selected")
     convs = load_locomo(_default_data(data, DEFAULT_LOCOMO_PATH), _split(conversations) or None)
@@ -141,7 +145,7 @@ def locomo(
     need_emb = any(METHODS[n].needs_embedder for n in names)
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
     judge_llm = _judge(judge, llm, model, cache)
-    config = MethodConfig(top_k=top_k, window_tokens=window_tokens, search=search_changes)
+    config = MethodConfig(top_k=top_k, window_tokens=window_tokens, search=search_changes, extraction=extraction)
     console.print(f"model [bold]{model.name}[/] (window {model.context_window}); methods {', '.join(names)}; "
                   f"{len(convs)} conversation(s); out {out}")
     summary = run_locomo(convs, names, model, out, embedder=emb, config=config, categories=cats, sample=sample,

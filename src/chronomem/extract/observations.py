@@ -54,6 +54,9 @@ from .extractor import (
 log = logging.getLogger(__name__)
 
 PROMPT_VERSION = "observe_v1"
+#: Bump when :func:`postprocess_observations` keeps, drops or rewrites different facts from the
+#: same model output (benchmarks key their ingested v2/v3 memories on it).
+POSTPROCESS_VERSION = 1
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
