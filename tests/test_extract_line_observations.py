@@ -146,3 +146,41 @@ def test_pipeline_v3_end_to_end() -> None:
         assert facts[("lives_in", "Lisbon")].text == "Maya moved to Lisbon last month (May 2023)."
     finally:
         mem.close()
+
+
+def test_dialogue_acts_are_dropped_but_reported_content_and_plans_are_kept() -> None:
+    from chronomem.extract.observations import dialogue_act
+
+    assert dialogue_act("Jon asked Gina about the dance studio's flooring.", "Jon")
+    assert dialogue_act("Gina is encouraging Jon to push through.", "Gina")
+    assert dialogue_act("Jon is appreciating Gina's support.", "Jon")
+    assert not dialogue_act("Jon said he lost his job as a banker.", "Jon")
+    assert not dialogue_act("Jon and Gina agreed to dance on Friday.", "Jon")
+    assert not dialogue_act("Gina asked her landlord for a longer lease.", "")  # no subject: nothing to check
+
+
+def test_ungrounded_possessive_and_unnamed_place_objects_read_as_did() -> None:
+    numbered = {
+        1: msg(1, "Jon", "Hey Gina! Whoa, your store looks great! All your hard work really paid off."),
+        2: msg(2, "Jon", "I'm looking for a spot for my studio. [shares an image: a bathroom with a blue floor]"),
+        3: msg(3, "Gina", "I moved to Rome last spring, by the way."),
+    }
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "fact": fact("Jon thinks Gina's store looks great.", "Jon", "works_at", "Gina's store")},
+        {"line": 2, "fact": fact("Jon shared a photo of a bathroom with a blue floor.", "Jon", "visited", "Paris")},
+        {"line": 3, "fact": fact("Gina moved to Rome last spring.", "Gina", "moved_to", "Rome")},
+    ]})
+    cands, _ = postprocess_observations(obs, numbered, canonical=lambda r: "lives_in" if r == "moved_to" else r,
+                                        trust_turn=True)
+    got = {c.text.split(" (")[0]: (c.relation, c.object) for c in cands}
+    assert got["Jon thinks Gina's store looks great."] == ("did", "Gina's store")
+    assert got["Jon shared a photo of a bathroom with a blue floor."][0] == "did"  # "Paris" is nowhere
+    assert got["Gina moved to Rome last spring"] == ("lives_in", "Rome")
+
+
+def test_named_place_ignores_speaker_names_and_possessives() -> None:
+    from chronomem.extract.observations import named_place
+
+    assert named_place("Lisbon", ["Jon", "Gina"])
+    assert not named_place("Gina's store", ["Jon", "Gina"])
+    assert not named_place("the studio", ["Jon", "Gina"])

@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 PROMPT_VERSION = "observe_v1"
 #: Bump when :func:`postprocess_observations` keeps, drops or rewrites different facts from the
 #: same model output (benchmarks key their ingested v2/v3 memories on it).
-POSTPROCESS_VERSION = 1
+POSTPROCESS_VERSION = 2  # 2: dialogue acts dropped; ungrounded, possessive and unnamed-place objects read as did
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -398,6 +398,7 @@ _SECOND_PERSON = re.compile(r"\b(?:you|your|yours|you're|you've|u)\b", re.IGNORE
 _FIRST_PERSON = re.compile(r"(?:\b(?:i|me|my|mine|myself|i'm|i've|i'd|i'll|im|ive)\b|^\s*(?:lost|got|went|had|just|been)\b)",
                            re.IGNORECASE)
 _PLACE_RELATIONS = {"lives_in", "moved_to", "born_in", "located_in"}
+_OWNED_RELATIONS = {"lives_in", "moved_to", "works_at", "owns", "has_pet", "studies_at", "started", "bought"}
 _PERSON_RELATIONS = {"married_to", "partner_of", "sibling_of", "friend_of", "parent_of", "child_of", "met"}
 _KIN = re.compile(r"\b(?:mom|mother|mum|dad|father|parents?|sister|brother|siblings?|son|daughter|kids?|children|"
                   r"child|husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|friends?|cousin|aunt|uncle|"
@@ -448,6 +449,47 @@ def person_like(obj: str, speakers: Sequence[str] = ()) -> bool:
         return True
     words = re.findall(r"[A-Za-z]+", _ARTICLE.sub("", obj.strip()))
     return 0 < len(words) <= 3 and all(w[0].isupper() for w in words)
+
+
+#: "Jon asked Gina about …", "Gina thanked Jon …", "Gina is encouraging Jon …": what was said in the
+#: chat, not what it tells about anyone's life (v1 drops the same acts by relation, ``_DIALOGUE_RELATIONS``).
+_DIALOGUE_VERBS = (r"(?:ask(?:s|ed|ing)|thank(?:s|ed|ing)|congratulat(?:es|ed|ing)|compliment(?:s|ed|ing)|"
+                   r"encourag(?:es|ed|ing)|appreciat(?:es|ed|ing)|greet(?:s|ed|ing)|repl(?:ies|ied|ying)|"
+                   r"prais(?:es|ed|ing)|reassur(?:es|ed|ing)|cheer(?:s|ed|ing) on)")
+
+
+def dialogue_act(statement: str, subject: str) -> bool:
+    """Is the statement only a speech act of its subject ("Jon asked Gina about the studio",
+    "Gina is encouraging Jon")?  Reported content ("Jon said he lost his job") is kept."""
+    if not subject:
+        return False
+    return re.match(rf"\s*{re.escape(subject)}\s+(?:(?:is|was|also)\s+)*{_DIALOGUE_VERBS}\b", statement,
+                    re.IGNORECASE) is not None
+
+
+def object_grounded(obj: str, statement: str, turns: Sequence[Message]) -> bool:
+    """Are the object's content words in the statement or its source turns?  The 1.5B model
+    writes objects from nowhere ("Jon visited Paris" for a photo of a bathroom)."""
+    words = _words(obj)
+    if not words:
+        return True
+    said = _words(statement)
+    for m in turns:
+        said |= _words(m.text)
+    return _hits(words, said) > 0
+
+
+def _others_possession(obj: str, subject: str, speakers: Sequence[str]) -> bool:
+    """"Gina's store" as the object of a fact about Jon: it is Gina's, not Jon's residence or employer."""
+    return any(s != subject and re.search(rf"\b{re.escape(s)}'s\b", obj, re.IGNORECASE) for s in speakers)
+
+
+def named_place(obj: str, speakers: Sequence[str]) -> bool:
+    """A residence or birthplace names a place: a capitalised word that is not a speaker's name."""
+    rest = re.sub(r"\b\w+'s\b", " ", obj)
+    for s in speakers:
+        rest = re.sub(rf"\b{re.escape(s)}\b", " ", rest)
+    return bool(re.search(r"\b[A-Z][a-z]", rest))
 
 
 def _intent(relation: str, ended: bool, resolved: timeexpr.Resolved | None, statement: str) -> Intent:
@@ -502,9 +544,12 @@ def postprocess_observations(
             statement = re.sub(r"\b(?:his|her)\b", "their", statement)
             o = o.model_copy(update={"statement": statement, "subject": fixed})
             subject = fixed
+        if dialogue_act(o.statement, subject):
+            notes.append(f"dropped a dialogue act: {o.statement}")
+            continue
         obj = resolve_person(o.object, msg.speaker, other)
         generic = False
-        if obj.lower().strip(" .") in _JUNK_OBJECTS:
+        if obj.lower().strip(" .") in _JUNK_OBJECTS or not object_grounded(obj, o.statement, found):
             obj, generic = o.statement, True  # the statement stands in; no relation can be read from it
         if subject.lower() == obj.lower():
             continue
@@ -515,8 +560,10 @@ def postprocess_observations(
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
             rel = "did"  # "Gina partner_of dance crew": not a person
-        if rel in _PLACE_RELATIONS and not re.search(r"\b[A-Z][a-z]", obj):
-            rel = "did"  # "Jon lives_in studio": residence and birthplace are named places
+        if rel in _PLACE_RELATIONS and not named_place(obj, speakers):
+            rel = "did"  # "Jon lives_in studio", "… lives_in Gina's store": residence and birthplace are named places
+        if rel in _OWNED_RELATIONS and _others_possession(obj, subject, speakers):
+            rel = "did"  # "Jon works_at Gina's clothing store": someone else's
         if rel == "works_at" and not employer_like(obj, o.statement):
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
