@@ -245,7 +245,7 @@ def test_contexts_of_each_method(conv) -> None:  # type: ignore[no-untyped-def]
     cfg = MethodConfig(top_k=5)
     ctx = {}
     for name in ("real", "vanilla_graph", "flat_facts", "real+rsum", "real+sources", "real+turns", "real+fts",
-                 "real+floor", "real+replies", "real+fused", "real-no-intervals", "real-no-evaluator"):
+                 "real+floor", "real+replies", "real+fused", "answer", "real-no-intervals", "real-no-evaluator"):
         m = make_method(name, llm, cfg, HashEmbedder())
         m.ingest(c, shared)
         ctx[name] = m.retrieve("Where does Maya work?")
@@ -371,3 +371,22 @@ def test_search_changes_reach_the_real_methods_and_their_result_keys() -> None:
                       ("fused_weights=0,1", "fused_weights")):
         with pytest.raises(ValidationError, match=word):
             parse_search_changes([bad])
+
+
+def test_answer_method_runs_memory_answers_config_and_real_keeps_its_fixed_base() -> None:
+    from dataclasses import replace
+
+    from chronomem.bench.memory_methods import real_base_config
+    from chronomem.retrieve import ANSWER_CONFIG, SearchConfig
+
+    llm = ScriptedLLM()
+    answer = make_method("answer", llm, MethodConfig(), HashEmbedder())
+    assert answer.search_config() == ANSWER_CONFIG  # type: ignore[attr-defined]
+    fields = answer.describe()["answer_config"]
+    assert fields and all(getattr(ANSWER_CONFIG, k) == v != getattr(SearchConfig(), k) for k, v in fields.items())
+    real = make_method("real", llm, MethodConfig(), HashEmbedder())
+    # the published method's base, whatever Memory.answer adds: no turns, 1200 tokens, model-assisted steps on
+    assert real.search_config() == real_base_config() == SearchConfig(  # type: ignore[attr-defined]
+        evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000)
+    assert make_method("real+turns", llm, MethodConfig(), HashEmbedder()).search_config() == replace(  # type: ignore[attr-defined]
+        real_base_config(), quote_sources=8, search_turns=5)

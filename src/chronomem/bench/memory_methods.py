@@ -27,9 +27,9 @@ The answer step
     prompt as the turn baselines (``prompts/answer_v1.txt``); only ``{context}``
     differs.  ``real`` therefore calls ``Memory.search`` with the configuration
     ``Memory.answer`` uses (:data:`chronomem.retrieve.ANSWER_CONFIG`: evaluator and
-    intent fallback on, at most 3 LLM calls per query) minus its source quotes —
-    the published method's graph evidence only; ``real+turns`` is what
-    ``Memory.answer`` sends by default — and puts REAL's serialised
+    intent fallback on, at most 3 LLM calls per query) minus the turns it adds —
+    the published method's graph evidence only (:func:`real_base_config`, fixed);
+    the method ``answer`` is exactly what ``Memory.answer`` sends — and puts REAL's serialised
     evidence into the shared prompt instead of REAL's own answer prompt
     (``retrieve/prompts/answer_v1.md``).  The serialised evidence begins with a
     header that explains its notation (intervals, "now", confidence), so the
@@ -439,14 +439,18 @@ class FlatFacts(_MemoryMethod):
                          info={"facts": len(facts), "scores": [round(s, 4) for _, s in hits]})
 
 
-def real_base_config(answer_config: SearchConfig) -> SearchConfig:
-    """``Memory.answer``'s search configuration with REAL's graph evidence only (no turns quoted).
+def real_base_config() -> SearchConfig:
+    """REAL's read path as ``Memory.answer`` ran it, with the graph evidence only (no turns).
 
-    The base of ``real`` and its ablations: their results stay comparable whatever
-    ``Memory.answer`` adds around the evidence; methods that quote turns say so in
-    their overrides.
+    The base of ``real`` and its ablations (and of ``real+turns`` and the other variants,
+    which name what they add in their overrides).  It is fixed here, not derived from
+    :data:`~chronomem.retrieve.ANSWER_CONFIG`, because these methods' result keys hold only
+    their overrides: a change of ``Memory.answer``'s defaults must not change what a saved
+    ``real`` row means.  The bench method ``answer`` runs ``ANSWER_CONFIG`` itself.
     """
-    return replace(answer_config, quote_sources=0, search_turns=0)
+    from ..retrieve import SearchConfig
+
+    return SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000)
 
 
 class RealMethod(_MemoryMethod):
@@ -460,14 +464,18 @@ class RealMethod(_MemoryMethod):
     rendering: str = "real"
 
     def search_config(self) -> SearchConfig:
-        from ..retrieve import ANSWER_CONFIG, SearchConfig
+        from ..retrieve import SearchConfig
 
         known = {f for f in SearchConfig.__dataclass_fields__}
         missing = sorted(set(self.search_overrides()) - known)
         if missing:
             raise MethodUnavailableError(f"{self.name} needs SearchConfig.{', SearchConfig.'.join(missing)}, "
                                          "which chronomem.retrieve does not have")
-        return replace(real_base_config(ANSWER_CONFIG), **self.search_overrides())
+        return replace(self.base_config(), **self.search_overrides())
+
+    def base_config(self) -> SearchConfig:
+        """The configuration the overrides apply to (:func:`real_base_config`)."""
+        return real_base_config()
 
     def search_overrides(self) -> dict[str, Any]:
         """The method's own ``overrides``, then the run's ``MethodConfig.search`` changes."""
@@ -599,11 +607,40 @@ class RealFused(RealMethod):
     overrides = {"fused_turns": 20}
 
     def retrieve(self, query: str) -> Retrieved:
-        ret = super().retrieve(query)
-        quoted = list(ret.info.get("quoted_ids") or [])
-        shown = set(quoted)
-        ids = quoted + [i for i in ret.ids if i not in shown]
-        return Retrieved(context=ret.context, ids=ids, usage=ret.usage, info=ret.info)
+        return quoted_first(super().retrieve(query))
+
+
+def quoted_first(ret: Retrieved) -> Retrieved:
+    """``ret`` with the ids of the turns its context quotes first, in rank order, then the rest."""
+    quoted = list(ret.info.get("quoted_ids") or [])
+    shown = set(quoted)
+    return Retrieved(context=ret.context, ids=quoted + [i for i in ret.ids if i not in shown], usage=ret.usage,
+                     info=ret.info)
+
+
+class AnswerDefault(RealMethod):
+    """Exactly what ``Memory.answer`` retrieves: :data:`chronomem.retrieve.ANSWER_CONFIG`, whatever it
+    is at this commit (its non-default fields are part of the result key, so rows recorded under
+    other defaults are kept apart).  Its retrieved ids are the quoted turns first, in rank order."""
+
+    name = "answer"
+
+    def base_config(self) -> SearchConfig:
+        from ..retrieve import ANSWER_CONFIG
+
+        return ANSWER_CONFIG
+
+    def retrieve(self, query: str) -> Retrieved:
+        return quoted_first(super().retrieve(query))
+
+    def describe(self) -> dict[str, Any]:
+        from ..retrieve import SearchConfig
+
+        d = super().describe()
+        cfg, default = self.search_config(), SearchConfig()
+        d["answer_config"] = {k: getattr(cfg, k) for k in sorted(SearchConfig.__dataclass_fields__)
+                              if getattr(cfg, k) != getattr(default, k)}
+        return d
 
 
 class RealRsum(RealMethod):
@@ -655,6 +692,7 @@ MEMORY_METHODS: dict[str, type[_MemoryMethod]] = {
     "real+floor": RealFloor,
     "real+replies": RealReplies,
     "real+fused": RealFused,
+    "answer": AnswerDefault,
     **{name: _ablation(name, sw, f"REAL with SearchConfig overrides {sw}") for name, sw in ABLATIONS.items()},
 }
 

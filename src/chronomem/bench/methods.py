@@ -641,6 +641,8 @@ METHODS: dict[str, MethodInfo] = {
         MethodInfo("real+fused", "fused read path: graph evidence, then turns by rank fusion of its sources, "
                    "turn hits and fact hits", _memory_factory("real+fused"), needs_embedder=True,
                    needs_memory_api=_MEMORY_API, needs_options=("fused_turns",)),
+        MethodInfo("answer", "exactly what Memory.answer retrieves (chronomem.retrieve.ANSWER_CONFIG)",
+                   _memory_factory("answer"), needs_embedder=True, needs_memory_api=_MEMORY_API),
         MethodInfo("real+floor", "real+turns without paths of query relevance <= 0.5; turns alone when none is left",
                    _memory_factory("real+floor"), needs_embedder=True, needs_memory_api=_MEMORY_API,
                    needs_options=("quote_sources", "search_turns", "min_relevance", "fallback_turns")),
