@@ -17,6 +17,10 @@
 #                                                                                   -> bench-out/msc
 #   final-bm25    #21's held-out conversations conv-41/43/44/47, every category 1-4 question, BM25 top-20
 #                 (runs early: it needs no memory; never tune on these)                -> bench-out/final
+#   final-answer  #21's held-out run of answer() itself (bench method `answer`: Memory.answer's ANSWER_CONFIG)
+#                 on the same 603 questions, its memories written by extraction $FINAL_EXTRACTION (default
+#                 v3); ingestion first (resumable per session), then the answers      -> bench-out/final-answer
+#                 (its own folder: it may run while final-bm25 does; the report reads both)
 #   report        rewrite every folder's report.md and plots, and the samples' report of the three
 #                 conversations together (bench-out/samples: each method on the same 3×40 questions)
 #   save          copy every folder's journals, report, plots and response cache into benchmarks/results/
@@ -91,8 +95,12 @@ stage() {
       # in the background while the write path is still being improved; answer() follows in stage final.
       restore locomo-final bench-out/final
       locomo conv-41,conv-43,conv-44,conv-47 1,2,3,4 bench-out/final 8192 20 bm25 ;;
+    final-answer)
+      restore locomo-final-answer bench-out/final-answer
+      locomo conv-41,conv-43,conv-44,conv-47 1,2,3,4 bench-out/final-answer 8192 20 answer \
+        --extraction "${FINAL_EXTRACTION:-v3}" ;;
     report)
-      for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc bench-out/final; do
+      for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc bench-out/final bench-out/final-answer; do
         if [ -s "$d/results.jsonl" ]; then  # a folder with no results yet is skipped; a failing report stops the run
           cm bench report --out "$d" > /dev/null
           log "report: $d/report.md"
@@ -102,9 +110,14 @@ stage() {
         cm bench report --out bench-out/samples --from bench-out/conv30 --from bench-out/conv26 --from bench-out/conv42 \
           --sample 40 --seed 0 > /dev/null
         log "report: bench-out/samples/report.md"
+      fi
+      if [ -s bench-out/final/results.jsonl ] && [ -s bench-out/final-answer/results.jsonl ]; then
+        cm bench report --out bench-out/final-both --from bench-out/final --from bench-out/final-answer > /dev/null
+        log "report: bench-out/final-both/report.md"
       fi ;;
     save)
-      for pair in conv30:locomo-conv30 conv26:locomo-conv26 conv42:locomo-conv42 msc:msc final:locomo-final; do
+      for pair in conv30:locomo-conv30 conv26:locomo-conv26 conv42:locomo-conv42 msc:msc final:locomo-final \
+                  final-answer:locomo-final-answer; do
         d="bench-out/${pair%%:*}"
         if [ -s "$d/results.jsonl" ]; then
           "$PY" benchmarks/snapshot.py save "$d" "benchmarks/results/${pair#*:}"
@@ -114,7 +127,8 @@ stage() {
         mkdir -p benchmarks/results/locomo-samples
         cp bench-out/samples/report.md bench-out/samples/summary.json bench-out/samples/*.png benchmarks/results/locomo-samples/
       fi ;;
-    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, final-bm25, report, save)" >&2; exit 2 ;;
+    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, final-bm25, final-answer, report, save)" >&2
+       exit 2 ;;
   esac
 }
 
