@@ -451,16 +451,18 @@ def person_like(obj: str, speakers: Sequence[str] = ()) -> bool:
     return 0 < len(words) <= 3 and all(w[0].isupper() for w in words)
 
 
-#: "Jon asked Gina about …", "Gina thanked Jon …", "Gina is encouraging Jon …": what was said in the
+#: "Jon asked Gina about …", "Gina thanked Jon …", "Jon is appreciating Gina's support": what was said in the
 #: chat, not what it tells about anyone's life (v1 drops the same acts by relation, ``_DIALOGUE_RELATIONS``).
 _DIALOGUE_VERBS = (r"(?:ask(?:s|ed|ing)|thank(?:s|ed|ing)|congratulat(?:es|ed|ing)|compliment(?:s|ed|ing)|"
-                   r"encourag(?:es|ed|ing)|appreciat(?:es|ed|ing)|greet(?:s|ed|ing)|repl(?:ies|ied|ying)|"
-                   r"prais(?:es|ed|ing)|reassur(?:es|ed|ing)|cheer(?:s|ed|ing) on)")
+                   r"appreciat(?:es|ed|ing)|greet(?:s|ed|ing)|repl(?:ies|ied|ying)|prais(?:es|ed|ing)|"
+                   r"cheer(?:s|ed|ing) on)")
 
 
 def dialogue_act(statement: str, subject: str) -> bool:
     """Is the statement only a speech act of its subject ("Jon asked Gina about the studio",
-    "Gina is encouraging Jon")?  Reported content ("Jon said he lost his job") is kept."""
+    "Jon is appreciating Gina's support")?  Reported content ("Jon said he lost his job") and
+    encouragement or advice ("Gina encourages Jon to keep pushing"), which LoCoMo's own observations
+    record, are kept."""
     if not subject:
         return False
     return re.match(rf"\s*{re.escape(subject)}\s+(?:(?:is|was|also)\s+)*{_DIALOGUE_VERBS}\b", statement,
