@@ -47,9 +47,12 @@ class RecordingLLM:
         return len(text.split())
 
     def chat(self, messages: list[dict[str, Any]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
-        self.calls.append({"purpose": purpose, "messages": messages, "max_tokens": max_tokens,
-                           "temperature": temperature, "stop": stop, "schema": schema is not None})
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
+        call = {"purpose": purpose, "messages": messages, "max_tokens": max_tokens,
+                "temperature": temperature, "stop": stop, "schema": schema is not None}
+        if penalties is not None:  # recorded only when sent, so a call without them fingerprints as before
+            call["penalties"] = penalties.request_fields()
+        self.calls.append(call)
         usage = CallUsage(prompt_tokens=10, completion_tokens=5, purpose=purpose)
         if purpose == "extract":
             return ChatResult(text="{}", usage=usage, data={"facts": [

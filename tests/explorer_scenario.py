@@ -46,7 +46,7 @@ class ExplorerLLM:
         return len(text.split())
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         usage = CallUsage(prompt_tokens=50, completion_tokens=10, purpose=purpose)
         prompt = messages[-1]["content"]
         if purpose == "extract":

@@ -94,7 +94,7 @@ class ScriptedLLM:
         return len(text.split())
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         user = messages[-1]["content"]
         usage = CallUsage(prompt_tokens=self.count_tokens(user), completion_tokens=5, latency_s=0.001,
                           purpose=purpose)

@@ -352,7 +352,7 @@ class EchoLLM:
     def __init__(self) -> None:
         self.calls = 0
 
-    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose="", penalties=None):
         from chronomem.providers.base import CallUsage, ChatResult
 
         self.calls += 1

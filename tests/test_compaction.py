@@ -34,7 +34,7 @@ class SummaryLLM:
     name: str = "summary-double"
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose="", penalties=None):
         prompt = messages[-1]["content"]
         self.calls.append({"prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "purpose": purpose})
         body = prompt.split("Earlier messages:", 1)[1].split("Summary:", 1)[0]

@@ -248,7 +248,7 @@ class ObservingLLM:
         return len(text.split())
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         assert schema["properties"]["statements"]["items"] is OBSERVATION_SCHEMA["properties"]["statements"]["items"]
         assert purpose == "extract"
         self.calls += 1

@@ -45,7 +45,7 @@ class ScriptedLLM:
         return len(text.split())
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         self.calls.append(messages)
         assert schema is not None and purpose == "extract" and temperature == 0.0
         transcript = messages[-1]["content"]

@@ -17,7 +17,7 @@ class SessionLLM(ScriptedLLM):
     answers echo the first context line that mentions a word of the question."""
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         usage = CallUsage(prompt_tokens=50, completion_tokens=10, purpose=purpose)
         text = "\n".join(m["content"] for m in messages)
         if purpose == "extract":

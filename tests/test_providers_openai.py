@@ -263,3 +263,16 @@ def test_embeddings_batched_and_normalised(stub: Stub) -> None:
     assert emb.dim == 2
     assert [r["input"] for r in stub.requests] == [["a", "b"], ["c"]]
     assert stub.requests[0]["path"] == "/v1/embeddings"
+
+
+def test_penalties_sent_only_when_set(stub: Stub) -> None:
+    from chronomem.providers.base import Penalties
+
+    stub.script = [completion("a"), completion("b")]
+    llm = make(stub)
+    llm.chat([{"role": "user", "content": "hi"}], penalties=Penalties(frequency=0.5, presence=0.25))
+    llm.chat([{"role": "user", "content": "hi"}])
+    with_p, without = stub.requests
+    assert with_p["frequency_penalty"] == 0.5 and with_p["presence_penalty"] == 0.25
+    assert "repeat_penalty" not in with_p  # not set, so not sent (it is no OpenAI field)
+    assert not {"repeat_penalty", "frequency_penalty", "presence_penalty"} & set(without)

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model import Fact, Origin
-from ..providers.base import LLM, CallUsage, ChatResult, Embedder, LLMWrapper, Messages
+from ..providers.base import LLM, CallUsage, ChatResult, Embedder, LLMWrapper, Messages, Penalties
 from ..timeutil import iso
 from .datasets import QA, Conversation, Session, Turn
 from .methods import (ANSWER_MAX_TOKENS, IngestStats, Method, MethodAnswer, MethodConfig, MethodUnavailableError,
@@ -92,10 +92,11 @@ class RecordingLLM(LLMWrapper):
         self._calls: list[CallUsage] = []
 
     def chat(self, messages: Messages, *, schema: Any = None, max_tokens: int = 512, temperature: float = 0.0,
-             stop: list[str] | None = None, purpose: str = "") -> ChatResult:
+             stop: list[str] | None = None, purpose: str = "", penalties: Penalties | None = None) -> ChatResult:
         try:
             res = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
-                                  stop=stop, purpose=purpose)
+                                  stop=stop, purpose=purpose,
+                                  **({"penalties": penalties} if penalties is not None else {}))
         except Exception as e:  # a failed structured call still cost something; keep it when it says so
             usage = getattr(e, "usage", None)
             if isinstance(usage, CallUsage):

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import LLM, CallUsage, ChatResult, Embedder, Messages, UsageTotals, UsageTracker
+from .base import LLM, CallUsage, ChatResult, Embedder, Messages, Penalties, UsageTotals, UsageTracker
 from .cache import EmbeddingCache, ResponseCache
 from .embeddings import CachedEmbedder
 from .settings import (
@@ -43,6 +43,7 @@ __all__ = [
     "EmbeddingCache",
     "LLMSettings",
     "Messages",
+    "Penalties",
     "ResponseCache",
     "TrackedLLM",
     "UsageTotals",

@@ -7,11 +7,47 @@ Concrete providers live next to this module.
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import ValidationError
+
 Messages = list[dict[str, str]]  # OpenAI-shaped chat messages: {"role": ..., "content": ...}
+
+
+@dataclass(frozen=True, slots=True)
+class Penalties:
+    """Repetition penalties for one chat call; a field left ``None`` is not sent (the engine's default).
+
+    - ``repeat``: llama.cpp's ``repeat_penalty`` (1.0 = off): the logits of tokens among the last
+      64 (``repeat_last_n``) are divided by it.  Not an OpenAI field: OpenAI-compatible servers
+      other than llama.cpp's and vLLM's may reject it.
+    - ``frequency``: ``frequency_penalty`` (0 = off), minus ``frequency`` × the token's count so
+      far from its logit.  OpenAI counts the whole generation, llama.cpp the last 64 tokens.
+    - ``presence``: ``presence_penalty`` (0 = off), minus ``presence`` once a token occurred.
+    """
+
+    repeat: float | None = None
+    frequency: float | None = None
+    presence: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("repeat", "frequency", "presence"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValidationError(f"penalties.{name}", value, "must be a finite number or None")
+        if self.repeat is not None and self.repeat <= 0:
+            raise ValidationError("penalties.repeat", self.repeat, "must be > 0 (1.0 = no penalty)")
+
+    def request_fields(self) -> dict[str, float]:
+        """The set penalties as OpenAI/llama.cpp request fields (``{}`` when none is set)."""
+        fields = {"repeat_penalty": self.repeat, "frequency_penalty": self.frequency,
+                  "presence_penalty": self.presence}
+        return {k: float(v) for k, v in fields.items() if v is not None}
 
 
 @dataclass(slots=True)
@@ -103,6 +139,7 @@ class LLM(Protocol):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         purpose: str = "",
+        penalties: Penalties | None = None,
     ) -> ChatResult:
         """Run one chat completion.
 
@@ -110,6 +147,7 @@ class LLM(Protocol):
         is constrained where the endpoint allows, repaired, validated and
         returned parsed in ``ChatResult.data``; after the retry budget a
         :class:`~chronomem.errors.StructuredOutputError` carries the raw text.
+        ``penalties`` (default: none sent) discourage repeated tokens.
         """
         ...
 

@@ -6,8 +6,9 @@ workers, say — can read and write it at once.  Writes are single
 ``INSERT OR REPLACE`` statements, so a crash never leaves half an entry.
 
 - :class:`ResponseCache` maps a hash of (model name, messages, schema,
-  max_tokens, temperature, stop) to the reply text, the parsed data and the
-  token counts of the original call.
+  max_tokens, temperature, stop and, only when any is set, the repetition
+  penalties) to the reply text, the parsed data and the token counts of the
+  original call.
 - :class:`EmbeddingCache` maps (embedder name, sha256 of the text) to a
   float32 vector and records its dimension.
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import sqlean as sqlite3
 
-from .base import Messages
+from .base import Messages, Penalties
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -116,17 +117,26 @@ def response_key(
     max_tokens: int,
     temperature: float,
     stop: list[str] | None,
+    penalties: Penalties | None = None,
 ) -> str:
-    """sha256 over everything that determines a reply."""
+    """sha256 over everything that determines a reply.
+
+    The penalties enter the hashed record only when at least one is set, so a call without
+    them has the key it had before penalties existed (saved caches still replay).
+    """
+    record: dict[str, object] = {
+        "model": model,
+        "messages": messages,
+        "schema": schema,
+        "max_tokens": max_tokens,
+        "temperature": round(float(temperature), 6),
+        "stop": stop or [],
+    }
+    fields = penalties.request_fields() if penalties is not None else {}
+    if fields:
+        record["penalties"] = {k: round(v, 6) for k, v in fields.items()}
     blob = json.dumps(
-        {
-            "model": model,
-            "messages": messages,
-            "schema": schema,
-            "max_tokens": max_tokens,
-            "temperature": round(float(temperature), 6),
-            "stop": stop or [],
-        },
+        record,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),

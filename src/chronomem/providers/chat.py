@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import StructuredOutputError, TruncatedOutputError
-from .base import CallUsage, ChatResult, Messages
+from .base import CallUsage, ChatResult, Messages, Penalties
 from .structured import NoJSONFound, OutputSchema, SchemaLike, SchemaMismatch, loses_data_to_truncation
 
 log = logging.getLogger(__name__)
@@ -71,8 +71,11 @@ class ChatLLM(ABC):
         max_tokens: int,
         temperature: float,
         stop: list[str] | None,
+        penalties: Penalties | None = None,
     ) -> RawCompletion:
-        """One request to the engine; raise :class:`~chronomem.errors.ModelError` on failure."""
+        """One request to the engine; raise :class:`~chronomem.errors.ModelError` on failure.
+
+        ``penalties``: send only the fields that are set (:meth:`Penalties.request_fields`)."""
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...
@@ -86,6 +89,7 @@ class ChatLLM(ABC):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         purpose: str = "",
+        penalties: Penalties | None = None,
     ) -> ChatResult:
         """Run one chat completion; see :class:`~.base.LLM`.
 
@@ -96,7 +100,8 @@ class ChatLLM(ABC):
         usage = CallUsage(purpose=purpose)
         if schema is None:
             raw = self._complete(
-                messages, json_schema=None, schema_name="", max_tokens=max_tokens, temperature=temperature, stop=stop
+                messages, json_schema=None, schema_name="", max_tokens=max_tokens, temperature=temperature, stop=stop,
+                penalties=penalties,
             )
             usage.prompt_tokens, usage.completion_tokens = raw.prompt_tokens, raw.completion_tokens
             usage.latency_s = time.perf_counter() - t0
@@ -115,6 +120,7 @@ class ChatLLM(ABC):
                 max_tokens=budget,
                 temperature=temperature,
                 stop=stop,
+                penalties=penalties,
             )
             usage.prompt_tokens += raw.prompt_tokens
             usage.completion_tokens += raw.completion_tokens

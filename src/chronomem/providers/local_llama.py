@@ -19,6 +19,10 @@ frees it.
   tokenize call, but the same engine also listens on an ephemeral
   ``127.0.0.1`` port (llama.cpp's HTTP server, protected here by a random API
   key) whose ``/tokenize`` route is used by :meth:`LocalLlamaLLM.count_tokens`.
+- Repetition penalties (:class:`~.base.Penalties`) go out as llama.cpp's
+  ``repeat_penalty``/``frequency_penalty``/``presence_penalty`` fields; they
+  act at temperature 0 too (the penalties come before the greedy pick in
+  llama.cpp's sampler chain) and count the last 64 tokens, prompt included.
 - llama.cpp's verbose logging is turned off (``verbosity=-1``).
 """
 
@@ -34,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelError, ModelUnavailableError
-from .base import Messages
+from .base import Messages, Penalties
 from .chat import ChatLLM, RawCompletion
 from .gguf import ensure_model
 
@@ -224,6 +228,7 @@ class LocalLlamaLLM(ChatLLM):
         max_tokens: int,
         temperature: float,
         stop: list[str] | None,
+        penalties: Penalties | None = None,
     ) -> RawCompletion:
         req: dict[str, Any] = {
             "messages": messages,
@@ -234,6 +239,8 @@ class LocalLlamaLLM(ChatLLM):
         }
         if stop:
             req["stop"] = stop
+        if penalties is not None:
+            req.update(penalties.request_fields())  # llama.cpp's repeat/frequency/presence_penalty fields
         if json_schema is not None:
             req["response_format"] = {"type": "json_object", "schema": json_schema}
         engine = self.engine

@@ -19,6 +19,10 @@ the server rejects that (HTTP 400 naming ``response_format``/``json_schema``)
 the client falls back to ``{"type": "json_object"}`` and then to no
 ``response_format``, putting the schema into the prompt instead, and remembers
 the downgrade for later calls.
+
+Repetition penalties (:class:`~.base.Penalties`) are sent only when set:
+``frequency_penalty`` and ``presence_penalty`` as OpenAI defines them, and
+``repeat_penalty`` as given (llama.cpp's server reads it; OpenAI itself does not).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import Any
 import httpx
 
 from ..errors import ModelError, ModelUnavailableError
-from .base import Messages
+from .base import Messages, Penalties
 from .chat import ChatLLM, RawCompletion
 
 log = logging.getLogger(__name__)
@@ -239,6 +243,7 @@ class OpenAICompatLLM(ChatLLM):
         max_tokens: int,
         temperature: float,
         stop: list[str] | None,
+        penalties: Penalties | None = None,
     ) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
@@ -248,6 +253,8 @@ class OpenAICompatLLM(ChatLLM):
         }
         if stop:
             payload["stop"] = stop
+        if penalties is not None:
+            payload.update(penalties.request_fields())  # only the ones set; repeat_penalty is no OpenAI field
         if self.seed is not None:
             payload["seed"] = self.seed
         if json_schema is not None:
@@ -272,9 +279,10 @@ class OpenAICompatLLM(ChatLLM):
         max_tokens: int,
         temperature: float,
         stop: list[str] | None,
+        penalties: Penalties | None = None,
     ) -> RawCompletion:
         while True:
-            payload = self._payload(messages, json_schema, schema_name, max_tokens, temperature, stop)
+            payload = self._payload(messages, json_schema, schema_name, max_tokens, temperature, stop, penalties)
             try:
                 data = self.http.post("chat/completions", payload)
                 break

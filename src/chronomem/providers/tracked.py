@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import StructuredOutputError
-from .base import LLM, CallUsage, ChatResult, LLMWrapper, Messages, UsageTracker
+from .base import LLM, CallUsage, ChatResult, LLMWrapper, Messages, Penalties, UsageTracker
 from .cache import CachedResponse, ResponseCache, response_key
 from .structured import OutputSchema, SchemaLike, to_plain
 
@@ -43,6 +43,7 @@ class TrackedLLM(LLMWrapper):
         temperature: float = 0.0,
         stop: list[str] | None = None,
         purpose: str = "",
+        penalties: Penalties | None = None,
     ) -> ChatResult:
         key = None
         out = OutputSchema.of(schema) if schema is not None else None
@@ -55,6 +56,7 @@ class TrackedLLM(LLMWrapper):
                 max_tokens=max_tokens,
                 temperature=temperature,
                 stop=stop,
+                penalties=penalties,
             )
             hit = self.cache.get(key)
             if hit is not None:
@@ -70,7 +72,8 @@ class TrackedLLM(LLMWrapper):
                 return ChatResult(text=hit.text, usage=usage, data=data)
         try:
             res = self.inner.chat(
-                messages, schema=schema, max_tokens=max_tokens, temperature=temperature, stop=stop, purpose=purpose
+                messages, schema=schema, max_tokens=max_tokens, temperature=temperature, stop=stop, purpose=purpose,
+                **({"penalties": penalties} if penalties is not None else {}),
             )
         except StructuredOutputError as e:
             spent = getattr(e, "usage", None)
