@@ -37,7 +37,7 @@ class FirstTurnLLM:
         self.calls: list[list[dict[str, str]]] = []
         self.purposes: list[str] = []
 
-    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):  # type: ignore[no-untyped-def]
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose="", penalties=None):  # type: ignore[no-untyped-def]
         self.calls.append(messages)
         self.purposes.append(purpose)
         user = messages[-1]["content"]
@@ -396,6 +396,21 @@ def test_superseded_configurations_are_set_apart_and_the_current_ones_relabelled
     assert [(old.label, new.label) for old, new in superseded] == [("real [full_text=None,ingest=a]", "real")]
 
 
+def test_rsum_rows_of_a_new_decoding_revision_supersede_the_previous_ones() -> None:
+    from chronomem.bench.report import group_rows, split_superseded
+    from chronomem.summarize.rsum import MEMORY_DECODING, MEMORY_POSTPROCESS, MEMORY_PROMPT
+
+    describe = make_method("rsum", FirstTurnLLM(), MethodConfig()).describe()
+    assert describe["memory_decoding"] == MEMORY_DECODING
+    before = {k: v for k, v in describe.items() if k not in ("method", "memory_decoding")}  # rows before decoding
+    assert before == {"max_sentences": 20, "memory_prompt": MEMORY_PROMPT, "memory_postprocess": MEMORY_POSTPROCESS}
+    rows = [_cfg_row("rsum", "old", before, "2026-12-01T00:00:00", f1=0.0),
+            _cfg_row("rsum", "new", {k: v for k, v in describe.items() if k != "method"}, "2026-12-02T00:00:00")]
+    current, superseded = split_superseded(group_rows(rows, "locomo"))
+    assert [g.label for g in current] == ["rsum"]
+    assert [(old.config_keys, new.config_keys) for old, new in superseded] == [({"old"}, {"new"})]
+
+
 def test_report_of_several_folders_on_one_sample(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
@@ -449,7 +464,7 @@ class JudgingLLM(FirstTurnLLM):
         super().__init__()
         self.labels = labels
 
-    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):  # type: ignore[no-untyped-def]
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose="", penalties=None):  # type: ignore[no-untyped-def]
         if purpose != "judge":
             return super().chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
                                 stop=stop, purpose=purpose)

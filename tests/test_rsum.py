@@ -21,11 +21,14 @@ from chronomem.errors import ValidationError
 from chronomem.model import Checkpoint, Message
 from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.summarize.rsum import (
+    MEMORY_DECODING,
+    MEMORY_PENALTIES,
     NO_MEMORY,
     RsumMemory,
     build_memory_messages,
     build_reply_messages,
     generate_reply,
+    generation_cap,
     update_memory,
 )
 from chronomem.prompts import load_prompt
@@ -44,10 +47,11 @@ class ScriptedLLM:
     name: str = "scripted"
     calls: list[dict[str, Any]] = field(default_factory=list)
 
-    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose=""):
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose="", penalties=None):
         prompt = "\n".join(m["content"] for m in messages)
         self.calls.append(
-            {"prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "purpose": purpose}
+            {"prompt": prompt, "max_tokens": max_tokens, "temperature": temperature, "purpose": purpose,
+             "penalties": penalties, "stop": stop}
         )
         text = self.produce(prompt, max_tokens)
         return ChatResult(
@@ -210,6 +214,85 @@ def test_a_model_stuck_in_a_loop_leaves_each_sentence_once_and_the_new_one_under
                         "Ann lives in Oslo.\nAnn likes tea.", max_sentences=20)
     assert upd.memory.splitlines() == ["Ann lives in Oslo.", "Ann likes tea.", "Ann adopted a cat called Miso."]
     assert upd.repeated_sentences == 28 and upd.dropped_sentences == 0
+
+
+def test_the_update_asks_for_the_repetition_penalty_and_the_reply_does_not() -> None:
+    assert MEMORY_DECODING == 2 and MEMORY_PENALTIES.request_fields()  # the latest revision sends a penalty
+    llm = ScriptedLLM(lambda p: "Ann likes tea.")
+    turns = [{"speaker": "Ann", "text": "I like tea."}]
+    update_memory(llm, turns, NO_MEMORY)
+    generate_reply(llm, [{"role": "user", "content": "hi"}], "Ann likes tea.")
+    assert [c["penalties"] for c in llm.calls] == [MEMORY_PENALTIES, None]
+
+
+def test_decoding_1_sends_the_calls_of_the_previous_revision() -> None:
+    llm = ScriptedLLM(lambda p: "Ann likes tea.")
+    turns = [{"speaker": "Ann", "text": "I like tea."}]
+    update_memory(llm, turns, "Ann likes tea.", decoding=1)
+    update_memory(llm, turns, "Ann likes tea.", decoding=1, max_tokens=50)
+    assert [(c["max_tokens"], c["stop"], c["penalties"]) for c in llm.calls] == [(704, None, None), (50, None, None)]
+    for bad in (0, 3, "2"):
+        with pytest.raises(ValidationError, match="decoding"):
+            update_memory(llm, turns, NO_MEMORY, decoding=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match="decoding"):
+            RsumMemory(FakeStore(), llm, decoding=bad)  # type: ignore[arg-type]
+
+
+def test_the_update_stops_at_a_dialogue_line_of_its_speakers() -> None:
+    llm = ScriptedLLM(lambda p: "Ann likes tea.")
+    update_memory(llm, [{"speaker": "Ann", "text": "Tea?"}, {"speaker": "Bob", "text": "Yes."}], NO_MEMORY)
+    assert llm.calls[0]["stop"] == ["\nAnn:", "\nBob:"]
+    many = [{"speaker": name, "text": "hi"} for name in ("A", "B", "C", "D", "E")]
+    update_memory(llm, many, NO_MEMORY)
+    assert llm.calls[1]["stop"] == ["\nA:", "\nB:", "\nC:", "\nD:"]  # OpenAI takes four stop sequences
+    update_memory(llm, [{"role": "user", "content": "no names"}], NO_MEMORY)
+    assert llm.calls[2]["stop"] == ["\nuser:"]
+
+
+def test_generation_cap_follows_the_memory_it_rewrites() -> None:
+    llm = ScriptedLLM(lambda p: "")
+    ceiling = 32 * 20 + 64  # the allowance of a full memory: the cap of MEMORY_DECODING 1
+    floor = 16 * 20 + 32  # a full memory of short sentences
+    assert generation_cap(llm, NO_MEMORY) == generation_cap(llm, "  ") == floor
+    short = "Ann likes tea. " * 10  # 30 words: below the floor
+    assert generation_cap(llm, short) == floor
+    long = "Ann likes green tea with milk. " * 30  # 180 words
+    assert generation_cap(llm, long) == 180 + 20 * 10 + 32
+    assert generation_cap(llm, long * 3) == ceiling
+    assert generation_cap(llm, NO_MEMORY, max_sentences=3) == 20 * 3 + 32  # room for 3 new sentences
+    with pytest.raises(ValidationError, match="max_sentences"):
+        generation_cap(llm, NO_MEMORY, max_sentences=0)
+
+
+def test_a_loop_stops_at_the_cap_of_the_memory_being_rewritten() -> None:
+    prev = "\n".join(f"Ann knows fact {i}." for i in range(10))  # 40 words
+    loop = "Ann went to Oslo. " * 200
+    llm = ScriptedLLM(lambda p: loop)
+    upd = update_memory(llm, [{"speaker": "Ann", "text": "Oslo again!"}], prev)
+    assert llm.calls[0]["max_tokens"] == generation_cap(llm, prev) == 16 * 20 + 32
+    assert upd.completion_tokens == llm.calls[0]["max_tokens"]  # not the 704 tokens of a full allowance
+    assert upd.memory.splitlines()[-1] == "Ann went to Oslo." and upd.repeated_sentences > 0
+    update_memory(llm, [{"speaker": "Ann", "text": "Oslo again!"}], prev, max_tokens=50)
+    assert llm.calls[1]["max_tokens"] == 50  # an explicit cap wins
+
+
+def test_chunks_without_a_fixed_cap_fit_the_window_and_each_call_is_capped_by_its_memory() -> None:
+    llm = ScriptedLLM(recursive_fake, context_window=1500)
+    turns = [{"role": "user", "name": "Ann", "content": f"turn {i} " + "word " * 20} for i in range(60)]
+    upd = update_memory(llm, turns, NO_MEMORY, max_sentences=5)
+    assert upd.calls > 1
+    for call in llm.calls:
+        assert llm.count_tokens(call["prompt"]) + call["max_tokens"] <= llm.context_window
+        memory = _section(call["prompt"], "Previous memory:", "\n\nNew session")
+        assert call["max_tokens"] == generation_cap(llm, memory, 5)
+
+
+def test_rsum_memory_passes_its_decoding(three_sessions: FakeStore) -> None:
+    llm = ScriptedLLM(recursive_fake)
+    RsumMemory(three_sessions, llm).update("u1", "s1")
+    RsumMemory(three_sessions, llm, decoding=1).update("u1", "s2")
+    assert [c["penalties"] for c in llm.calls] == [MEMORY_PENALTIES, None]
+    assert [c["max_tokens"] for c in llm.calls] == [16 * 20 + 32, 32 * 20 + 64]
 
 
 def test_dialogue_lines_copied_into_the_answer_are_removed() -> None:

@@ -473,7 +473,8 @@ class DenseTurns(_TopKTurns):
 # --------------------------------------------------------------------------- Rsum
 
 
-def _rsum_turn(t: Turn) -> dict[str, str]:
+def rsum_turn(t: Turn) -> dict[str, str]:
+    """A turn as Rsum's memory update sees it (an image's caption appended to the text)."""
     text = t.text if not t.blip_caption else f"{t.text} [shares an image: {t.blip_caption}]"
     return {"speaker": t.speaker, "text": text}
 
@@ -495,7 +496,7 @@ def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> Rsum
     for session in conversation.sessions:
         if not session.turns:
             continue
-        upd = update_memory(llm, [_rsum_turn(t) for t in session.turns], memory,
+        upd = update_memory(llm, [rsum_turn(t) for t in session.turns], memory,
                             max_sentences=max_sentences, session_time=session.date_time)
         for u in upd.usages:
             usage.add(u)
@@ -506,10 +507,10 @@ def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> Rsum
 
 def rsum_config(config: MethodConfig) -> dict[str, Any]:
     """What determines the Rsum memory, for the ``describe()`` of the methods that show it."""
-    from ..summarize.rsum import MEMORY_POSTPROCESS, MEMORY_PROMPT
+    from ..summarize.rsum import MEMORY_DECODING, MEMORY_POSTPROCESS, MEMORY_PROMPT
 
     return {"max_sentences": config.rsum_max_sentences, "memory_prompt": MEMORY_PROMPT,
-            "memory_postprocess": MEMORY_POSTPROCESS}
+            "memory_postprocess": MEMORY_POSTPROCESS, "memory_decoding": MEMORY_DECODING}
 
 
 def shared_rsum(llm: LLM, conversation: Conversation, shared: SharedIngest, config: MethodConfig,

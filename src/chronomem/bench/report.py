@@ -41,10 +41,11 @@ HEADLINE = (1, 2, 3, 4)
 REFERENCE_METHOD = "real+turns"  # Memory.answer()'s default read path: the method the head-to-head is about
 TIE = 1e-9
 #: Configuration fields that record a revision of chronomem (the memory's ingestion, the evidence's
-#: serialisation, the full-text query, the Rsum memory's prompt and post-processing), not a parameter
-#: of the method: a configuration that differs from a newer one of the same method in these fields
-#: only is superseded by it.
-REVISION_FIELDS = frozenset({"ingest", "context_format", "full_text", "memory_prompt", "memory_postprocess"})
+#: serialisation, the full-text query, the Rsum memory's prompt, post-processing and decoding), not a
+#: parameter of the method: a configuration that differs from a newer one of the same method in these
+#: fields only is superseded by it.
+REVISION_FIELDS = frozenset({"ingest", "context_format", "full_text", "memory_prompt", "memory_postprocess",
+                             "memory_decoding"})
 #: Fields that may differ between the folders of one merged report without making two methods of one:
 #: the model window is sized to each conversation (truncation is reported per row).
 PER_RUN_FIELDS = frozenset({"context_window"})

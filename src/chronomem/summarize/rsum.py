@@ -14,6 +14,15 @@ definition, a four-step procedure, the sentence cap, then the inputs. ``P_r``
 (``prompts/rsum_reply_v1.md``) is a five-step "extract, then use" procedure.
 Every call runs at temperature 0.  The sentence cap is also enforced in code.
 
+Small models at temperature 0 fall into loops in the memory update, writing the
+same sentences again until the token limit (the 1.5B local model did on 44 % of
+MSC's updates), or go on writing the session's dialogue after the memory.  The
+update therefore asks for a repetition penalty (:data:`MEMORY_PENALTIES`), stops
+at a line that opens with a speaker's name and a colon (dialogue, which the code
+would cut anyway), and caps the generation in proportion to the memory it
+rewrites (:func:`generation_cap`); repeated sentences that still come out are
+dropped in code.
+
 Each ``M_i`` is stored as a :class:`~chronomem.model.Checkpoint` (``seq = i``),
 so the memory as it was after any session is available (:meth:`RsumMemory.summary`
 with ``as_of``) and a forgotten session can be replayed out of the chain
@@ -33,7 +42,7 @@ from typing import Any, Protocol
 from ..validation import check_id
 from ..errors import ChronomemError, ValidationError
 from ..model import Checkpoint, Message
-from ..providers.base import LLM, CallUsage, ChatResult, Messages
+from ..providers.base import LLM, CallUsage, ChatResult, Messages, Penalties
 from ..timeutil import parse_time, utcnow
 from ..prompts import load_prompt
 from .text import (
@@ -55,8 +64,13 @@ __all__ = [
     "RsumStore",
     "MemoryUpdate",
     "RsumMemory",
+    "MEMORY_DECODING",
+    "MEMORY_DECODINGS",
+    "MEMORY_PENALTIES",
+    "MAX_STOP_SPEAKERS",
     "build_memory_messages",
     "build_reply_messages",
+    "generation_cap",
     "update_memory",
     "generate_reply",
 ]
@@ -71,8 +85,27 @@ MEMORY_PROMPT = "rsum_memory_v2"
 #: What the code does to the model's memory text: 1 = dialogue lines removed, sentence cap;
 #: 2 = also repeated sentences dropped before the cap (a memory written by a model in a loop).
 MEMORY_POSTPROCESS = 2
+#: How the memory update is generated (``decoding=`` of :func:`update_memory` and :class:`RsumMemory`;
+#: the default is the latest): 1 = greedy, up to 32 tokens per allowed sentence + 64; 2 = greedy with
+#: :data:`MEMORY_PENALTIES`, up to :func:`generation_cap` tokens, stopped at a dialogue line
+#: (``"\n<speaker>:"``, the first :data:`MAX_STOP_SPEAKERS` speakers).  1 sends exactly the calls it
+#: used to, so its saved response caches replay.
+MEMORY_DECODING = 2
+MEMORY_DECODINGS = (1, 2)
+#: The repetition penalty of a memory update (``MEMORY_DECODING`` 2).  Chosen on four looping
+#: updates of MSC episodes outside the first eight (test_71, test_77, test_80, test_83) among
+#: frequency 0.5, repeat 1.15 and this: it stopped the loops and wrote the fewest tokens.  llama.cpp
+#: counts the last 64 tokens; OpenAI counts the whole generation, where a memory naming the same
+#: speaker in every sentence is penalised more (``decoding=1`` sends none, for a strong remote model).
+MEMORY_PENALTIES = Penalties(frequency=0.3, presence=0.5)
+#: Stop sequences are sent for this many speakers at most (OpenAI accepts four).
+MAX_STOP_SPEAKERS = 4
 REPLY_PROMPT = "rsum_reply_v1"
-_TOKENS_PER_SENTENCE = 32  # generation allowance per memory sentence
+_TOKENS_PER_SENTENCE = 32  # generation allowance per memory sentence (the cap's upper bound)
+_SHORT_SENTENCE_TOKENS = 16  # a full memory of short sentences: the cap's lower bound per sentence
+_NEW_SENTENCE_TOKENS = 20  # room for one new sentence in a rewrite, on top of the memory's own length
+_NEW_SENTENCES = 10  # new sentences one update may add beyond the memory it rewrites
+_CAP_MARGIN = 32  # tokens for the answer's preamble and line breaks
 _PROMPT_MARGIN = 32  # tokens kept free for the chat template around the prompt
 
 
@@ -206,6 +239,24 @@ def build_reply_messages(
 # --------------------------------------------------------------------------- model calls
 
 
+def generation_cap(llm: LLM, memory: str, max_sentences: int = DEFAULT_MAX_SENTENCES) -> int:
+    """Most tokens one memory update may generate: the memory it rewrites plus room for new sentences.
+
+    The rewrite is the previous memory with the session's new facts, so its length follows the
+    memory's: ``tokens(memory) + 20 × min(10, max_sentences)``, but never less than a full memory of
+    short sentences (16 tokens each), plus 32 for line breaks and preambles; at most the allowance
+    of a full memory (32 tokens per sentence + 64).  A model that loops stops there instead of at
+    the full allowance.  (On MSC with the 1.5B model no update that did not loop wrote a memory
+    longer than 307 tokens; the cap is 352 for a memory up to 120 tokens.)
+    """
+    _check_max_sentences(max_sentences)
+    ceiling = _TOKENS_PER_SENTENCE * max_sentences + 64
+    current = 0 if memory.strip() in ("", NO_MEMORY) else llm.count_tokens(memory)
+    rewrite = max(current + _NEW_SENTENCE_TOKENS * min(_NEW_SENTENCES, max_sentences),
+                  _SHORT_SENTENCE_TOKENS * max_sentences)
+    return min(ceiling, rewrite + _CAP_MARGIN)
+
+
 def update_memory(
     llm: LLM,
     session: Sequence[Message | Mapping[str, Any]],
@@ -215,6 +266,7 @@ def update_memory(
     session_time: datetime | None = None,
     max_tokens: int | None = None,
     prompt: str = MEMORY_PROMPT,
+    decoding: int = MEMORY_DECODING,
 ) -> MemoryUpdate:
     """``M_i = LLM(S_i, M_{i-1}, P_m)`` at temperature 0, capped at ``max_sentences``.
 
@@ -223,20 +275,34 @@ def update_memory(
     at a finer grain).  An empty model answer keeps the previous memory (and
     is logged): forgetting everything because of one bad generation would be
     worse.
+
+    ``decoding`` (:data:`MEMORY_DECODING`): from 2 on, each call asks for
+    :data:`MEMORY_PENALTIES`, generates at most :func:`generation_cap` tokens of the
+    memory it rewrites and stops where a line opens with a speaker's name and a colon
+    (so ``echoed_lines`` counts only the dialogue that slipped past the stop).  An
+    explicit ``max_tokens`` is every call's cap in either revision.
     """
     _check_max_sentences(max_sentences)
+    if decoding not in MEMORY_DECODINGS:
+        raise ValidationError("decoding", decoding, f"must be one of {MEMORY_DECODINGS} (see MEMORY_DECODING)")
     if not session:
         raise ValidationError("session", session, "no turns to summarise")
-    gen_tokens = max_tokens or (_TOKENS_PER_SENTENCE * max_sentences + 64)
     memory = previous_memory.strip() or NO_MEMORY
     out = MemoryUpdate(memory=memory)
     speakers = speakers_of(format_transcript(session))
-    for chunk in _chunks(llm, session, memory, max_sentences, session_time, gen_tokens, prompt, speakers):
+    penalties = MEMORY_PENALTIES if decoding >= 2 else None
+    # a line opening with "<speaker>:" is dialogue that drop_dialogue_lines would cut from there on
+    stop = ([f"\n{name}:" for name in speakers[:MAX_STOP_SPEAKERS]] or None) if decoding >= 2 else None
+    # the chunks leave room for the longest generation any of them may ask for (the full allowance)
+    room_tokens = max_tokens or (_TOKENS_PER_SENTENCE * max_sentences + 64)
+    for chunk in _chunks(llm, session, memory, max_sentences, session_time, room_tokens, prompt, speakers):
         messages = build_memory_messages(
             chunk, memory, max_sentences=max_sentences, session_time=session_time, speakers=speakers,
             prompt=prompt,
         )
-        res = llm.chat(messages, max_tokens=gen_tokens, temperature=0.0, purpose="rsum")
+        gen_tokens = max_tokens or (generation_cap(llm, memory, max_sentences) if decoding >= 2 else room_tokens)
+        res = llm.chat(messages, max_tokens=gen_tokens, temperature=0.0, stop=stop, purpose="rsum",
+                       penalties=penalties)
         out.calls += 1
         out.prompt_tokens += res.usage.prompt_tokens
         out.completion_tokens += res.usage.completion_tokens
@@ -350,9 +416,12 @@ class RsumMemory:
         max_tokens: int | None = None,
         memory_prompt: str = MEMORY_PROMPT,
         reply_prompt: str = REPLY_PROMPT,
+        decoding: int = MEMORY_DECODING,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         _check_max_sentences(max_sentences)
+        if decoding not in MEMORY_DECODINGS:
+            raise ValidationError("decoding", decoding, f"must be one of {MEMORY_DECODINGS} (see MEMORY_DECODING)")
         load_prompt("chronomem.summarize", memory_prompt)  # fail early on a bad prompt name
         load_prompt("chronomem.summarize", reply_prompt)
         self.store = store
@@ -361,6 +430,7 @@ class RsumMemory:
         self.max_tokens = max_tokens
         self.memory_prompt = memory_prompt
         self.reply_prompt = reply_prompt
+        self.decoding = decoding
         self._clock = clock
 
     # -- write -------------------------------------------------------------
@@ -494,6 +564,7 @@ class RsumMemory:
             session_time=session_time,
             max_tokens=self.max_tokens,
             prompt=self.memory_prompt,
+            decoding=self.decoding,
         )
         return Checkpoint(
             user_id=user_id,
