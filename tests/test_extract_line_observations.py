@@ -116,7 +116,7 @@ class SlotLLM:
         return len(text.split())
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "") -> ChatResult:
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         self.schemas.append(schema)
         assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v1")
         slots = []
