@@ -563,9 +563,6 @@ class BM25RsumMethod(BM25Turns):
     def memory_text(self) -> str | None:
         return self._rsum.memory
 
-    def describe(self) -> dict[str, Any]:
-        return {"method": self.name, "top_k": self.config.top_k, "max_sentences": self.config.rsum_max_sentences}
-
 
 # --------------------------------------------------------------------------- registry
 
