@@ -184,3 +184,24 @@ def test_named_place_ignores_speaker_names_and_possessives() -> None:
     assert named_place("Lisbon", ["Jon", "Gina"])
     assert not named_place("Gina's store", ["Jon", "Gina"])
     assert not named_place("the studio", ["Jon", "Gina"])
+
+
+def test_ended_needs_words_that_say_so_and_never_closes_an_event() -> None:
+    from chronomem.extract.observations import says_ended
+
+    assert says_ended("Jon lost his job as a banker yesterday.") and says_ended("Ana no longer lives in Porto.")
+    assert not says_ended("Gina likes contemporary dance too.")
+    numbered = {
+        1: msg(1, "Gina", "Contemporary is my fave too, and I just opened my online clothing store!"),
+        2: msg(2, "Jon", "Losing my job gave me the push to start my own dance studio."),
+        3: msg(3, "Jon", "Ha, ha! Thanks, Gina. Sounds familiar, who do those words belong to?"),
+    }
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "fact": fact("Gina likes contemporary dance.", "Gina", "likes", "contemporary", True)},
+        {"line": 2, "fact": fact("Jon lost his job and started his own dance studio.", "Jon", "started",
+                                 "dance studio", True)},
+        {"line": 3, "fact": fact("Jon says the words 'Ha, ha! Thanks, Gina.'", "Jon", "did", "words")},
+    ]})
+    cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
+    assert [(c.relation, c.valid_to) for c in cands] == [("likes", None), ("started", None)]
+    assert any("bare quote" in n for n in notes)

@@ -56,7 +56,10 @@ log = logging.getLogger(__name__)
 PROMPT_VERSION = "observe_v1"
 #: Bump when :func:`postprocess_observations` keeps, drops or rewrites different facts from the
 #: same model output (benchmarks key their ingested v2/v3 memories on it).
-POSTPROCESS_VERSION = 2  # 2: dialogue acts dropped; ungrounded, possessive and unnamed-place objects read as did
+#: 2: dialogue acts dropped; ungrounded, possessive and unnamed-place objects read as did.
+#: 3: "ended" kept only where the statement says something stopped (:func:`says_ended`) and never on
+#: events; "X says the words '…'" dropped.
+POSTPROCESS_VERSION = 3
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -494,6 +497,26 @@ def named_place(obj: str, speakers: Sequence[str]) -> bool:
     return bool(re.search(r"\b[A-Z][a-z]", rest))
 
 
+_ENDING = re.compile(
+    r"\b(?:lost|lose|losing|quit|quitting|left|leaving|moved (?:away|out)|broke up|break up|split up|divorc\w*|"
+    r"sold|selling|no longer|not \w+ anymore|anymore|used to|stopped|ended|closed|closing|shut down|gave up|"
+    r"giving up|retired|former(?:ly)?|ex-\w+|passed away|died|rehomed|got rid of|gave away|resigned|"
+    r"laid off|fired|dropped out|canceled|cancelled)\b", re.IGNORECASE)
+
+
+def says_ended(statement: str) -> bool:
+    """Does the statement say that something stopped being true?  The 1.5B model sets ``ended``
+    on half of v3's statements ("Gina likes contemporary dance too"), which would close facts
+    that are still true; only these words can close one."""
+    return bool(_ENDING.search(statement))
+
+
+#: Relations whose facts are events, not states: nothing about them can stop being true later.
+EVENT_RELATIONS = frozenset({"did", "visited", "traveled_to", "attended", "started", "finished", "joined", "won",
+                             "made", "learned", "met", "received", "gave", "bought"})
+_QUOTE = re.compile(r"^\s*\w+(?: and \w+)? (?:says|said) the words\b", re.IGNORECASE)
+
+
 def _intent(relation: str, ended: bool, resolved: timeexpr.Resolved | None, statement: str) -> Intent:
     if ended:
         return Intent.EVOLUTION
@@ -546,6 +569,9 @@ def postprocess_observations(
             statement = re.sub(r"\b(?:his|her)\b", "their", statement)
             o = o.model_copy(update={"statement": statement, "subject": fixed})
             subject = fixed
+        if _QUOTE.match(o.statement):
+            notes.append(f"dropped a bare quote: {o.statement}")
+            continue
         if dialogue_act(o.statement, subject):
             notes.append(f"dropped a dialogue act: {o.statement}")
             continue
@@ -559,7 +585,12 @@ def postprocess_observations(
             m = _JOB_IN_STATEMENT.search(o.statement)
             if m:
                 obj = m.group(0)
+        if o.ended and not says_ended(o.statement):
+            notes.append(f"not ended (nothing says it stopped): {o.statement}")
+            o = o.model_copy(update={"ended": False})
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
+        if rel in EVENT_RELATIONS and ended:
+            ended = False  # "started his dance studio" happened; it did not stop
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
             rel = "did"  # "Gina partner_of dance crew": not a person
         if rel in _PLACE_RELATIONS and not named_place(obj, speakers):
