@@ -205,3 +205,15 @@ def test_ended_needs_words_that_say_so_and_never_closes_an_event() -> None:
     cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
     assert [(c.relation, c.valid_to) for c in cands] == [("likes", None), ("started", None)]
     assert any("bare quote" in n for n in notes)
+
+
+def test_short_statements_are_dropped_and_praise_aimed_at_a_speaker_is_not_a_relation() -> None:
+    numbered = {1: msg(1, "Jon", "Thanks, Gina! Your kind words mean a lot. I won't give up!"),
+                2: msg(2, "Gina", "With your drive, Jon, your dance studio will be a huge success!")}
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "fact": fact("Jon won.", "Jon", "won", "Jon won")},
+        {"line": 2, "fact": fact("Gina believes Jon's dance studio will be a huge success.", "Gina", "likes", "Jon")},
+    ]})
+    cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
+    assert [(c.relation, c.object) for c in cands] == [("did", "Jon")]
+    assert any("too short" in n for n in notes)

@@ -58,7 +58,8 @@ PROMPT_VERSION = "observe_v1"
 #: same model output (benchmarks key their ingested v2/v3 memories on it).
 #: 2: dialogue acts dropped; ungrounded, possessive and unnamed-place objects read as did.
 #: 3: "ended" kept only where the statement says something stopped (:func:`says_ended`) and never on
-#: events; "X says the words '…'" dropped.
+#: events; "X says the words '…'" and statements under 4 words dropped; likes/feels/plans_to … a
+#: speaker read as did.
 POSTPROCESS_VERSION = 3
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
@@ -514,6 +515,12 @@ def says_ended(statement: str) -> bool:
 #: Relations whose facts are events, not states: nothing about them can stop being true later.
 EVENT_RELATIONS = frozenset({"did", "visited", "traveled_to", "attended", "started", "finished", "joined", "won",
                              "made", "learned", "met", "received", "gave", "bought"})
+#: "Jon won.", "Jon is reading": fewer words than any statement that makes sense alone.
+MIN_STATEMENT_WORDS = 4
+_WORD_RE = re.compile(r"[A-Za-z0-9']+")
+#: Relations the 1.5B model aims at the other speaker for praise or plans ("Gina likes Jon",
+#: "Jon plans_to Gina"); about a speaker they say nothing the statement does not.
+_NOT_ABOUT_PEOPLE = frozenset({"likes", "feels", "plans_to", "wants_to", "owns", "received", "hobby", "favorite"})
 _QUOTE = re.compile(r"^\s*\w+(?: and \w+)? (?:says|said) the words\b", re.IGNORECASE)
 
 
@@ -572,6 +579,9 @@ def postprocess_observations(
         if _QUOTE.match(o.statement):
             notes.append(f"dropped a bare quote: {o.statement}")
             continue
+        if len(_WORD_RE.findall(o.statement)) < MIN_STATEMENT_WORDS:
+            notes.append(f"dropped a statement too short to mean anything alone: {o.statement}")
+            continue
         if dialogue_act(o.statement, subject):
             notes.append(f"dropped a dialogue act: {o.statement}")
             continue
@@ -593,6 +603,8 @@ def postprocess_observations(
             ended = False  # "started his dance studio" happened; it did not stop
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
             rel = "did"  # "Gina partner_of dance crew": not a person
+        if rel in _NOT_ABOUT_PEOPLE and obj in speakers:
+            rel = "did"  # "Gina likes Jon" for "Gina is inspired by Jon's success": the statement says what
         if rel in _PLACE_RELATIONS and not named_place(obj, speakers):
             rel = "did"  # "Jon lives_in studio", "… lives_in Gina's store": residence and birthplace are named places
         if rel in _OWNED_RELATIONS and _others_possession(obj, subject, speakers):
