@@ -217,3 +217,14 @@ def test_short_statements_are_dropped_and_praise_aimed_at_a_speaker_is_not_a_rel
     cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
     assert [(c.relation, c.object) for c in cands] == [("did", "Jon")]
     assert any("too short" in n for n in notes)
+
+
+def test_a_shared_photo_belongs_to_the_speaker_of_the_line_that_carries_it() -> None:
+    numbered = {1: msg(1, "Gina", "Remember that staying positive is very important. [shares an image: a quote on a white sheet]"),
+                2: msg(2, "Jon", "Thanks! I will.")}
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "fact": fact("Jon shares an image of a quote on a white sheet.", "Jon", "did", "quote")},
+        {"line": 2, "fact": None},
+    ]})
+    cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
+    assert [(c.subject, c.text) for c in cands] == [("Gina", "Gina shares an image of a quote on a white sheet.")]

@@ -59,7 +59,7 @@ PROMPT_VERSION = "observe_v1"
 #: 2: dialogue acts dropped; ungrounded, possessive and unnamed-place objects read as did.
 #: 3: "ended" kept only where the statement says something stopped (:func:`says_ended`) and never on
 #: events; "X says the words '…'" and statements under 4 words dropped; likes/feels/plans_to … a
-#: speaker read as did.
+#: speaker read as did; a shared photo belongs to the speaker of the line that carries it.
 POSTPROCESS_VERSION = 3
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
@@ -410,6 +410,20 @@ _KIN = re.compile(r"\b(?:mom|mother|mum|dad|father|parents?|sister|brother|sibli
                   r"neighbou?r|mentor|team ?mates?)\b", re.IGNORECASE)
 
 
+_SHARES_IMAGE = re.compile(r"\b(?:shares?|shared|sharing|showed|shows?)\s+(?:an?\s+|the\s+)?(?:photo|image|picture|pic)\b",
+                           re.IGNORECASE)
+
+
+def image_sharer(subject: str, statement: str, turns: Sequence[Message], speakers: Sequence[str]) -> str | None:
+    """Who shared the photo a statement describes: the speaker of the source line that carries
+    "[shares an image: …]" (the 1.5B model gives it to the other speaker as often as not);
+    ``None`` when the statement is not about sharing a photo or no single line carries one."""
+    if subject not in speakers or not _SHARES_IMAGE.search(statement):
+        return None
+    sharers = {m.speaker for m in turns if "[shares an image:" in m.text}
+    return sharers.pop() if len(sharers) == 1 else None
+
+
 def speaker_fix(subject: str, statement: str, msg: Message, speakers: Sequence[str]) -> str:
     """The right subject for a statement about a speaker, grounded in ``msg``.
 
@@ -568,7 +582,7 @@ def postprocess_observations(
         others = [s for s in speakers if s != msg.speaker]
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(o.subject, msg.speaker, other) or msg.speaker
-        fixed = speaker_fix(subject, o.statement, msg, speakers)
+        fixed = image_sharer(subject, o.statement, found, speakers) or speaker_fix(subject, o.statement, msg, speakers)
         if fixed != subject:
             notes.append(f"subject {subject!r} → {fixed!r} (the speaker of the line): {o.statement}")
             statement = re.sub(rf"\b{re.escape(subject)}\b", fixed, o.statement)
