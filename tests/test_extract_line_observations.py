@@ -228,3 +228,19 @@ def test_a_shared_photo_belongs_to_the_speaker_of_the_line_that_carries_it() -> 
     ]})
     cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
     assert [(c.subject, c.text) for c in cands] == [("Gina", "Gina shares an image of a quote on a white sheet.")]
+
+
+def test_quotes_in_the_transcript_are_single_and_quoted_speech_is_dropped() -> None:
+    from chronomem.extract.chunking import Chunk
+
+    ex = LineObservationExtractor(SlotLLM())
+    messages, _ = ex.messages_for(Chunk(context=(), turns=(msg(1, "Jon", 'I\'m reading "The Lean Startup" now.'),)))
+    assert "'The Lean Startup'" in messages[-1]["content"] and '"' not in messages[-1]["content"]
+    numbered = {1: msg(1, "Gina", "Go Jon! Obstacles are inevitable, but you can do awesome things."),
+                2: msg(2, "Gina", "Congrats, Jon! The studio looks amazing, so pumped for the launch tomorrow.")}
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "fact": fact("Gina says to Jon, 'Go Jon! Obstacles are inevitable.'", "Gina", "did", "Jon")},
+        {"line": 2, "fact": fact("Gina congratulated Jon on the studio launch tomorrow.", "Gina", "did", "studio launch")},
+    ]})
+    cands, _ = postprocess_observations(obs, numbered, trust_turn=True)
+    assert [c.object for c in cands] == ["studio launch"]  # congratulations name the news

@@ -105,6 +105,13 @@ class LineObservationExtractor(ObservationExtractor):
     ) -> None:
         super().__init__(llm, canonical=canonical, prompt_version=prompt_version, max_tokens=max_tokens)
 
+    def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
+        """v1's messages with the transcript's double quotes made single: a title in double quotes
+        ('reading "The Lean Startup"') ended the 1.5B model's JSON string at its first quote."""
+        messages, numbered = super().messages_for(chunk)
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"].replace('"', "'")}
+        return messages, numbered
+
     def run(self, chunk: Chunk[Message]) -> ChunkResult:
         """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
         (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""

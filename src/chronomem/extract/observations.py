@@ -471,14 +471,15 @@ def person_like(obj: str, speakers: Sequence[str] = ()) -> bool:
 
 #: "Jon asked Gina about …", "Gina thanked Jon …", "Jon is appreciating Gina's support": what was said in the
 #: chat, not what it tells about anyone's life (v1 drops the same acts by relation, ``_DIALOGUE_RELATIONS``).
-_DIALOGUE_VERBS = (r"(?:ask(?:s|ed|ing)|thank(?:s|ed|ing)|congratulat(?:es|ed|ing)|compliment(?:s|ed|ing)|"
+_DIALOGUE_VERBS = (r"(?:ask(?:s|ed|ing)|thank(?:s|ed|ing)|compliment(?:s|ed|ing)|"
                    r"appreciat(?:es|ed|ing)|greet(?:s|ed|ing)|repl(?:ies|ied|ying)|prais(?:es|ed|ing)|"
                    r"cheer(?:s|ed|ing) on)")
 
 
 def dialogue_act(statement: str, subject: str) -> bool:
     """Is the statement only a speech act of its subject ("Jon asked Gina about the studio",
-    "Jon is appreciating Gina's support")?  Reported content ("Jon said he lost his job") and
+    "Jon is appreciating Gina's support")?  Reported content ("Jon said he lost his job"),
+    congratulations, which name the news ("Gina congratulated Jon on opening his studio"), and
     encouragement or advice ("Gina encourages Jon to keep pushing"), which LoCoMo's own observations
     record, are kept."""
     if not subject:
@@ -535,7 +536,7 @@ _WORD_RE = re.compile(r"[A-Za-z0-9']+")
 #: Relations the 1.5B model aims at the other speaker for praise or plans ("Gina likes Jon",
 #: "Jon plans_to Gina"); about a speaker they say nothing the statement does not.
 _NOT_ABOUT_PEOPLE = frozenset({"likes", "feels", "plans_to", "wants_to", "owns", "received", "hobby", "favorite"})
-_QUOTE = re.compile(r"^\s*\w+(?: and \w+)? (?:says|said) the words\b", re.IGNORECASE)
+_QUOTE = re.compile(r"^\s*\w+(?: and \w+)? (?:says|said) (?:the words\b|(?:to \w+)?,? *['\"‘“])", re.IGNORECASE)
 
 
 def _intent(relation: str, ended: bool, resolved: timeexpr.Resolved | None, statement: str) -> Intent:
