@@ -11,6 +11,7 @@ import pytest
 
 from chronomem import Memory
 from chronomem.extract.line_observations import (
+    PENALTIES,
     LineObservationExtractor,
     parse_line_observations,
     schema_for_lines,
@@ -118,6 +119,7 @@ class SlotLLM:
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
              temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         self.schemas.append(schema)
+        self.penalties = penalties
         assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v1")
         slots = []
         for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
@@ -139,6 +141,7 @@ def test_pipeline_v3_end_to_end() -> None:
                         {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
                        user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
         assert res.ok
+        assert llm.penalties is PENALTIES is None  # greedy slots (a penalty was tried, BENCHMARKS.md)
         lines = llm.schemas[0]["properties"]["lines"]["prefixItems"]
         assert [s["properties"]["line"]["const"] for s in lines] == [0, 1, 2]
         facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}

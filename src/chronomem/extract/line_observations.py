@@ -27,12 +27,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Message
-from ..providers.base import LLM
+from ..providers.base import LLM, Penalties
 from .chunking import Chunk
 from .extractor import ChunkResult
 from .observations import _STATEMENT_SCHEMA, RELATIONS, Observation, ObservationExtractor, postprocess_observations
 
 PROMPT_VERSION = "observe_lines_v1"
+#: Greedy slots, no repetition penalty.  Tried on conv-30 sessions 1, 7 and 12 (BENCHMARKS.md
+#: "Extraction v3"): presence 0.5 + frequency 0.3 over llama.cpp's last 64 tokens stopped one slot's
+#: statement being copied into the next ones, but matched 8 of 13 gold observations against 9
+#: greedy, citing the same gold evidence turns; not adopted.  ``penalties=`` still takes one.
+PENALTIES: Penalties | None = None
 #: ≈ 8 slots × (45 tokens for a fact, 10 for a null) + slack; a chunk has at most ~8 turns
 MAX_TOKENS = 900
 
@@ -102,8 +107,10 @@ class LineObservationExtractor(ObservationExtractor):
         canonical: Callable[[str], str] = lambda r: r,
         prompt_version: str = PROMPT_VERSION,
         max_tokens: int = MAX_TOKENS,
+        penalties: Penalties | None = PENALTIES,
     ) -> None:
         super().__init__(llm, canonical=canonical, prompt_version=prompt_version, max_tokens=max_tokens)
+        self.penalties = penalties
 
     def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
         """v1's messages with the transcript's double quotes made single: a title in double quotes
@@ -117,7 +124,7 @@ class LineObservationExtractor(ObservationExtractor):
         (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
         messages, numbered = self.messages_for(chunk)
         res = self.llm.chat(messages, schema=schema_for_lines(sorted(numbered)), max_tokens=self.max_tokens,
-                            temperature=0.0, purpose="extract")
+                            temperature=0.0, purpose="extract", penalties=self.penalties)
         observations = parse_line_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
