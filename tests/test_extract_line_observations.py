@@ -11,7 +11,6 @@ import pytest
 
 from chronomem import Memory
 from chronomem.extract.line_observations import (
-    PENALTIES,
     LineObservationExtractor,
     parse_line_observations,
     schema_for_lines,
@@ -20,25 +19,20 @@ from chronomem.extract.observations import RELATIONS, postprocess_observations, 
 from chronomem.model import Message
 from chronomem.providers.base import CallUsage, ChatResult
 
-UTC = timezone.utc
-REF = datetime(2023, 1, 20, 16, 4, tzinfo=UTC)
+from test_extract_observations import NUMBERED as V2_NUMBERED
+from test_extract_observations import REF, UTC, msg
 
-
-def msg(i: int, speaker: str, text: str) -> Message:
-    return Message(id=f"D1:{i}", user_id="u", session_id="s1", speaker=speaker, text=text, timestamp=REF,
-                   recorded_at=REF, seq=i)
-
-
-NUMBERED = {
-    1: msg(1, "Gina", "Hey Jon! Good to see you. What's up? Anything new?"),
-    2: msg(2, "Jon", "Hey Gina! Lost my job as a banker yesterday, so I'm gonna take a shot at starting my own business."),
-    3: msg(3, "Gina", "Sorry about your job Jon! I also lost my job at Door Dash this month."),
-    4: msg(4, "Jon", "Sorry to hear that! Dancing is my passion, it makes me happy."),
-}
+NUMBERED = {**V2_NUMBERED, 4: msg(4, "Jon", "Sorry to hear that! Dancing is my passion, it makes me happy.")}
 
 
 def fact(statement: str, subject: str, relation: str, obj: str, ended: bool = False) -> dict[str, Any]:
     return {"statement": statement, "subject": subject, "relation": relation, "object": obj, "ended": ended}
+
+
+def extract(numbered: dict[int, Message], *slots: tuple[int, dict[str, Any] | None]) -> tuple[list[Any], list[str]]:
+    """The v3 post-processing of a reply with these (line, fact) slots."""
+    obs = parse_line_observations({"lines": [{"line": n, "fact": f} for n, f in slots]})
+    return postprocess_observations(obs, numbered, trust_turn=True)
 
 
 def test_schema_has_one_slot_per_line_with_the_line_number_fixed() -> None:
@@ -75,12 +69,10 @@ def test_parse_rejects_a_reply_that_is_not_slots() -> None:
 
 def test_the_slot_line_is_the_source_even_when_another_line_shares_more_words() -> None:
     # Gina's line 3 repeats "job" and "lost"; the statement was written in line 2's slot
-    obs = parse_line_observations({"lines": [
-        {"line": 2, "fact": fact("Jon lost his job as a banker yesterday and wants his own business.", "Jon",
-                                 "lost", "job as a banker", True)},
-        {"line": 4, "fact": fact("Jon's passion is dancing; it makes him happy.", "Jon", "likes", "dancing")},
-    ]})
-    cands, _ = postprocess_observations(obs, NUMBERED, trust_turn=True)
+    cands, _ = extract(NUMBERED,
+        (2, fact("Jon lost his job as a banker yesterday and wants his own business.", "Jon", "lost",
+                 "job as a banker", True)),
+        (4, fact("Jon's passion is dancing; it makes him happy.", "Jon", "likes", "dancing")))
     by_text = {c.text.split(" (")[0]: c for c in cands}
     assert by_text["Jon lost his job as a banker yesterday and wants his own business"].source_ids[0] == "D1:2"
     assert by_text["Jon's passion is dancing; it makes him happy."].source_ids == ["D1:4"]
@@ -89,13 +81,12 @@ def test_the_slot_line_is_the_source_even_when_another_line_shares_more_words() 
 
 
 def test_a_slot_statement_its_line_does_not_support_is_regrounded_or_dropped() -> None:
-    obs = parse_line_observations({"lines": [
+    cands, notes = extract(
+        NUMBERED,
         # written in the greeting's slot, but line 3 says it
-        {"line": 1, "fact": fact("Gina lost her job at Door Dash this month.", "Gina", "works_at", "Door Dash", True)},
+        (1, fact("Gina lost her job at Door Dash this month.", "Gina", "works_at", "Door Dash", True)),
         # nothing in the chunk says it
-        {"line": 4, "fact": fact("Jon lives in Portugal.", "Jon", "lives_in", "Portugal")},
-    ]})
-    cands, notes = postprocess_observations(obs, NUMBERED, trust_turn=True)
+        (4, fact("Jon lives in Portugal.", "Jon", "lives_in", "Portugal")))
     assert [(c.object, c.source_ids) for c in cands] == [("Door Dash", ["D1:3"])]
     assert any("Portugal" in n for n in notes)
 
@@ -141,7 +132,7 @@ def test_pipeline_v3_end_to_end() -> None:
                         {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
                        user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
         assert res.ok
-        assert llm.penalties is PENALTIES is None  # greedy slots (a penalty was tried, BENCHMARKS.md)
+        assert llm.penalties is None  # greedy slots (a penalty was tried, BENCHMARKS.md)
         lines = llm.schemas[0]["properties"]["lines"]["prefixItems"]
         assert [s["properties"]["line"]["const"] for s in lines] == [0, 1, 2]
         facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
@@ -199,13 +190,10 @@ def test_ended_needs_words_that_say_so_and_never_closes_an_event() -> None:
         2: msg(2, "Jon", "Losing my job gave me the push to start my own dance studio."),
         3: msg(3, "Jon", "Ha, ha! Thanks, Gina. Sounds familiar, who do those words belong to?"),
     }
-    obs = parse_line_observations({"lines": [
-        {"line": 1, "fact": fact("Gina likes contemporary dance.", "Gina", "likes", "contemporary", True)},
-        {"line": 2, "fact": fact("Jon lost his job and started his own dance studio.", "Jon", "started",
-                                 "dance studio", True)},
-        {"line": 3, "fact": fact("Jon says the words 'Ha, ha! Thanks, Gina.'", "Jon", "did", "words")},
-    ]})
-    cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
+    cands, notes = extract(numbered,
+        (1, fact("Gina likes contemporary dance.", "Gina", "likes", "contemporary", True)),
+        (2, fact("Jon lost his job and started his own dance studio.", "Jon", "started", "dance studio", True)),
+        (3, fact("Jon says the words 'Ha, ha! Thanks, Gina.'", "Jon", "did", "words")))
     assert [(c.relation, c.valid_to) for c in cands] == [("likes", None), ("started", None)]
     assert any("bare quote" in n for n in notes)
 
@@ -213,11 +201,9 @@ def test_ended_needs_words_that_say_so_and_never_closes_an_event() -> None:
 def test_short_statements_are_dropped_and_praise_aimed_at_a_speaker_is_not_a_relation() -> None:
     numbered = {1: msg(1, "Jon", "Thanks, Gina! Your kind words mean a lot. I won't give up!"),
                 2: msg(2, "Gina", "With your drive, Jon, your dance studio will be a huge success!")}
-    obs = parse_line_observations({"lines": [
-        {"line": 1, "fact": fact("Jon won.", "Jon", "won", "Jon won")},
-        {"line": 2, "fact": fact("Gina believes Jon's dance studio will be a huge success.", "Gina", "likes", "Jon")},
-    ]})
-    cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
+    cands, notes = extract(numbered,
+        (1, fact("Jon won.", "Jon", "won", "Jon won")),
+        (2, fact("Gina believes Jon's dance studio will be a huge success.", "Gina", "likes", "Jon")))
     assert [(c.relation, c.object) for c in cands] == [("did", "Jon")]
     assert any("too short" in n for n in notes)
 
@@ -225,11 +211,9 @@ def test_short_statements_are_dropped_and_praise_aimed_at_a_speaker_is_not_a_rel
 def test_a_shared_photo_belongs_to_the_speaker_of_the_line_that_carries_it() -> None:
     numbered = {1: msg(1, "Gina", "Remember that staying positive is very important. [shares an image: a quote on a white sheet]"),
                 2: msg(2, "Jon", "Thanks! I will.")}
-    obs = parse_line_observations({"lines": [
-        {"line": 1, "fact": fact("Jon shares an image of a quote on a white sheet.", "Jon", "did", "quote")},
-        {"line": 2, "fact": None},
-    ]})
-    cands, notes = postprocess_observations(obs, numbered, trust_turn=True)
+    cands, notes = extract(numbered,
+        (1, fact("Jon shares an image of a quote on a white sheet.", "Jon", "did", "quote")),
+        (2, None))
     assert [(c.subject, c.text) for c in cands] == [("Gina", "Gina shares an image of a quote on a white sheet.")]
 
 
@@ -241,9 +225,7 @@ def test_quotes_in_the_transcript_are_single_and_quoted_speech_is_dropped() -> N
     assert "'The Lean Startup'" in messages[-1]["content"] and '"' not in messages[-1]["content"]
     numbered = {1: msg(1, "Gina", "Go Jon! Obstacles are inevitable, but you can do awesome things."),
                 2: msg(2, "Gina", "Congrats, Jon! The studio looks amazing, so pumped for the launch tomorrow.")}
-    obs = parse_line_observations({"lines": [
-        {"line": 1, "fact": fact("Gina says to Jon, 'Go Jon! Obstacles are inevitable.'", "Gina", "did", "Jon")},
-        {"line": 2, "fact": fact("Gina congratulated Jon on the studio launch tomorrow.", "Gina", "did", "studio launch")},
-    ]})
-    cands, _ = postprocess_observations(obs, numbered, trust_turn=True)
+    cands, _ = extract(numbered,
+        (1, fact("Gina says to Jon, 'Go Jon! Obstacles are inevitable.'", "Gina", "did", "Jon")),
+        (2, fact("Gina congratulated Jon on the studio launch tomorrow.", "Gina", "did", "studio launch")))
     assert [c.object for c in cands] == ["studio launch"]  # congratulations name the news

@@ -15,29 +15,27 @@ fixes, job typing, time resolution, the statement kept as the fact's text);
 the slot's line is the fact's source unless the statement shares no content
 word with it and another line clearly supports it.
 
+Slots are decoded greedily.  A repetition penalty (presence 0.5 + frequency 0.3 over
+llama.cpp's last 64 tokens, ``penalties=``) stopped one slot's statement being copied into
+the next ones on conv-30 sessions 1, 7 and 12, but matched 8 of 13 gold observations against
+greedy's 9 (BENCHMARKS.md "Extraction v3"), so it is off.
+
 The prompt is the versioned file ``prompts/observe_lines_v1.md``; selecting this
 method is ``WritePipeline(method="v3")`` / ``Config.extraction = "v3"``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Message
-from ..providers.base import LLM, Penalties
 from .chunking import Chunk
 from .extractor import ChunkResult
 from .observations import _STATEMENT_SCHEMA, RELATIONS, Observation, ObservationExtractor, postprocess_observations
 
 PROMPT_VERSION = "observe_lines_v1"
-#: Greedy slots, no repetition penalty.  Tried on conv-30 sessions 1, 7 and 12 (BENCHMARKS.md
-#: "Extraction v3"): presence 0.5 + frequency 0.3 over llama.cpp's last 64 tokens stopped one slot's
-#: statement being copied into the next ones, but matched 8 of 13 gold observations against 9
-#: greedy, citing the same gold evidence turns; not adopted.  ``penalties=`` still takes one.
-PENALTIES: Penalties | None = None
 #: ≈ 8 slots × (45 tokens for a fact, 10 for a null) + slack; a chunk has at most ~8 turns
 MAX_TOKENS = 900
 
@@ -100,17 +98,8 @@ def parse_line_observations(data: Any) -> list[Observation]:
 class LineObservationExtractor(ObservationExtractor):
     """One structured call per chunk with a slot per line (see the module docstring)."""
 
-    def __init__(
-        self,
-        llm: LLM,
-        *,
-        canonical: Callable[[str], str] = lambda r: r,
-        prompt_version: str = PROMPT_VERSION,
-        max_tokens: int = MAX_TOKENS,
-        penalties: Penalties | None = PENALTIES,
-    ) -> None:
-        super().__init__(llm, canonical=canonical, prompt_version=prompt_version, max_tokens=max_tokens)
-        self.penalties = penalties
+    default_prompt = PROMPT_VERSION
+    default_max_tokens = MAX_TOKENS
 
     def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
         """v1's messages with the transcript's double quotes made single: a title in double quotes

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .. import timeexpr
 from ..model import FactInput, Intent, Message, Origin
-from ..providers.base import LLM
+from ..providers.base import LLM, Penalties
 from . import confidence
 from .chunking import Chunk
 from . import extractor as v1
@@ -688,23 +688,30 @@ class ObservationExtractor(Extractor):
     (transcript, shared system prefix) with the v2 prompt, its fixed relation vocabulary and its own
     output handling."""
 
+    #: The prompt and generation cap when the caller names none (:mod:`.line_observations` sets its own).
+    default_prompt: str = PROMPT_VERSION
+    default_max_tokens: int = MAX_TOKENS
+
     def __init__(
         self,
         llm: LLM,
         *,
         canonical: Callable[[str], str] = lambda r: r,
-        prompt_version: str = PROMPT_VERSION,
-        max_tokens: int = MAX_TOKENS,
+        prompt_version: str | None = None,
+        max_tokens: int | None = None,
+        penalties: Penalties | None = None,
     ) -> None:
-        super().__init__(llm, relations=RELATIONS, canonical=canonical, prompt_version=prompt_version,
-                         max_tokens=max_tokens)
+        super().__init__(llm, relations=RELATIONS, canonical=canonical,
+                         prompt_version=prompt_version or self.default_prompt,
+                         max_tokens=max_tokens or self.default_max_tokens)
+        self.penalties = penalties
 
     def run(self, chunk: Chunk[Message]) -> ChunkResult:
         """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
         (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
         messages, numbered = self.messages_for(chunk)
         res = self.llm.chat(messages, schema=schema_for(len(chunk.turns)), max_tokens=self.max_tokens,
-                            temperature=0.0, purpose="extract")
+                            temperature=0.0, purpose="extract", penalties=self.penalties)
         observations = parse_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
