@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import inspect
 
 import pytest
@@ -77,6 +79,11 @@ def test_search_options_apply_on_top_of_each_methods_defaults() -> None:
     assert (on_answer.quote_sources, on_answer.search_turns) == (ANSWER_CONFIG.quote_sources, ANSWER_CONFIG.search_turns)
     assert not on_answer.evaluator and not on_answer.intent_llm and on_answer.context_tokens == 60
     assert SearchOptions().apply(ANSWER_CONFIG) is ANSWER_CONFIG
+    # the fused path's turn count, and the unfused layout chosen by tuning its own knobs
+    assert SearchOptions(turns=12).apply(ANSWER_CONFIG).fused_turns == 12
+    classic = SearchOptions(quote_sources=3).apply(replace(ANSWER_CONFIG, fused_turns=20))
+    assert (classic.fused_turns, classic.quote_sources) == (0, 3)
+    assert SearchOptions(turns=5, search_turns=2).apply(ANSWER_CONFIG).fused_turns == 5
     with Memory(":memory:", embedder=False) as mem:
         mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": f"City{i}", "valid_from": f"20{10 + i}-01-01",
                         "valid_to": f"20{11 + i}-01-01"} for i in range(8)], user_id="u1")

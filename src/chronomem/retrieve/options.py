@@ -166,14 +166,18 @@ class SearchConfig:
 class SearchOptions:
     """What an application tunes on ``Memory.search`` / ``Memory.answer``; ``None`` keeps the default.
 
-    ``context_tokens``: the evidence budget in tokens; ``quote_sources``: verbatim
-    source turns quoted after the facts; ``search_turns``: further turns found by
-    full-text search; ``embeddings``: ``False`` scores relevance lexically even
+    ``context_tokens``: the evidence budget in tokens; ``turns``: verbatim turns
+    ranked by the fused read path (``SearchConfig.fused_turns``; 0 turns it off);
+    ``quote_sources``: verbatim source turns quoted after the facts and
+    ``search_turns``: further turns found by full-text search — the layout without
+    fusion, so setting either (and not ``turns``) turns the fused path off;
+    ``embeddings``: ``False`` scores relevance lexically even
     when an embedder is configured; ``llm_assist``: let the chat model classify
     unclear questions and judge uncertain paths (``max_llm_calls`` per query).
     """
 
     context_tokens: int | None = None
+    turns: int | None = None
     quote_sources: int | None = None
     search_turns: int | None = None
     embeddings: bool | None = None
@@ -184,7 +188,11 @@ class SearchOptions:
     def apply(self, base: SearchConfig) -> SearchConfig:
         """``base`` with the options that are set (validated by :class:`SearchConfig`)."""
         changes: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
-                                   if f.name != "llm_assist" and getattr(self, f.name) is not None}
+                                   if f.name not in ("llm_assist", "turns") and getattr(self, f.name) is not None}
         if self.llm_assist is not None:
             changes.update(evaluator=self.llm_assist, intent_llm=self.llm_assist)
+        if self.turns is not None:
+            changes["fused_turns"] = self.turns
+        elif self.quote_sources is not None or self.search_turns is not None:
+            changes["fused_turns"] = 0  # the unfused layout the caller is tuning
         return replace(base, **changes) if changes else base
