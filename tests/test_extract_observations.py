@@ -296,7 +296,7 @@ def test_memory_selects_the_method_from_config(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("CHRONOMEM_EXTRACTION", "v2")
     mem = Memory(":memory:", llm=ObservingLLM())
     try:
-        assert mem.config.extraction == "v2" and mem._write_path().method == "v2"
+        assert mem.config.extraction == "v2" and mem.pipeline.method == "v2"
     finally:
         mem.close()
     with pytest.raises(ValidationError, match="extraction"):

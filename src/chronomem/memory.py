@@ -201,13 +201,13 @@ class Memory:
         """
         user_id = check_user(user_id)
         if self._buffer is None:
-            return self._write_path().add(messages, user_id=user_id, session_id=session_id,
+            return self.pipeline.add(messages, user_id=user_id, session_id=session_id,
                                           timestamp=timestamp, agent_id=agent_id, progress=progress)
         # buffered session: turns wait in the buffer until end_session writes and extracts them
         sid = session_id
         in_store = set() if sid is None else {m.id for m in self.store.messages(user_id, session_id=sid)}
         known = 0 if sid is None else len(self._buffer.read(user_id, sid)) + len(in_store)
-        result, msgs = self._write_path().prepare(messages, user_id=user_id, session_id=sid,
+        result, msgs = self.pipeline.prepare(messages, user_id=user_id, session_id=sid,
                                                   timestamp=timestamp, agent_id=agent_id, next_seq=known)
         result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
         result.messages_skipped = len(msgs) - result.messages_stored
@@ -219,7 +219,7 @@ class Memory:
                         progress: Callable[[int, int], None] | None = None) -> AddResult:
         """Extract stored turns not extracted yet (buffered, or whose chunk failed before);
         ``message_ids`` limits it to those turns."""
-        return self._write_path().extract_pending(check_user(user_id), session_id, message_ids=message_ids,
+        return self.pipeline.extract_pending(check_user(user_id), session_id, message_ids=message_ids,
                                                   progress=progress)
 
     # -- tenants -----------------------------------------------------------------------------------
@@ -287,10 +287,17 @@ class Memory:
         return WritePipeline(store=self.store, registry=self.registry, graph=self.graph, models=self.models,
                              **opts)
 
-    def _write_path(self) -> WritePipeline:
+    @property
+    def pipeline(self) -> WritePipeline:
+        """The write path :meth:`add` uses (this memory's chunking and extraction method), built once."""
         if self._pipeline is None:
             self._pipeline = self.write_pipeline(chunk_size=self.config.chunk_size)
         return self._pipeline
+
+    @property
+    def buffered(self) -> bool:
+        """True when turns wait in the session buffer and are extracted when the session ends."""
+        return self._buffer is not None
 
     # -- reading -----------------------------------------------------------------------------------
     def _entity_ids(self, user_id: str, name: str | None, field: str) -> list[str] | None:

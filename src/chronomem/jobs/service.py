@@ -95,7 +95,7 @@ class JobService:
         user_id = check_user(user_id)
         mem = self.mem
         store = mem.store
-        if mem._buffer is not None:  # buffered: nothing to extract until the session ends
+        if mem.buffered:  # nothing to extract until the session ends
             res = mem.add(messages, user_id=user_id, session_id=session_id, timestamp=timestamp,
                           agent_id=agent_id)
             job = self._new_job(JobKind.ADD, user_id, res.session_id, {"buffered": True})
@@ -104,8 +104,8 @@ class JobService:
             store.insert_job(job)
             return job
         with store.transaction(user_id):
-            res = mem._write_path().add(messages, user_id=user_id, session_id=session_id,
-                                        timestamp=timestamp, agent_id=agent_id, extract=False)
+            res = mem.pipeline.add(messages, user_id=user_id, session_id=session_id,
+                                    timestamp=timestamp, agent_id=agent_id, extract=False)
             new_ids = list(res.message_ids)
             job = self._new_job(JobKind.ADD, user_id, res.session_id, {
                 "message_ids": new_ids, "messages_stored": res.messages_stored,
