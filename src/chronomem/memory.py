@@ -410,9 +410,9 @@ class Memory:
 
         ``method``: ``"real+rsum"`` (default: REAL graph evidence plus the session
         summary), ``"real"`` (graph evidence only) or ``"rsum"`` (the summary
-        only).  The graph evidence is followed by the verbatim turns its facts
-        came from and a few turns full-text search finds (``SearchOptions.quote_sources``,
-        ``search_turns``).  ``top_k``, ``options`` (applied to the answer's defaults,
+        only).  The graph evidence comes with up to 20 verbatim turns ranked for the
+        question (the fused read path, ``SearchOptions.turns``; ``quote_sources`` and
+        ``search_turns`` select the unfused layout).  ``top_k``, ``options`` (applied to the answer's defaults,
         :data:`chronomem.retrieve.ANSWER_CONFIG`), ``config`` and ``speaker`` are as
         in :meth:`search`; ``max_tokens`` bounds the reply.  Orchestration:
         :func:`chronomem.answering.answer`.

@@ -622,7 +622,9 @@ def quoted_first(ret: Retrieved) -> Retrieved:
 class AnswerDefault(RealMethod):
     """Exactly what ``Memory.answer`` retrieves: :data:`chronomem.retrieve.ANSWER_CONFIG`, whatever it
     is at this commit (its non-default fields are part of the result key, so rows recorded under
-    other defaults are kept apart).  Its retrieved ids are the quoted turns first, in rank order."""
+    other defaults are kept apart).  Its retrieved ids are the quoted turns first, in rank order.
+    The harness never ends a session, so its memories hold no Rsum summary and this is also what
+    ``Memory.answer``'s default method (``real+rsum``) sends."""
 
     name = "answer"
 

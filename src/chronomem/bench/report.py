@@ -38,7 +38,10 @@ REPORT_FILE = "report.md"
 PLOT_BY_CATEGORY = "score_by_category.png"
 PLOT_VS_TOKENS = "score_vs_context_tokens.png"
 HEADLINE = (1, 2, 3, 4)
-REFERENCE_METHOD = "real+turns"  # Memory.answer()'s default read path: the method the head-to-head is about
+#: The method the head-to-head is about, in order of preference: ``answer`` (exactly what
+#: Memory.answer() retrieves), then ``real+turns`` (answer()'s read path before the fused one).
+REFERENCE_METHODS = ("answer", "real+turns")
+REFERENCE_METHOD = "real+turns"  # answer()'s read path when the earlier runs were recorded (plot colour)
 TIE = 1e-9
 #: Configuration fields that record a revision of chronomem (the memory's ingestion, the evidence's
 #: serialisation, the full-text query, the Rsum memory's prompt, post-processing and decoding), not a
@@ -200,17 +203,27 @@ def _fmt_p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}" if p < 0.01 else f"{p:.2f}"
 
 
-def reference_group(groups: Sequence[MethodStats]) -> MethodStats | None:
-    """The newest configuration of ``real+turns``; else the first REAL-family group; else None."""
-    ours = [g for g in groups if g.method == REFERENCE_METHOD and g.headline_rows()]
-    if ours:
-        return max(ours, key=lambda g: max(str(r.get("time", "")) for r in g.rows))
-    return next((g for g in groups if g.method.startswith("real") and g.headline_rows()), None)
+def reference_group(groups: Sequence[MethodStats], reference: str | None = None) -> MethodStats | None:
+    """The newest configuration of ``reference`` (a method name, or a group's whole label), else of the
+    first of :data:`REFERENCE_METHODS` present; else the first REAL-family group; else None.  Raises
+    ``ValueError`` when a named ``reference`` matches no group."""
+    answered = [g for g in groups if g.headline_rows()]
+    if reference is not None:
+        named = [g for g in answered if reference in (g.method, g.label)]
+        if not named:
+            raise ValueError(f"no results of {reference!r} to compare against; methods here: "
+                             f"{', '.join(sorted({g.method for g in answered}))}")
+        return max(named, key=lambda g: max(str(r.get("time", "")) for r in g.rows))
+    for method in REFERENCE_METHODS:
+        ours = [g for g in answered if g.method == method]
+        if ours:
+            return max(ours, key=lambda g: max(str(r.get("time", "")) for r in g.rows))
+    return next((g for g in answered if g.method.startswith("real")), None)
 
 
-def head_to_head_table(groups: Sequence[MethodStats]) -> str:
+def head_to_head_table(groups: Sequence[MethodStats], reference: str | None = None) -> str:
     """Markdown: the reference method against each other method, wins/ties/losses per category; '' if none."""
-    ref = reference_group(groups)
+    ref = reference_group(groups, reference)
     if ref is None or len(groups) < 2:
         return ""
     cats = sorted({r["category"] for g in groups for r in g.headline_rows()})
@@ -480,14 +493,16 @@ def plot_locomo(groups: Sequence[MethodStats], out_dir: Path) -> list[Path]:
 
 
 def write_report(out_dir: str | Path, plots: bool = True, *, sources: Sequence[str | Path] = (),
-                 qids: Collection[str] | None = None, scope: str = "", include_superseded: bool = False) -> Path:
+                 qids: Collection[str] | None = None, scope: str = "", include_superseded: bool = False,
+                 reference: str | None = None) -> Path:
     """Write ``report.md``, ``summary.json`` (and the plots) into ``out_dir``.
 
     The results are ``out_dir``'s own, or with ``sources`` those of each of these folders, reported
     together (configurations that differ only in :data:`PER_RUN_FIELDS` merged).  ``qids`` keeps only
     those LoCoMo questions (described by ``scope`` in the report, e.g. "the stratified sample of 40
     per conversation").  Each method's superseded configurations are listed apart unless
-    ``include_superseded``.
+    ``include_superseded``.  ``reference``: the method (or label) the head-to-head table compares
+    with every other (default: :func:`reference_group`'s choice).
     """
     out = Path(out_dir)
     folders = [Path(f) for f in sources] or [out]
@@ -524,7 +539,7 @@ def write_report(out_dir: str | Path, plots: bool = True, *, sources: Sequence[s
     locomo = best_first(locomo)
     if locomo:
         parts += [locomo_tables(locomo, ingest), ""]
-        versus = head_to_head_table(locomo)
+        versus = head_to_head_table(locomo, reference)
         if versus:
             parts += [versus, ""]
         if plots:

@@ -199,6 +199,8 @@ def report(
     all_configs: bool = typer.Option(False, "--all-configs", help="show superseded configurations in the tables "
                                      "and plots too, not apart"),
     plots: bool = typer.Option(True, "--plots/--no-plots"),
+    reference: str | None = typer.Option(None, "--reference", help="method (or full label) the head-to-head "
+                                         "table compares with every other (default: answer, else real+turns)"),
 ) -> None:
     """(Re)write report.md and the plots from the results of one folder, or of several together (--from)."""
     folders = sources or [out]
@@ -214,7 +216,11 @@ def report(
         qids = {q.qid for c in convs for q in select_questions(c, cats, sample, seed)}
         scope = (f"the stratified sample of {sample} per conversation (categories {categories}, seed {seed}) "
                  f"of {', '.join(c.sample_id for c in convs)}: {len(qids)} questions")
-    path = write_report(out, plots=plots, sources=sources, qids=qids, scope=scope, include_superseded=all_configs)
+    try:
+        path = write_report(out, plots=plots, sources=sources, qids=qids, scope=scope,
+                            include_superseded=all_configs, reference=reference)
+    except ValueError as e:
+        raise typer.BadParameter(str(e), param_hint="--reference") from None
     console.print(path.read_text(), markup=False, highlight=False)  # labels hold [..] that are not rich markup
 
 

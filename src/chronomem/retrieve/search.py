@@ -394,15 +394,16 @@ def _ms(t0: float, t1: float, t2: float, t3: float, t4: float, t5: float) -> dic
 
 
 #: ``answer()`` runs with the model loaded anyway, so the evaluator and the intent
-#: fallback are on, under a small per-query budget; the evidence is followed by the
-#: verbatim turns its facts came from (up to 8) and by up to 5 other turns full-text
-#: search finds for the question.  On LoCoMo conv-30 with the local 1.5B model
-#: (BENCHMARKS.md, "Evaluation harness", 81 questions): graph evidence alone 17.3
-#: official F1, this configuration 41.0, BM25 over raw turns 37.5 (top-10) and 39.6
-#: (top-20, as many context tokens); on conv-26 (152 questions, not tuned on) 33.1
-#: against BM25 top-10's 35.0 — ahead on temporal questions on both, behind on
-#: single-hop.  ``min_relevance`` with ``fallback_turns`` gave a smaller context and
-#: 40.0, ``turn_replies`` 41.1 with more of the gold turns, so all three stay off.
-#: Facts loaded with ``add_facts`` have no source turns and get no quotes.
+#: fallback are on, under a small per-query budget.  The context is the fused read path
+#: (:mod:`.fusion`): REAL's dated graph evidence in 400 of 840 approximate tokens, then up
+#: to 20 verbatim turns ranked by the turn index (each turn indexed with the one before it)
+#: — weights (0, 1, 0): with the 1.5B model's facts, ranking turns by the graph's sources or
+#: by fact hits lowered the gold turns' recall (BENCHMARKS.md "Fused read path").  On the
+#: 3 × 40 tuning sample of LoCoMo conv-26/30/42 (local 1.5B model, same answer prompt):
+#: 44.0 official F1 against BM25 top-20's 38.0 (1.16×; 31 wins, 25 losses, sign test
+#: p = 0.50) and the unfused ``quote_sources=8, search_turns=5`` layout's 36.4, at BM25
+#: top-20's context size (median 1,073 model tokens at 850 approximate tokens against
+#: 1,069; 840 keeps it at or under).  Facts loaded with ``add_facts`` have no source
+#: turns: their graph evidence stands alone.
 ANSWER_CONFIG = SearchConfig(evaluator=True, intent_llm=True, max_llm_calls=3, max_llm_tokens=2000,
-                             quote_sources=8, search_turns=5)
+                             fused_turns=20, fused_weights=(0.0, 1.0, 0.0), context_tokens=840)
