@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..model import Message
 from .chunking import Chunk
 from .extractor import ChunkResult
-from .observations import _STATEMENT_SCHEMA, RELATIONS, Observation, ObservationExtractor, postprocess_observations
+from .observations import RELATIONS, STATEMENT_SCHEMA, Observation, ObservationExtractor, postprocess_observations
 
 PROMPT_VERSION = "observe_lines_v1"
 #: ≈ 8 slots × (45 tokens for a fact, 10 for a null) + slack; a chunk has at most ~8 turns
@@ -44,7 +44,7 @@ def schema_for_lines(lines: list[int]) -> dict[str, Any]:
     """The reply's JSON schema: exactly one slot per line number of ``lines``, in order."""
     slots = [{
         "type": "object",
-        "properties": {"line": {"const": n}, "fact": {"anyOf": [{"type": "null"}, _STATEMENT_SCHEMA]}},
+        "properties": {"line": {"const": n}, "fact": {"anyOf": [{"type": "null"}, STATEMENT_SCHEMA]}},
         "required": ["line", "fact"],
         "additionalProperties": False,
     } for n in lines]

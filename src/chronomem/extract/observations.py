@@ -78,7 +78,7 @@ RELATIONS: tuple[str, ...] = (
 # No turn ids: on conv-30 the 1.5B model used "turn" as a line counter (1, 2, 3 … whatever the
 # content) and then repeated one statement per number until the cap; the source turn is found
 # in code instead (:func:`validate_turn`).  The statement comes first: it is what the typing reads.
-_STATEMENT_SCHEMA: dict[str, Any] = {
+STATEMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "statement": {"type": "string", "maxLength": 160},
@@ -94,7 +94,7 @@ _STATEMENT_SCHEMA: dict[str, Any] = {
 OBSERVATION_SCHEMA: dict[str, Any] = {
     "title": "observations",
     "type": "object",
-    "properties": {"statements": {"type": "array", "items": _STATEMENT_SCHEMA, "maxItems": MAX_STATEMENTS}},
+    "properties": {"statements": {"type": "array", "items": STATEMENT_SCHEMA, "maxItems": MAX_STATEMENTS}},
     "required": ["statements"],
     "additionalProperties": False,
 }
