@@ -20,6 +20,9 @@ from typing import Any
 
 from .errors import ConfigError, ValidationError
 
+#: The write path's extraction methods (:data:`chronomem.extract.pipeline.METHODS`).
+EXTRACTION_METHODS = ("v1", "v2", "v3")
+
 ENV_PREFIX = "CHRONOMEM_"
 
 
@@ -80,8 +83,8 @@ class Config:
             if isinstance(self.chunk_size, bool) or size < 1:
                 raise ValidationError("chunk_size", self.chunk_size, "must be a whole number of turns >= 1")
             self.chunk_size = size
-        if self.extraction not in ("v1", "v2", "v3"):
-            raise ValidationError("extraction", self.extraction, "must be 'v1', 'v2' or 'v3'")
+        if self.extraction not in EXTRACTION_METHODS:
+            raise ValidationError("extraction", self.extraction, f"must be one of {', '.join(EXTRACTION_METHODS)}")
 
     @property
     def db_location(self) -> str:

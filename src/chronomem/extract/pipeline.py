@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from ..config import EXTRACTION_METHODS
 from ..errors import ChronomemError, ModelUnavailableError, TruncatedOutputError, ValidationError
 from ..graph import FactValidator
 from ..model import Fact, FactInput, Message, Origin, UpdateReport
@@ -36,8 +37,6 @@ from ..validation import check_id, check_name, check_text, check_user
 from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
-from .observations import PROMPT_VERSION as OBSERVE_PROMPT_VERSION
-from .line_observations import PROMPT_VERSION as LINES_PROMPT_VERSION
 from .line_observations import LineObservationExtractor
 from .observations import ObservationExtractor
 
@@ -55,11 +54,11 @@ FAILED = 2  # extraction was tried and failed; still pending (store: extracted <
 
 MESSAGE_FIELDS = frozenset({"speaker", "role", "name", "text", "content", "id", "timestamp"})
 DEFAULT_SPEAKER = "user"  # speaker of a bare-string message
-#: Extraction methods: "v1" = one call writes sextuples (prompt extract_v3); "v2" = one call
-#: writes dated statements with turn ids, typed into sextuples (prompt observe_v1,
-#: :mod:`.observations`); "v3" = v2 with one grammar-fixed slot per line (prompt
-#: observe_lines_v1, :mod:`.line_observations`).
-METHODS = ("v1", "v2", "v3")
+#: Extraction methods (``Config.extraction`` names the same ones): "v1" = one call writes
+#: sextuples (prompt extract_v3); "v2" = one call writes dated statements, typed into sextuples
+#: (prompt observe_v1, :mod:`.observations`); "v3" = v2 with one grammar-fixed slot per line
+#: (prompt observe_lines_v1, :mod:`.line_observations`).
+METHODS = EXTRACTION_METHODS
 DEFAULT_METHOD = "v1"
 
 
@@ -357,16 +356,10 @@ class WritePipeline:
     def extractor(self) -> Extractor:
         if self._extractor is None:
             reg = self.registry
-            if self.method == "v3":
-                self._extractor = LineObservationExtractor(
-                    self.models.llm, canonical=lambda r: canonical_relation(r, reg),
-                    prompt_version=self.prompt_version or LINES_PROMPT_VERSION,
-                )
-            elif self.method == "v2":
-                self._extractor = ObservationExtractor(
-                    self.models.llm, canonical=lambda r: canonical_relation(r, reg),
-                    prompt_version=self.prompt_version or OBSERVE_PROMPT_VERSION,
-                )
+            if self.method in ("v2", "v3"):  # each class brings its own default prompt and cap
+                observer = LineObservationExtractor if self.method == "v3" else ObservationExtractor
+                self._extractor = observer(self.models.llm, canonical=lambda r: canonical_relation(r, reg),
+                                           prompt_version=self.prompt_version)
             else:
                 self._extractor = Extractor(
                     self.models.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
