@@ -368,6 +368,16 @@ def test_head_to_head_counts_wins_ties_losses_per_category_on_shared_questions()
     assert "| real+turns [v=old] | 1 | 1/0/0 | – | **1/0/0** | +100.0 | 1.00 |" in table
     # no REAL-family method: no section
     assert head_to_head_table([bm25]) == ""
+    # a named reference wins; `answer` (Memory.answer's own configuration) is preferred to real+turns
+    assert reference_group(groups, "bm25") is bm25
+    assert "Head to head: `bm25`" in head_to_head_table(groups, "bm25")
+    with_answer = group_rows(rows + [row("answer", "a", "q1", 1, 1.0)], "locomo")
+    picked = reference_group(with_answer)
+    assert picked is not None and picked.method == "answer"
+    from chronomem.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="reference.*methods here: bm25, real"):
+        reference_group(groups, "nosuch")
 
 
 def _cfg_row(method: str, key: str, config: dict, time: str, qid: str = "q1", f1: float = 1.0) -> dict:

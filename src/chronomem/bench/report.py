@@ -206,18 +206,25 @@ def _fmt_p(p: float | None) -> str:
 def reference_group(groups: Sequence[MethodStats], reference: str | None = None) -> MethodStats | None:
     """The newest configuration of ``reference`` (a method name, or a group's whole label), else of the
     first of :data:`REFERENCE_METHODS` present; else the first REAL-family group; else None.  Raises
-    ``ValueError`` when a named ``reference`` matches no group."""
+    :class:`~chronomem.errors.ValidationError` when a named ``reference`` matches no group."""
+    from ..errors import ValidationError
+
     answered = [g for g in groups if g.headline_rows()]
+
+    def newest(names: Sequence[str]) -> MethodStats | None:
+        ours = [g for g in answered if g.method in names or g.label in names]
+        return max(ours, key=lambda g: max(str(r.get("time", "")) for r in g.rows)) if ours else None
+
     if reference is not None:
-        named = [g for g in answered if reference in (g.method, g.label)]
-        if not named:
-            raise ValueError(f"no results of {reference!r} to compare against; methods here: "
-                             f"{', '.join(sorted({g.method for g in answered}))}")
-        return max(named, key=lambda g: max(str(r.get("time", "")) for r in g.rows))
+        ref = newest([reference])
+        if ref is None:
+            raise ValidationError("reference", reference, "no results of it to compare against; methods here: "
+                                  + ", ".join(sorted({g.method for g in answered})))
+        return ref
     for method in REFERENCE_METHODS:
-        ours = [g for g in answered if g.method == method]
-        if ours:
-            return max(ours, key=lambda g: max(str(r.get("time", "")) for r in g.rows))
+        ref = newest([method])
+        if ref is not None:
+            return ref
     return next((g for g in answered if g.method.startswith("real")), None)
 
 

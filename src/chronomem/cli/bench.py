@@ -216,11 +216,8 @@ def report(
         qids = {q.qid for c in convs for q in select_questions(c, cats, sample, seed)}
         scope = (f"the stratified sample of {sample} per conversation (categories {categories}, seed {seed}) "
                  f"of {', '.join(c.sample_id for c in convs)}: {len(qids)} questions")
-    try:
-        path = write_report(out, plots=plots, sources=sources, qids=qids, scope=scope,
-                            include_superseded=all_configs, reference=reference)
-    except ValueError as e:
-        raise typer.BadParameter(str(e), param_hint="--reference") from None
+    path = write_report(out, plots=plots, sources=sources, qids=qids, scope=scope,
+                        include_superseded=all_configs, reference=reference)
     console.print(path.read_text(), markup=False, highlight=False)  # labels hold [..] that are not rich markup
 
 
