@@ -202,13 +202,13 @@ class Memory:
         user_id = check_user(user_id)
         if self._buffer is None:
             return self.pipeline.add(messages, user_id=user_id, session_id=session_id,
-                                          timestamp=timestamp, agent_id=agent_id, progress=progress)
+                                     timestamp=timestamp, agent_id=agent_id, progress=progress)
         # buffered session: turns wait in the buffer until end_session writes and extracts them
         sid = session_id
         in_store = set() if sid is None else {m.id for m in self.store.messages(user_id, session_id=sid)}
         known = 0 if sid is None else len(self._buffer.read(user_id, sid)) + len(in_store)
         result, msgs = self.pipeline.prepare(messages, user_id=user_id, session_id=sid,
-                                                  timestamp=timestamp, agent_id=agent_id, next_seq=known)
+                                             timestamp=timestamp, agent_id=agent_id, next_seq=known)
         result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
         result.messages_skipped = len(msgs) - result.messages_stored
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
@@ -220,7 +220,7 @@ class Memory:
         """Extract stored turns not extracted yet (buffered, or whose chunk failed before);
         ``message_ids`` limits it to those turns."""
         return self.pipeline.extract_pending(check_user(user_id), session_id, message_ids=message_ids,
-                                                  progress=progress)
+                                             progress=progress)
 
     # -- tenants -----------------------------------------------------------------------------------
     def for_tenant(self, tenant: str) -> Memory:
