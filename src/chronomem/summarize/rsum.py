@@ -250,7 +250,7 @@ def generation_cap(llm: LLM, memory: str, max_sentences: int = DEFAULT_MAX_SENTE
     longer than 307 tokens; the cap is 352 for a memory up to 120 tokens.)
     """
     _check_max_sentences(max_sentences)
-    ceiling = _TOKENS_PER_SENTENCE * max_sentences + 64
+    ceiling = _full_allowance(max_sentences)
     current = 0 if memory.strip() in ("", NO_MEMORY) else llm.count_tokens(memory)
     rewrite = max(current + _NEW_SENTENCE_TOKENS * min(_NEW_SENTENCES, max_sentences),
                   _SHORT_SENTENCE_TOKENS * max_sentences)
@@ -283,8 +283,7 @@ def update_memory(
     explicit ``max_tokens`` is every call's cap in either revision.
     """
     _check_max_sentences(max_sentences)
-    if decoding not in MEMORY_DECODINGS:
-        raise ValidationError("decoding", decoding, f"must be one of {MEMORY_DECODINGS} (see MEMORY_DECODING)")
+    _check_decoding(decoding)
     if not session:
         raise ValidationError("session", session, "no turns to summarise")
     memory = previous_memory.strip() or NO_MEMORY
@@ -294,7 +293,7 @@ def update_memory(
     # a line opening with "<speaker>:" is dialogue that drop_dialogue_lines would cut from there on
     stop = ([f"\n{name}:" for name in speakers[:MAX_STOP_SPEAKERS]] or None) if decoding >= 2 else None
     # the chunks leave room for the longest generation any of them may ask for (the full allowance)
-    room_tokens = max_tokens or (_TOKENS_PER_SENTENCE * max_sentences + 64)
+    room_tokens = max_tokens or _full_allowance(max_sentences)
     for chunk in _chunks(llm, session, memory, max_sentences, session_time, room_tokens, prompt, speakers):
         messages = build_memory_messages(
             chunk, memory, max_sentences=max_sentences, session_time=session_time, speakers=speakers,
@@ -395,6 +394,16 @@ def _check_max_sentences(n: int) -> None:
         raise ValidationError("max_sentences", n, "must be an integer >= 1")
 
 
+def _check_decoding(decoding: int) -> None:
+    if decoding not in MEMORY_DECODINGS:
+        raise ValidationError("decoding", decoding, f"must be one of {MEMORY_DECODINGS} (see MEMORY_DECODING)")
+
+
+def _full_allowance(max_sentences: int) -> int:
+    """Tokens a memory of ``max_sentences`` full sentences may take: 32 per sentence + 64."""
+    return _TOKENS_PER_SENTENCE * max_sentences + 64
+
+
 # --------------------------------------------------------------------------- stateful
 
 
@@ -420,8 +429,7 @@ class RsumMemory:
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         _check_max_sentences(max_sentences)
-        if decoding not in MEMORY_DECODINGS:
-            raise ValidationError("decoding", decoding, f"must be one of {MEMORY_DECODINGS} (see MEMORY_DECODING)")
+        _check_decoding(decoding)
         load_prompt("chronomem.summarize", memory_prompt)  # fail early on a bad prompt name
         load_prompt("chronomem.summarize", reply_prompt)
         self.store = store
