@@ -44,9 +44,7 @@ from chronomem import Memory
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH, normalize_dia_id
 from chronomem.extract.formats import load_conversations
 from chronomem.extract.extractor import PROMPT_VERSION
-from chronomem.extract.line_observations import PROMPT_VERSION as LINES_PROMPT_VERSION
-from chronomem.extract.observations import PROMPT_VERSION as OBSERVE_PROMPT_VERSION
-from chronomem.extract.pipeline import METHODS, WritePipeline
+from chronomem.extract.pipeline import METHODS, WritePipeline, method_versions
 from chronomem.providers import make_llm
 from chronomem.providers.base import UsageTracker
 
@@ -237,11 +235,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="replay cached responses only; an uncached call fails its chunk (rescoring without a model)")
     ap.add_argument("--method", default="v1", choices=METHODS, help="extraction method (default v1)")
     ap.add_argument("--prompt", default=None,
-                    help=f"extraction prompt version (default {PROMPT_VERSION} for v1, {OBSERVE_PROMPT_VERSION} for v2, "
-                         f"{LINES_PROMPT_VERSION} for v3)")
+                    help="extraction prompt version (default: the method's, "
+                         + ", ".join(f"{method_versions(m)[0]} for {m}" for m in METHODS) + ")")
     args = ap.parse_args(argv)
     if args.prompt is None:
-        args.prompt = {"v2": OBSERVE_PROMPT_VERSION, "v3": LINES_PROMPT_VERSION}.get(args.method, PROMPT_VERSION)
+        args.prompt = method_versions(args.method)[0]
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         stream=sys.stderr)
     for noisy in ("httpx", "chronomem.providers"):

@@ -144,14 +144,10 @@ class IngestConfig:
     @classmethod
     def for_llm(cls, llm: LLM, extraction: str = "v1") -> IngestConfig:
         from ..config import Config
-        from ..extract import extractor, line_observations, observations
         from ..extract.chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT
+        from ..extract.pipeline import method_versions
 
-        prompt, post = {
-            "v1": (extractor.PROMPT_VERSION, extractor.POSTPROCESS_VERSION),
-            "v2": (observations.PROMPT_VERSION, observations.POSTPROCESS_VERSION),
-            "v3": (line_observations.PROMPT_VERSION, observations.POSTPROCESS_VERSION),
-        }[Config(extraction=extraction).extraction]  # Config names an unknown method
+        prompt, post = method_versions(Config(extraction=extraction).extraction)  # Config names an unknown one
         return cls(llm=llm.name, extract_prompt=prompt, chunk_size=DEFAULT_CHUNK_SIZE,
                    chunk_context=DEFAULT_CONTEXT, theta_stable=Config().theta_stable,
                    postprocess=post, extraction=extraction)

@@ -62,6 +62,22 @@ METHODS = EXTRACTION_METHODS
 DEFAULT_METHOD = "v1"
 
 
+def method_versions(method: str) -> tuple[str, int]:
+    """The default prompt version and post-processing version of an extraction ``method``: what,
+    besides the model, decides the facts it writes (benchmarks key their memories on them)."""
+    from . import observations
+
+    if method == "v1":
+        from .extractor import POSTPROCESS_VERSION
+
+        return PROMPT_VERSION, POSTPROCESS_VERSION
+    if method == "v2":
+        return ObservationExtractor.default_prompt, observations.POSTPROCESS_VERSION
+    if method == "v3":
+        return LineObservationExtractor.default_prompt, observations.POSTPROCESS_VERSION
+    raise ValidationError("method", method, f"unknown extraction method; one of {', '.join(METHODS)}")
+
+
 @dataclass(slots=True)
 class FailedChunk:
     message_ids: list[str]
