@@ -49,7 +49,7 @@ cm() { "$PY" -c "import sys; from chronomem.cli import main; sys.argv[0] = 'chro
 log() { echo "$(date -u '+%Y-%m-%dT%H:%M:%SZ') $*" >&2; }
 
 restore() {  # restore <saved folder name> <run folder>
-  if [ ! -s "$2/results.jsonl" ] && [ -d "benchmarks/results/$1" ]; then
+  if [ ! -s "$2/results.jsonl" ] && [ ! -s "$2/llm-cache.sqlite" ] && [ -d "benchmarks/results/$1" ]; then
     "$PY" benchmarks/snapshot.py restore "benchmarks/results/$1" "$2"
   fi
 }
@@ -121,7 +121,7 @@ stage() {
       for pair in conv30:locomo-conv30 conv26:locomo-conv26 conv42:locomo-conv42 msc:msc final:locomo-final \
                   final-answer:locomo-final-answer; do
         d="bench-out/${pair%%:*}"
-        if [ -s "$d/results.jsonl" ]; then
+        if [ -s "$d/results.jsonl" ] || [ -s "$d/llm-cache.sqlite" ]; then  # answers, or an ingestion under way
           "$PY" benchmarks/snapshot.py save "$d" "benchmarks/results/${pair#*:}"
         fi
       done

@@ -13,7 +13,9 @@ cached extraction and summary calls instead of recomputing them.
     python benchmarks/snapshot.py restore benchmarks/results/locomo-conv30 bench-out/conv30
 
 The ingested memories (``memories/*.sqlite``) are not saved: replaying the
-cached extraction calls rebuilds them in a minute or two.
+cached extraction calls rebuilds them in a minute or two.  A run still
+ingesting (no answers yet, only its cache) is saved and restored too, so a
+session that stops mid-ingestion hands its extraction calls to the next one.
 """
 
 from __future__ import annotations
@@ -39,9 +41,14 @@ def _lines(path: Path) -> int:
         return sum(1 for _ in f)
 
 
+def _is_run(folder: Path, cache: str) -> bool:
+    """A bench --out folder, or a saved one: answers, or at least an ingestion under way (its cache)."""
+    return any((folder / name).exists() for name in (*JOURNALS, cache))
+
+
 def save(run: Path, dest: Path) -> list[str]:
-    if not (run / "results.jsonl").exists():
-        raise SystemExit(f"{run}: no results.jsonl here; is this a bench --out folder?")
+    if not _is_run(run, CACHE):
+        raise SystemExit(f"{run}: no journals or {CACHE} here; is this a bench --out folder?")
     dest.mkdir(parents=True, exist_ok=True)
     saved: list[str] = []
     for name in (*JOURNALS, *REPORT_FILES):
@@ -69,8 +76,8 @@ def save(run: Path, dest: Path) -> list[str]:
 
 
 def restore(saved: Path, run: Path, force: bool = False) -> list[str]:
-    if not (saved / "results.jsonl").exists():
-        raise SystemExit(f"{saved}: no results.jsonl here; nothing to restore")
+    if not _is_run(saved, CACHE_GZ):
+        raise SystemExit(f"{saved}: no journals or {CACHE_GZ} here; nothing to restore")
     run.mkdir(parents=True, exist_ok=True)
     restored: list[str] = []
     for name in JOURNALS:
