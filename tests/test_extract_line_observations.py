@@ -229,3 +229,102 @@ def test_quotes_in_the_transcript_are_single_and_quoted_speech_is_dropped() -> N
         (1, fact("Gina says to Jon, 'Go Jon! Obstacles are inevitable.'", "Gina", "did", "Jon")),
         (2, fact("Gina congratulated Jon on the studio launch tomorrow.", "Gina", "did", "studio launch")))
     assert [c.object for c in cands] == ["studio launch"]  # congratulations name the news
+
+
+# ----------------------------------------------------------------- the slim, flat slots (observe_lines_v3)
+
+def test_flat_schema_has_no_subject_or_ended_and_still_fixes_each_line() -> None:
+    s = schema_for_lines([2, 3], flat=True)
+    slots = s["properties"]["lines"]["prefixItems"]
+    assert len(slots) == 2
+    for n, slot in zip((2, 3), slots):
+        empty, told = slot["anyOf"]
+        assert empty["properties"] == {"line": {"const": n}, "statement": {"type": "null"}}
+        assert told["required"] == ["line", "statement", "relation", "object"]
+        assert told["properties"]["relation"]["enum"] == list(RELATIONS)
+        assert told["additionalProperties"] is False
+
+
+def test_the_flat_schema_compiles_to_a_llama_grammar() -> None:
+    xllamacpp = pytest.importorskip("xllamacpp")
+    assert "statement" in xllamacpp.json_schema_to_grammar(json.dumps(schema_for_lines([1, 2], flat=True)))
+
+
+def test_flat_slots_parse_with_ended_read_from_the_statement() -> None:
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "statement": None},
+        {"line": 2, "statement": "Jon lost his job as a banker yesterday.", "relation": "job_title", "object": "banker"},
+        {"line": 3, "statement": "Gina likes contemporary dance.", "relation": "likes", "object": "contemporary dance"},
+    ]})
+    assert [(o.turn, o.subject, o.ended) for o in obs] == [(2, "", True), (3, "", False)]
+
+
+def test_a_flat_statement_is_about_the_first_speaker_it_names_else_the_speaker_of_its_line() -> None:
+    from chronomem.extract.observations import statement_subject
+
+    assert statement_subject("Gina is proud of Jon for starting a business.", ["Jon", "Gina"]) == "Gina"
+    assert statement_subject("The photo Jon shared shows his studio.", ["Gina", "Jon"]) == "Jon"
+    assert statement_subject("The studio opens tomorrow.", ["Jon", "Gina"]) is None
+    numbered = {1: msg(1, "Jon", "Gina, you're so proud of me, I can tell! The studio opens tomorrow."),
+                2: msg(2, "Gina", "So proud of you, Jon! Starting a business takes guts.")}
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "statement": "The dance studio opens tomorrow.", "relation": "did", "object": "the dance studio"},
+        {"line": 2, "statement": "Gina is proud of Jon for starting a business.", "relation": "feels", "object": "proud"},
+    ]})
+    cands, _ = postprocess_observations(obs, numbered, trust_turn=True)
+    assert [(c.subject, c.source_ids[0]) for c in cands] == [("Jon", "D1:1"), ("Gina", "D1:2")]
+
+
+class FlatSlotLLM(SlotLLM):
+    """SlotLLM answering in the flat layout, checking that the slim prompt and schema were sent."""
+
+    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
+        self.schemas.append(schema)
+        assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v3")
+        slots = []
+        for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
+            n, _, rest = line.partition("] ")
+            told = self.SCRIPT.get(rest.split(": ", 1)[1])
+            slot: dict[str, Any] = {"line": int(n.strip("[")), "statement": None}
+            if told:
+                slot.update(statement=told["statement"], relation=told["relation"], object=told["object"])
+            slots.append(slot)
+        return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=20, latency_s=0.01,
+                                                      purpose=purpose), data={"lines": slots})
+
+
+def test_pipeline_v3_with_the_slim_prompt_end_to_end() -> None:
+    llm = FlatSlotLLM()
+    mem = Memory(":memory:", llm=llm)
+    try:
+        pipe = mem.write_pipeline(method="v3", prompt_version="observe_lines_v3")
+        res = pipe.add([{"id": "a1", "speaker": "Maya", "text": "Hi!"},
+                        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
+                        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
+                       user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
+        assert res.ok
+        slot = llm.schemas[0]["properties"]["lines"]["prefixItems"][0]
+        assert "subject" not in slot["anyOf"][1]["properties"]
+        facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
+        assert facts[("works_at", "Acme")].source_ids == ["a2"]
+        assert facts[("lives_in", "Lisbon")].valid_to is None
+    finally:
+        mem.close()
+
+
+def test_a_statement_about_a_context_line_cites_it_when_it_clearly_supports_it() -> None:
+    # the model writes the last context line's news into the first slot of the chunk
+    context = {0: msg(24, "Jon", "I rehearsed with a small group of dancers after work. We do contemporary and hip-hop.")}
+    numbered = {1: msg(25, "Gina", "Wow, it looks awesome! Are they yours at the festival?"),
+                2: msg(26, "Jon", "Yeah, that's us! We're performing at the festival next month.")}
+    obs = parse_line_observations({"lines": [
+        {"line": 1, "fact": fact("Jon rehearsed with a small group of dancers after work.", "Jon", "did", "dancers")},
+        {"line": 2, "fact": fact("Gina met a famous chef in Milan.", "Gina", "met", "a famous chef")},
+    ]})
+    cands, notes = postprocess_observations(obs, numbered, trust_turn=True, context=context)
+    assert [(c.subject, c.source_ids) for c in cands] == [("Jon", ["D1:24"])]
+    assert any("grounded in context line D1:24" in n for n in notes)
+    assert any("no turn supports: Gina met a famous chef" in n for n in notes)  # the context is no licence to invent
+    plain, _ = postprocess_observations(obs, numbered, trust_turn=True)
+    assert plain == []  # without the context lines nothing here supports either statement

@@ -423,6 +423,7 @@ class Extractor:
     ) -> None:
         self.llm = llm
         self.canonical = canonical
+        self.prompt_version = prompt_version
         self.system = system_prompt(relations, prompt_version)
         self.max_tokens = max_tokens
 

@@ -60,7 +60,9 @@ PROMPT_VERSION = "observe_v1"
 #: 3: "ended" kept only where the statement says something stopped (:func:`says_ended`) and never on
 #: events; "X says the words '…'" and statements under 4 words dropped; likes/feels/plans_to … a
 #: speaker read as did; a shared photo belongs to the speaker of the line that carries it.
-POSTPROCESS_VERSION = 3
+#: 4: a statement with no subject (v3's slim slots) is about the first speaker it names; a statement
+#: no turn supports is grounded in a context line that supports it strongly (CONTEXT_SUPPORT).
+POSTPROCESS_VERSION = 4
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -176,6 +178,9 @@ def parse_observations(data: Any) -> list[Observation]:
 #: v3: the support (:func:`_grounding`) a statement needs from the line whose slot it was written
 #: in to keep that line as its source: one content word of a five-word statement.
 TRUSTED_TURN_SUPPORT = 0.1
+#: How well a context line (no slot) must support a statement that no turn of the chunk supports
+#: for the fact to cite it: twice a turn's minimum, as the model was not asked about that line.
+CONTEXT_SUPPORT = 0.5
 
 
 def _grounding(words: set[str], obj_words: set[str], m: Message) -> float:
@@ -424,6 +429,18 @@ def image_sharer(subject: str, statement: str, turns: Sequence[Message], speaker
     return sharers.pop() if len(sharers) == 1 else None
 
 
+def statement_subject(statement: str, speakers: Sequence[str]) -> str | None:
+    """The speaker a statement is about when the model named no subject (v3's slim slots): the
+    first speaker it names ("Gina is proud of Jon" → Gina, "The photo Jon shared …" → Jon);
+    ``None`` when it names none (the caller falls back to the line's speaker)."""
+    first: tuple[int, str] | None = None
+    for s in speakers:
+        m = re.search(rf"\b{re.escape(s)}\b", statement)
+        if m and (first is None or m.start() < first[0]):
+            first = (m.start(), s)
+    return first[1] if first else None
+
+
 def speaker_fix(subject: str, statement: str, msg: Message, speakers: Sequence[str]) -> str:
     """The right subject for a statement about a speaker, grounded in ``msg``.
 
@@ -558,6 +575,7 @@ def postprocess_observations(
     canonical: Callable[[str], str] = lambda r: r,
     context_speakers: Sequence[str] = (),
     trust_turn: bool = False,
+    context: dict[int, Message] | None = None,
 ) -> tuple[list[FactInput], list[str]]:
     """Observations → fact-input records; returns ``(candidates, notes)``.
 
@@ -566,7 +584,11 @@ def postprocess_observations(
     objects (the statement itself stands in for an empty object), self-loops,
     non-pet ``has_pet``, repeats; a copy of a turn's fact for the other speaker.
     ``trust_turn`` (v3): each observation's ``turn`` was fixed by the grammar, and is
-    its source whenever the statement shares a content word with it.
+    its source whenever the statement shares a content word with it.  ``context``: the chunk's
+    context lines (they have no slot); a statement no turn supports is grounded in one of them
+    when it supports it strongly (:data:`CONTEXT_SUPPORT`): the model often writes the last
+    context line's news into the first slot ("Jon rehearsed with a small group of dancers" in
+    the slot of Gina's "Wow, are they yours?").
     """
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
@@ -574,6 +596,10 @@ def postprocess_observations(
     seen: set[tuple[str, str, str, bool]] = set()
     for o in observations:
         found = source_turns(o, numbered, speakers, trust_turn=TRUSTED_TURN_SUPPORT if trust_turn else None)
+        if not found and context:
+            found = source_turns(o.model_copy(update={"turn": None}), context, speakers, min_score=CONTEXT_SUPPORT)
+            if found:
+                notes.append(f"grounded in context line {found[0].id}: {o.statement}")
         if not found:
             notes.append(f"dropped statement no turn supports: {o.statement}")
             continue
@@ -582,7 +608,7 @@ def postprocess_observations(
             notes.append(f"turn {o.turn} → {msg.id} for: {o.statement}")
         others = [s for s in speakers if s != msg.speaker]
         other = others[0] if len(others) == 1 else None
-        subject = resolve_person(o.subject, msg.speaker, other) or msg.speaker
+        subject = resolve_person(o.subject, msg.speaker, other) or statement_subject(o.statement, speakers) or msg.speaker
         fixed = image_sharer(subject, o.statement, found, speakers) or speaker_fix(subject, o.statement, msg, speakers)
         if fixed != subject:
             notes.append(f"subject {subject!r} → {fixed!r} (the speaker of the line): {o.statement}")
@@ -715,5 +741,6 @@ class ObservationExtractor(Extractor):
         observations = parse_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
+            context=dict(enumerate(chunk.context)),
         )
         return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)
