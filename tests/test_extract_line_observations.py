@@ -328,3 +328,69 @@ def test_a_statement_about_a_context_line_cites_it_when_it_clearly_supports_it()
     assert any("no turn supports: Gina met a famous chef" in n for n in notes)  # the context is no licence to invent
     plain, _ = postprocess_observations(obs, numbered, trust_turn=True)
     assert plain == []  # without the context lines nothing here supports either statement
+
+
+# ----------------------------------------------------------------- plain rows (observe_rows_v1)
+
+def test_rows_grammar_fixes_one_row_per_line_and_the_relations() -> None:
+    from chronomem.extract.line_observations import rows_grammar
+
+    g = rows_grammar([3, 4])
+    assert g.splitlines()[0] == "root ::= row3 row4"
+    assert 'row3 ::= "3|" (nil | fact) "\\n"' in g
+    rel = next(line for line in g.splitlines() if line.startswith("rel ::="))
+    assert rel.count('"') == 2 * len(RELATIONS) and '"job_title"' in rel
+
+
+def test_rows_parse_tolerates_what_no_grammar_held() -> None:
+    from chronomem.extract.line_observations import parse_line_rows
+
+    text = ("Here are the rows:\n"
+            "3|Jon lost his job as a banker yesterday.|Jon|job_title|banker\n"
+            "[4] | -\n"
+            "5|Gina loves green tea.|Gina|adores|green tea\n"
+            "6|Gina loves green tea.|Gina|likes|green tea\n"
+            "7|Jon will open his dance studio next month.\n")
+    obs = parse_line_rows(text)
+    assert [(o.turn, o.subject, o.relation, o.object, o.ended) for o in obs] == [
+        (3, "Jon", "job_title", "banker", True),   # "lost": ended, from the statement
+        (5, "Gina", "did", "green tea", False),    # a relation outside the list reads as did
+        (7, "", "did", "", False),                 # missing columns are empty; the repeat (6) is dropped
+    ]
+
+
+class RowsLLM(SlotLLM):
+    """SlotLLM answering in rows, checking that the rows prompt and a grammar (no schema) were sent."""
+
+    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
+             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None,
+             grammar: str | None = None) -> ChatResult:
+        assert schema is None and grammar is not None
+        self.schemas.append(grammar)
+        assert messages[0]["content"] == system_prompt(RELATIONS, "observe_rows_v1")
+        rows = []
+        for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
+            n, _, rest = line.partition("] ")
+            told = self.SCRIPT.get(rest.split(": ", 1)[1])
+            rows.append(f"{n.strip('[')}|" + (f"{told['statement']}|{told['subject']}|{told['relation']}|{told['object']}"
+                                              if told else "-"))
+        return ChatResult(text="\n".join(rows) + "\n",
+                          usage=CallUsage(prompt_tokens=50, completion_tokens=15, latency_s=0.01, purpose=purpose))
+
+
+def test_pipeline_v3_with_rows_end_to_end() -> None:
+    llm = RowsLLM()
+    mem = Memory(":memory:", llm=llm)
+    try:
+        pipe = mem.write_pipeline(method="v3", prompt_version="observe_rows_v1")
+        res = pipe.add([{"id": "a1", "speaker": "Maya", "text": "Hi!"},
+                        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
+                        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
+                       user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
+        assert res.ok
+        assert llm.schemas[0].startswith("root ::= row0 row1 row2")
+        facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
+        assert facts[("works_at", "Acme")].source_ids == ["a2"]
+        assert facts[("lives_in", "Lisbon")].text == "Maya moved to Lisbon last month (May 2023)."
+    finally:
+        mem.close()

@@ -271,3 +271,32 @@ class OldProtocolLLM:
 
 def test_tracked_llm_without_penalties_still_wraps_an_old_llm() -> None:
     assert TrackedLLM(OldProtocolLLM()).chat([{"role": "user", "content": "x"}]).text == "ok"  # type: ignore[arg-type]
+
+
+GRAMMAR = 'root ::= "1|" [a-z]+ "\\n"'
+
+
+def test_response_key_depends_on_the_grammar_and_is_unchanged_without_one() -> None:
+    model = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+    plain = dict(schema=None, max_tokens=704, temperature=0.0, stop=None)
+    assert response_key(model, _RSUM_MSGS, **plain, grammar=None) == _OLD_KEYS["plain"]
+    with_grammar = response_key(model, _RSUM_MSGS, **plain, grammar=GRAMMAR)
+    assert with_grammar != _OLD_KEYS["plain"]
+    assert with_grammar != response_key(model, _RSUM_MSGS, **plain, grammar=GRAMMAR.replace("a-z", "a-c"))
+
+
+def test_a_grammar_goes_to_the_engine_with_no_schema_and_is_cached_apart(tmp_path: Path) -> None:
+    inner = KwargsLLM(["free text", "1|rows\n"])
+    llm = TrackedLLM(inner, cache=ResponseCache(tmp_path / "c.sqlite"))
+    msgs = [{"role": "user", "content": "rows please"}]
+    assert llm.chat(msgs).text == "free text"
+    assert llm.chat(msgs, grammar=GRAMMAR).text == "1|rows\n"
+    assert llm.chat(msgs, grammar=GRAMMAR).text == "1|rows\n"  # from the cache
+    assert inner.calls == 2
+    assert "grammar" not in inner.kwargs[0]  # engines written before grammars still work
+    assert inner.kwargs[1]["grammar"] == GRAMMAR and inner.kwargs[1]["json_schema"] is None
+
+
+def test_a_schema_and_a_grammar_together_are_refused() -> None:
+    with pytest.raises(ValueError, match="schema or a grammar"):
+        ScriptedLLM(["{}"]).chat([{"role": "user", "content": "x"}], schema=City, grammar=GRAMMAR)

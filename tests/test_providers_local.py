@@ -47,6 +47,20 @@ def test_local_structured_extraction(llm) -> None:
     assert llm.usage.snapshot()["by_purpose"]["extract"]["calls"] == 1
 
 
+def test_local_grammar_holds_the_reply_to_rows(llm) -> None:
+    from chronomem.extract.line_observations import parse_line_rows, rows_grammar
+
+    messages = [
+        {"role": "system", "content": "For each numbered line write: number|statement|subject|relation|object, or number|-"},
+        {"role": "user", "content": "[1] Maria: Hi!\n[2] Maria: I moved to Berlin in 2019 for a new job."},
+    ]
+    r = llm.chat(messages, grammar=rows_grammar([1, 2]), max_tokens=80, purpose="extract")
+    rows = r.text.splitlines()
+    assert [row.split("|")[0] for row in rows] == ["1", "2"]  # one row per line, in order, nothing else
+    assert all(row.endswith("|-") or row.count("|") == 4 for row in rows)
+    assert all(o.turn in (1, 2) for o in parse_line_rows(r.text))
+
+
 def test_local_embedding_similarity_ordering() -> None:
     try:
         emb = make_embedder("local", cache=False)

@@ -92,11 +92,13 @@ class RecordingLLM(LLMWrapper):
         self._calls: list[CallUsage] = []
 
     def chat(self, messages: Messages, *, schema: Any = None, max_tokens: int = 512, temperature: float = 0.0,
-             stop: list[str] | None = None, purpose: str = "", penalties: Penalties | None = None) -> ChatResult:
+             stop: list[str] | None = None, purpose: str = "", penalties: Penalties | None = None,
+             grammar: str | None = None) -> ChatResult:
         try:
             res = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
                                   stop=stop, purpose=purpose,
-                                  **({"penalties": penalties} if penalties is not None else {}))
+                                  **({"penalties": penalties} if penalties is not None else {}),
+                                  **({"grammar": grammar} if grammar is not None else {}))
         except Exception as e:  # a failed structured call still cost something; keep it when it says so
             usage = getattr(e, "usage", None)
             if isinstance(usage, CallUsage):

@@ -140,6 +140,7 @@ class LLM(Protocol):
         stop: list[str] | None = None,
         purpose: str = "",
         penalties: Penalties | None = None,
+        grammar: str | None = None,
     ) -> ChatResult:
         """Run one chat completion.
 
@@ -148,6 +149,9 @@ class LLM(Protocol):
         returned parsed in ``ChatResult.data``; after the retry budget a
         :class:`~chronomem.errors.StructuredOutputError` carries the raw text.
         ``penalties`` (default: none sent) discourage repeated tokens.
+        ``grammar`` (no ``schema`` with it): a llama.cpp GBNF grammar for a plain-text reply,
+        enforced where the engine can (the embedded model) and otherwise left to the prompt,
+        so the caller parses ``ChatResult.text`` tolerantly.
         """
         ...
 

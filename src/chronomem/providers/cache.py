@@ -118,11 +118,13 @@ def response_key(
     temperature: float,
     stop: list[str] | None,
     penalties: Penalties | None = None,
+    grammar: str | None = None,
 ) -> str:
     """sha256 over everything that determines a reply.
 
-    The penalties enter the hashed record only when at least one is set, so a call without
-    them has the key it had before penalties existed (saved caches still replay).
+    The penalties enter the hashed record only when at least one is set, and the grammar only
+    when given, so a call without them has the key it had before they existed (saved caches
+    still replay).
     """
     record: dict[str, object] = {
         "model": model,
@@ -135,6 +137,8 @@ def response_key(
     fields = penalties.request_fields() if penalties is not None else {}
     if fields:
         record["penalties"] = {k: round(v, 6) for k, v in fields.items()}
+    if grammar is not None:
+        record["grammar"] = grammar
     blob = json.dumps(
         record,
         sort_keys=True,

@@ -72,10 +72,13 @@ class ChatLLM(ABC):
         temperature: float,
         stop: list[str] | None,
         penalties: Penalties | None = None,
+        grammar: str | None = None,
     ) -> RawCompletion:
         """One request to the engine; raise :class:`~chronomem.errors.ModelError` on failure.
 
-        ``penalties``: send only the fields that are set (:meth:`Penalties.request_fields`)."""
+        ``penalties``: send only the fields that are set (:meth:`Penalties.request_fields`).
+        ``grammar``: a GBNF grammar for a plain-text reply; an engine that cannot enforce one
+        ignores it (the prompt states the format)."""
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...
@@ -90,18 +93,22 @@ class ChatLLM(ABC):
         stop: list[str] | None = None,
         purpose: str = "",
         penalties: Penalties | None = None,
+        grammar: str | None = None,
     ) -> ChatResult:
         """Run one chat completion; see :class:`~.base.LLM`.
 
         With ``schema``, ``ChatResult.data`` is the validated value: a plain
         JSON value for a dict schema, an instance for a pydantic class.
+        ``grammar`` constrains a plain-text reply instead (not both).
         """
+        if grammar is not None and schema is not None:
+            raise ValueError("chat(): give a schema or a grammar, not both")
         t0 = time.perf_counter()
         usage = CallUsage(purpose=purpose)
         if schema is None:
             raw = self._complete(
                 messages, json_schema=None, schema_name="", max_tokens=max_tokens, temperature=temperature, stop=stop,
-                penalties=penalties,
+                penalties=penalties, **({"grammar": grammar} if grammar is not None else {}),
             )
             usage.prompt_tokens, usage.completion_tokens = raw.prompt_tokens, raw.completion_tokens
             usage.latency_s = time.perf_counter() - t0

@@ -229,6 +229,7 @@ class LocalLlamaLLM(ChatLLM):
         temperature: float,
         stop: list[str] | None,
         penalties: Penalties | None = None,
+        grammar: str | None = None,
     ) -> RawCompletion:
         req: dict[str, Any] = {
             "messages": messages,
@@ -243,6 +244,8 @@ class LocalLlamaLLM(ChatLLM):
             req.update(penalties.request_fields())  # llama.cpp's repeat/frequency/presence_penalty fields
         if json_schema is not None:
             req["response_format"] = {"type": "json_object", "schema": json_schema}
+        elif grammar is not None:
+            req["grammar"] = grammar  # llama.cpp's GBNF, enforced while sampling
         engine = self.engine
         try:
             res = engine.server.handle_chat_completions(req)

@@ -280,6 +280,7 @@ class OpenAICompatLLM(ChatLLM):
         temperature: float,
         stop: list[str] | None,
         penalties: Penalties | None = None,
+        grammar: str | None = None,  # not part of the OpenAI API: the prompt states the format
     ) -> RawCompletion:
         while True:
             payload = self._payload(messages, json_schema, schema_name, max_tokens, temperature, stop, penalties)

@@ -44,6 +44,7 @@ class TrackedLLM(LLMWrapper):
         stop: list[str] | None = None,
         purpose: str = "",
         penalties: Penalties | None = None,
+        grammar: str | None = None,
     ) -> ChatResult:
         key = None
         out = OutputSchema.of(schema) if schema is not None else None
@@ -57,6 +58,7 @@ class TrackedLLM(LLMWrapper):
                 temperature=temperature,
                 stop=stop,
                 penalties=penalties,
+                grammar=grammar,
             )
             hit = self.cache.get(key)
             if hit is not None:
@@ -74,6 +76,7 @@ class TrackedLLM(LLMWrapper):
             res = self.inner.chat(
                 messages, schema=schema, max_tokens=max_tokens, temperature=temperature, stop=stop, purpose=purpose,
                 **({"penalties": penalties} if penalties is not None else {}),
+                **({"grammar": grammar} if grammar is not None else {}),
             )
         except StructuredOutputError as e:
             spent = getattr(e, "usage", None)
