@@ -46,7 +46,7 @@ from chronomem.extract.formats import load_conversations
 from chronomem.extract.extractor import PROMPT_VERSION
 from chronomem.extract.pipeline import METHODS, WritePipeline, method_versions
 from chronomem.providers import make_llm
-from chronomem.providers.base import UsageTracker
+from chronomem.providers.base import Penalties, UsageTracker
 
 log = logging.getLogger("bench_extraction")
 
@@ -177,12 +177,28 @@ class CacheOnly:
         raise ModelUnavailableError("--cache-only: this call is not in the response cache")
 
 
+def parse_penalties(text: str) -> Penalties:
+    """``"frequency=0.3,presence=0.5"`` → :class:`Penalties` (a ValidationError names a bad value)."""
+    fields: dict[str, float] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        if name.strip() not in ("repeat", "frequency", "presence") or not value.strip():
+            raise SystemExit(f"--penalties: {part!r} is not repeat=, frequency= or presence= with a number")
+        fields[name.strip()] = float(value)
+    return Penalties(**fields)
+
+
 def run_session(args: argparse.Namespace, record: dict[str, Any], conv: Any, n: int, llm: Any,
                 tracker: UsageTracker) -> dict[str, Any]:
     sess = conv.sessions[n - 1]
     mem = Memory(":memory:", llm=llm)
     pipe = mem.write_pipeline(chunk_size=args.chunk_size, context=args.context, prompt_version=args.prompt,
                               method=args.method)
+    if args.penalties:
+        ex = pipe.extractor()
+        if not hasattr(ex, "penalties"):
+            raise SystemExit(f"--penalties: extraction method {args.method} takes none (v2 and v3 do)")
+        ex.penalties = parse_penalties(args.penalties)
     before = tracker.snapshot()
     t0 = time.perf_counter()
     res = pipe.add(sess.messages, user_id="bench", session_id=sess.session_id, timestamp=sess.timestamp)
@@ -234,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-only", action="store_true",
                     help="replay cached responses only; an uncached call fails its chunk (rescoring without a model)")
     ap.add_argument("--method", default="v1", choices=METHODS, help="extraction method (default v1)")
+    ap.add_argument("--penalties", default=None,
+                    help="repetition penalties for the v2/v3 extraction calls, e.g. frequency=0.3,presence=0.5")
     ap.add_argument("--prompt", default=None,
                     help="extraction prompt version (default: the method's, "
                          + ", ".join(f"{method_versions(m)[0]} for {m}" for m in METHODS) + ")")

@@ -87,7 +87,7 @@ def schema_for_lines(lines: list[int], flat: bool = False) -> dict[str, Any]:
 #: ~14 tokens/s here); a row spends four separators.  The embedded model is held to the rows by
 #: a llama.cpp grammar (:func:`rows_grammar`); a remote model gets the same prompt and
 #: :func:`parse_line_rows` reads what it can.  ``ended`` is :func:`~.observations.says_ended`.
-ROW_PROMPTS = frozenset({"observe_rows_v1"})
+ROW_PROMPTS = frozenset({"observe_rows_v1", "observe_rows_v2"})
 
 #: Longest statement, subject and object a row may hold (characters), as the JSON schema's maxLength
 ROW_LIMITS = (STATEMENT_SCHEMA["properties"]["statement"]["maxLength"],
