@@ -10,7 +10,7 @@ Each variant ranks a conversation's turns for every category 1–4 question:
                             with the contextual index (each turn with the one before it)
 * ``store-turn-only``       the same FTS5 ranking with the previous-turn column weighted 0
 
-    python benchmarks/bench_turn_index.py --conversations conv-26,conv-30,conv-42 [--dense]
+    python benchmarks/bench_turn_index.py --conversations conv-26,conv-30,conv-42 [--dense] [--explore]
 
 Tuning conversations only (#21 holds conv-41/43/44/47 out).
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -33,6 +34,7 @@ from chronomem.bench.retrievers import BM25Index, DenseIndex  # noqa: E402
 from chronomem.conversations import Conversation  # noqa: E402
 from chronomem.model import Message  # noqa: E402
 from chronomem.retrieve.fusion import reciprocal_rank_fusion  # noqa: E402
+from chronomem.store.fulltext import query_words  # noqa: E402
 from chronomem.store.sqlite import _fts_query  # noqa: E402
 from chronomem.timeutil import utcnow  # noqa: E402
 
@@ -66,11 +68,48 @@ def store_rankings(conv: Conversation, questions: list[str], weights: tuple[floa
     return out
 
 
+def explore(conv: Conversation, qas: list, store: list[list[str]], embedder: object | None) -> dict[str, list[list[str]]]:
+    """Session 12's attempts to lift the store's ranking (BENCHMARKS.md, "What did not raise it further")."""
+    questions = [qa.question for qa in qas]
+    out: dict[str, list[list[str]]] = {}
+    for w in ((1.0, 1.0, 0.5), (1.0, 1.0, 0.75), (1.0, 1.0, 1.5), (0.5, 1.0, 1.0), (2.0, 1.0, 1.0)):
+        out[f"store weights {w}"] = store_rankings(conv, questions, w)
+    if embedder is not None:
+        turns = conv.turns
+        texts = [turn_index_text(t) for t in turns]
+        ids = [t.dia_id for t in turns]
+        pairs = [(texts[i - 1] + " " if i and turns[i - 1].session == turns[i].session else "") + texts[i]
+                 for i in range(len(texts))]
+        for name, index in (("turn", DenseIndex.build(texts, embedder)), ("turn+prev", DenseIndex.build(pairs, embedder))):
+            dense = [[ids[i] for i, _ in index.search(q, 50)] for q in questions]
+            for k in (10, 60):
+                out[f"store + dense {name}, rrf k={k}"] = [reciprocal_rank_fusion([b, d], k=k)[:10]
+                                                          for b, d in zip(store, dense)]
+    text = {t.dia_id: t.text for t in conv.turns}
+    speakers = {w.lower() for t in conv.turns for w in t.speaker.split()}
+    df = Counter(w for t in conv.turns for w in set(query_words(t.text)))
+    for top, n in ((2, 3), (3, 3), (3, 5), (5, 5)):
+        expanded = []
+        for q, ranked in zip(questions, store):
+            have = set(query_words(q))
+            c: Counter[str] = Counter(w for i in ranked[:top] for w in query_words(text.get(i, ""))
+                                      if w not in have and w not in speakers and df[w] < 0.05 * len(conv.turns))
+            expanded.append(q + " " + " ".join(w for w, _ in c.most_common(n)))
+        prf = store_rankings(conv, expanded, (1.0, 1.0, 1.0))
+        out[f"store + feedback (top {top}, {n} words)"] = prf
+        out[f"store fused with + feedback (top {top}, {n} words)"] = [reciprocal_rank_fusion([b, e], k=10)[:10]
+                                                                     for b, e in zip(store, prf)]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared/data/locomo/locomo_dev.json"))
     ap.add_argument("--conversations", default="conv-26,conv-30,conv-42")
     ap.add_argument("--dense", action="store_true", help="also BM25 + MiniLM fusion (loads the local embedder)")
+    ap.add_argument("--explore", action="store_true",
+                    help="also the variants tried on the store's ranking in session 12: column weights, "
+                         "MiniLM fusion (with --dense), pseudo-relevance feedback")
     args = ap.parse_args()
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()]
     if HELD_OUT & set(wanted):
@@ -113,6 +152,8 @@ def main() -> None:
                 rankings["bm25+dense"].append([ids[i] for i in reciprocal_rank_fusion([b, d])[:10]])
         rankings["store"] = store_rankings(conv, [qa.question for qa in qas], (1.0, 1.0, 1.0))
         rankings["store-turn-only"] = store_rankings(conv, [qa.question for qa in qas], (1.0, 1.0, 0.0))
+        if args.explore:
+            rankings.update(explore(conv, qas, rankings["store"], embedder))
         for name, ranked in rankings.items():
             recalls = [evidence_recall(qa.evidence, r, 10) or 0.0 for qa, r in zip(qas, ranked)]
             table.setdefault(name, {})[conv.sample_id] = recalls
