@@ -91,6 +91,27 @@ def test_a_slot_statement_its_line_does_not_support_is_regrounded_or_dropped() -
     assert any("Portugal" in n for n in notes)
 
 
+def scripted_lines(messages: list[dict[str, str]], script: dict[str, dict[str, Any]]) -> list[tuple[int, dict[str, Any] | None]]:
+    """Each line under "Turns" of the user message: its number and the SCRIPT's fact for its text (or None)."""
+    out = []
+    for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
+        n, _, rest = line.partition("] ")
+        out.append((int(n.strip("[")), script.get(rest.split(": ", 1)[1])))
+    return out
+
+
+MAYA = [{"id": "a1", "speaker": "Maya", "text": "Hi!"},
+        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
+        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}]
+
+
+def add_maya(mem: Memory, prompt_version: str | None = None) -> Any:
+    """Maya's three turns through the v3 write path (``prompt_version``: the method's default)."""
+    pipe = mem.write_pipeline(method="v3", prompt_version=prompt_version)
+    assert isinstance(pipe.extractor(), LineObservationExtractor)
+    return pipe.add(MAYA, user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
+
+
 class SlotLLM:
     """A test double for the v3 call: fills each line's slot from SCRIPT (by the line's text)."""
 
@@ -112,11 +133,7 @@ class SlotLLM:
         self.schemas.append(schema)
         self.penalties = penalties
         assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v1")
-        slots = []
-        for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
-            n, _, rest = line.partition("] ")
-            text = rest.split(": ", 1)[1]
-            slots.append({"line": int(n.strip("[")), "fact": self.SCRIPT.get(text)})
+        slots = [{"line": n, "fact": told} for n, told in scripted_lines(messages, self.SCRIPT)]
         return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=30, latency_s=0.01,
                                                       purpose=purpose), data={"lines": slots})
 
@@ -125,13 +142,7 @@ def test_pipeline_v3_end_to_end() -> None:
     llm = SlotLLM()
     mem = Memory(":memory:", llm=llm)
     try:
-        pipe = mem.write_pipeline(method="v3")
-        assert isinstance(pipe.extractor(), LineObservationExtractor)
-        res = pipe.add([{"id": "a1", "speaker": "Maya", "text": "Hi!"},
-                        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
-                        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
-                       user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
-        assert res.ok
+        assert add_maya(mem).ok
         assert llm.penalties is None  # greedy slots (a penalty was tried, BENCHMARKS.md)
         lines = llm.schemas[0]["properties"]["lines"]["prefixItems"]
         assert [s["properties"]["line"]["const"] for s in lines] == [0, 1, 2]
@@ -282,14 +293,9 @@ class FlatSlotLLM(SlotLLM):
              temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         self.schemas.append(schema)
         assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v3")
-        slots = []
-        for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
-            n, _, rest = line.partition("] ")
-            told = self.SCRIPT.get(rest.split(": ", 1)[1])
-            slot: dict[str, Any] = {"line": int(n.strip("[")), "statement": None}
-            if told:
-                slot.update(statement=told["statement"], relation=told["relation"], object=told["object"])
-            slots.append(slot)
+        slots = [{"line": n, "statement": None} if not told else
+                 {"line": n, "statement": told["statement"], "relation": told["relation"], "object": told["object"]}
+                 for n, told in scripted_lines(messages, self.SCRIPT)]
         return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=20, latency_s=0.01,
                                                       purpose=purpose), data={"lines": slots})
 
@@ -298,12 +304,7 @@ def test_pipeline_v3_with_the_slim_prompt_end_to_end() -> None:
     llm = FlatSlotLLM()
     mem = Memory(":memory:", llm=llm)
     try:
-        pipe = mem.write_pipeline(method="v3", prompt_version="observe_lines_v3")
-        res = pipe.add([{"id": "a1", "speaker": "Maya", "text": "Hi!"},
-                        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
-                        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
-                       user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
-        assert res.ok
+        assert add_maya(mem, "observe_lines_v3").ok
         slot = llm.schemas[0]["properties"]["lines"]["prefixItems"][0]
         assert "subject" not in slot["anyOf"][1]["properties"]
         facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
@@ -368,12 +369,8 @@ class RowsLLM(SlotLLM):
         assert schema is None and grammar is not None
         self.schemas.append(grammar)
         assert messages[0]["content"] == system_prompt(RELATIONS, "observe_rows_v1")
-        rows = []
-        for line in messages[-1]["content"].split("Turns:")[1].strip().splitlines():
-            n, _, rest = line.partition("] ")
-            told = self.SCRIPT.get(rest.split(": ", 1)[1])
-            rows.append(f"{n.strip('[')}|" + (f"{told['statement']}|{told['subject']}|{told['relation']}|{told['object']}"
-                                              if told else "-"))
+        rows = [f"{n}|" + (f"{told['statement']}|{told['subject']}|{told['relation']}|{told['object']}" if told else "-")
+                for n, told in scripted_lines(messages, self.SCRIPT)]
         return ChatResult(text="\n".join(rows) + "\n",
                           usage=CallUsage(prompt_tokens=50, completion_tokens=15, latency_s=0.01, purpose=purpose))
 
@@ -382,12 +379,7 @@ def test_pipeline_v3_with_rows_end_to_end() -> None:
     llm = RowsLLM()
     mem = Memory(":memory:", llm=llm)
     try:
-        pipe = mem.write_pipeline(method="v3", prompt_version="observe_rows_v1")
-        res = pipe.add([{"id": "a1", "speaker": "Maya", "text": "Hi!"},
-                        {"id": "a2", "speaker": "Maya", "text": "I work at Acme as a product manager."},
-                        {"id": "a3", "speaker": "Maya", "text": "I moved to Lisbon last month."}],
-                       user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
-        assert res.ok
+        assert add_maya(mem, "observe_rows_v1").ok
         assert llm.schemas[0].startswith("root ::= row0 row1 row2")
         facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
         assert facts[("works_at", "Acme")].source_ids == ["a2"]
