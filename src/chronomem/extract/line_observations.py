@@ -21,7 +21,9 @@ the next ones on conv-30 sessions 1, 7 and 12, but matched 8 of 13 gold observat
 greedy's 9 (BENCHMARKS.md "Extraction v3"), so it is off.
 
 The prompt is the versioned file ``prompts/observe_lines_v1.md``; selecting this
-method is ``WritePipeline(method="v3")`` / ``Config.extraction = "v3"``.
+method is ``WritePipeline(method="v3")`` / ``Config.extraction = "v3"``.  Two other reply
+shapes, selected by their prompt version, were measured for speed and not adopted: slim flat
+slots (:data:`FLAT_PROMPTS`) and plain rows under a grammar (:data:`ROW_PROMPTS`).
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ MAX_TOKENS = 900
 #: Prompts whose slots are flat and slim, ``{"line": k, "statement": null | "…", "relation": …,
 #: "object": …}``: no ``fact`` wrapper, and no ``subject`` or ``ended``, which code reads from the
 #: statement (its first speaker name; :func:`~.observations.says_ended`).  Every token of the reply
-#: is a decoding step of the 1.5B model, forced keys included, and the model filled 86 % of conv-30's
-#: slots, so the ~12 tokens a slot saves are most of the way to 3 s per turn.
+#: is a decoding step of the 1.5B model, forced keys included.  Measured on conv-30 and not adopted
+#: (BENCHMARKS.md "Extraction v3 under 3 s per turn?"): 21 % fewer tokens, still over 3 s per turn,
+#: and fewer observations matched than the nested slots.
 FLAT_PROMPTS = frozenset({"observe_lines_v3"})
 
 #: A flat slot's fact fields (the nested layout's are :data:`~.observations.STATEMENT_SCHEMA`'s)
@@ -83,10 +86,11 @@ def schema_for_lines(lines: list[int], flat: bool = False) -> dict[str, Any]:
 
 #: Prompts whose reply is plain rows instead of JSON, one per line of the chunk:
 #: ``3|statement|subject|relation|object`` or ``3|-``.  JSON spends a decoding step on every
-#: quote, key and brace (≈ 30 of a filled slot's ≈ 60 tokens, and the 1.5B model writes
-#: ~14 tokens/s here); a row spends four separators.  The embedded model is held to the rows by
-#: a llama.cpp grammar (:func:`rows_grammar`); a remote model gets the same prompt and
-#: :func:`parse_line_rows` reads what it can.  ``ended`` is :func:`~.observations.says_ended`.
+#: quote, key and brace (≈ 30 of a filled slot's ≈ 60 tokens); a row spends four separators.  The
+#: embedded model is held to the rows by a llama.cpp grammar (:func:`rows_grammar`); a remote model
+#: gets the same prompt and :func:`parse_line_rows` reads what it can.  ``ended`` is
+#: :func:`~.observations.says_ended`.  Measured and rejected (BENCHMARKS.md): under 3 s per turn,
+#: but the 1.5B model alternates fact and ``-`` row by row and matches a third fewer observations.
 ROW_PROMPTS = frozenset({"observe_rows_v1", "observe_rows_v2"})
 
 #: Longest statement, subject and object a row may hold (characters), as the JSON schema's maxLength
