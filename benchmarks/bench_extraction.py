@@ -178,13 +178,16 @@ class CacheOnly:
 
 
 def parse_penalties(text: str) -> Penalties:
-    """``"frequency=0.3,presence=0.5"`` → :class:`Penalties` (a ValidationError names a bad value)."""
+    """``"frequency=0.3,presence=0.5"`` → :class:`Penalties` (out-of-range values: its ValidationError)."""
     fields: dict[str, float] = {}
     for part in text.split(","):
         name, _, value = part.partition("=")
-        if name.strip() not in ("repeat", "frequency", "presence") or not value.strip():
-            raise SystemExit(f"--penalties: {part!r} is not repeat=, frequency= or presence= with a number")
-        fields[name.strip()] = float(value)
+        try:
+            if name.strip() not in ("repeat", "frequency", "presence"):
+                raise ValueError(name)
+            fields[name.strip()] = float(value)
+        except ValueError:
+            raise SystemExit(f"--penalties: {part!r} is not repeat=, frequency= or presence= with a number") from None
     return Penalties(**fields)
 
 

@@ -1,10 +1,9 @@
 """What the JSON-schema grammar costs the local model's decoding, one extraction chunk.
 
-Extraction v3 spends most of its time writing (≈ 40 completion tokens per turn at
-≈ 13 tokens/s under the grammar, against ≈ 26 tokens/s for free text on these 2 cores).
+Extraction v3 spends most of its time writing (≈ 40–50 completion tokens per turn).
 This script sends one chunk's v3 messages several ways and prints llama.cpp's own
 timings (prompt and generation tokens per second), so the grammar's share is measured,
-not guessed:
+not guessed (BENCHMARKS.md "Extraction v3 under 3 s per turn?": it is small):
 
 - ``schema``        the slot schema the extractor sends
 - ``no-maxlength``  the same schema without ``maxLength`` (llama.cpp spells a length bound
@@ -24,7 +23,6 @@ import copy
 import statistics
 import sys
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH

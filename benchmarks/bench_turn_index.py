@@ -68,18 +68,16 @@ def store_rankings(conv: Conversation, questions: list[str], weights: tuple[floa
     return out
 
 
-def explore(conv: Conversation, qas: list, store: list[list[str]], embedder: object | None) -> dict[str, list[list[str]]]:
-    """Session 12's attempts to lift the store's ranking (BENCHMARKS.md, "What did not raise it further")."""
+def explore(conv: Conversation, qas: list, store: list[list[str]], embedder: object | None,
+            texts: list[str], pairs: list[str]) -> dict[str, list[list[str]]]:
+    """Session 12's attempts to lift the store's ranking (BENCHMARKS.md, "What did not raise it further");
+    ``texts``/``pairs``: each turn's index text, alone and with the turn before it."""
     questions = [qa.question for qa in qas]
     out: dict[str, list[list[str]]] = {}
     for w in ((1.0, 1.0, 0.5), (1.0, 1.0, 0.75), (1.0, 1.0, 1.5), (0.5, 1.0, 1.0), (2.0, 1.0, 1.0)):
         out[f"store weights {w}"] = store_rankings(conv, questions, w)
     if embedder is not None:
-        turns = conv.turns
-        texts = [turn_index_text(t) for t in turns]
-        ids = [t.dia_id for t in turns]
-        pairs = [(texts[i - 1] + " " if i and turns[i - 1].session == turns[i].session else "") + texts[i]
-                 for i in range(len(texts))]
+        ids = [t.dia_id for t in conv.turns]
         for name, index in (("turn", DenseIndex.build(texts, embedder)), ("turn+prev", DenseIndex.build(pairs, embedder))):
             dense = [[ids[i] for i, _ in index.search(q, 50)] for q in questions]
             for k in (10, 60):
@@ -153,7 +151,7 @@ def main() -> None:
         rankings["store"] = store_rankings(conv, [qa.question for qa in qas], (1.0, 1.0, 1.0))
         rankings["store-turn-only"] = store_rankings(conv, [qa.question for qa in qas], (1.0, 1.0, 0.0))
         if args.explore:
-            rankings.update(explore(conv, qas, rankings["store"], embedder))
+            rankings.update(explore(conv, qas, rankings["store"], embedder, texts, with_neighbours((-1, 0))))
         for name, ranked in rankings.items():
             recalls = [evidence_recall(qa.evidence, r, 10) or 0.0 for qa, r in zip(qas, ranked)]
             table.setdefault(name, {})[conv.sample_id] = recalls

@@ -298,5 +298,7 @@ def test_a_grammar_goes_to_the_engine_with_no_schema_and_is_cached_apart(tmp_pat
 
 
 def test_a_schema_and_a_grammar_together_are_refused() -> None:
-    with pytest.raises(ValueError, match="schema or a grammar"):
+    from chronomem.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="schema or a grammar"):
         ScriptedLLM(["{}"]).chat([{"role": "user", "content": "x"}], schema=City, grammar=GRAMMAR)

@@ -215,16 +215,13 @@ class LineObservationExtractor(ObservationExtractor):
         """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
         (after the provider's repair/retry budget) or ``pydantic.ValidationError``."""
         messages, numbered = self.messages_for(chunk)
-        if self.prompt_version in ROW_PROMPTS:
-            res = self.llm.chat(messages, grammar=rows_grammar(sorted(numbered)), max_tokens=self.max_tokens,
-                                temperature=0.0, purpose="extract",
-                                **({"penalties": self.penalties} if self.penalties is not None else {}))
-            observations = parse_line_rows(res.text)
-        else:
-            flat = self.prompt_version in FLAT_PROMPTS
-            res = self.llm.chat(messages, schema=schema_for_lines(sorted(numbered), flat), max_tokens=self.max_tokens,
-                                temperature=0.0, purpose="extract", penalties=self.penalties)
-            observations = parse_line_observations(res.data)
+        lines = sorted(numbered)
+        rows = self.prompt_version in ROW_PROMPTS
+        shape: dict[str, Any] = ({"grammar": rows_grammar(lines)} if rows else
+                                 {"schema": schema_for_lines(lines, self.prompt_version in FLAT_PROMPTS)})
+        res = self.llm.chat(messages, **shape, max_tokens=self.max_tokens, temperature=0.0, purpose="extract",
+                            penalties=self.penalties)
+        observations = parse_line_rows(res.text) if rows else parse_line_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
             trust_turn=True, context=dict(enumerate(chunk.context)),
@@ -232,4 +229,5 @@ class LineObservationExtractor(ObservationExtractor):
         return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)
 
 
-__all__ = ["FLAT_PROMPTS", "ROW_PROMPTS", "LineObservationExtractor", "parse_line_rows", "rows_grammar", "PROMPT_VERSION", "RELATIONS", "parse_line_observations", "schema_for_lines"]
+__all__ = ["FLAT_PROMPTS", "PROMPT_VERSION", "RELATIONS", "ROW_PROMPTS", "LineObservationExtractor",
+           "parse_line_observations", "parse_line_rows", "rows_grammar", "schema_for_lines"]

@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import StructuredOutputError, TruncatedOutputError
+from ..errors import StructuredOutputError, TruncatedOutputError, ValidationError
 from .base import CallUsage, ChatResult, Messages, Penalties
 from .structured import NoJSONFound, OutputSchema, SchemaLike, SchemaMismatch, loses_data_to_truncation
 
@@ -102,7 +102,7 @@ class ChatLLM(ABC):
         ``grammar`` constrains a plain-text reply instead (not both).
         """
         if grammar is not None and schema is not None:
-            raise ValueError("chat(): give a schema or a grammar, not both")
+            raise ValidationError("grammar", grammar[:60], "chat() takes a schema or a grammar, not both")
         t0 = time.perf_counter()
         usage = CallUsage(purpose=purpose)
         if schema is None:
