@@ -206,11 +206,26 @@ def test_a_statement_joining_two_turns_cites_both() -> None:
                 2: msg(7, "Gina", "Cool!")}
     found = source_turns(obs(None, "Jon opened the dance studio downtown near the river.", "dance studio"),
                          numbered, ["Jon", "Gina"])
-    assert [m.id for m in found] == ["D1:6"]
+    # the question next to the answer shares the topic: cited after it (ADJACENT_SUPPORT)
+    assert [m.id for m in found] == ["D1:6", "D1:5"]
     numbered[2] = msg(7, "Jon", "The dance studio opened downtown last week, right by the river.")
     found = source_turns(obs(None, "Jon opened the dance studio downtown near the river.", "dance studio"),
                          numbered, ["Jon", "Gina"])
-    assert [m.id for m in found] == ["D1:6", "D1:7"]
+    assert [m.id for m in found] == ["D1:6", "D1:7", "D1:5"]
+
+
+def test_a_neighbouring_line_needs_less_support_than_a_distant_one() -> None:
+    statement = obs(None, "Jon opened the dance studio downtown near the river.", "dance studio")
+    answer = msg(6, "Jon", "I opened the dance studio downtown near the river.")
+    question = "Where did you open the dance studio?"
+    near = source_turns(statement, {0: msg(5, "Gina", question), 1: answer}, ["Jon", "Gina"])
+    far = source_turns(statement, {0: msg(2, "Gina", question), 1: msg(3, "Gina", "Cool!"),
+                                   2: msg(4, "Gina", "Nice."), 3: answer}, ["Jon", "Gina"])
+    assert [m.id for m in near] == ["D1:6", "D1:5"]
+    assert [m.id for m in far] == ["D1:6"]
+    # a neighbour sharing one content word is no evidence
+    lone = source_turns(statement, {0: msg(5, "Gina", "Dance is fun."), 1: answer}, ["Jon", "Gina"])
+    assert [m.id for m in lone] == ["D1:6"]
 
 
 def test_postprocess_uses_the_statement_when_the_object_is_empty_and_caps_plans() -> None:

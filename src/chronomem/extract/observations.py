@@ -62,7 +62,9 @@ PROMPT_VERSION = "observe_v1"
 #: speaker read as did; a shared photo belongs to the speaker of the line that carries it.
 #: 4: a statement with no subject (v3's slim slots) is about the first speaker it names; a statement
 #: no turn supports is grounded in a context line that supports it strongly (CONTEXT_SUPPORT).
-POSTPROCESS_VERSION = 4
+#: 5: a line next to the first source turn is cited when it supports the statement at half the best
+#: score (ADJACENT_SUPPORT).
+POSTPROCESS_VERSION = 5
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -181,6 +183,11 @@ TRUSTED_TURN_SUPPORT = 0.1
 #: How well a context line (no slot) must support a statement that no turn of the chunk supports
 #: for the fact to cite it: twice a turn's minimum, as the model was not asked about that line.
 CONTEXT_SUPPORT = 0.5
+#: A line next to a statement's first source is also cited when it supports the statement at this
+#: share of the best score (other lines need ``also``, 0.8): the question a statement answers, or
+#: the reply that echoes it, is evidence too.  0.5 on conv-30's v3 replies: gold evidence turns
+#: cited 55 → 57 of 74, 33 more citations (BENCHMARKS.md "Extraction v3", post-processing 5).
+ADJACENT_SUPPORT = 0.5
 
 
 def _grounding(words: set[str], obj_words: set[str], m: Message) -> float:
@@ -211,8 +218,9 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
     """The turns a statement comes from, best first; ``[]`` when no turn supports it.
 
     Besides the best turn, another turn is cited when it supports the statement nearly as
-    well (≥ ``also`` × the best score and two content words): a statement that joins a
-    question and its answer, or two lines of one story, cites both.  ``trust_turn`` (v3,
+    well (≥ ``also`` × the best score and two content words; a line next to the first one needs
+    only :data:`ADJACENT_SUPPORT` × the best score): a statement that joins a question and its
+    answer, or two lines of one story, cites both.  ``trust_turn`` (v3,
     where the grammar fixed the line a statement was written for): the cited turn comes
     first whenever it supports the statement at least this much.
     """
@@ -237,16 +245,16 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
     best_n = max(scores, key=lambda n: (scores[n], n in own, -n))
     best = raw[best_n]
     cited = obs.turn
-    if trusted:
+    first: int = best_n
+    if cited is not None and cited in raw and (trusted or (raw[cited] >= 0.5 * best and raw[cited] >= min_score)):
         first = cited
-    else:
-        first = cited if cited in raw and raw[cited] >= 0.5 * best and raw[cited] >= min_score else best_n
     out = [numbered[first]]
     top = max(raw.values())
     for n in sorted(raw, key=lambda n: (-raw[n], n)):
         if len(out) >= max_turns:
             break
-        if n != first and raw[n] >= also * top and _hits(words, _words(numbered[n].text)) >= 2:
+        bar = ADJACENT_SUPPORT if abs(n - first) == 1 else also
+        if n != first and raw[n] >= bar * top and _hits(words, _words(numbered[n].text)) >= 2:
             out.append(numbered[n])
     return out
 
