@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Literal
+from typing import Callable, Literal
 
 from dateutil.relativedelta import relativedelta
 
@@ -222,8 +222,8 @@ def _offset(unit: str, n: int) -> relativedelta:
 
 
 def _pick(
-    instance, ref: datetime, which: str
-) -> Period:  # instance: Callable[[int], Period], indexed by an integer "cycle"
+    instance: Callable[[int], Period], ref: datetime, which: str
+) -> Period:  # instance is indexed by an integer "cycle"
     """Choose an instance of a recurring period relative to ``ref``.
 
     ``instance(k)`` returns the k-th occurrence (k an integer cycle index
@@ -536,8 +536,9 @@ def _duration(s: str, ref: datetime) -> Resolved | None:
         return None
     unit = _UNITS[unit_tok]
     start = (ref - _offset(unit_tok, n)).replace(hour=0, minute=0, second=0, microsecond=0)
-    gran: Granularity = {"days": "day", "weeks": "week", "months": "month", "years": "year",
-                         "decades": "decade"}[unit]  # fmt: skip
+    grans: dict[str, Granularity] = {"days": "day", "weeks": "week", "months": "month",
+                                     "years": "year", "decades": "decade"}  # fmt: skip
+    gran = grans[unit]
     return Resolved("duration", start, ref, gran, approximate=True)
 
 

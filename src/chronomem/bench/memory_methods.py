@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model import Fact, Origin
-from ..providers.base import LLM, CallUsage, ChatResult, Embedder, LLMWrapper, Messages, Penalties
+from ..providers.base import LLM, CallUsage, ChatExtras, ChatResult, Embedder, LLMWrapper, Messages, Penalties
 from ..timeutil import iso
 from .datasets import QA, Conversation, Session, Turn
 from .methods import (ANSWER_MAX_TOKENS, IngestStats, Method, MethodAnswer, MethodConfig, MethodUnavailableError,
@@ -94,11 +94,14 @@ class RecordingLLM(LLMWrapper):
     def chat(self, messages: Messages, *, schema: Any = None, max_tokens: int = 512, temperature: float = 0.0,
              stop: list[str] | None = None, purpose: str = "", penalties: Penalties | None = None,
              grammar: str | None = None) -> ChatResult:
+        extras: ChatExtras = {}
+        if penalties is not None:
+            extras["penalties"] = penalties
+        if grammar is not None:
+            extras["grammar"] = grammar
         try:
             res = self.inner.chat(messages, schema=schema, max_tokens=max_tokens, temperature=temperature,
-                                  stop=stop, purpose=purpose,
-                                  **({"penalties": penalties} if penalties is not None else {}),
-                                  **({"grammar": grammar} if grammar is not None else {}))
+                                  stop=stop, purpose=purpose, **extras)
         except Exception as e:  # a failed structured call still cost something; keep it when it says so
             usage = getattr(e, "usage", None)
             if isinstance(usage, CallUsage):
@@ -279,8 +282,11 @@ def ingest_conversation(conversation: Conversation, llm: LLM, embedder: Embedder
         undated += int(session.date_time is None)
         msgs = [turn_message(t, session) for t in session.turns]
         t0 = time.perf_counter()
-        res = mem.add(msgs, user_id=user_id, session_id=sid,
-                      progress=lambda done, total, sid=sid: log.info("ingest %s: chunk %d/%d", sid, done, total))
+
+        def progress(done: int, total: int, sid: str = sid) -> None:
+            log.info("ingest %s: chunk %d/%d", sid, done, total)
+
+        res = mem.add(msgs, user_id=user_id, session_id=sid, progress=progress)
         failed = len(res.failed_chunks)
         if res.messages_stored == 0:  # every turn was stored by an interrupted earlier run
             pending = mem.extract_pending(user_id=user_id, session_id=sid)

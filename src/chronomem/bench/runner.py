@@ -424,7 +424,8 @@ def rescore_memory_rows(rows: Sequence[dict[str, Any]], episodes: Sequence[MscEp
     by_id = {ep.episode_id: ep for ep in episodes}
     completed = 0
     for row in rows:
-        ep = by_id.get(row.get("sample_id"))
+        sample_id = row.get("sample_id")
+        ep = by_id.get(sample_id) if sample_id is not None else None
         if row.get("dataset") != "msc" or row.get("kind") != "memory" or ep is None or row_speaker(row) != speaker:
             continue
         scores = memory_scores(row.get("memory"), ep, speaker)

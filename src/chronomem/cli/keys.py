@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from ..store.base import Store
 
 app = typer.Typer(help="API keys for `chronomem serve`: each key is bound to one tenant.",
                   no_args_is_help=True)
@@ -12,7 +15,7 @@ app = typer.Typer(help="API keys for `chronomem serve`: each key is bound to one
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="database path or URL (default $CHRONOMEM_DB)")]
 
 
-def _store(db: str | None):  # noqa: ANN202 - a Store
+def _store(db: str | None) -> Store:
     from ..config import Config
     from ..store import open_store
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypedDict, runtime_checkable
 
 from ..errors import ValidationError
 
@@ -48,6 +48,13 @@ class Penalties:
         fields = {"repeat_penalty": self.repeat, "frequency_penalty": self.frequency,
                   "presence_penalty": self.presence}
         return {k: float(v) for k, v in fields.items() if v is not None}
+
+
+class ChatExtras(TypedDict, total=False):
+    """Optional :meth:`LLM.chat` arguments a wrapper forwards only when they are set."""
+
+    penalties: Penalties
+    grammar: str
 
 
 @dataclass(slots=True)

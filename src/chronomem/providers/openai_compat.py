@@ -370,8 +370,8 @@ class OpenAICompatEmbedder:
             if vecs.shape[0] != len(batch):
                 raise ModelError(f"{self.name}: asked for {len(batch)} embeddings, got {vecs.shape[0]}")
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-            vecs = vecs / np.where(norms == 0, 1.0, norms)
-            out.extend(vecs.tolist())
+            unit = vecs / np.where(norms == 0, 1.0, norms)
+            out.extend(unit.tolist())
         if out and self._dim is None:
             self._dim = len(out[0])
         return out

@@ -136,15 +136,7 @@ class LLMSettings:
 
     def describe(self) -> dict[str, Any]:
         """Settings with their sources, the API key masked (for ``chronomem models``)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            if f.name == "sources":
-                continue
-            v = getattr(self, f.name)
-            if f.name == "api_key" and v:
-                v = v[:3] + "…" + v[-2:] if len(v) > 8 else "***"
-            out[f.name] = {"value": v, "source": self.sources.get(f.name, "default")}
-        return out
+        return _describe(self)
 
 
 @dataclass
@@ -164,7 +156,21 @@ class EmbedderSettings:
             return f"local:{self.model}" if self.model else "local"
         return f"openai:{self.model}@{self.base_url or DEFAULT_OPENAI_BASE_URL}"
 
-    describe = LLMSettings.describe
+    def describe(self) -> dict[str, Any]:
+        """Settings with their sources, the API key masked (for ``chronomem models``)."""
+        return _describe(self)
+
+
+def _describe(settings: LLMSettings | EmbedderSettings) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(settings):
+        if f.name == "sources":
+            continue
+        v = getattr(settings, f.name)
+        if f.name == "api_key" and v:
+            v = v[:3] + "…" + v[-2:] if len(v) > 8 else "***"
+        out[f.name] = {"value": v, "source": settings.sources.get(f.name, "default")}
+    return out
 
 
 Layer = tuple[str, dict[str, Any]]  # (source name, values)

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from ..errors import StructuredOutputError
-from .base import LLM, CallUsage, ChatResult, LLMWrapper, Messages, Penalties, UsageTracker
+from .base import LLM, CallUsage, ChatExtras, ChatResult, LLMWrapper, Messages, Penalties, UsageTracker
 from .cache import CachedResponse, ResponseCache, response_key
 from .structured import OutputSchema, SchemaLike, to_plain
 
@@ -72,11 +72,15 @@ class TrackedLLM(LLMWrapper):
                 )
                 self.usage.record(usage)
                 return ChatResult(text=hit.text, usage=usage, data=data)
+        extras: ChatExtras = {}
+        if penalties is not None:
+            extras["penalties"] = penalties
+        if grammar is not None:
+            extras["grammar"] = grammar
         try:
             res = self.inner.chat(
                 messages, schema=schema, max_tokens=max_tokens, temperature=temperature, stop=stop, purpose=purpose,
-                **({"penalties": penalties} if penalties is not None else {}),
-                **({"grammar": grammar} if grammar is not None else {}),
+                **extras,
             )
         except StructuredOutputError as e:
             spent = getattr(e, "usage", None)

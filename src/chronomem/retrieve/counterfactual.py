@@ -250,16 +250,17 @@ def _links(lookup: Lookup, start_ids: Sequence[str], relations: Sequence[str], m
         found = lookup(todo, relations)
         nxt: list[str] = []
         for f in found:
-            if f.subject_id not in links:
+            sid = f.subject_id
+            if sid is None or sid not in links:
                 continue
             if not valid(f):
                 if not inherit:
                     continue
-                g = inherit_timeless(f, decay)
+                g = inherit_timeless(f, decay)  # keeps f's subject_id
                 if g is None or not valid(g):
                     continue
                 f = g
-            links[f.subject_id].append(f)
+            links[sid].append(f)
             if f.object_id:
                 nxt.append(f.object_id)
         todo = nxt

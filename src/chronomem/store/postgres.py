@@ -140,11 +140,11 @@ class _Conn:
         self.raw = raw
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        return self.raw.execute(sql, params)  # type: ignore[arg-type]
+        return self.raw.execute(sql, params)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.raw.cursor() as cur:
-            cur.executemany(sql, rows)  # type: ignore[arg-type]
+            cur.executemany(sql, rows)
 
 
 def _exact_knn(rows: Sequence[tuple[str, bytes]], vector: Sequence[float], k: int) -> list[tuple[str, float]]:
@@ -202,6 +202,7 @@ class PostgresStore(SQLStore):
         self._known_dims: set[int] = set()
         self.vector_backend = BYTEA
         self.extension_schema: str | None = None
+        self.vector_extension_version: str | None = None
         try:
             self._migrate(connect_timeout_s)
         except psycopg.OperationalError as e:
@@ -245,7 +246,7 @@ class PostgresStore(SQLStore):
         meta = dict(conn.execute(f'SELECT key, value FROM "{s}".chronomem_meta').fetchall()) \
             if tables else None
         current, migrations = schema_version(meta, where, "postgres")
-        if current == 0:
+        if current == 0 or meta is None:  # no meta table is version 0
             conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{s}"')
             self.vector_backend = PGVECTOR if self._create_vector_extension(conn) else BYTEA
         else:
@@ -261,7 +262,7 @@ class PostgresStore(SQLStore):
                 continue
             log.info("migrating %s to schema version %d", where, version)
             vec_type = "vector" if self.vector_backend == PGVECTOR else "bytea"
-            conn.execute(sql.replace("@VECTOR_TYPE@", vec_type))  # type: ignore[arg-type]
+            conn.execute(sql.replace("@VECTOR_TYPE@", vec_type))
             upsert = ("INSERT INTO chronomem_meta (key, value) VALUES (%s, %s) "
                       "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value")
             for k, v in ((APP_KEY, APP_NAME), (SCHEMA_VERSION_KEY, str(version)),
