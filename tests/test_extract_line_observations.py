@@ -331,6 +331,25 @@ def test_a_statement_about_a_context_line_cites_it_when_it_clearly_supports_it()
     assert plain == []  # without the context lines nothing here supports either statement
 
 
+def test_a_context_line_that_supports_a_statement_better_than_its_slot_comes_first() -> None:
+    # conv-30 D6:15-17: the statement is the context line's, written into the slot of the reply
+    context = {0: msg(15, "Jon", "It's great we both face the same challenges, it motivates us, like a partner to dance with!"),
+               1: msg(16, "Gina", "Yep! We're both on different paths, but we can do it!")}
+    numbered = {2: msg(17, "Jon", "Definitely! Having a partner back us up is great. Let's keep going together!")}
+    statement = "Jon and Gina both face the same challenges, which motivates them like a dance partner."
+    obs = parse_line_observations({"lines": [{"line": 2, "fact": fact(statement, "Jon", "did", "challenges")}]})
+    cands, notes = postprocess_observations(obs, numbered, trust_turn=True, context=context,
+                                           context_speakers=["Jon", "Gina"])
+    assert [c.source_ids for c in cands] == [["D1:15", "D1:17"]]  # the slot's line stays cited, after it
+    assert any("grounded in context line D1:15" in n for n in notes)
+    # when the slot's line supports it about as well, the context line is not brought in
+    numbered[2] = msg(17, "Jon", "We both face the same challenges; it motivates us like a dance partner would.")
+    cands, notes = postprocess_observations(obs, numbered, trust_turn=True, context=context,
+                                           context_speakers=["Jon", "Gina"])
+    assert [c.source_ids for c in cands] == [["D1:17"]]
+    assert not any("context line" in n for n in notes)
+
+
 # ----------------------------------------------------------------- plain rows (observe_rows_v1)
 
 def test_rows_grammar_fixes_one_row_per_line_and_the_relations() -> None:

@@ -64,7 +64,9 @@ PROMPT_VERSION = "observe_v1"
 #: no turn supports is grounded in a context line that supports it strongly (CONTEXT_SUPPORT).
 #: 5: a line next to the first source turn is cited when it supports the statement at half the best
 #: score (ADJACENT_SUPPORT).
-POSTPROCESS_VERSION = 5
+#: 6: a context line that supports a statement better than every turn of the chunk (CONTEXT_OVER_CHUNK)
+#: is its first source even when the slot's line supports it a little.
+POSTPROCESS_VERSION = 6
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -183,6 +185,8 @@ TRUSTED_TURN_SUPPORT = 0.1
 #: How well a context line (no slot) must support a statement that no turn of the chunk supports
 #: for the fact to cite it: twice a turn's minimum, as the model was not asked about that line.
 CONTEXT_SUPPORT = 0.5
+#: ... or, when the chunk's turns support it too, this many times as well as the best of them.
+CONTEXT_OVER_CHUNK = 1.2
 #: A line next to a statement's first source is also cited when it supports the statement at this
 #: share of the best score (other lines need ``also``, 0.8): the question a statement answers, or
 #: the reply that echoes it, is evidence too.  0.5 on conv-30's v3 replies: gold evidence turns
@@ -197,6 +201,39 @@ def _grounding(words: set[str], obj_words: set[str], m: Message) -> float:
     s = _hits(words, tw) / len(words) if words else 0.0
     o = _hits(obj_words, tw) / len(obj_words) if obj_words else 0.0
     return s + 0.5 * o
+
+
+def _evidence_words(text: str, speakers: Sequence[str]) -> set[str]:
+    """Content words of ``text`` that can show where it came from: speaker names and time words
+    ("yesterday", "last week") are no evidence of *what* was said."""
+    names = {w for s in speakers for w in _words(s)}
+    return _words(_TIME_PHRASE.sub(" ", text)) - names - _TIME_WORDS
+
+
+def support_scores(obs: Observation, numbered: dict[int, Message], speakers: Sequence[str] = ()) -> dict[int, float]:
+    """How well each turn supports a statement (:func:`_grounding`), by turn number."""
+    words = _evidence_words(obs.statement, speakers)
+    obj_words = _evidence_words(obs.object, speakers)
+    return {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
+
+
+def context_source(obs: Observation, numbered: dict[int, Message], context: dict[int, Message],
+                   speakers: Sequence[str] = ()) -> Message | None:
+    """The context line a statement was really written about, or ``None``.
+
+    Context lines (the turns before a chunk, shown without a slot) are cited when one supports
+    the statement at :data:`CONTEXT_SUPPORT` and at least :data:`CONTEXT_OVER_CHUNK` × as well
+    as any turn of the chunk: the model often writes the last context line's news into the
+    first slot ("Jon rehearsed with a small group of dancers" in the slot of Gina's "Wow, are
+    they yours?").  That line then comes first among the statement's sources.
+    """
+    inside = max(support_scores(obs, numbered, speakers).values(), default=0.0)
+    scores = support_scores(obs, context, speakers)
+    words = _evidence_words(obs.statement, speakers)
+    best = max(scores, key=lambda n: (scores[n], n), default=None)
+    if best is None or scores[best] < CONTEXT_SUPPORT or scores[best] < CONTEXT_OVER_CHUNK * inside:
+        return None
+    return context[best] if _hits(words, _words(context[best].text)) >= 2 else None
 
 
 def validate_turn(obs: Observation, numbered: dict[int, Message], speakers: Sequence[str] = (),
@@ -224,11 +261,8 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
     where the grammar fixed the line a statement was written for): the cited turn comes
     first whenever it supports the statement at least this much.
     """
-    names = {w for s in speakers for w in _words(s)}
-    # time words ("yesterday", "last week") are no evidence of *what* was said
-    words = _words(_TIME_PHRASE.sub(" ", obs.statement)) - names - _TIME_WORDS
-    obj_words = _words(obs.object) - names - _TIME_WORDS
-    scores = {n: _grounding(words, obj_words, m) for n, m in numbered.items()}
+    words = _evidence_words(obs.statement, speakers)
+    scores = support_scores(obs, numbered, speakers)
     if not scores:
         return []
     trusted = trust_turn is not None and obs.turn in scores and scores[obs.turn] >= trust_turn
@@ -604,10 +638,11 @@ def postprocess_observations(
     seen: set[tuple[str, str, str, bool]] = set()
     for o in observations:
         found = source_turns(o, numbered, speakers, trust_turn=TRUSTED_TURN_SUPPORT if trust_turn else None)
-        if not found and context:
-            found = source_turns(o.model_copy(update={"turn": None}), context, speakers, min_score=CONTEXT_SUPPORT)
-            if found:
-                notes.append(f"grounded in context line {found[0].id}: {o.statement}")
+        if context:
+            line = context_source(o, numbered, context, speakers)
+            if line is not None:
+                notes.append(f"grounded in context line {line.id}: {o.statement}")
+                found = [line, *found][:3]
         if not found:
             notes.append(f"dropped statement no turn supports: {o.statement}")
             continue
