@@ -19,8 +19,9 @@
 #                 (runs early: it needs no memory; never tune on these)                -> bench-out/final
 #   final-answer  #21's held-out run of answer() itself (bench method `answer`: Memory.answer's ANSWER_CONFIG)
 #                 on the same 603 questions, its memories written by extraction $FINAL_EXTRACTION (default
-#                 v1, the library's default, which ANSWER_CONFIG was tuned on; v3 only once its answers are
-#                 measured on the tuning samples); ingestion first (resumable per session), then the
+#                 v3 since session 14: on conv-30's tuning sample its memory answered 50.8 against v1's 46.1
+#                 with the same ANSWER_CONFIG, and it writes a third fewer tokens per turn; BENCHMARKS.md
+#                 "v3's memory under answer()"); ingestion first (resumable per session), then the
 #                 answers                                                             -> bench-out/final-answer
 #                 (its own folder: it may run while final-bm25 does; the report reads both)
 #   report        rewrite every folder's report.md and plots, and the samples' report of the three
@@ -100,7 +101,7 @@ stage() {
     final-answer)
       restore locomo-final-answer bench-out/final-answer
       locomo conv-41,conv-43,conv-44,conv-47 1,2,3,4 bench-out/final-answer 8192 20 answer \
-        --extraction "${FINAL_EXTRACTION:-v1}" ;;
+        --extraction "${FINAL_EXTRACTION:-v3}" ;;
     report)
       for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc bench-out/final bench-out/final-answer; do
         if [ -s "$d/results.jsonl" ]; then  # a folder with no results yet is skipped; a failing report stops the run
