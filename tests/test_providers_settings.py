@@ -25,6 +25,7 @@ ENV = [
     "CHRONOMEM_EMBEDDER_BASE_URL",
     "CHRONOMEM_EMBEDDER_API_KEY",
     "CHRONOMEM_EMBEDDER_CACHE",
+    "CHRONOMEM_FAST_FORWARD",
 ]
 
 
@@ -147,3 +148,17 @@ def test_local_llm_reports_its_thread_count(tmp_path: Path, monkeypatch: pytest.
     assert LocalLlamaLLM(gguf).threads == 2
     monkeypatch.setenv("CHRONOMEM_THREADS", "many")  # unreadable: falls back to the CPU count
     assert LocalLlamaLLM(gguf).threads == (os.cpu_count() or 1)
+
+
+def test_fast_forward_is_a_yes_no_setting_from_env_or_file(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert resolve_llm_settings().fast_forward is False
+    monkeypatch.setenv("CHRONOMEM_FAST_FORWARD", "yes")
+    s = resolve_llm_settings()
+    assert s.fast_forward is True and s.sources["fast_forward"] == "env:CHRONOMEM_FAST_FORWARD"
+    assert resolve_llm_settings(fast_forward=False).fast_forward is False  # an argument beats the environment
+    monkeypatch.setenv("CHRONOMEM_FAST_FORWARD", "sometimes")
+    with pytest.raises(ConfigError, match="fast_forward='sometimes'"):
+        resolve_llm_settings()
+    monkeypatch.delenv("CHRONOMEM_FAST_FORWARD")
+    clean_env.write_text("[llm]\nfast_forward = true\n")
+    assert resolve_llm_settings().fast_forward is True

@@ -69,7 +69,8 @@ def build_llm(settings: LLMSettings) -> LLM:
     if settings.provider == "local":
         from .local_llama import LocalLlamaLLM
 
-        return LocalLlamaLLM(settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads)
+        return LocalLlamaLLM(settings.model, n_ctx=settings.n_ctx, n_threads=settings.n_threads,
+                             fast_forward=settings.fast_forward)
     from .openai_compat import OpenAICompatLLM
 
     kwargs: dict[str, Any] = {}
@@ -98,7 +99,7 @@ def make_llm(
     ``spec`` is a spec string (``local``, ``local:0.5b``, ``local:/p.gguf``,
     ``openai:MODEL``, ``openai:MODEL@URL``); ``overrides`` are
     :class:`LLMSettings` fields (``base_url``, ``api_key``, ``timeout``,
-    ``max_retries``, ``n_ctx``, ``n_threads``, ``context_window``).  ``cache``:
+    ``max_retries``, ``n_ctx``, ``n_threads``, ``context_window``, ``fast_forward``).  ``cache``:
     ``True`` for the default response-cache file, a path, a
     :class:`ResponseCache`, ``False`` to force it off, ``None`` to follow
     settings (``CHRONOMEM_LLM_CACHE``, ``[llm] cache``; off by default).

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelError, ModelUnavailableError
+from . import fastforward
 from .base import Messages, Penalties
 from .chat import ChatLLM, RawCompletion
 from .gguf import ensure_model
@@ -79,8 +80,8 @@ class LoadedEngine:
     load_s: float
     _http: Any = field(default=None, repr=False)
 
-    def tokenize(self, text: str) -> list[int]:
-        """Token ids of ``text`` with the model's tokenizer (no BOS/special tokens added)."""
+    def _post(self, route: str, body: dict[str, Any], field: str) -> Any:
+        """``body`` to one of llama.cpp's HTTP routes on the engine's private port; the reply's ``field``."""
         import httpx
 
         if self._http is None:
@@ -88,11 +89,19 @@ class LoadedEngine:
                 base_url=self.address, headers={"Authorization": f"Bearer {self.api_key}"}, timeout=30.0
             )
         try:
-            r = self._http.post("/tokenize", json={"content": text, "add_special": False})
+            r = self._http.post(route, json=body)
             r.raise_for_status()
-            return list(r.json()["tokens"])
+            return r.json()[field]
         except (httpx.HTTPError, KeyError, ValueError) as e:
-            raise ModelError(f"tokenize failed on the local engine at {self.address}: {e}") from e
+            raise ModelError(f"{route} failed on the local engine at {self.address}: {e}") from e
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` with the model's tokenizer (no BOS/special tokens added)."""
+        return list(self._post("/tokenize", {"content": text, "add_special": False}, "tokens"))
+
+    def apply_template(self, messages: Messages) -> str:
+        """The raw prompt the model's chat template makes of ``messages``, ready for the assistant's reply."""
+        return str(self._post("/apply-template", {"messages": messages}, "prompt"))
 
     def close(self) -> None:
         if self._http is not None:
@@ -185,13 +194,16 @@ class LocalLlamaLLM(ChatLLM):
         seed: int = 0,
         structured_retries: int = 2,
         registry: LocalModelRegistry | None = None,
+        fast_forward: bool = False,
     ) -> None:
         path = ensure_model(model)
         self.settings = EngineSettings(
             path=str(path), n_ctx=n_ctx, n_threads=n_threads or 0, n_batch=n_batch, seed=seed
         )
         self.path = path
-        self.name = f"local:{path.stem}"
+        self.fast_forward = fast_forward
+        # replies decoded piece by piece may differ from one-call decoding: their cache entries must too
+        self.name = f"local:{path.stem}" + (":ff" if fast_forward else "")
         self.context_window = n_ctx
         self.structured_retries = structured_retries
         self.registry = registry or MODELS
@@ -242,6 +254,8 @@ class LocalLlamaLLM(ChatLLM):
             req["stop"] = stop
         if penalties is not None:
             req.update(penalties.request_fields())  # llama.cpp's repeat/frequency/presence_penalty fields
+        if json_schema is not None and self.fast_forward and fastforward.supports(json_schema):
+            return self._fill(messages, json_schema, max_tokens, penalties)
         if json_schema is not None:
             req["response_format"] = {"type": "json_object", "schema": json_schema}
         elif grammar is not None:
@@ -271,3 +285,33 @@ class LocalLlamaLLM(ChatLLM):
             finish_reason=str(choice.get("finish_reason") or "stop"),
             cached_prompt_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)),
         )
+
+    def _fill(self, messages: Messages, json_schema: dict[str, Any], max_tokens: int,
+              penalties: Penalties | None) -> RawCompletion:
+        """A schema reply written by :func:`.fastforward.fill`: fixed text as prompt, free parts decoded."""
+        engine = self.engine
+        extra = penalties.request_fields() if penalties is not None else {}
+
+        def step(prompt: str, grammar: str, n: int, stop: list[str] | None) -> fastforward.Step:
+            req: dict[str, Any] = {"prompt": prompt, "n_predict": n, "grammar": grammar, "temperature": 0.0,
+                                   "seed": self.settings.seed, "cache_prompt": True, **extra}
+            if stop:
+                req["stop"] = stop
+            try:
+                res = engine.server.handle_completions(req)
+                choice = res["choices"][0]
+            except (KeyError, IndexError, TypeError) as e:
+                raise ModelError(f"{self.name}: completion without choices: {str(res)[:300]}") from e
+            except Exception as e:  # noqa: BLE001 - the binding raises ValueError/RuntimeError on bad input
+                raise ModelError(f"{self.name}: llama.cpp rejected the request: {e}") from e
+            timings = res.get("timings") or {}
+            return fastforward.Step(text=str(choice.get("text") or ""),
+                                    prompt_tokens=int(timings.get("prompt_n", 0)),
+                                    completion_tokens=int(timings.get("predicted_n", 0)),
+                                    finish_reason=str(choice.get("finish_reason") or "stop"))
+
+        filled = fastforward.fill(json_schema, engine.apply_template(messages), step, max_tokens=max_tokens)
+        self.last_timings = {"calls": filled.calls}
+        return RawCompletion(text=filled.text, prompt_tokens=filled.prompt_tokens,
+                             completion_tokens=filled.completion_tokens,
+                             finish_reason="length" if filled.truncated else "stop")

@@ -36,6 +36,8 @@ Environment variables:
 ``CHRONOMEM_LLM_TIMEOUT``   seconds per request (remote)
 ``CHRONOMEM_LLM_CTX``       context size of the local model (default 8192)
 ``CHRONOMEM_THREADS``       CPU threads of the local model (default: all cores)
+``CHRONOMEM_FAST_FORWARD``  ``1``: the local model writes fixed-shape JSON replies piece by piece,
+                            their fixed text fed as prompt (:mod:`.fastforward`; default ``0``)
 ``CHRONOMEM_LLM_CACHE``     response cache: ``1`` (default file), a path, or ``0``
 ``CHRONOMEM_EMBEDDER``      embedder spec
 ``CHRONOMEM_EMBEDDER_BASE_URL`` / ``CHRONOMEM_EMBEDDER_API_KEY``
@@ -126,6 +128,7 @@ class LLMSettings:
     n_threads: int | None = None
     context_window: int | None = None  # remote models; local uses n_ctx
     cache: str | None = None  # None = off, "default", or a path
+    fast_forward: bool = False  # local: fixed JSON text fed as prompt, only free parts decoded
     sources: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -193,6 +196,18 @@ def _file_layer(doc: dict[str, Any], table: str, memory_key: str, path: Path, al
     return f"config:{path}", values
 
 
+def _flag(v: Any) -> bool:
+    """A yes/no setting: a bool, or 1/0, true/false, yes/no, on/off (any case)."""
+    if isinstance(v, bool):
+        return v
+    text = str(v).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"not a yes/no value: {v!r}")
+
+
 def _env(*names: str) -> tuple[str | None, str]:
     for n in names:
         v = os.environ.get(n)
@@ -228,6 +243,8 @@ def _merge(target: Any, layers: list[Layer], int_fields: set[str], float_fields:
                     v = float(v)
                 elif fname == "cache":
                     v = _cache_setting(v)
+                elif fname == "fast_forward":
+                    v = _flag(v)
             except (TypeError, ValueError) as e:
                 raise ConfigError(f"invalid {fname}={v!r} from {source}") from e
             setattr(target, fname, v)
@@ -256,6 +273,7 @@ def resolve_llm_settings(spec: str | None = None, *, config_path: Path | None = 
         ("n_ctx", ("CHRONOMEM_LLM_CTX",)),
         ("n_threads", ("CHRONOMEM_THREADS",)),
         ("cache", ("CHRONOMEM_LLM_CACHE",)),
+        ("fast_forward", ("CHRONOMEM_FAST_FORWARD",)),
     ):
         v, n = _env(*names)
         if v is not None:
