@@ -33,6 +33,13 @@
 # results yet is restored from its saved copy in benchmarks/results/ (see benchmarks/snapshot.py), so
 # a fresh machine continues where the last one stopped and replays cached model calls for free.
 # One model process at a time; CHRONOMEM_THREADS (default 2) is its thread count.
+#
+# A session's machine and its bench-out/ go away with it.  SAVE_EVERY=SECONDS runs the `save` stage
+# in the background every SECONDS while the stages run (and once more when they end), so what a
+# long run has done is in benchmarks/results/ — commit it, or set SAVE_COMMIT=1 to have each save
+# committed (only benchmarks/results/, nothing else):
+#
+#   SAVE_EVERY=1500 SAVE_COMMIT=1 nohup benchmarks/run_harness.sh final-answer > bench-out/final-answer.log 2>&1 &
 set -eu
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -135,5 +142,20 @@ stage() {
   esac
 }
 
+save_now() {  # the save stage, then (SAVE_COMMIT=1) a commit of benchmarks/results/ alone
+  stage save
+  if [ "${SAVE_COMMIT:-0}" = 1 ] && [ -n "$(git status --porcelain -- benchmarks/results)" ]; then
+    git add -- benchmarks/results
+    git commit -q -m "bench results: checkpoint of the running harness stages ($*)" -- benchmarks/results \
+      || log "save: commit failed (another git command running?); the next save retries"
+  fi
+}
+
 [ $# -eq 0 ] && set -- conv30-main conv26-main samples msc report save
+if [ -n "${SAVE_EVERY:-}" ]; then
+  case "$SAVE_EVERY" in *[!0-9]*|"") echo "SAVE_EVERY must be a number of seconds, not '$SAVE_EVERY'" >&2; exit 2 ;; esac
+  ( while sleep "$SAVE_EVERY"; do save_now "$@" || log "save failed; the next one retries"; done ) &
+  saver=$!
+  trap 'kill "$saver" 2>/dev/null; save_now "$@"' EXIT
+fi
 for s in "$@"; do stage "$s"; done
