@@ -69,7 +69,10 @@ def save(run: Path, dest: Path) -> list[str]:
             finally:
                 src.close()
                 dst.close()
-            with copy.open("rb") as fin, gzip.open(dest / CACHE_GZ, "wb", compresslevel=9) as fout:
+            # no name or time in the gzip header: an unchanged cache saves to the same bytes, so
+            # periodic saves (run_harness.sh SAVE_EVERY) do not commit megabytes of churn
+            with copy.open("rb") as fin, (dest / CACHE_GZ).open("wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9, mtime=0) as fout:
                 shutil.copyfileobj(fin, fout)
         saved.append(CACHE_GZ)
     return saved

@@ -82,3 +82,20 @@ def test_a_folder_that_is_no_run_is_refused_by_name(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="empty: no journals or llm-cache.sqlite.gz here"):
         snap.restore(empty, tmp_path / "run")
     assert not (tmp_path / "dest").exists()
+
+
+def test_an_unchanged_cache_saves_to_the_same_bytes(tmp_path: Path) -> None:
+    # periodic saves (run_harness.sh SAVE_EVERY) must not turn an unchanged cache into a new blob
+    snap = load_snapshot()
+    run = tmp_path / "run"
+    run.mkdir()
+    write_cache(run / "llm-cache.sqlite", [("a", "x")])
+    snap.save(run, tmp_path / "one")
+    snap.save(run, tmp_path / "two")
+    assert (tmp_path / "one" / "llm-cache.sqlite.gz").read_bytes() == (tmp_path / "two" / "llm-cache.sqlite.gz").read_bytes()
+    db = sqlite3.connect(run / "llm-cache.sqlite")
+    db.execute("INSERT INTO responses VALUES ('b', 'y')")
+    db.commit()
+    db.close()
+    snap.save(run, tmp_path / "three")
+    assert (tmp_path / "three" / "llm-cache.sqlite.gz").read_bytes() != (tmp_path / "one" / "llm-cache.sqlite.gz").read_bytes()
