@@ -163,10 +163,18 @@ def judge(llm: Any, row: dict[str, Any], turns: dict[str, str], statement: bool 
 
 
 class CacheOnly:
-    """The local model's name without the model: every call the cache cannot answer fails."""
+    """The local model's name without the model: every call the cache cannot answer fails.
 
-    name = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+    With ``CHRONOMEM_FAST_FORWARD=1`` it answers as the fast-forward model (name + ``:ff``), whose
+    replies are cached under their own keys."""
+
     context_window = 8192
+
+    def __init__(self) -> None:
+        from chronomem.providers import resolve_llm_settings
+
+        ff = resolve_llm_settings().fast_forward
+        self.name = "local:qwen2.5-coder-1.5b-instruct-q4_k_m" + (":ff" if ff else "")
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
