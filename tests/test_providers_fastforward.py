@@ -140,3 +140,17 @@ def test_the_local_provider_fills_a_supported_schema_when_asked(tmp_path: Path) 
     assert all(r["temperature"] == 0.0 and r["cache_prompt"] for r in server.requests)
     plain = LocalLlamaLLM(gguf, registry=Registry(server))
     assert not plain.name.endswith(":ff") and plain.fast_forward is False
+
+
+def test_an_engine_error_during_a_fill_is_a_model_error_with_its_message(tmp_path: Path) -> None:
+    from chronomem.errors import ModelError
+
+    class Refusing(CompletionServer):
+        def handle_completions(self, req: dict[str, Any]) -> dict[str, Any]:
+            return {"error": {"message": "failed to parse grammar"}}
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF....")
+    llm = LocalLlamaLLM(gguf, registry=Registry(Refusing(ScriptedEngine(PROMPT, WANTED))), fast_forward=True)
+    with pytest.raises(ModelError, match="failed to parse grammar"):
+        llm.chat([{"role": "user", "content": "Turns ..."}], schema=schema_for_lines([3, 4]), max_tokens=400)

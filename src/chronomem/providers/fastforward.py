@@ -123,19 +123,19 @@ def _check(s: Any) -> None:
 
 
 def _opening(s: dict[str, Any]) -> str:
-    """The fixed text an ``anyOf`` alternative starts with (its leading space included)."""
+    """The fixed text an ``anyOf`` alternative starts with (after its lead, the space before a value)."""
     if "const" in s:
-        return " " + json.dumps(s["const"])
+        return json.dumps(s["const"])
     t = s.get("type")
     if t == "null":
-        return " null"
+        return "null"
     if t == "object":
         key, sub = next(iter(s["properties"].items()))
-        return " {" + json.dumps(key) + ":" + (' "' if sub.get("type") == "string" else "")
+        return "{" + json.dumps(key) + ":" + (' "' if sub.get("type") == "string" else "")
     if t == "string":
-        return ' "'
+        return '"'
     if t == "array":
-        return " ["
+        return "["
     raise UnsupportedSchema(f"an anyOf alternative of type {t!r}")
 
 
@@ -193,16 +193,17 @@ class _Writer:
 
     def value(self, prompt: str, s: dict[str, Any], lead: str, out: list[str]) -> None:
         """Append the value's text to ``out`` (``lead``: the space after a key's colon, or "")."""
-        def emit(text: str) -> None:
-            out.append(text)
+        emit = out.append
 
-        here = lambda: prompt + "".join(out)  # noqa: E731 - the reply so far, after the prompt
+        def here() -> str:  # the prompt and the reply so far: what the next call continues
+            return prompt + "".join(out)
+
         if "const" in s:
             emit(lead + json.dumps(s["const"]))
             return
         if "anyOf" in s:
             alts = s["anyOf"]
-            openings = [(lead + _opening(a)[1:]) for a in alts]
+            openings = [lead + _opening(a) for a in alts]
             pick = self.choice(here(), openings)
             alt = alts[openings.index(pick)]
             if alt.get("type") == "null" or "const" in alt:

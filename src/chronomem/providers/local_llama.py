@@ -243,6 +243,8 @@ class LocalLlamaLLM(ChatLLM):
         penalties: Penalties | None = None,
         grammar: str | None = None,
     ) -> RawCompletion:
+        if json_schema is not None and self.fast_forward and fastforward.supports(json_schema):
+            return self._fill(messages, json_schema, max_tokens, temperature, penalties)
         req: dict[str, Any] = {
             "messages": messages,
             "max_tokens": max_tokens,
@@ -254,23 +256,11 @@ class LocalLlamaLLM(ChatLLM):
             req["stop"] = stop
         if penalties is not None:
             req.update(penalties.request_fields())  # llama.cpp's repeat/frequency/presence_penalty fields
-        if json_schema is not None and self.fast_forward and fastforward.supports(json_schema):
-            return self._fill(messages, json_schema, max_tokens, penalties)
         if json_schema is not None:
             req["response_format"] = {"type": "json_object", "schema": json_schema}
         elif grammar is not None:
             req["grammar"] = grammar  # llama.cpp's GBNF, enforced while sampling
-        engine = self.engine
-        try:
-            res = engine.server.handle_chat_completions(req)
-        except Exception as e:  # noqa: BLE001 - the binding raises ValueError/RuntimeError on bad input
-            raise ModelError(f"{self.name}: llama.cpp rejected the request: {e}") from e
-        if not isinstance(res, dict):
-            raise ModelError(f"{self.name}: unexpected reply from llama.cpp: {str(res)[:300]}")
-        if "error" in res:
-            err = res["error"]
-            msg = err.get("message") if isinstance(err, dict) else str(err)
-            raise ModelError(f"{self.name}: {msg}")
+        res = self._request(self.engine.server.handle_chat_completions, req)
         try:
             choice = res["choices"][0]
             text = choice["message"].get("content") or ""
@@ -286,24 +276,36 @@ class LocalLlamaLLM(ChatLLM):
             cached_prompt_tokens=int((usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)),
         )
 
-    def _fill(self, messages: Messages, json_schema: dict[str, Any], max_tokens: int,
+    def _request(self, handler: Any, req: dict[str, Any]) -> dict[str, Any]:
+        """One request to an in-process llama.cpp endpoint; its reply, or :class:`ModelError`."""
+        try:
+            res = handler(req)
+        except Exception as e:  # noqa: BLE001 - the binding raises ValueError/RuntimeError on bad input
+            raise ModelError(f"{self.name}: llama.cpp rejected the request: {e}") from e
+        if not isinstance(res, dict):
+            raise ModelError(f"{self.name}: unexpected reply from llama.cpp: {str(res)[:300]}")
+        if "error" in res:
+            err = res["error"]
+            msg = err.get("message") if isinstance(err, dict) else str(err)
+            raise ModelError(f"{self.name}: {msg}")
+        return res
+
+    def _fill(self, messages: Messages, json_schema: dict[str, Any], max_tokens: int, temperature: float,
               penalties: Penalties | None) -> RawCompletion:
         """A schema reply written by :func:`.fastforward.fill`: fixed text as prompt, free parts decoded."""
         engine = self.engine
         extra = penalties.request_fields() if penalties is not None else {}
 
         def step(prompt: str, grammar: str, n: int, stop: list[str] | None) -> fastforward.Step:
-            req: dict[str, Any] = {"prompt": prompt, "n_predict": n, "grammar": grammar, "temperature": 0.0,
+            req: dict[str, Any] = {"prompt": prompt, "n_predict": n, "grammar": grammar, "temperature": temperature,
                                    "seed": self.settings.seed, "cache_prompt": True, **extra}
             if stop:
                 req["stop"] = stop
+            res = self._request(engine.server.handle_completions, req)
             try:
-                res = engine.server.handle_completions(req)
                 choice = res["choices"][0]
             except (KeyError, IndexError, TypeError) as e:
                 raise ModelError(f"{self.name}: completion without choices: {str(res)[:300]}") from e
-            except Exception as e:  # noqa: BLE001 - the binding raises ValueError/RuntimeError on bad input
-                raise ModelError(f"{self.name}: llama.cpp rejected the request: {e}") from e
             timings = res.get("timings") or {}
             return fastforward.Step(text=str(choice.get("text") or ""),
                                     prompt_tokens=int(timings.get("prompt_n", 0)),
