@@ -61,6 +61,15 @@ def test_local_grammar_holds_the_reply_to_rows(llm) -> None:
     assert all(o.turn in (1, 2) for o in parse_line_rows(r.text))
 
 
+def test_local_prefill_fills_the_prompt_cache_with_the_shared_start(llm) -> None:
+    head = [{"role": "system", "content": "You note down where people live. Reply with JSON only."}]
+    first = llm.prefill(head)
+    assert first > 10  # the system prompt and the template's opening of the user turn
+    assert llm.prefill(head) <= 1  # cached now: llama.cpp re-reads only the last token
+    r = llm.chat([*head, {"role": "user", "content": "Maria lives in Berlin."}], schema=Move, max_tokens=32)
+    assert r.usage.prompt_tokens > first
+
+
 def test_local_embedding_similarity_ordering() -> None:
     try:
         emb = make_embedder("local", cache=False)

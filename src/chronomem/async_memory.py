@@ -124,6 +124,10 @@ class AsyncMemory:
         await self._run(self._mem.use_models, llm=llm, embedder=embedder)
         return self
 
+    async def warm(self) -> int:
+        """See :meth:`Memory.warm`."""
+        return await self._run(self._mem.warm)
+
     async def define_relation(self, name: str, **props: Any) -> RelationSpec:
         return await self._run(self._mem.define_relation, name, **props)
 

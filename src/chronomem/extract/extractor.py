@@ -427,10 +427,15 @@ class Extractor:
         self.system = system_prompt(relations, prompt_version)
         self.max_tokens = max_tokens
 
+    def head(self) -> list[dict[str, str]]:
+        """The messages every extraction call starts with (the system prompt): what a local
+        model can prefill (:meth:`~chronomem.extract.pipeline.WritePipeline.warm`)."""
+        return [{"role": "system", "content": self.system}]
+
     def messages_for(self, chunk: Chunk[Message]) -> tuple[list[dict[str, str]], dict[int, Message]]:
         transcript, numbered = render_transcript(chunk)
         return (
-            [{"role": "system", "content": self.system}, {"role": "user", "content": transcript}],
+            [*self.head(), {"role": "user", "content": transcript}],
             numbered,
         )
 

@@ -369,6 +369,16 @@ class WritePipeline:
         return result
 
     # -- internals -------------------------------------------------------------------------
+    def warm(self) -> int:
+        """Prefill the extraction prompt's shared start (its system prompt, ≈ 600 tokens) in a
+        local model's prompt cache, so the first chunk does not pay for it (≈ 15 s on 2 cores);
+        returns the tokens evaluated.  A no-op (0) for models without a prompt cache of their own
+        to fill (remote endpoints cache prefixes themselves)."""
+        prefill = getattr(self.models.llm, "prefill", None)
+        if not callable(prefill):
+            return 0
+        return int(prefill(self.extractor().head()))
+
     def extractor(self) -> Extractor:
         if self._extractor is None:
             reg = self.registry

@@ -152,6 +152,10 @@ def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = N
             return memories[tenant]
 
     runner = JobRunner(store, memory_for, lease_s=lease_s)
+    try:
+        base.warm()  # the first job should not pay for the extraction prompt's prefix
+    except Exception as e:  # a model that cannot load fails each job with its own error instead
+        log.warning("worker: could not warm the model: %s", e)
 
     def chronomem_job(job_id: str) -> None:
         runner.run(job_id)

@@ -231,6 +231,28 @@ class LocalLlamaLLM(ChatLLM):
     def tokenize(self, text: str) -> list[int]:
         return self.engine.tokenize(text)
 
+    def prefill(self, head: Messages) -> int:
+        """Evaluate the prompt that every chat starting with ``head`` shares (a system prompt, say),
+        so the engine's prompt cache holds it before the first such call; returns the tokens
+        evaluated (0 when the cache held them already).
+
+        The shared part is found without knowing the chat template: ``head`` followed by two
+        different user turns is rendered, and the common start of the two renderings evaluated.
+        A later call that starts differently (another purpose's prompt) replaces it in the
+        engine's single cache slot.
+        """
+        engine = self.engine
+        a, b = (engine.apply_template([*head, {"role": "user", "content": text}]) for text in ("A", "B"))
+        shared = os.path.commonprefix([a, b])
+        if not shared:
+            return 0
+        res = self._request(engine.server.handle_completions,
+                            {"prompt": shared, "n_predict": 0, "cache_prompt": True, "seed": self.settings.seed})
+        evaluated = int((res.get("timings") or {}).get("prompt_n", 0))
+        log.info("prefilled %d prompt token(s) (%d cached before)", evaluated,
+                 int((res.get("timings") or {}).get("cache_n", 0)))
+        return evaluated
+
     def _complete(
         self,
         messages: Messages,
