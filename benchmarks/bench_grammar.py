@@ -28,7 +28,7 @@ from typing import Any
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH
 from chronomem.extract.chunking import chunk_turns
 from chronomem.extract.formats import load_conversations
-from chronomem.extract.line_observations import FLAT_PROMPTS, LineObservationExtractor, schema_for_lines
+from chronomem.extract.line_observations import LineObservationExtractor, layout_for, schema_for_lines
 from chronomem.model import Message
 from chronomem.providers.local_llama import LocalLlamaLLM
 
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     llm = LocalLlamaLLM()
     ex = LineObservationExtractor(llm, prompt_version=args.prompt)
     messages, numbered = ex.messages_for(chunk)
-    schema = schema_for_lines(sorted(numbered), args.prompt in FLAT_PROMPTS)
+    schema = schema_for_lines(sorted(numbered), layout_for(args.prompt))
     shapes: dict[str, dict[str, Any] | None] = {
         "schema": schema, "no-maxlength": without_max_length(schema), "free": None,
     }

@@ -11,6 +11,7 @@ import pytest
 
 from chronomem import Memory
 from chronomem.extract.line_observations import (
+    layout_for,
     LineObservationExtractor,
     parse_line_observations,
     schema_for_lines,
@@ -128,14 +129,20 @@ class SlotLLM:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
+    PROMPT = "observe_lines_v1"  # the prompt version the double expects and answers in
+
+    def lines(self, told: list[tuple[int, dict[str, Any] | None]]) -> Any:
+        """The reply's "lines" in the PROMPT's layout."""
+        return [{"line": n, "fact": fact} for n, fact in told]
+
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
              temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
         self.schemas.append(schema)
         self.penalties = penalties
-        assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v1")
-        slots = [{"line": n, "fact": told} for n, told in scripted_lines(messages, self.SCRIPT)]
+        assert messages[0]["content"] == system_prompt(RELATIONS, self.PROMPT)
         return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=30, latency_s=0.01,
-                                                      purpose=purpose), data={"lines": slots})
+                                                      purpose=purpose),
+                          data={"lines": self.lines(scripted_lines(messages, self.SCRIPT))})
 
 
 def test_pipeline_v3_end_to_end() -> None:
@@ -245,7 +252,7 @@ def test_quotes_in_the_transcript_are_single_and_quoted_speech_is_dropped() -> N
 # ----------------------------------------------------------------- the slim, flat slots (observe_lines_v3)
 
 def test_flat_schema_has_no_subject_or_ended_and_still_fixes_each_line() -> None:
-    s = schema_for_lines([2, 3], flat=True)
+    s = schema_for_lines([2, 3], layout_for("observe_lines_v3"))
     slots = s["properties"]["lines"]["prefixItems"]
     assert len(slots) == 2
     for n, slot in zip((2, 3), slots):
@@ -258,7 +265,7 @@ def test_flat_schema_has_no_subject_or_ended_and_still_fixes_each_line() -> None
 
 def test_the_flat_schema_compiles_to_a_llama_grammar() -> None:
     xllamacpp = pytest.importorskip("xllamacpp")
-    assert "statement" in xllamacpp.json_schema_to_grammar(json.dumps(schema_for_lines([1, 2], flat=True)))
+    assert "statement" in xllamacpp.json_schema_to_grammar(json.dumps(schema_for_lines([1, 2], layout_for("observe_lines_v3"))))
 
 
 def test_flat_slots_parse_with_ended_read_from_the_statement() -> None:
@@ -287,17 +294,13 @@ def test_a_flat_statement_is_about_the_first_speaker_it_names_else_the_speaker_o
 
 
 class FlatSlotLLM(SlotLLM):
-    """SlotLLM answering in the flat layout, checking that the slim prompt and schema were sent."""
+    """SlotLLM answering in the flat layout of the slim prompt."""
 
-    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
-        self.schemas.append(schema)
-        assert messages[0]["content"] == system_prompt(RELATIONS, "observe_lines_v3")
-        slots = [{"line": n, "statement": None} if not told else
-                 {"line": n, "statement": told["statement"], "relation": told["relation"], "object": told["object"]}
-                 for n, told in scripted_lines(messages, self.SCRIPT)]
-        return ChatResult(text="{}", usage=CallUsage(prompt_tokens=50, completion_tokens=20, latency_s=0.01,
-                                                      purpose=purpose), data={"lines": slots})
+    PROMPT = "observe_lines_v3"
+
+    def lines(self, told: list[tuple[int, dict[str, Any] | None]]) -> Any:
+        return [{"line": n, "statement": None} if not fact else
+                {"line": n, **{k: fact[k] for k in ("statement", "relation", "object")}} for n, fact in told]
 
 
 def test_pipeline_v3_with_the_slim_prompt_end_to_end() -> None:
@@ -307,6 +310,111 @@ def test_pipeline_v3_with_the_slim_prompt_end_to_end() -> None:
         assert add_maya(mem, "observe_lines_v3").ok
         slot = llm.schemas[0]["properties"]["lines"]["prefixItems"][0]
         assert "subject" not in slot["anyOf"][1]["properties"]
+        facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
+        assert facts[("works_at", "Acme")].source_ids == ["a2"]
+        assert facts[("lives_in", "Lisbon")].valid_to is None
+    finally:
+        mem.close()
+
+
+class PrefillSlotLLM(SlotLLM):
+    """SlotLLM with a prompt cache to fill, as the embedded model has."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heads: list[list[dict[str, str]]] = []
+
+    def prefill(self, head: list[dict[str, str]]) -> int:
+        self.heads.append(head)
+        return 600
+
+
+def test_warm_prefills_the_extraction_system_prompt_that_every_call_then_starts_with() -> None:
+    llm = PrefillSlotLLM()
+    mem = Memory(":memory:", llm=llm)
+    try:
+        pipe = mem.write_pipeline(method="v3")
+        assert pipe.warm() == 600
+        assert llm.heads == [[{"role": "system", "content": system_prompt(RELATIONS, "observe_lines_v1")}]]
+        assert add_maya(mem).ok  # SlotLLM asserts each call's system message is that same head
+        assert mem.warm() == 600 and len(llm.heads) == 2  # Memory.warm: the configured method's prompt
+    finally:
+        mem.close()
+    plain = Memory(":memory:", llm=SlotLLM())  # no prompt cache of its own to fill (a remote model)
+    try:
+        assert plain.warm() == 0
+    finally:
+        plain.close()
+
+
+# ----------------------------------------------------------------- the keyed slots (observe_lines_v4)
+
+def test_every_prompt_version_has_a_layout_and_the_default_is_nested_with_all_fields() -> None:
+    from chronomem.extract.line_observations import FULL_FIELDS, LAYOUTS, SLIM_FIELDS, SlotLayout
+    from chronomem.extract.observations import STATEMENT_SCHEMA
+
+    assert layout_for("observe_lines_v1") == SlotLayout("nested", FULL_FIELDS)
+    assert schema_for_lines([4], layout_for("observe_lines_v1"))["properties"]["lines"]["prefixItems"][0][
+        "properties"]["fact"]["anyOf"][1] == STATEMENT_SCHEMA  # the default layout's schema (cached replies' key)
+    slim = schema_for_lines([4], layout_for("observe_lines_v6"))["properties"]["lines"]["prefixItems"][0]
+    assert slim["properties"]["line"] == {"const": 4}
+    assert slim["properties"]["fact"]["anyOf"][1]["required"] == list(SLIM_FIELDS)
+    for version in LAYOUTS:  # each layout's prompt file exists and its example parses in that layout
+        from chronomem.extract.observations import system_prompt as prompt_of
+
+        example = prompt_of(RELATIONS, version).split("Example output:\n")[1]
+        obs = parse_line_observations(json.loads(example))
+        assert [o.turn for o in obs] == [1, 3, 4] and all(o.statement for o in obs)
+
+
+def test_keyed_schema_has_a_slim_slot_per_line_number_in_order() -> None:
+    s = schema_for_lines([2, 3, 10], layout_for("observe_lines_v4"))
+    lines = s["properties"]["lines"]
+    assert list(lines["properties"]) == ["2", "3", "10"] and lines["required"] == ["2", "3", "10"]
+    assert lines["additionalProperties"] is False
+    empty, told = lines["properties"]["10"]["anyOf"]
+    assert empty == {"type": "null"}
+    assert told["required"] == ["statement", "relation", "object"] and told["additionalProperties"] is False
+    assert told["properties"]["relation"]["enum"] == list(RELATIONS)
+
+
+def test_the_keyed_schema_compiles_to_a_llama_grammar() -> None:
+    xllamacpp = pytest.importorskip("xllamacpp")
+    assert "statement" in xllamacpp.json_schema_to_grammar(json.dumps(schema_for_lines([1, 2], layout_for("observe_lines_v4"))))
+
+
+def test_keyed_slots_parse_with_their_line_and_ended_read_from_the_statement() -> None:
+    obs = parse_line_observations({"lines": {
+        "1": None,
+        "2": {"statement": "Jon lost his job as a banker yesterday.", "relation": "job_title", "object": "banker"},
+        "[3]": {"statement": "Gina likes contemporary dance.", "relation": "likes", "object": "contemporary dance"},
+        "4": {"statement": "gina likes contemporary dance.", "relation": "likes", "object": "dance"},
+    }})
+    assert [(o.turn, o.subject, o.relation, o.ended) for o in obs] == [(2, "", "job_title", True), (3, "", "likes", False)]
+
+
+@pytest.mark.parametrize("lines, wrong", [({"one": None}, "line number"), ({"1": "Gina dances."}, "fact object or null")])
+def test_a_keyed_reply_with_a_bad_key_or_slot_is_rejected_naming_it(lines: dict[str, Any], wrong: str) -> None:
+    with pytest.raises(pydantic.ValidationError, match=wrong):
+        parse_line_observations({"lines": lines})
+
+
+class KeyedSlotLLM(SlotLLM):
+    """SlotLLM answering in the keyed layout of the slim keyed prompt."""
+
+    PROMPT = "observe_lines_v4"
+
+    def lines(self, told: list[tuple[int, dict[str, Any] | None]]) -> Any:
+        return {str(n): fact and {k: fact[k] for k in ("statement", "relation", "object")} for n, fact in told}
+
+
+def test_pipeline_v3_with_the_keyed_prompt_end_to_end() -> None:
+    llm = KeyedSlotLLM()
+    mem = Memory(":memory:", llm=llm)
+    try:
+        assert add_maya(mem, "observe_lines_v4").ok
+        slot = next(iter(llm.schemas[0]["properties"]["lines"]["properties"].values()))
+        assert set(slot["anyOf"][1]["properties"]) == {"statement", "relation", "object"}
         facts = {(f.relation, f.object): f for f in mem.facts(user_id="u1", subject="Maya")}
         assert facts[("works_at", "Acme")].source_ids == ["a2"]
         assert facts[("lives_in", "Lisbon")].valid_to is None

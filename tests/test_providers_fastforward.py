@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chronomem.extract.line_observations import schema_for_lines
+from chronomem.extract.line_observations import layout_for, schema_for_lines
 from chronomem.providers import fastforward
 from chronomem.providers.base import Messages
 from chronomem.providers.local_llama import EngineSettings, LoadedEngine, LocalLlamaLLM, LocalModelRegistry
@@ -50,7 +50,8 @@ class ScriptedEngine:
 
 def test_the_v3_slot_schema_is_supported_and_variable_shapes_are_not() -> None:
     assert fastforward.supports(schema_for_lines([0, 1, 2]))
-    assert fastforward.supports(schema_for_lines([0, 1], flat=True)) is False  # slim slots: anyOf opening alike
+    assert fastforward.supports(schema_for_lines([0, 1], layout_for("observe_lines_v6")))  # nested, slim facts
+    assert fastforward.supports(schema_for_lines([0, 1], layout_for("observe_lines_v3"))) is False  # slim slots: anyOf opening alike
     facts = {"type": "object", "properties": {"facts": {"type": "array", "items": {"type": "string"}}},
              "required": ["facts"], "additionalProperties": False}
     assert not fastforward.supports(facts)  # a list of any length
@@ -78,6 +79,22 @@ def test_fill_writes_the_reply_and_decodes_only_its_free_parts() -> None:
     # a string is decoded under its maxLength, the quote as its stop
     statement_calls = [c for c in engine.calls if c[3] == ['"'] and c[0].endswith('"statement": "')]
     assert statement_calls and "char{0,160}" in statement_calls[0][1]
+
+
+KEYED = ('{"lines": {\n'
+         '"3": {"statement": "Ann moved to Lisbon in May.", "relation": "moved_to", "object": "Lisbon"},\n'
+         '"4": null\n'
+         '}}')
+
+
+def test_keyed_slots_are_written_one_per_line_as_their_prompt_shows() -> None:
+    schema = schema_for_lines([3, 4], layout_for("observe_lines_v4"))
+    assert fastforward.supports(schema)
+    engine = ScriptedEngine(PROMPT, KEYED)
+    filled = fastforward.fill(schema, PROMPT, engine, max_tokens=400)
+    assert filled.text == KEYED and not filled.truncated
+    decoded = "".join(engine.decoded)
+    assert '"3"' not in decoded and '"relation"' not in decoded  # line keys and field names were fed, not decoded
 
 
 def test_an_escaped_quote_does_not_end_the_string() -> None:

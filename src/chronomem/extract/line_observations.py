@@ -22,16 +22,18 @@ greedy's 9 (BENCHMARKS.md "Extraction v3"), so it is off.
 
 The prompt is the versioned file ``prompts/observe_lines_v1.md``; selecting this
 method is ``WritePipeline(method="v3")`` / ``Config.extraction = "v3"``.  Two other reply
-shapes, selected by their prompt version, were measured for speed and not adopted: slim flat
-slots (:data:`FLAT_PROMPTS`) and plain rows under a grammar (:data:`ROW_PROMPTS`).
+shapes, selected by their prompt version, were measured for speed and not adopted: shorter slot
+layouts (:data:`LAYOUTS`) and plain rows under a grammar (:data:`ROW_PROMPTS`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..model import Message
 from .chunking import Chunk
@@ -44,41 +46,84 @@ PROMPT_VERSION = "observe_lines_v1"
 MAX_TOKENS = 900
 
 
-#: Prompts whose slots are flat and slim, ``{"line": k, "statement": null | "…", "relation": …,
-#: "object": …}``: no ``fact`` wrapper, and no ``subject`` or ``ended``, which code reads from the
-#: statement (its first speaker name; :func:`~.observations.says_ended`).  Every token of the reply
-#: is a decoding step of the 1.5B model, forced keys included.  Measured on conv-30 and not adopted
-#: (BENCHMARKS.md "Extraction v3 under 3 s per turn?"): 21 % fewer tokens, still over 3 s per turn,
-#: and fewer observations matched than the nested slots.
-FLAT_PROMPTS = frozenset({"observe_lines_v3"})
-
-#: A flat slot's fact fields (the nested layout's are :data:`~.observations.STATEMENT_SCHEMA`'s)
-_FLAT_FIELDS = {k: STATEMENT_SCHEMA["properties"][k] for k in ("statement", "relation", "object")}
+#: A fact's fields, all of them (:data:`~.observations.STATEMENT_SCHEMA`) or the slim ones: no
+#: ``subject`` or ``ended``, which code reads from the statement (its first speaker name;
+#: :func:`~.observations.says_ended`, which decides whether a model's ``ended`` stands anyway).
+FULL_FIELDS: tuple[str, ...] = ("statement", "subject", "relation", "object", "ended")
+SLIM_FIELDS: tuple[str, ...] = ("statement", "relation", "object")
 
 
-def _slot_schema(n: int, flat: bool) -> dict[str, Any]:
-    if not flat:
-        return {
-            "type": "object",
-            "properties": {"line": {"const": n}, "fact": {"anyOf": [{"type": "null"}, STATEMENT_SCHEMA]}},
-            "required": ["line", "fact"],
-            "additionalProperties": False,
-        }
-    empty = {"type": "object", "properties": {"line": {"const": n}, "statement": {"type": "null"}},
-             "required": ["line", "statement"], "additionalProperties": False}
-    told = {"type": "object", "properties": {"line": {"const": n}, **_FLAT_FIELDS},
-            "required": ["line", *_FLAT_FIELDS], "additionalProperties": False}
-    return {"anyOf": [empty, told]}
+@dataclass(frozen=True, slots=True)
+class SlotLayout:
+    """How a reply lays out its slots, one per transcript line:
+
+    * ``nested``: ``{"lines": [{"line": k, "fact": null | {…}}, …]}`` (the default prompt's);
+    * ``flat``: ``{"lines": [{"line": k, "statement": null | "…", "relation": …, "object": …}, …]}``;
+    * ``keyed``: ``{"lines": {"k": null | {…}, …}}``;
+
+    and which of the fact's fields the model writes (``fields``)."""
+
+    shape: Literal["nested", "flat", "keyed"] = "nested"
+    fields: tuple[str, ...] = FULL_FIELDS
 
 
-def schema_for_lines(lines: list[int], flat: bool = False) -> dict[str, Any]:
-    """The reply's JSON schema: exactly one slot per line number of ``lines``, in order
-    (``flat``: the slim slots of :data:`FLAT_PROMPTS`)."""
+#: Each prompt version's layout (a prompt not listed here: nested slots, all fields).  Every
+#: token of a slot costs the 1.5B model about a decoding step on this CPU, fixed keys included
+#: (under fast-forward decoding they are read, not written, at nearly the same cost), so the
+#: layout's length is most of ingestion's cost: per line of conv-30's replies, nested 48.3 tokens,
+#: keyed 42.3, nested and slim 38.5, keyed and slim 32.5.  Measured on conv-30 and not adopted
+#: (BENCHMARKS.md "Extraction v3 under 3 s per turn?" and "Shorter slots"): the flat slots
+#: (v3) and the keyed ones (v4, v5) matched fewer observations; without the ``"fact":`` key
+#: before it the model fills more lines, and writes questions and small talk into them.
+LAYOUTS: dict[str, SlotLayout] = {
+    "observe_lines_v3": SlotLayout("flat", SLIM_FIELDS),
+    "observe_lines_v4": SlotLayout("keyed", SLIM_FIELDS),
+    "observe_lines_v5": SlotLayout("keyed", FULL_FIELDS),
+    "observe_lines_v6": SlotLayout("nested", SLIM_FIELDS),
+}
+
+
+def layout_for(prompt_version: str) -> SlotLayout:
+    """The slot layout a prompt version's replies use (:data:`LAYOUTS`)."""
+    return LAYOUTS.get(prompt_version, SlotLayout())
+
+
+def _fact_schema(fields: Sequence[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": {k: STATEMENT_SCHEMA["properties"][k] for k in fields},
+            "required": list(fields), "additionalProperties": False}
+
+
+def _slot_schema(n: int, layout: SlotLayout) -> dict[str, Any]:
+    if layout.shape == "flat":
+        told_fields = {k: STATEMENT_SCHEMA["properties"][k] for k in layout.fields}
+        empty = {"type": "object", "properties": {"line": {"const": n}, "statement": {"type": "null"}},
+                 "required": ["line", "statement"], "additionalProperties": False}
+        told = {"type": "object", "properties": {"line": {"const": n}, **told_fields},
+                "required": ["line", *told_fields], "additionalProperties": False}
+        return {"anyOf": [empty, told]}
+    return {
+        "type": "object",
+        "properties": {"line": {"const": n}, "fact": {"anyOf": [{"type": "null"}, _fact_schema(layout.fields)]}},
+        "required": ["line", "fact"],
+        "additionalProperties": False,
+    }
+
+
+def schema_for_lines(lines: list[int], layout: SlotLayout = SlotLayout()) -> dict[str, Any]:
+    """The reply's JSON schema: exactly one slot per line number of ``lines``, in order, laid out
+    as ``layout`` says (:class:`SlotLayout`; the default: nested slots with all fields)."""
+    if layout.shape == "keyed":
+        fact = _fact_schema(layout.fields)
+        slots = {str(n): {"anyOf": [{"type": "null"}, fact]} for n in lines}
+        items: dict[str, Any] = {"type": "object", "properties": slots, "required": list(slots),
+                                 "additionalProperties": False}
+    else:
+        items = {"type": "array", "prefixItems": [_slot_schema(n, layout) for n in lines],
+                 "minItems": len(lines), "maxItems": len(lines)}
     return {
         "title": "line_observations",
         "type": "object",
-        "properties": {"lines": {"type": "array", "prefixItems": [_slot_schema(n, flat) for n in lines],
-                                 "minItems": len(lines), "maxItems": len(lines)}},
+        "properties": {"lines": items},
         "required": ["lines"],
         "additionalProperties": False,
     }
@@ -149,7 +194,7 @@ class _Slot(BaseModel):
 
     line: int | None = None
     fact: dict[str, Any] | None = None
-    # the flat layout's fields (FLAT_PROMPTS)
+    # the flat layout's fields (LAYOUTS)
     statement: str | None = None
     relation: str | None = None
     object: str | None = None
@@ -157,6 +202,8 @@ class _Slot(BaseModel):
     def told(self) -> dict[str, Any] | None:
         """The slot's fact fields, whichever layout; ``None`` for a line that tells nothing."""
         if self.fact is not None:
+            if "ended" not in self.fact and isinstance(self.fact.get("statement"), str):  # a slim fact
+                return {**self.fact, "ended": says_ended(self.fact["statement"])}
             return self.fact
         if self.statement is None:
             return None
@@ -169,9 +216,26 @@ class _Reply(BaseModel):
 
     lines: list[_Slot] = Field(default_factory=list)
 
+    @field_validator("lines", mode="before")
+    @classmethod
+    def _keyed(cls, v: Any) -> Any:
+        """The keyed layout (:class:`SlotLayout`): ``{"3": fact | null, …}`` → slots."""
+        if not isinstance(v, dict):
+            return v
+        slots = []
+        for key, fact in v.items():
+            m = re.fullmatch(r"\s*\[?(\d+)\]?\s*", str(key))
+            if m is None:
+                raise ValueError(f"a slot key must be a line number, got {key!r}")
+            if fact is not None and not isinstance(fact, dict):
+                raise ValueError(f"slot {key}: a fact object or null, got {type(fact).__name__}")
+            slots.append({"line": int(m.group(1)), "fact": fact})
+        return slots
+
 
 def parse_line_observations(data: Any) -> list[Observation]:
-    """Validate a reply: ``{"lines": [{"line": k, "fact": null | {...}}, ...]}``, or the flat
+    """Validate a reply: ``{"lines": [{"line": k, "fact": null | {...}}, ...]}``, the keyed
+    layout's ``{"lines": {"k": null | {"statement": …, "relation": …, "object": …}, ...}}``, or the flat
     layout's ``{"lines": [{"line": k, "statement": null | "…", "relation": …, "object": …}, ...]}``
     (no subject: :func:`~.observations.postprocess_observations` reads it from the statement;
     ``ended`` is :func:`~.observations.says_ended`).
@@ -218,7 +282,7 @@ class LineObservationExtractor(ObservationExtractor):
         lines = sorted(numbered)
         rows = self.prompt_version in ROW_PROMPTS
         shape: dict[str, Any] = ({"grammar": rows_grammar(lines)} if rows else
-                                 {"schema": schema_for_lines(lines, self.prompt_version in FLAT_PROMPTS)})
+                                 {"schema": schema_for_lines(lines, layout_for(self.prompt_version))})
         res = self.llm.chat(messages, **shape, max_tokens=self.max_tokens, temperature=0.0, purpose="extract",
                             penalties=self.penalties)
         observations = parse_line_rows(res.text) if rows else parse_line_observations(res.data)
@@ -229,5 +293,6 @@ class LineObservationExtractor(ObservationExtractor):
         return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)
 
 
-__all__ = ["FLAT_PROMPTS", "PROMPT_VERSION", "RELATIONS", "ROW_PROMPTS", "LineObservationExtractor",
-           "parse_line_observations", "parse_line_rows", "rows_grammar", "schema_for_lines"]
+__all__ = ["FULL_FIELDS", "LAYOUTS", "PROMPT_VERSION", "RELATIONS", "ROW_PROMPTS", "SLIM_FIELDS",
+           "LineObservationExtractor", "SlotLayout", "layout_for", "parse_line_observations", "parse_line_rows",
+           "rows_grammar", "schema_for_lines"]

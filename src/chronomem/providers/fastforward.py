@@ -22,7 +22,8 @@ that space to the value (`` null``, `` {"``), so the value's first decoding step
 and a string's grammar accepts the JSON punctuation after its closing quote, so a merged token
 such as ``",`` stays available to the model; decoding stops at the quote (a stop string) and
 the fixed text continues from there.  The reply is formatted as llama.cpp's JSON grammar lets
-the 1.5B model write it (``{"key": value, …}``, array items one per line).
+the 1.5B model write it (``{"key": value, …}``, array items one per line, and one property per line
+in an object of several properties that are all objects or null).
 """
 
 from __future__ import annotations
@@ -139,6 +140,15 @@ def _opening(s: dict[str, Any]) -> str:
     raise UnsupportedSchema(f"an anyOf alternative of type {t!r}")
 
 
+def _holds_objects(s: dict[str, Any]) -> bool:
+    """Whether an object schema has several properties and every one is (or may be) an object:
+    such an object is a container of records and is written one property per line."""
+    def may_be_object(v: dict[str, Any]) -> bool:
+        return v.get("type") == "object" or any(a.get("type") == "object" for a in v.get("anyOf", []))
+
+    return len(s["properties"]) > 1 and all(may_be_object(v) for v in s["properties"].values())
+
+
 class _Writer:
     def __init__(self, engine: Continue, max_tokens: int) -> None:
         self.engine = engine
@@ -223,11 +233,12 @@ class _Writer:
             else:
                 emit(self.string(here(), s.get("maxLength")))
         elif t == "object":
-            emit(lead + "{")
+            rows = _holds_objects(s)  # a container of records: one property per line, like an array's items
+            emit(lead + ("{\n" if rows else "{"))
             for i, (key, sub) in enumerate(s["properties"].items()):
-                emit(("" if i == 0 else ", ") + json.dumps(key) + ":")
+                emit(("" if i == 0 else ",\n" if rows else ", ") + json.dumps(key) + ":")
                 self.value(prompt, sub, " ", out)
-            emit("}")
+            emit("\n}" if rows else "}")
         elif t == "array":
             emit(lead + "[\n")
             for i, sub in enumerate(s["prefixItems"]):
