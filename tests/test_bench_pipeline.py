@@ -336,6 +336,32 @@ def test_report_lists_methods_best_first_and_category_5_only_ones_last() -> None
     assert ordered == ["bm25", "real", "dense", "adversarial_only"]  # 0.5 = 0.5: ties keep run order
 
 
+def test_evidence_recall_is_also_reported_at_10_for_ranked_methods_whatever_their_k() -> None:
+    from chronomem.bench.report import EVIDENCE_K, group_rows, locomo_tables, summary_dict
+
+    ranked = [f"D1:{i}" for i in range(1, 21)]  # the gold turn D1:15 is 15th: within top-20, not top-10
+
+    def row(method: str, qid: str, evidence: list[str], retrieved: list[str], recall_at_k: float | None) -> dict:
+        return {"dataset": "locomo", "method": method, "config_key": method, "config": {"method": method},
+                "qid": qid, "category": 1, "evidence": evidence, "retrieved_ids": retrieved,
+                "scores": {"locomo_f1": 0.5, "recall_at_k": recall_at_k, "recall_context": 1.0},
+                "usage": {"calls": 1, "prompt_tokens": 10}}
+
+    rows = [row("bm25", "q1", ["D1:15"], ranked, 1.0), row("bm25", "q2", ["D1:2", "D1:30"], ranked, 0.5),
+            row("answer", "q1", ["D1:15"], ["D1:15", "D1:3"], 1.0), row("answer", "q2", ["D1:2", "D1:30"], ["D1:30"], 0.5),
+            row("full_context", "q1", ["D1:15"], ranked, None)]  # not a ranked selection: no recall@k at all
+    groups = {g.method: g for g in group_rows(rows, "locomo")}
+    assert EVIDENCE_K == 10
+    assert groups["bm25"].recall_at(groups["bm25"].rows) == pytest.approx((0.0 + 0.5) / 2)
+    assert groups["answer"].recall_at(groups["answer"].rows) == pytest.approx((1.0 + 0.5) / 2)
+    assert groups["full_context"].recall_at(groups["full_context"].rows) is None
+    summary = summary_dict(list(groups.values()))
+    assert summary["bm25"]["evidence_recall_at_10"] == 0.25 and summary["full_context"]["evidence_recall_at_10"] is None
+    table = locomo_tables(list(groups.values()), [])
+    assert "| recall@k | recall@10 |" in table
+    assert "| 0.750 | 0.250 |" in table  # bm25: recall within its own k (20), then within the first 10
+
+
 def test_head_to_head_counts_wins_ties_losses_per_category_on_shared_questions() -> None:
     from chronomem.bench.report import group_rows, head_to_head, head_to_head_table, reference_group
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import CATEGORY_NAMES
+from . import metrics
 from .metrics import percentile, sign_test
 from .runner import DEFAULT_SPEAKER, INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl, row_speaker
 
@@ -54,6 +55,11 @@ REVISION_FIELDS = frozenset({"ingest", "context_format", "full_text", "memory_pr
 PER_RUN_FIELDS = frozenset({"context_window"})
 
 
+#: Evidence recall is also reported at this fixed depth for every ranked method: #21 compares
+#: answer()'s recall@10 with BM25's, and BM25 top-20's own recall@k is at 20
+EVIDENCE_K = 10
+
+
 def _mean(xs: Sequence[float | None]) -> float | None:
     vals = [x for x in xs if x is not None]
     return sum(vals) / len(vals) if vals else None
@@ -76,6 +82,12 @@ class MethodStats:
 
     def score(self, rows: Sequence[dict[str, Any]], metric: str = "locomo_f1") -> float | None:
         return _mean([r["scores"].get(metric) for r in rows])
+
+    def recall_at(self, rows: Sequence[dict[str, Any]], k: int = EVIDENCE_K) -> float | None:
+        """Mean evidence recall within the first ``k`` retrieved ids, for a ranked method (one whose
+        rows have ``recall_at_k``), whatever ``k`` it ran with; None for the others."""
+        return _mean([metrics.evidence_recall(r.get("evidence") or [], r.get("retrieved_ids") or [], k)
+                      for r in rows if r["scores"].get("recall_at_k") is not None])
 
     def headline_rows(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if r.get("category") in HEADLINE]
@@ -303,7 +315,7 @@ def locomo_tables(groups: Sequence[MethodStats], ingest: Sequence[dict[str, Any]
     has_judge = any("judge" in r["scores"] for g in groups for r in g.rows)
     lines += ["", "### LoCoMo — other metrics (categories 1–4) and cost", ""]
     cols = ["method", "Mem0 F1", "BLEU-1"] + (["judge"] if has_judge else []) + [
-        "recall@k", "recall (context)", "ctx tokens", "calls/q", "prompt tok/q",
+        "recall@k", f"recall@{EVIDENCE_K}", "recall (context)", "ctx tokens", "calls/q", "prompt tok/q",
         "retrieval p50/p95 ms", "answer p50/p95 s", "truncated", "ingest calls / tokens / s"]
     lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for g in groups:
@@ -323,6 +335,7 @@ def locomo_tables(groups: Sequence[MethodStats], ingest: Sequence[dict[str, Any]
             cells.append(_fmt(g.score(rows, "judge")))
         cells += [
             _fmt(g.score(rows, "recall_at_k"), 1, 3),
+            _fmt(g.recall_at(rows), 1, 3),
             _fmt(g.score(rows, "recall_context"), 1, 3),
             f"{sum(r.get('context_tokens', 0) for r in rows) / n:.0f}",
             f"{sum(r['usage']['calls'] for r in rows) / n:.2f}",
@@ -576,5 +589,6 @@ def summary_dict(groups: Sequence[MethodStats]) -> dict[str, Any]:
             "n": len(g.headline_rows()),
             "overall_1_4": None if (s := g.score(g.headline_rows())) is None else round(s * 100, 2),
             **{f"cat{c}": None if (s := g.score(g.by_cat(c))) is None else round(s * 100, 2) for c in range(1, 6)},
+            f"evidence_recall_at_{EVIDENCE_K}": None if (r := g.recall_at(g.headline_rows())) is None else round(r, 4),
         }
     return out
