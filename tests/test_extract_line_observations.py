@@ -347,6 +347,28 @@ def test_warm_prefills_the_extraction_system_prompt_that_every_call_then_starts_
         plain.close()
 
 
+def test_serve_warm_prefills_in_the_background_and_logs_a_model_that_cannot_load(caplog: pytest.LogCaptureFixture) -> None:
+    from chronomem.cli.serve import warm_in_background
+
+    llm = PrefillSlotLLM()
+    mem = Memory(":memory:", llm=llm)
+
+    class BrokenLLM(PrefillSlotLLM):
+        def prefill(self, head: list[dict[str, str]]) -> int:
+            raise RuntimeError("llama.cpp could not load the model")
+
+    broken = Memory(":memory:", llm=BrokenLLM())
+    try:
+        warm_in_background(mem).join(timeout=10)
+        assert len(llm.heads) == 1
+        with caplog.at_level("WARNING", logger="chronomem.cli.serve"):
+            warm_in_background(broken).join(timeout=10)
+        assert "could not warm the model: llama.cpp could not load the model" in caplog.text
+    finally:
+        mem.close()
+        broken.close()
+
+
 # ----------------------------------------------------------------- the keyed slots (observe_lines_v4)
 
 def test_every_prompt_version_has_a_layout_and_the_default_is_nested_with_all_fields() -> None:

@@ -2,14 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+import logging
+import threading
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from ..memory import Memory
+
+log = logging.getLogger(__name__)
+
+
+def warm_in_background(mem: Memory) -> threading.Thread:
+    """Start :meth:`Memory.warm <chronomem.Memory.warm>` on a daemon thread (the server answers
+    meanwhile; a request that needs the model waits for the same engine load).  A model that
+    cannot load is logged, not raised: each request then fails with its own error."""
+    def run() -> None:
+        try:
+            n = mem.warm()
+            log.info("warm: %d prompt token(s) prefilled", n)
+        except Exception as e:  # noqa: BLE001 - reported; requests meet the same error with their own context
+            log.warning("could not warm the model: %s", e)
+
+    t = threading.Thread(target=run, name="chronomem-warm", daemon=True)
+    t.start()
+    return t
 
 
 def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
               port: Annotated[int, typer.Option(help="TCP port")] = 8765,
-              db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None) -> None:
+              db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None,
+              warm: Annotated[bool, typer.Option(
+                  "--warm", help="load the model and prefill the extraction prompt in the background as the "
+                                 "server starts, so the first ingestion does not wait for it (with the "
+                                 "embedded model and ingestion in this process)")] = False) -> None:
     """Serve the memory over HTTP (docs at /docs and /redoc, the web explorer at /ui; all served locally).
 
     Requests authenticate with keys from `chronomem keys create --tenant T` (or CHRONOMEM_API_KEY,
@@ -36,6 +63,8 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
         raise
     # CHRONOMEM_SESSION_IDLE: end quiet sessions of every tenant in the background
     sweeper = start_idle_sweeper(mem, sweep=app.state.tenancy.end_idle_sessions)
+    if warm:
+        warm_in_background(mem)
     try:
         uvicorn.run(app, host=host, port=port, log_level=os.environ.get("CHRONOMEM_LOG_LEVEL", "info"))
     finally:
