@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunk-size", type=int, default=8)
     ap.add_argument("--warm", action="store_true",
                     help="prefill the extraction prompt's shared start before timing each session (Memory.warm): "
-                         "s/turn then measures steady-state ingestion, not the first call's ≈ 600-token system prompt")
+                         "s/turn then measures steady-state ingestion, not the first call's ≈ 740-token system prompt")
     ap.add_argument("--context", type=int, default=2)
     ap.add_argument("--judge", type=int, default=0, help="facts per session to judge (0 = no judge)")
     ap.add_argument("--cache-only", action="store_true",

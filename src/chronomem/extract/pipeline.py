@@ -370,7 +370,7 @@ class WritePipeline:
 
     # -- internals -------------------------------------------------------------------------
     def warm(self) -> int:
-        """Prefill the extraction prompt's shared start (its system prompt, ≈ 600 tokens) in a
+        """Prefill the extraction prompt's shared start (its system prompt, ≈ 740 tokens for v3) in a
         local model's prompt cache, so the first chunk does not pay for it (≈ 15 s on 2 cores);
         returns the tokens evaluated.  A no-op (0) for models without a prompt cache of their own
         to fill (remote endpoints cache prefixes themselves)."""
