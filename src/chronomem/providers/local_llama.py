@@ -234,7 +234,7 @@ class LocalLlamaLLM(ChatLLM):
     def prefill(self, head: Messages) -> int:
         """Evaluate the prompt that every chat starting with ``head`` shares (a system prompt, say),
         so the engine's prompt cache holds it before the first such call; returns the tokens
-        evaluated (0 when the cache held them already).
+        evaluated (1 when the cache held them already: llama.cpp re-reads the last token).
 
         The shared part is found without knowing the chat template: ``head`` followed by two
         different user turns is rendered, and the common start of the two renderings evaluated.
