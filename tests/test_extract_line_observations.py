@@ -361,7 +361,7 @@ def test_serve_warm_prefills_in_the_background_and_logs_a_model_that_cannot_load
     try:
         warm_in_background(mem).join(timeout=10)
         assert len(llm.heads) == 1
-        with caplog.at_level("WARNING", logger="chronomem.cli.serve"):
+        with caplog.at_level("WARNING", logger="chronomem.jobs.worker"):
             warm_in_background(broken).join(timeout=10)
         assert "could not warm the model: llama.cpp could not load the model" in caplog.text
     finally:

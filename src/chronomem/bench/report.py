@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .datasets import CATEGORY_NAMES
-from . import metrics
-from .metrics import percentile, sign_test
+from .metrics import evidence_recall, percentile, sign_test
 from .runner import DEFAULT_SPEAKER, INGEST_FILE, RESULTS_FILE, RUNS_FILE, read_jsonl, row_speaker
 
 log = logging.getLogger(__name__)
@@ -86,7 +85,7 @@ class MethodStats:
     def recall_at(self, rows: Sequence[dict[str, Any]], k: int = EVIDENCE_K) -> float | None:
         """Mean evidence recall within the first ``k`` retrieved ids, for a ranked method (one whose
         rows have ``recall_at_k``), whatever ``k`` it ran with; None for the others."""
-        return _mean([metrics.evidence_recall(r.get("evidence") or [], r.get("retrieved_ids") or [], k)
+        return _mean([evidence_recall(r.get("evidence") or [], r.get("retrieved_ids") or [], k)
                       for r in rows if r["scores"].get("recall_at_k") is not None])
 
     def headline_rows(self) -> list[dict[str, Any]]:

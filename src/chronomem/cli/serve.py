@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -11,21 +10,13 @@ import typer
 if TYPE_CHECKING:
     from ..memory import Memory
 
-log = logging.getLogger(__name__)
-
 
 def warm_in_background(mem: Memory) -> threading.Thread:
-    """Start :meth:`Memory.warm <chronomem.Memory.warm>` on a daemon thread (the server answers
-    meanwhile; a request that needs the model waits for the same engine load).  A model that
-    cannot load is logged, not raised: each request then fails with its own error."""
-    def run() -> None:
-        try:
-            n = mem.warm()
-            log.info("warm: %d prompt token(s) prefilled", n)
-        except Exception as e:  # noqa: BLE001 - reported; requests meet the same error with their own context
-            log.warning("could not warm the model: %s", e)
+    """Start :func:`~chronomem.jobs.worker.warm_or_log` on a daemon thread (the server answers
+    meanwhile; a request that needs the model waits for the same engine load)."""
+    from ..jobs.worker import warm_or_log
 
-    t = threading.Thread(target=run, name="chronomem-warm", daemon=True)
+    t = threading.Thread(target=warm_or_log, args=(mem,), name="chronomem-warm", daemon=True)
     t.start()
     return t
 

@@ -95,7 +95,7 @@ def _fact_schema(fields: Sequence[str]) -> dict[str, Any]:
 
 def _slot_schema(n: int, layout: SlotLayout) -> dict[str, Any]:
     if layout.shape == "flat":
-        told_fields = {k: STATEMENT_SCHEMA["properties"][k] for k in layout.fields}
+        told_fields = _fact_schema(layout.fields)["properties"]
         empty = {"type": "object", "properties": {"line": {"const": n}, "statement": {"type": "null"}},
                  "required": ["line", "statement"], "additionalProperties": False}
         told = {"type": "object", "properties": {"line": {"const": n}, **told_fields},

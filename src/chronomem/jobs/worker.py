@@ -122,6 +122,18 @@ class JobRunner:
         return sent
 
 
+def warm_or_log(mem: Memory) -> int | None:
+    """:meth:`Memory.warm`, with a model that cannot load logged instead of raised (each job or
+    request that needs it then fails with its own error); the tokens prefilled, or None."""
+    try:
+        n = mem.warm()
+    except Exception as e:  # noqa: BLE001 - reported here; the callers go on without a warm model
+        log.warning("could not warm the model: %s", e)
+        return None
+    log.info("warm: %d prompt token(s) prefilled", n)
+    return n
+
+
 def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = None,
                stop: threading.Event | None = None, llm: str | None = None,
                embedder: str | bool | None = None) -> None:
@@ -152,10 +164,7 @@ def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = N
             return memories[tenant]
 
     runner = JobRunner(store, memory_for, lease_s=lease_s)
-    try:
-        base.warm()  # the first job should not pay for the extraction prompt's prefix
-    except Exception as e:  # a model that cannot load fails each job with its own error instead
-        log.warning("worker: could not warm the model: %s", e)
+    warm_or_log(base)  # the first job should not pay for the extraction prompt's prefix
 
     def chronomem_job(job_id: str) -> None:
         runner.run(job_id)

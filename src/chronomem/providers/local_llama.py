@@ -248,9 +248,9 @@ class LocalLlamaLLM(ChatLLM):
             return 0
         res = self._request(engine.server.handle_completions,
                             {"prompt": shared, "n_predict": 0, "cache_prompt": True, "seed": self.settings.seed})
-        evaluated = int((res.get("timings") or {}).get("prompt_n", 0))
-        log.info("prefilled %d prompt token(s) (%d cached before)", evaluated,
-                 int((res.get("timings") or {}).get("cache_n", 0)))
+        timings = res.get("timings") or {}
+        evaluated = int(timings.get("prompt_n", 0))
+        log.info("prefilled %d prompt token(s) (%d cached before)", evaluated, int(timings.get("cache_n", 0)))
         return evaluated
 
     def _complete(
