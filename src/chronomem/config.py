@@ -21,7 +21,7 @@ from typing import Any
 from .errors import ConfigError, ValidationError
 
 #: The write path's extraction methods (:data:`chronomem.extract.pipeline.METHODS`).
-EXTRACTION_METHODS = ("v1", "v2", "v3")
+EXTRACTION_METHODS = ("v1", "v2", "v3", "v4")
 
 ENV_PREFIX = "CHRONOMEM_"
 
@@ -62,7 +62,9 @@ class Config:
     # end a session automatically after this many seconds without a new turn (None/0: never)
     session_idle: float | None = None
     chunk_size: int | None = None  # turns per extraction call of Memory.add (None: the write path's default, 8)
-    extraction: str = "v1"  # extraction method of the write path: "v1" sextuples, "v2" observation-first, "v3" one slot per line
+    # extraction method of the write path: "v1" sextuples, "v2" observation-first, "v3" one slot per line,
+    # "v4" v3 with post-processing rules 7 (chronomem.extract.pipeline.METHOD_RECIPES)
+    extraction: str = "v4"
 
     def __post_init__(self) -> None:
         if not 0.0 < self.theta_stable <= 1.0:

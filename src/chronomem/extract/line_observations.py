@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..model import Message
 from .chunking import Chunk
@@ -214,7 +214,7 @@ class _Slot(BaseModel):
 class _Reply(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    lines: list[_Slot] = Field(default_factory=list)
+    lines: list[_Slot]  # required: v1's {"facts": …} would otherwise read as "nothing on any line"
 
     @field_validator("lines", mode="before")
     @classmethod
@@ -242,7 +242,9 @@ def parse_line_observations(data: Any) -> list[Observation]:
 
     Each non-null slot becomes an :class:`~.observations.Observation` whose
     ``turn`` is the slot's line; empty statements and exact repeats are dropped.
-    Raises ``pydantic.ValidationError`` when the reply is not that shape.
+    Raises ``pydantic.ValidationError`` when the reply is not that shape (an object without
+    ``lines``: a model that answered another prompt's shape fails the chunk instead of storing
+    nothing).
     """
     if hasattr(data, "model_dump"):
         data = data.model_dump(mode="json")
@@ -288,7 +290,7 @@ class LineObservationExtractor(ObservationExtractor):
         observations = parse_line_rows(res.text) if rows else parse_line_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
-            trust_turn=True, context=dict(enumerate(chunk.context)),
+            trust_turn=True, context=dict(enumerate(chunk.context)), rules=self.rules,
         )
         return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)
 

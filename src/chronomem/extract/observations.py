@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from .. import timeexpr
 from ..model import FactInput, Intent, Message, Origin
@@ -66,7 +66,15 @@ PROMPT_VERSION = "observe_v1"
 #: score (ADJACENT_SUPPORT).
 #: 6: a context line that supports a statement better than every turn of the chunk (CONTEXT_OVER_CHUNK)
 #: is its first source even when the slot's line supports it a little.
-POSTPROCESS_VERSION = 6
+#: 7: content-free support and thanks dropped (:func:`small_talk`); "rehome" ends a state; a
+#: residence needs a word of living or moving in the statement (:func:`says_residence`); a speaker is
+#: no employer or school; a second registry fact in one statement ("lives in Berlin and works at
+#: Acme") is kept (:func:`clause_facts`).
+POSTPROCESS_VERSION = 7
+#: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
+#: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
+#: keep 6, the rules they were measured (and #21's held-out run writes its memories) with.
+RULE_VERSIONS = (6, 7)
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -151,7 +159,7 @@ class Observation(BaseModel):
 class ObservationOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    statements: list[Observation] = Field(default_factory=list)
+    statements: list[Observation]  # required: an object without it is another prompt's reply
 
 
 def parse_observations(data: Any) -> list[Observation]:
@@ -159,7 +167,8 @@ def parse_observations(data: Any) -> list[Observation]:
 
     Statements without text are dropped, exact repeats too (a looping model),
     and the list is capped at :data:`MAX_STATEMENTS`.  Raises
-    ``pydantic.ValidationError`` when the reply is not that shape at all.
+    ``pydantic.ValidationError`` when the reply is not that shape at all (an object without
+    ``statements`` included).
     """
     if hasattr(data, "model_dump"):
         data = data.model_dump(mode="json")
@@ -572,18 +581,97 @@ def named_place(obj: str, speakers: Sequence[str]) -> bool:
     return bool(re.search(r"\b[A-Z][a-z]", rest))
 
 
-_ENDING = re.compile(
-    r"\b(?:lost|lose|losing|quit|quitting|left|leaving|moved (?:away|out)|broke up|break up|split up|divorc\w*|"
-    r"sold|selling|no longer|not \w+ anymore|anymore|used to|stopped|ended|closed|closing|shut down|gave up|"
-    r"giving up|retired|former(?:ly)?|ex-\w+|passed away|died|rehomed|got rid of|gave away|resigned|"
-    r"laid off|fired|dropped out|canceled|cancelled)\b", re.IGNORECASE)
+_ENDING_WORDS = (r"lost|lose|losing|quit|quitting|left|leaving|moved (?:away|out)|broke up|break up|split up|divorc\w*|"
+                 r"sold|selling|no longer|not \w+ anymore|anymore|used to|stopped|ended|closed|closing|shut down|gave up|"
+                 r"giving up|retired|former(?:ly)?|ex-\w+|passed away|died|rehomed|got rid of|gave away|resigned|"
+                 r"laid off|fired|dropped out|canceled|cancelled")
+_ENDING = re.compile(rf"\b(?:{_ENDING_WORDS})\b", re.IGNORECASE)
+#: rules 7: "had to rehome Pixel" (the demo's pet) ends as surely as "rehomed".
+_ENDING_7 = re.compile(rf"\b(?:{_ENDING_WORDS}|re-?hom(?:e|es|ing))\b", re.IGNORECASE)
 
 
-def says_ended(statement: str) -> bool:
+def says_ended(statement: str, rules: int = POSTPROCESS_VERSION) -> bool:
     """Does the statement say that something stopped being true?  The 1.5B model sets ``ended``
     on half of v3's statements ("Gina likes contemporary dance too"), which would close facts
     that are still true; only these words can close one."""
-    return bool(_ENDING.search(statement))
+    return bool((_ENDING_7 if rules >= 7 else _ENDING).search(statement))
+
+
+#: rules 7: a residence is where someone lives; "Sam expressed his excitement about Paris" typed
+#: ``lives_in Paris`` says nothing of the kind.
+_RESIDENCE = re.compile(r"\b(?:liv(?:e|es|ed|ing)|mov(?:e|es|ed|ing)|relocat\w*|resid\w*|settled|based in|"
+                        r"home|grew up|born|apartment|house|flat)\b", re.IGNORECASE)
+
+
+def says_residence(statement: str) -> bool:
+    """Does the statement speak of living or moving somewhere (rules 7: a ``lives_in`` or
+    ``moved_to`` fact needs it)?"""
+    return bool(_RESIDENCE.search(statement))
+
+
+_NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de )?[A-Z][\w'&-]*){0,3})"
+#: rules 7: registry facts a statement states in a clause of its own, present tense, about a named
+#: place or organisation ("Maya lives in Berlin and works at Acme as a data analyst": the model
+#: typed the first clause; one slot holds one fact).
+_CLAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"\b(?:lives|is living|live) in {_NAME}"), "lives_in"),
+    (re.compile(rf"\b(?:works|is working|work) (?:at|for) {_NAME}"), "works_at"),
+    (re.compile(rf"\b(?:studies|is studying|study) at {_NAME}"), "studies_at"),
+)
+#: A clause after any of these words is not a plain present fact ("might move to Paris and work at
+#: Globex", "no longer works at Acme").
+_NOT_PLAIN = re.compile(r"\b(?:no longer|not|n't|never|used to|formerly|might|may|could|would|will|wants? to|"
+                        r"plans? to|hopes? to|thinking of|considering|if|wish\w*)\b", re.IGNORECASE)
+
+
+def clause_facts(statement: str, relation: str, obj: str) -> list[tuple[str, str]]:
+    """``(relation, object)`` of the registry facts the statement states besides the one the model
+    typed (``relation``/``obj``): a present-tense "lives in X", "works at X", "studies at X" with X a
+    name, and no negation, hedge or plan before it in the statement.  Pure."""
+    out: list[tuple[str, str]] = []
+    for rx, rel in _CLAUSES:
+        for m in rx.finditer(statement):
+            name = m.group(1)
+            if _NOT_PLAIN.search(statement[:m.start()]):
+                continue
+            if rel == relation and (name.lower() in obj.lower() or obj.lower() in name.lower()):
+                continue
+            if (rel, name) not in out:
+                out.append((rel, name))
+    return out
+
+
+#: rules 7: small talk — support, thanks, cheering, pride, wishes — that names nothing from anyone's
+#: life ("Jon is always there for Gina", "Gina encourages Jon to keep pushing towards his dreams").
+#: Congratulations name the news and are kept; so is support that says what for ("Gina encourages
+#: Jon to succeed in the competition": a content word left).
+_SMALL_TALK = re.compile(
+    r"^\s*[A-Z][\w'-]*(?: [A-Z][\w'-]*)?\s+(?:(?:is|was|also|always)\s+)*(?:"
+    r"encourag\w*|cheer\w*|agree[sd]? with|thank\w*|support\w*|(?:here|there|around) for|proud of|wish\w*|"
+    r"believes? in|root(?:s|ed|ing)? for|express\w* (?:his|her|their) (?:gratitude|excitement|appreciation|support)|"
+    r"said (?:she|he|they) (?:was|were|is|are|would be|will be) (?:always )?(?:here|there|around|root\w*) for)\b",
+    re.IGNORECASE)
+#: Stems (prefix match) and whole words that say nothing about anyone's life in such a statement.
+_SMALL_TALK_STEMS = tuple("""
+    encourag cheer agre thank express gratitud appreciat excit support proud alway believ dream chas push
+    succe destress motivat inspir root
+""".split())
+_SMALL_TALK_WORDS = frozenset("""
+    here there around side said says keep keeps going goes work working hard through himself herself themselves
+    best luck need needs you him she they them that what all will would can could towards toward very much lot
+    lots goals goal matter about
+""".split())
+
+
+def small_talk(statement: str, speakers: Sequence[str]) -> bool:
+    """Is the statement support, thanks or cheering by a named subject, with no content word left
+    once speaker names, dates in parentheses and filler (:data:`_SMALL_TALK_STEMS`, :data:`_SMALL_TALK_WORDS`) are
+    set aside?  Pure."""
+    if not _SMALL_TALK.match(statement):
+        return False
+    names = {w for s in speakers for w in _words(s)}
+    words = _words(re.sub(r"\([^)]*\)", " ", statement)) - names
+    return all(w in _SMALL_TALK_WORDS or w.startswith(_SMALL_TALK_STEMS) for w in words)
 
 
 #: Relations whose facts are events, not states: nothing about them can stop being true later.
@@ -618,6 +706,7 @@ def postprocess_observations(
     context_speakers: Sequence[str] = (),
     trust_turn: bool = False,
     context: dict[int, Message] | None = None,
+    rules: int = POSTPROCESS_VERSION,
 ) -> tuple[list[FactInput], list[str]]:
     """Observations → fact-input records; returns ``(candidates, notes)``.
 
@@ -630,8 +719,13 @@ def postprocess_observations(
     context lines (they have no slot); a statement no turn supports is grounded in one of them
     when it supports it strongly (:data:`CONTEXT_SUPPORT`): the model often writes the last
     context line's news into the first slot ("Jon rehearsed with a small group of dancers" in
-    the slot of Gina's "Wow, are they yours?").
+    the slot of Gina's "Wow, are they yours?").  ``rules``: which rule set (:data:`RULE_VERSIONS`;
+    the numbers are :data:`POSTPROCESS_VERSION`'s history).
     """
+    if rules not in RULE_VERSIONS:
+        raise ValueError(f"rules must be one of {RULE_VERSIONS}, got {rules!r}")
+    if rules >= 7:
+        observations = _with_clause_facts(observations)
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
     out: list[FactInput] = []
@@ -669,6 +763,9 @@ def postprocess_observations(
         if dialogue_act(o.statement, subject):
             notes.append(f"dropped a dialogue act: {o.statement}")
             continue
+        if rules >= 7 and small_talk(o.statement, speakers):
+            notes.append(f"dropped small talk: {o.statement}")
+            continue
         obj = resolve_person(o.object, msg.speaker, other)
         generic = False
         if obj.lower().strip(" .") in _JUNK_OBJECTS or not object_grounded(obj, o.statement, found):
@@ -679,7 +776,7 @@ def postprocess_observations(
             m = _JOB_IN_STATEMENT.search(o.statement)
             if m:
                 obj = m.group(0)
-        if o.ended and not says_ended(o.statement):
+        if o.ended and not says_ended(o.statement, rules):
             notes.append(f"not ended (nothing says it stopped): {o.statement}")
             o = o.model_copy(update={"ended": False})
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
@@ -691,8 +788,12 @@ def postprocess_observations(
             rel = "did"  # "Gina likes Jon" for "Gina is inspired by Jon's success": the statement says what
         if rel in _PLACE_RELATIONS and not named_place(obj, speakers):
             rel = "did"  # "Jon lives_in studio", "… lives_in Gina's store": residence and birthplace are named places
+        if rules >= 7 and rel in ("lives_in", "moved_to") and not says_residence(o.statement):
+            rel = "did"  # "Sam expressed his excitement about Paris" is no residence
         if rel in _OWNED_RELATIONS and _others_possession(obj, subject, speakers):
             rel = "did"  # "Jon works_at Gina's clothing store": someone else's
+        if rules >= 7 and rel in ("works_at", "studies_at") and obj in speakers:
+            rel = "did"  # "Gina works_at Jon" for "Gina is there for Jon no matter what"
         if rel == "works_at" and not employer_like(obj, o.statement):
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
@@ -728,6 +829,17 @@ def postprocess_observations(
             object_type="person" if obj in speakers else None,
         ))
     return _one_speaker_per_turn_fact(_ended_wins(out, notes), numbered, speakers, notes), notes
+
+
+def _with_clause_facts(observations: Sequence[Observation]) -> list[Observation]:
+    """Each observation followed by a copy per registry fact its statement states besides the
+    typed one (:func:`clause_facts`); the copies go through the same rules."""
+    out: list[Observation] = []
+    for o in observations:
+        out.append(o)
+        for rel, obj in clause_facts(o.statement, o.relation, o.object):
+            out.append(o.model_copy(update={"relation": rel, "object": obj, "ended": False}))
+    return out
 
 
 def _ended_wins(facts: list[FactInput], notes: list[str]) -> list[FactInput]:
@@ -769,11 +881,15 @@ class ObservationExtractor(Extractor):
         prompt_version: str | None = None,
         max_tokens: int | None = None,
         penalties: Penalties | None = None,
+        rules: int = POSTPROCESS_VERSION,
     ) -> None:
+        if rules not in RULE_VERSIONS:
+            raise ValueError(f"rules must be one of {RULE_VERSIONS}, got {rules!r}")
         super().__init__(llm, relations=RELATIONS, canonical=canonical,
                          prompt_version=prompt_version or self.default_prompt,
                          max_tokens=max_tokens or self.default_max_tokens)
         self.penalties = penalties
+        self.rules = rules  # the post-processing rule set (RULE_VERSIONS)
 
     def run(self, chunk: Chunk[Message]) -> ChunkResult:
         """Extract one chunk.  Raises :class:`~chronomem.errors.StructuredOutputError`
@@ -784,6 +900,6 @@ class ObservationExtractor(Extractor):
         observations = parse_observations(res.data)
         cands, notes = postprocess_observations(
             observations, numbered, canonical=self.canonical, context_speakers=[m.speaker for m in chunk.context],
-            context=dict(enumerate(chunk.context)),
+            context=dict(enumerate(chunk.context)), rules=self.rules,
         )
         return ChunkResult(candidates=cands, usage=res.usage, notes=notes, raw=res.text)

@@ -54,28 +54,47 @@ FAILED = 2  # extraction was tried and failed; still pending (store: extracted <
 
 MESSAGE_FIELDS = frozenset({"speaker", "role", "name", "text", "content", "id", "timestamp"})
 DEFAULT_SPEAKER = "user"  # speaker of a bare-string message
+@dataclass(frozen=True, slots=True)
+class MethodRecipe:
+    """What an extraction method is: its extractor, prompt version and post-processing rule set.
+    A measured method is frozen — a better prompt or rule set becomes a new method — so a memory
+    written by it (and a benchmark keyed on it) can be written again the same way."""
+
+    extractor: type[Extractor]
+    prompt: str
+    rules: int  # the post-processing rule set (v1: extractor.POSTPROCESS_VERSION, fixed)
+
+
 #: Extraction methods (``Config.extraction`` names the same ones): "v1" = one call writes
 #: sextuples (prompt extract_v3); "v2" = one call writes dated statements, typed into sextuples
 #: (prompt observe_v1, :mod:`.observations`); "v3" = v2 with one grammar-fixed slot per line
-#: (prompt observe_lines_v1, :mod:`.line_observations`).
+#: (prompt observe_lines_v1, :mod:`.line_observations`), rules 6, as #21's held-out run writes its
+#: memories; "v4" = v3's prompt under rules 7 (small talk dropped, "lives in X and works at Y" both
+#: kept, a residence needs living or moving in the statement).
+def _recipes() -> dict[str, MethodRecipe]:
+    from .extractor import POSTPROCESS_VERSION as V1_RULES
+
+    return {
+        "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
+        "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
+        "v3": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 6),
+        "v4": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 7),
+    }
+
+
+METHOD_RECIPES: dict[str, MethodRecipe] = _recipes()
 METHODS = EXTRACTION_METHODS
-DEFAULT_METHOD = "v1"
+assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
+DEFAULT_METHOD = "v4"
 
 
 def method_versions(method: str) -> tuple[str, int]:
     """The default prompt version and post-processing version of an extraction ``method``: what,
     besides the model, decides the facts it writes (benchmarks key their memories on them)."""
-    from . import observations
-
-    if method == "v1":
-        from .extractor import POSTPROCESS_VERSION
-
-        return PROMPT_VERSION, POSTPROCESS_VERSION
-    if method == "v2":
-        return ObservationExtractor.default_prompt, observations.POSTPROCESS_VERSION
-    if method == "v3":
-        return LineObservationExtractor.default_prompt, observations.POSTPROCESS_VERSION
-    raise ValidationError("method", method, f"unknown extraction method; one of {', '.join(METHODS)}")
+    recipe = METHOD_RECIPES.get(method)
+    if recipe is None:
+        raise ValidationError("method", method, f"unknown extraction method; one of {', '.join(METHODS)}")
+    return recipe.prompt, recipe.rules
 
 
 @dataclass(slots=True)
@@ -382,10 +401,11 @@ class WritePipeline:
     def extractor(self) -> Extractor:
         if self._extractor is None:
             reg = self.registry
-            if self.method in ("v2", "v3"):  # each class brings its own default prompt and cap
-                observer = LineObservationExtractor if self.method == "v3" else ObservationExtractor
-                self._extractor = observer(self.models.llm, canonical=lambda r: canonical_relation(r, reg),
-                                           prompt_version=self.prompt_version)
+            recipe = METHOD_RECIPES[self.method]
+            if issubclass(recipe.extractor, ObservationExtractor):  # each class brings its own cap
+                self._extractor = recipe.extractor(self.models.llm, canonical=lambda r: canonical_relation(r, reg),
+                                                   prompt_version=self.prompt_version or recipe.prompt,
+                                                   rules=recipe.rules)
             else:
                 self._extractor = Extractor(
                     self.models.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),

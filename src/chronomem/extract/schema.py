@@ -113,7 +113,7 @@ class ExtractedFact(BaseModel):
 class ExtractionOutput(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    facts: list[ExtractedFact] = Field(default_factory=list)
+    facts: list[ExtractedFact]  # required: a reply without it ({"lines": …} to the wrong prompt) is no reply
 
 
 def parse_output(data: Any) -> ExtractionOutput:
@@ -122,7 +122,8 @@ def parse_output(data: Any) -> ExtractionOutput:
     A bare list is accepted as the ``facts`` array; facts missing a subject,
     relation or object are dropped (they carry nothing); the array is capped
     at :data:`MAX_FACTS_PER_CHUNK`.  Raises ``pydantic.ValidationError`` when
-    the reply is not an object/list of facts at all.
+    the reply is not an object/list of facts at all (an object without ``facts`` included: a
+    model that answered another prompt's shape must fail the chunk, not store nothing).
     """
     if isinstance(data, ExtractionOutput):
         out = data
