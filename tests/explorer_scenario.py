@@ -10,6 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
+from slot_replies import as_reply
 from chronomem import Memory
 from chronomem.cli import app as cli_app
 from chronomem.providers.base import CallUsage, ChatResult
@@ -57,7 +58,7 @@ class ExplorerLLM:
                     facts.append({"turns": [int(m.group(1))], "subject": "I", "relation": "hobby",
                                   "object": "cello", "time": "last month", "ended": False,
                                   "certainty": "certain", "intent": "FACT"})
-            return ChatResult(text="{}", usage=usage, data={"facts": facts})
+            return ChatResult(text="{}", usage=usage, data=as_reply(schema, prompt, facts))
         if purpose == "rsum":
             return ChatResult(text=SUMMARY, usage=usage)
         if purpose == "answer":

@@ -4,7 +4,10 @@
 
 * a structured request (``response_format`` set: extraction) gets the facts its rules find in
   the lines under ``Turns:`` — "I live in X" → ``<speaker> lives_in X``, "I work at X" →
-  ``<speaker> works_at X``, "I like X" → ``<speaker> likes X``;
+  ``<speaker> works_at X``, "I like X" → ``<speaker> likes X`` — in the shape its schema asks
+  for: v1's ``{"facts": [...]}``, or v3's one slot per line (``{"lines": [{"line": k, "fact":
+  null | {statement, subject, relation, object, ended}}]}``, the first fact of each line, its
+  statement a sentence: "Ann lives in Paris now.");
 * any other request (summaries) gets a one-line digest of the prompt.
 
 Other structured requests (say the query-intent fallback of search) get the smallest instance of
@@ -62,13 +65,31 @@ def turns_of(body: dict[str, Any]) -> list[tuple[int, str, str]]:
     return out
 
 
+def line_facts(text: str) -> list[tuple[str, str]]:
+    """``(relation, object)`` of what the rules find in one line, in the order it says them."""
+    found = [(m.start(), rel, m.group(1)) for rx, rel in RULES for m in rx.finditer(text)]
+    return [(rel, obj) for _, rel, obj in sorted(found)]
+
+
 def extract(body: dict[str, Any]) -> list[dict[str, Any]]:
-    facts = []
-    for _, speaker, text in turns_of(body):
-        for rx, rel in RULES:
-            for m in rx.finditer(text):
-                facts.append(fact(speaker, rel, m.group(1)))
-    return facts
+    return [fact(speaker, rel, obj) for _, speaker, text in turns_of(body) for rel, obj in line_facts(text)]
+
+
+SENTENCES = {"lives_in": "{s} lives in {o} now.", "works_at": "{s} works at {o} now.", "likes": "{s} really likes {o}."}
+
+
+def extract_lines(body: dict[str, Any]) -> dict[str, Any]:
+    """v3's reply: one slot per numbered line, the line's first fact written as a statement."""
+    slots = []
+    for n, speaker, text in turns_of(body):
+        found = line_facts(text)
+        told = None
+        if found:
+            rel, obj = found[0]
+            told = {"statement": SENTENCES[rel].format(s=speaker, o=obj), "subject": speaker, "relation": rel,
+                    "object": obj, "ended": False}
+        slots.append({"line": n, "fact": told})
+    return {"lines": slots}
 
 
 def instance(schema: dict[str, Any]) -> Any:
@@ -144,6 +165,8 @@ class FakeModelServer:
         fmt = body.get("response_format")
         if fmt is not None:
             schema = (fmt.get("json_schema") or {}).get("schema") or {}
+            if "lines" in schema.get("properties", {}):
+                return Reply(json.dumps(extract_lines(body)))
             if schema and "facts" not in schema.get("properties", {}):
                 return Reply(json.dumps(instance(schema)))
             return Reply(json.dumps({"facts": extract(body)}))

@@ -43,8 +43,9 @@ url, spec, first, count, tag = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(s
 with Memory(url, llm=spec, embedder=False) as mem:
     for i in range(first, first + count):
         sid = f"{tag}s{i}"
-        turns = [{"id": f"{sid}-1", "speaker": "Maya", "text": f"I live in City{i} now and I like tea{i}."},
-                 {"id": f"{sid}-2", "speaker": "Sam", "text": f"I work at Shop{i}."}]
+        turns = [{"id": f"{sid}-1", "speaker": "Maya", "text": f"I live in City{i} now."},
+                 {"id": f"{sid}-2", "speaker": "Maya", "text": f"And I like tea{i}."},
+                 {"id": f"{sid}-3", "speaker": "Sam", "text": f"I work at Shop{i}."}]
         mem.add(turns, user_id="maya", session_id=sid, timestamp=f"2023-0{1 + i % 9}-1{i % 10}T10:00:00Z")
         mem.end_session(user_id="maya", session_id=sid)
 print("done")
@@ -143,7 +144,7 @@ def test_racing_add_and_end_session_writers(kind: str, url_factory: Callable[[st
         srv.close()
     snap = snapshot(url)
     sessions = [f"w{p}s{i}" for p in range(RACERS) for i in (p * 2, p * 2 + 1)]
-    assert len(snap["turns"]) == 2 * len(sessions) and all(t[3] for t in snap["turns"])  # stored, extracted
+    assert len(snap["turns"]) == 3 * len(sessions) and all(t[3] for t in snap["turns"])  # stored, extracted
     assert [s for s, ended in snap["sessions"] if ended] == sorted(sessions)
     assert sorted(s for _, s, _ in snap["summaries"]) == sorted(sessions)  # one summary per session
     assert [seq for seq, _, _ in snap["summaries"]] == list(range(1, len(sessions) + 1))  # no gap, no twin

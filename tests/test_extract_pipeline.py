@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from slot_replies import as_reply
 
 from chronomem import Memory
 from chronomem.errors import StructuredOutputError, ValidationError
@@ -66,7 +67,7 @@ class ScriptedLLM:
             for rel, obj, time, ended, cert in SCRIPT.get(m.group(3), []):
                 facts.append({"turns": [int(m.group(1))], "subject": "I", "relation": rel, "object": obj,
                               "time": time, "ended": ended, "certainty": cert, "intent": "FACT"})
-        return ChatResult(text="{}", usage=usage, data={"facts": facts})
+        return ChatResult(text="{}", usage=usage, data=as_reply(schema, transcript, facts))
 
 
 @pytest.fixture()

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fake_openai import FakeModelServer, Reply, extract, fact, turns_of
 
-from chronomem import Memory
+from chronomem import Config, Memory
 from chronomem.extract.extractor import SUBJECT_NOT_GROUNDED, subject_grounded
 from chronomem.extract.pipeline import EXTRACTED
 
@@ -43,8 +43,9 @@ def server() -> Iterator[FakeModelServer]:
     srv.close()
 
 
-def memory(server: FakeModelServer) -> Memory:
-    return Memory(":memory:", llm=server.spec, embedder=False)
+def memory(server: FakeModelServer, extraction: str | None = None) -> Memory:
+    config = Config(extraction=extraction) if extraction else None
+    return Memory(":memory:", llm=server.spec, embedder=False, config=config)
 
 
 def stored(mem: Memory) -> set[tuple[str, str, str]]:
@@ -84,7 +85,7 @@ def test_a_fact_about_someone_the_turns_never_mention_is_dropped_and_reported(se
                                     fact("my brother", "lives_in", "Oslo"), fact("Tom", "works_at", "Equinor"),
                                     fact("He", "likes", "chess")]})
     server.inject = lambda body: Reply(hostile) if body.get("response_format") else None
-    with memory(server) as mem:
+    with memory(server, extraction="v1") as mem:  # v1's subjects are free text; v3/v4 ground statements instead
         res = mem.add([{"speaker": "Maya", "text": "I live in Porto and I like tea. My brother Tom lives in Oslo, "
                                                    "he works at Equinor and likes chess."}],
                       user_id=U, session_id="s1", timestamp="2024-01-01")

@@ -29,6 +29,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from slot_replies import as_reply
 from chronomem import Memory
 from chronomem.errors import ConfigError
 from chronomem.server.mcp import check_http_exposure, is_loopback
@@ -39,7 +40,8 @@ SUMMARY = "Maya lives in Berlin."
 
 
 class FakeOpenAI:
-    """Chat completions: extraction requests (with a JSON schema) get one lives_in fact; others SUMMARY."""
+    """Chat completions: extraction requests (with a JSON schema) get one lives_in fact (in the slot of
+    a line naming Berlin, when the schema asks for slots); others SUMMARY."""
 
     def __init__(self) -> None:
         fake = self
@@ -53,9 +55,11 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 fake.requests.append(body)
                 if "response_format" in body:
-                    content = json.dumps({"facts": [{
+                    schema = (body["response_format"].get("json_schema") or {}).get("schema")
+                    transcript = body["messages"][-1]["content"]
+                    content = json.dumps(as_reply(schema, transcript, [{
                         "subject": "Maya", "relation": "lives_in", "object": "Berlin", "time": "",
-                        "ended": False, "certainty": "certain", "intent": "FACT"}]})
+                        "ended": False, "certainty": "certain", "intent": "FACT"}]))
                 else:
                     content = SUMMARY
                 data = json.dumps({"id": "x", "object": "chat.completion", "model": "fake",
