@@ -26,6 +26,7 @@ def run(mem: Memory, user: str = "maya") -> None:
     for question, as_of in QUESTIONS:
         ans = mem.answer(question, user_id=user, as_of=as_of, method="real")
         when = f" (as of {as_of})" if as_of else ""
-        out.print(f"  Q: {question}{when}\n  A: [green]{ans.text}[/]   evidence: "
-                  + "; ".join(f.render() for f in ans.evidence[:3]))
+        # two facts read from one statement ("lives in Berlin and works at Acme") render alike: show it once
+        shown = list(dict.fromkeys(f.render() for f in ans.evidence))[:3]
+        out.print(f"  Q: {question}{when}\n  A: [green]{ans.text}[/]   evidence: " + "; ".join(shown))
     out.print(f"model usage: {mem.usage.snapshot()}")
