@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-LINE = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
+from slot_replies import numbered_lines
+
 RULES = ((re.compile(r"\bI live in ([A-Z][\w-]*)"), "lives_in"),
          (re.compile(r"\bI work at ([A-Z][\w-]*)"), "works_at"),
          (re.compile(r"\bI like ([a-z][\w-]*)"), "likes"))
@@ -54,15 +55,7 @@ def turns_of(body: dict[str, Any]) -> list[tuple[int, str, str]]:
     """``(number, speaker, text)`` of the lines under ``Turns:`` of the request's transcript (the
     last message holding one: a retry appends the failed reply and feedback after it)."""
     prompt = next((m["content"] for m in reversed(body["messages"]) if "Turns:" in (m.get("content") or "")), "")
-    out, in_turns = [], False
-    for line in prompt.splitlines():
-        if line.strip() == "Turns:":
-            in_turns = True
-            continue
-        m = LINE.match(line)
-        if in_turns and m:
-            out.append((int(m.group(1)), m.group(2).strip(), m.group(3)))
-    return out
+    return numbered_lines(prompt)
 
 
 def line_facts(text: str) -> list[tuple[str, str]]:
