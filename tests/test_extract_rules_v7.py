@@ -208,3 +208,8 @@ def test_v3_and_v4_differ_only_in_their_rules(method: str) -> None:
         assert got == {("lives_in", "Berlin"), ("works_at", "Acme"), ("has_pet", "Pixel")}
         assert ("has_pet", "Pixel") not in open_now
 
+
+
+def test_month_and_name_words_are_not_hedges_and_the_subject_is_a_name() -> None:
+    assert clause_facts("Maya moved here in May and works at Acme.", "did", "here") == [("works_at", "Acme")]
+    assert not small_talk("the team is cheering for Jon.", SPEAKERS)  # no named subject: not a speaker's act

@@ -621,7 +621,7 @@ _CLAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
 #: A clause after any of these words is not a plain present fact ("might move to Paris and work at
 #: Globex", "no longer works at Acme").
 _NOT_PLAIN = re.compile(r"\b(?:no longer|not|n't|never|used to|formerly|might|may|could|would|will|wants? to|"
-                        r"plans? to|hopes? to|thinking of|considering|if|wish\w*)\b", re.IGNORECASE)
+                        r"plans? to|hopes? to|thinking of|considering|if|wish\w*)\b")  # lower case: "May", "Will" are names
 
 
 def clause_facts(statement: str, relation: str, obj: str) -> list[tuple[str, str]]:
@@ -646,7 +646,7 @@ def clause_facts(statement: str, relation: str, obj: str) -> list[tuple[str, str
 #: Congratulations name the news and are kept; so is support that says what for ("Gina encourages
 #: Jon to succeed in the competition": a content word left).
 _SMALL_TALK = re.compile(
-    r"^\s*[A-Z][\w'-]*(?: [A-Z][\w'-]*)?\s+(?:(?:is|was|also|always)\s+)*(?:"
+    r"^\s*(?-i:[A-Z][\w'-]*(?: [A-Z][\w'-]*)?)\s+(?:(?:is|was|also|always)\s+)*(?:"
     r"encourag\w*|cheer\w*|agree[sd]? with|thank\w*|support\w*|(?:here|there|around) for|proud of|wish\w*|"
     r"believes? in|root(?:s|ed|ing)? for|express\w* (?:his|her|their) (?:gratitude|excitement|appreciation|support)|"
     r"said (?:she|he|they) (?:was|were|is|are|would be|will be) (?:always )?(?:here|there|around|root\w*) for)\b",
