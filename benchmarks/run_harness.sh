@@ -46,6 +46,10 @@ cd "$ROOT"
 PY="${PY:-$ROOT/.venv/bin/python}"
 export CHRONOMEM_THREADS="${CHRONOMEM_THREADS:-2}"
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
+# every stage was measured with one-call decoding: pin it, so a change of the library's default
+# decoding (or a shell that exports CHRONOMEM_FAST_FORWARD) cannot change the model name and with it
+# every cache and memory key of a resumed run
+export CHRONOMEM_FAST_FORWARD="${HARNESS_FAST_FORWARD:-0}"
 
 # cheapest first after answer()'s default, so a run cut short still covers the baselines;
 # real+floor (not adopted, BENCHMARKS.md) is measured on conv-30 and in the samples only
