@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from slot_replies import numbered_lines
+from slot_replies import as_reply, numbered_lines
 
 RULES = ((re.compile(r"\bI live in ([A-Z][\w-]*)"), "lives_in"),
          (re.compile(r"\bI work at ([A-Z][\w-]*)"), "works_at"),
@@ -52,10 +52,14 @@ def fact(subject: str, relation: str, obj: str, **kw: Any) -> dict[str, Any]:
 
 
 def turns_of(body: dict[str, Any]) -> list[tuple[int, str, str]]:
-    """``(number, speaker, text)`` of the lines under ``Turns:`` of the request's transcript (the
-    last message holding one: a retry appends the failed reply and feedback after it)."""
-    prompt = next((m["content"] for m in reversed(body["messages"]) if "Turns:" in (m.get("content") or "")), "")
-    return numbered_lines(prompt)
+    """``(number, speaker, text)`` of the lines under ``Turns:`` of the request's transcript."""
+    return numbered_lines(transcript_of(body))
+
+
+def transcript_of(body: dict[str, Any]) -> str:
+    """The request's last message holding a transcript (a retry appends the failed reply and
+    feedback after it)."""
+    return next((m["content"] for m in reversed(body["messages"]) if "Turns:" in (m.get("content") or "")), "")
 
 
 def line_facts(text: str) -> list[tuple[str, str]]:
@@ -71,18 +75,12 @@ def extract(body: dict[str, Any]) -> list[dict[str, Any]]:
 SENTENCES = {"lives_in": "{s} lives in {o} now.", "works_at": "{s} works at {o} now.", "likes": "{s} really likes {o}."}
 
 
-def extract_lines(body: dict[str, Any]) -> dict[str, Any]:
-    """v3's reply: one slot per numbered line, the line's first fact written as a statement."""
-    slots = []
-    for n, speaker, text in turns_of(body):
-        found = line_facts(text)
-        told = None
-        if found:
-            rel, obj = found[0]
-            told = {"statement": SENTENCES[rel].format(s=speaker, o=obj), "subject": speaker, "relation": rel,
-                    "object": obj, "ended": False}
-        slots.append({"line": n, "fact": told})
-    return {"lines": slots}
+def extract_lines(body: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """v3's reply: one slot per numbered line, the line's first fact written as a sentence."""
+    facts = [{**fact(speaker, rel, obj), "turns": [n]} for n, speaker, text in turns_of(body)
+             for rel, obj in line_facts(text)]
+    return as_reply(schema, transcript_of(body), facts,
+                    statement=lambda speaker, _, f: SENTENCES[f["relation"]].format(s=speaker, o=f["object"]))
 
 
 def instance(schema: dict[str, Any]) -> Any:
@@ -159,7 +157,7 @@ class FakeModelServer:
         if fmt is not None:
             schema = (fmt.get("json_schema") or {}).get("schema") or {}
             if "lines" in schema.get("properties", {}):
-                return Reply(json.dumps(extract_lines(body)))
+                return Reply(json.dumps(extract_lines(body, schema)))
             if schema and "facts" not in schema.get("properties", {}):
                 return Reply(json.dumps(instance(schema)))
             return Reply(json.dumps({"facts": extract(body)}))

@@ -13,6 +13,7 @@ path's grounding, time and hedge rules read the same words the line says.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 LINE = re.compile(r"^\[(\d+)\] ([^:]+): (.*)$")
@@ -45,8 +46,10 @@ def retold(speaker: str, text: str) -> str:
     return text
 
 
-def as_reply(schema: Any, transcript: str, facts: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"facts": facts}``, or the slots of the transcript's lines when ``schema`` asks for them."""
+def as_reply(schema: Any, transcript: str, facts: list[dict[str, Any]],
+             statement: Callable[[str, str, dict[str, Any]], str] | None = None) -> dict[str, Any]:
+    """``{"facts": facts}``, or the slots of the transcript's lines when ``schema`` asks for them.
+    ``statement(speaker, text, fact)`` writes a slot's statement (default: the line retold)."""
     if not wants_slots(schema):
         return {"facts": facts}
     slots = []
@@ -58,7 +61,8 @@ def as_reply(schema: Any, transcript: str, facts: list[dict[str, Any]]) -> dict[
             f = mine[0]
             subject = f.get("subject") or speaker
             subject = speaker if subject.lower() in ("i", "me", "user") else subject
-            told = {"statement": retold(speaker, text), "subject": subject, "relation": f["relation"],
+            said = statement(speaker, text, f) if statement else retold(speaker, text)
+            told = {"statement": said, "subject": subject, "relation": f["relation"],
                     "object": f["object"], "ended": bool(f.get("ended", False))}
         slots.append({"line": n, "fact": told})
     return {"lines": slots}

@@ -143,6 +143,7 @@ def test_a_benchmark_memory_written_by_v3_keeps_its_key() -> None:
 
     v3 = IngestConfig.for_llm(Named(), "v3")  # type: ignore[arg-type]
     assert (v3.extract_prompt, v3.postprocess) == ("observe_lines_v1", 6)
+    assert v3.key() == "aeee1b37ed"  # the held-out run's memory files (bench-out/final-answer/memories/conv-43-aeee1b37ed…)
     assert v3.key() != IngestConfig.for_llm(Named(), "v4").key()  # type: ignore[arg-type]
 
 

@@ -75,6 +75,13 @@ POSTPROCESS_VERSION = 7
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
 #: keep 6, the rules they were measured (and #21's held-out run writes its memories) with.
 RULE_VERSIONS = (6, 7)
+
+
+def check_rules(rules: int) -> int:
+    """``rules`` when it names a rule set :func:`postprocess_observations` has; raises ``ValueError``."""
+    if rules not in RULE_VERSIONS:
+        raise ValueError(f"rules must be one of {RULE_VERSIONS}, got {rules!r}")
+    return rules
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
@@ -722,8 +729,7 @@ def postprocess_observations(
     the slot of Gina's "Wow, are they yours?").  ``rules``: which rule set (:data:`RULE_VERSIONS`;
     the numbers are :data:`POSTPROCESS_VERSION`'s history).
     """
-    if rules not in RULE_VERSIONS:
-        raise ValueError(f"rules must be one of {RULE_VERSIONS}, got {rules!r}")
+    check_rules(rules)
     if rules >= 7:
         observations = _with_clause_facts(observations)
     notes: list[str] = []
@@ -883,8 +889,7 @@ class ObservationExtractor(Extractor):
         penalties: Penalties | None = None,
         rules: int = POSTPROCESS_VERSION,
     ) -> None:
-        if rules not in RULE_VERSIONS:
-            raise ValueError(f"rules must be one of {RULE_VERSIONS}, got {rules!r}")
+        check_rules(rules)
         super().__init__(llm, relations=RELATIONS, canonical=canonical,
                          prompt_version=prompt_version or self.default_prompt,
                          max_tokens=max_tokens or self.default_max_tokens)

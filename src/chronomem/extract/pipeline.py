@@ -36,7 +36,7 @@ from ..providers.base import CallUsage, UsageTotals
 from ..validation import check_id, check_name, check_text, check_user
 from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
-from .extractor import PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
+from .extractor import POSTPROCESS_VERSION as V1_RULES, PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
 from .line_observations import LineObservationExtractor
 from .observations import ObservationExtractor
 
@@ -54,6 +54,8 @@ FAILED = 2  # extraction was tried and failed; still pending (store: extracted <
 
 MESSAGE_FIELDS = frozenset({"speaker", "role", "name", "text", "content", "id", "timestamp"})
 DEFAULT_SPEAKER = "user"  # speaker of a bare-string message
+
+
 @dataclass(frozen=True, slots=True)
 class MethodRecipe:
     """What an extraction method is: its extractor, prompt version and post-processing rule set.
@@ -71,18 +73,12 @@ class MethodRecipe:
 #: (prompt observe_lines_v1, :mod:`.line_observations`), rules 6, as #21's held-out run writes its
 #: memories; "v4" = v3's prompt under rules 7 (small talk dropped, "lives in X and works at Y" both
 #: kept, a residence needs living or moving in the statement).
-def _recipes() -> dict[str, MethodRecipe]:
-    from .extractor import POSTPROCESS_VERSION as V1_RULES
-
-    return {
-        "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
-        "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
-        "v3": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 6),
-        "v4": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 7),
-    }
-
-
-METHOD_RECIPES: dict[str, MethodRecipe] = _recipes()
+METHOD_RECIPES: dict[str, MethodRecipe] = {
+    "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
+    "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
+    "v3": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 6),
+    "v4": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 7),
+}
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
 DEFAULT_METHOD = "v4"
@@ -409,7 +405,7 @@ class WritePipeline:
             else:
                 self._extractor = Extractor(
                     self.models.llm, relations=reg.names(), canonical=lambda r: canonical_relation(r, reg),
-                    prompt_version=self.prompt_version or PROMPT_VERSION,
+                    prompt_version=self.prompt_version or recipe.prompt,
                 )
         return self._extractor
 
