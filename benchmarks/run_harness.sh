@@ -147,12 +147,18 @@ stage() {
 }
 
 save_now() {  # the save stage, then (SAVE_COMMIT=1) a commit of benchmarks/results/ alone
-  stage save
-  if [ "${SAVE_COMMIT:-0}" = 1 ] && [ -n "$(git status --porcelain -- benchmarks/results)" ]; then
-    git add -- benchmarks/results
-    git commit -q -m "bench results: checkpoint of the running harness stages ($*)" -- benchmarks/results \
-      || log "save: commit failed (another git command running?); the next save retries"
-  fi
+  # One save at a time across harness processes: two stages saving at once rewrote a cache .gz
+  # while the other's `git add` read it ("confused by unstable object source data").
+  mkdir -p bench-out
+  (
+    flock 9 || { log "save: could not lock bench-out/.save.lock"; exit 1; }
+    stage save
+    if [ "${SAVE_COMMIT:-0}" = 1 ] && [ -n "$(git status --porcelain -- benchmarks/results)" ]; then
+      git add -- benchmarks/results
+      git commit -q -m "bench results: checkpoint of the running harness stages ($*)" -- benchmarks/results \
+        || log "save: commit failed (another git command running?); the next save retries"
+    fi
+  ) 9> bench-out/.save.lock
 }
 
 [ $# -eq 0 ] && set -- conv30-main conv26-main samples msc report save
