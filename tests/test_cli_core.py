@@ -99,3 +99,17 @@ def test_demo_graph_runs_on_the_bundled_sample(tmp_path: Path) -> None:
         assert mem.facts(user_id="demo", subject="Maya", relation="has_pet") == []
         paris = mem.facts(user_id="demo", subject="Maya", relation="lives_in", include_unstable=True)
         assert "Paris" in [f.object for f in paris]
+
+
+def test_models_show_names_the_llama_cpp_build(monkeypatch) -> None:
+    import xllamacpp
+
+    from chronomem.providers.local_llama import cpu_build
+
+    monkeypatch.setattr(xllamacpp, "get_system_info", lambda: "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | AVX512 = 1 |")
+    assert cpu_build() == "AVX-512"
+    r = run("models", "show")
+    assert r.exit_code == 0 and "llama.cpp kernels: AVX-512 (built for this CPU" in r.output
+    monkeypatch.setattr(xllamacpp, "get_system_info", lambda: "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | FMA = 1 |")
+    assert cpu_build() == "AVX2"
+    assert "PyPI's portable wheel" in run("models", "show").output

@@ -100,6 +100,12 @@ def show(
     for m in gguf.PACKAGED_MODELS.values():
         t.add_row(m.key, m.description, _status(m))
     console.print(t)
+    from ..providers.local_llama import cpu_build
+
+    build = cpu_build()
+    hint = {"AVX-512": " (built for this CPU by scripts/native-llama.sh)",
+            "AVX2": " (PyPI's portable wheel; on an AVX-512 CPU `make install` builds a faster one)"}.get(build, "")
+    console.print(f"llama.cpp kernels: {build}{hint}")
     console.print("precedence: arguments > environment > config file > defaults (see chronomem.providers.settings)")
 
 

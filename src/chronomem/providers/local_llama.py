@@ -58,6 +58,24 @@ def default_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def cpu_build() -> str:
+    """The instruction sets the installed llama.cpp was built for, as a short label.
+
+    ``"AVX-512"`` when ``scripts/native-llama.sh`` built it for this CPU (``make install`` does on
+    AVX-512 machines), ``"AVX2"`` for PyPI's portable wheel; ``"not installed"`` without xllamacpp.
+    Speeds in BENCHMARKS.md name the build they were measured with.
+    """
+    try:
+        import xllamacpp
+    except ImportError:
+        return "not installed"
+    info = xllamacpp.get_system_info()
+    for flag, label in (("AVX512 = 1", "AVX-512"), ("AVX2 = 1", "AVX2"), ("AVX = 1", "AVX")):
+        if flag in info:
+            return label
+    return "generic"
+
+
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
     """What identifies one loaded engine in the registry."""
@@ -167,7 +185,8 @@ class LocalModelRegistry:
         except Exception as e:  # noqa: BLE001 - the binding raises RuntimeError/ValueError
             raise ModelUnavailableError(f"llama.cpp could not load {s.path} (n_ctx={s.n_ctx}): {e}") from e
         load_s = time.perf_counter() - t0
-        log.info("loaded %s in %.1fs (n_ctx=%d, threads=%d)", s.path, load_s, s.n_ctx, threads)
+        log.info("loaded %s in %.1fs (n_ctx=%d, threads=%d, llama.cpp built for %s)", s.path, load_s, s.n_ctx,
+                 threads, cpu_build())
         return LoadedEngine(settings=s, server=server, address=server.listening_address, api_key=api_key, load_s=load_s)
 
 
