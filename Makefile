@@ -1,10 +1,12 @@
 # The whole set-up on a fresh machine is two commands: `make demo` and `make test`.
 # Python 3.11+ with pip; installs into .venv.  torch is pinned to the CPU build
 # (torch==2.13.0), which pip takes without downloading a CUDA build.
-# On a CPU with AVX-512, llama.cpp is built for it (scripts/native-llama.sh, ~10 min once per
-# machine; the wheel is cached); NATIVE=0 keeps PyPI's portable AVX2 wheel.
+# NATIVE=1 (or auto) builds llama.cpp for this CPU's AVX-512 (scripts/native-llama.sh, ~10 min
+# once per machine, the wheel cached): faster, but its JSON-schema grammars use llama.cpp's GBNF
+# engine instead of the wheel's llguidance, so it is opt-in until measured (BENCHMARKS.md).
+# NATIVE=0, the default, keeps (or restores) PyPI's portable AVX2 wheel.
 PYTHON ?= python3.11
-NATIVE ?= auto
+NATIVE ?= 0
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip

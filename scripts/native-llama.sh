@@ -2,11 +2,13 @@
 # Build llama.cpp (the xllamacpp binding, same release as pyproject.toml pins) for this CPU's
 # AVX-512 and install it into the venv in place of PyPI's portable wheel, which is built for AVX2.
 # On a 2-core Xeon with AVX-512 the build reads prompts ~1.5x faster (BENCHMARKS.md "Models
-# (local)"); decoding speed is memory-bound and unchanged.  The same GGUF weights, prompts and
-# decoding: only the CPU kernels differ (their low bits, so a reply can differ by a token).
+# (local)"); decoding speed is memory-bound and unchanged.  The same GGUF weights and prompts, but
+# not quite the same decoding: the CPU kernels round differently, and a JSON-schema request is
+# held by llama.cpp's GBNF grammar engine, where the wheel (built with llguidance, a Rust crate
+# this offline build cannot fetch) uses llguidance.  Hence opt-in:
 #
-#   scripts/native-llama.sh .venv/bin/pip     # what `make install` runs (NATIVE=auto)
-#   NATIVE=0 make install                     # keep the portable wheel
+#   make install NATIVE=1                     # runs this script (NATIVE=auto behaves the same)
+#   make install                              # NATIVE=0: keep, or put back, the portable wheel
 #
 # Needs cmake and a C++ compiler; without them, without AVX-512, or if the build fails, the
 # portable wheel stays and the script says why (it never fails the install).  The built wheel is

@@ -104,7 +104,7 @@ def show(
 
     build = cpu_build()
     hint = {"AVX-512": " (built for this CPU by scripts/native-llama.sh)",
-            "AVX2": " (PyPI's portable wheel; on an AVX-512 CPU `make install` builds a faster one)"}.get(build, "")
+            "AVX2": " (PyPI's portable wheel; on an AVX-512 CPU `make install NATIVE=1` builds a faster one)"}.get(build, "")
     console.print(f"llama.cpp kernels: {build}{hint}")
     console.print("precedence: arguments > environment > config file > defaults (see chronomem.providers.settings)")
 

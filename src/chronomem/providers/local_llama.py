@@ -61,8 +61,8 @@ def default_threads() -> int:
 def cpu_build() -> str:
     """The instruction sets the installed llama.cpp was built for, as a short label.
 
-    ``"AVX-512"`` when ``scripts/native-llama.sh`` built it for this CPU (``make install`` does on
-    AVX-512 machines), ``"AVX2"`` for PyPI's portable wheel; ``"not installed"`` without xllamacpp.
+    ``"AVX-512"`` when ``scripts/native-llama.sh`` built it for this CPU (``make install NATIVE=1``),
+    ``"AVX2"`` for PyPI's portable wheel; ``"not installed"`` without xllamacpp.
     Speeds in BENCHMARKS.md name the build they were measured with.
     """
     try:
