@@ -8,7 +8,8 @@
 # this offline build cannot fetch) uses llguidance.  Hence opt-in:
 #
 #   make install NATIVE=1                     # runs this script (NATIVE=auto behaves the same)
-#   make install                              # NATIVE=0: keep, or put back, the portable wheel
+#   make install NATIVE=0                     # puts the portable wheel back
+#   make install                              # leaves whichever is installed
 #
 # Needs cmake and a C++ compiler; without them, without AVX-512, or if the build fails, the
 # portable wheel stays and the script says why (it never fails the install).  The built wheel is

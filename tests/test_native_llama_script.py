@@ -108,3 +108,13 @@ def test_native_0_puts_the_portable_wheel_back(tools: dict[str, Path]) -> None:
     r = run(tools, AVX512_FLAGS, NATIVE="0", FAKE_AVX512_EXIT="1")  # already portable: nothing to do
     assert "keeping the portable" in r.stderr
     assert len([c for c in calls(tools) if c.startswith("pip")]) == 1
+
+
+def test_make_install_runs_the_script_only_when_native_is_asked_for() -> None:
+    def dry(*args: str) -> str:
+        return subprocess.run(["make", "-n", "install", *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=60).stdout
+
+    assert "native-llama.sh" not in dry()  # a plain install leaves the installed build alone
+    assert "NATIVE=1 sh scripts/native-llama.sh" in dry("NATIVE=1")
+    assert "NATIVE=0 sh scripts/native-llama.sh" in dry("NATIVE=0")
