@@ -24,6 +24,11 @@ CPUINFO=${CPUINFO:-/proc/cpuinfo}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 
 say() { echo "native-llama: $*" >&2; }
+# does the installed binding report AVX-512 kernels? (false too when it does not import)
+reports_avx512() {
+  "$PYTHON" -c "import sys, xllamacpp; sys.exit('AVX512 = 1' not in xllamacpp.get_system_info())"
+}
+portable() { "$PIP" install --quiet --force-reinstall --no-deps "xllamacpp==$VERSION"; }
 
 VERSION=$(sed -n 's/.*"xllamacpp==\([0-9.]*\)".*/\1/p' "$ROOT/pyproject.toml" | head -n1)
 [ -n "$VERSION" ] || { say "no xllamacpp==X pin in pyproject.toml; keeping the installed wheel"; exit 0; }
@@ -31,9 +36,9 @@ VERSION=$(sed -n 's/.*"xllamacpp==\([0-9.]*\)".*/\1/p' "$ROOT/pyproject.toml" | 
 case "${NATIVE:-auto}" in
   0|no|off|false)
     # pip keeps an installed native build (same version): put the portable wheel back explicitly
-    if "$PYTHON" -c "import sys, xllamacpp; sys.exit('AVX512 = 1' not in xllamacpp.get_system_info())" 2>/dev/null; then
+    if reports_avx512 2>/dev/null; then
       say "NATIVE=${NATIVE}: reinstalling the portable xllamacpp wheel"
-      "$PIP" install --quiet --force-reinstall --no-deps "xllamacpp==$VERSION"
+      portable
     else
       say "NATIVE=${NATIVE}: keeping the portable xllamacpp wheel"
     fi
@@ -78,10 +83,10 @@ if [ -z "$wheel" ]; then
 fi
 "$PIP" install --quiet --force-reinstall --no-deps "$wheel"
 # the kernels must be the ones asked for, and the binding must load; otherwise back to the wheel
-if ! "$PYTHON" -c "import sys, xllamacpp; sys.exit('AVX512 = 1' not in xllamacpp.get_system_info())"; then
+if ! reports_avx512; then
   say "the built binding does not report AVX-512; reinstalling the portable wheel"
   rm -rf "$WHEELS"
-  "$PIP" install --quiet --force-reinstall --no-deps "xllamacpp==$VERSION"
+  portable
   exit 0
 fi
 say "installed xllamacpp $VERSION built for AVX-512 ($wheel)"

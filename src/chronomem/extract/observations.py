@@ -82,6 +82,8 @@ def check_rules(rules: int) -> int:
     if rules not in RULE_VERSIONS:
         raise ValueError(f"rules must be one of {RULE_VERSIONS}, got {rules!r}")
     return rules
+
+
 MAX_STATEMENTS = 12
 MAX_TOKENS = 1100  # ≈ 12 statements × 75 tokens + slack; the grammar caps the array
 
