@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timezone
 from typing import Any
@@ -16,12 +17,17 @@ from chronomem.extract.line_observations import (
     parse_line_observations,
     schema_for_lines,
 )
-from chronomem.extract.observations import RELATIONS, postprocess_observations, system_prompt
+from chronomem.extract.observations import RELATIONS, system_prompt
+from chronomem.extract.observations import postprocess_observations as _postprocess
 from chronomem.model import Message
 from chronomem.providers.base import CallUsage, ChatResult
 
 from test_extract_observations import NUMBERED as V2_NUMBERED
 from test_extract_observations import REF, UTC, msg
+
+#: These tests document the rules of the default method (v4: rules 7); rules 8 (v5) are in
+#: test_extract_rules_v8.py.
+postprocess_observations = functools.partial(_postprocess, rules=7)
 
 NUMBERED = {**V2_NUMBERED, 4: msg(4, "Jon", "Sorry to hear that! Dancing is my passion, it makes me happy.")}
 

@@ -3,6 +3,7 @@ resolution into the statement, job typing, and the pipeline with a scripted LLM.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime, timezone
 from typing import Any
@@ -20,7 +21,7 @@ from chronomem.extract.observations import (
     find_time_phrase,
     max_statements,
     parse_observations,
-    postprocess_observations,
+    postprocess_observations as _postprocess,
     schema_for,
     source_turns,
     system_prompt,
@@ -31,6 +32,10 @@ from chronomem.extract.observations import (
 from chronomem import timeexpr
 from chronomem.model import Intent, Message
 from chronomem.providers.base import CallUsage, ChatResult
+
+#: These tests document the rules of the default method (v4: rules 7); rules 8 (v5) are in
+#: test_extract_rules_v8.py.
+postprocess_observations = functools.partial(_postprocess, rules=7)
 
 UTC = timezone.utc
 REF = datetime(2023, 1, 20, 16, 4, tzinfo=UTC)  # LoCoMo conv-30 session 1: "4:04 pm on 20 January, 2023"

@@ -70,11 +70,15 @@ PROMPT_VERSION = "observe_v1"
 #: residence needs a word of living or moving in the statement (:func:`says_residence`); a speaker is
 #: no employer or school; a second registry fact in one statement ("lives in Berlin and works at
 #: Acme") is kept (:func:`clause_facts`).
-POSTPROCESS_VERSION = 7
+#: 8: an employer, a school or a job title needs a statement that speaks of working, studying or a
+#: role (:func:`says_typed`: "Gina congratulated Jon on opening the dance studio" is no ``works_at``); a
+#: role is the head noun before "of" ("group of dancers" is none); a shared photo is ``shared_photo``
+#: of what it shows, not something its sharer owns (:func:`shared_photo`).
+POSTPROCESS_VERSION = 8
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
-#: keep 6, the rules they were measured (and #21's held-out run writes its memories) with.
-RULE_VERSIONS = (6, 7)
+#: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7.
+RULE_VERSIONS = (6, 7, 8)
 
 
 def check_rules(rules: int) -> int:
@@ -618,6 +622,61 @@ def says_residence(statement: str) -> bool:
     return bool(_RESIDENCE.search(statement))
 
 
+#: rules 8: what a statement must say for a registry fact that is single-valued (a new one closes the
+#: old): the 1.5B model types "Gina congratulated Jon on opening the dance studio" as ``works_at`` and
+#: "Jon rehearsed with a small group of dancers" as ``job_title``, which would close the real ones.
+_SAYS_TYPED: dict[str, re.Pattern[str]] = {
+    "works_at": re.compile(r"\b(?:jobs?|work(?:s|ed|ing)? (?:at|for|in)|employ\w*|hired|career|internship|intern at|"
+                           r"position|colleagues?|boss|shifts?|quit|fired|laid off|resign\w*)\b", re.IGNORECASE),
+    "job_title": re.compile(r"\b(?:jobs?|work(?:s|ed|ing)? as|career|profession|occupation|position|hired|promot\w*|"
+                            r"(?:is|was|am|are|been|being|became|become|becoming|as) (?:an?|the)|(?:i'm|i am) an?)\b",
+                            re.IGNORECASE),
+    "studies_at": re.compile(r"\b(?:stud(?:y|ies|ied|ying)|students?|enroll?(?:ed|s|ing)?|schools?|college|universit(?:y|ies)|"
+                             r"class(?:es)?|courses?|degree|major(?:s|ed|ing)?|graduat\w*|semester|campus|attend(?:s|ed|ing)?)\b",
+                             re.IGNORECASE),
+}
+
+
+def says_typed(relation: str, statement: str) -> bool:
+    """Does the statement speak of working at, working as or studying at something (rules 8: a
+    ``works_at``, ``job_title`` or ``studies_at`` fact needs it)?  Other relations: always."""
+    pattern = _SAYS_TYPED.get(relation)
+    return pattern is None or bool(pattern.search(statement))
+
+
+def role_head(obj: str) -> str:
+    """The noun phrase that names what ``obj`` is: "group of dancers" → "group", "dance teacher" unchanged."""
+    return re.split(r"\s+of\s+", obj.strip(), maxsplit=1, flags=re.IGNORECASE)[0]
+
+
+#: rules 8: "Gina shares an image of three girls in ballet costumes sitting on a desk." — what the
+#: photo shows, up to the first clause that comments on it.
+_PHOTO_OF = re.compile(
+    r"\b(?:shares?|shared|sharing|showed|shows?|showing|posted|posts?|sent|sends?)\s+(?:an?\s+|the\s+|some\s+)?"
+    r"(?:photo|image|picture|pic|snapshot)s?\s+(?:of|from|showing|with)\s+"
+    r"(?P<what>.+?)(?=\s*[,;.!?(]|\s+(?:which|that|to show|bringing|reminding|as a reminder)\b|$)",
+    re.IGNORECASE)
+#: The typed facts the 1.5B model makes of a shared photo ("Gina owns the group of girls", "Jon owns a
+#: woman"); a sharer's own thing ("a photo of her new tattoo") keeps its relation.
+_PHOTO_RELATIONS = frozenset({"owns", "bought", "has_pet", "made", "received", "gave", "did"})
+_MAX_OBJECT = 80
+
+
+def shared_photo(statement: str, subject: str) -> str | None:
+    """What a statement about sharing a photo says the photo shows ("a group of dancers on a stage
+    with their arms in the air"); ``None`` when the statement shares no photo or the photo shows
+    the subject's own thing ("his new studio", "Jon's dog"), which the typed fact may rightly own."""
+    m = _PHOTO_OF.search(statement)
+    if not m:
+        return None
+    what = m.group("what").strip()
+    if re.match(rf"(?:his|her|their|my|{re.escape(subject)}'s)\s+(?!friends?\b|family\b)", what, re.IGNORECASE):
+        return None
+    if len(what) > _MAX_OBJECT:
+        what = what[:_MAX_OBJECT].rsplit(" ", 1)[0]
+    return what or None
+
+
 _NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de )?[A-Z][\w'&-]*){0,3})"
 #: rules 7: registry facts a statement states in a clause of its own, present tense, about a named
 #: place or organisation ("Maya lives in Berlin and works at Acme as a data analyst": the model
@@ -806,8 +865,17 @@ def postprocess_observations(
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"
+        if rules >= 8 and not says_typed(rel, o.statement):
+            rel = "did"  # "Gina works_at the dance studio" for "Gina congratulated Jon on opening the dance studio"
+        if rules >= 8 and rel == "job_title" and not is_role(role_head(obj)):
+            rel = "did"  # "Jon job_title group of dancers": a group is no role
         if generic:
             rel = "did"
+        if rules >= 8 and rel in _PHOTO_RELATIONS:
+            shown = shared_photo(o.statement, subject)
+            if shown is not None:
+                notes.append(f"{rel} → shared_photo (a photo shared, not owned): {o.statement}")
+                rel, obj, ended = "shared_photo", shown, False  # an event: nothing stops
         try:
             relation = canonical(rel)
         except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)
@@ -819,6 +887,10 @@ def postprocess_observations(
         if relation == "has_pet" and not plausible_pet(obj, speakers):
             notes.append(f"has_pet → owns (no animal or pet name): {o.statement}")
             relation = canonical("owns")
+        if rules >= 8 and relation == "did":
+            # a catch-all fact is its statement: "Jon did the dance studio" from two statements that say
+            # different things is two facts, not one said twice (the store would keep the first's words)
+            obj = o.statement
         key = (subject.lower(), relation, obj.lower(), ended)
         if key in seen:
             continue

@@ -72,12 +72,14 @@ class MethodRecipe:
 #: (prompt observe_v1, :mod:`.observations`); "v3" = v2 with one grammar-fixed slot per line
 #: (prompt observe_lines_v1, :mod:`.line_observations`), rules 6, as #21's held-out run writes its
 #: memories; "v4" = v3's prompt under rules 7 (small talk dropped, "lives in X and works at Y" both
-#: kept, a residence needs living or moving in the statement).
+#: kept, a residence needs living or moving in the statement); "v5" = v3's prompt under rules 8 (an employer,
+#: school or job title needs a statement that says so; a shared photo is ``shared_photo``, not owned).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
     "v3": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 6),
     "v4": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 7),
+    "v5": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 8),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
