@@ -174,3 +174,25 @@ def test_the_memory_keeps_each_statement_about_one_thing(method: str, kept: int)
         texts = [f.text for f in mem.history(user_id="u1")]
     assert len(texts) == kept  # v4: the second statement reinforces the first fact and its words are lost
     assert any("painted" in t for t in texts) == (method == "v5")
+
+
+def test_a_time_the_statement_retells_less_precisely_is_the_lines() -> None:
+    from datetime import datetime, timezone
+
+    friday = datetime(2023, 1, 20, 16, 4, tzinfo=timezone.utc)  # conv-30 session 1 was on a Friday
+    numbered = {1: msg(1, "Gina", "Sounds great, Jon! Next Friday works. Let's boogie!", ts=friday)}
+    slots = {"lines": [{"line": 1, "fact": fact("Jon and Gina plan to boogie on Friday.", "Gina", "plans_to", "boogie")}]}
+    (v7,), _ = postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=7)
+    (v8,), _ = postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=8)
+    assert v7.text.endswith("(20 January 2023).")  # the Friday it was said on
+    assert v8.text.endswith("(27 January 2023).") and v8.valid_from is not None and v8.valid_from.day == 27
+
+
+def test_line_time_phrase_keeps_a_phrase_no_line_says_more_precisely() -> None:
+    from chronomem.extract.observations import line_time_phrase
+
+    lines = [msg(1, "Jon", "Lost my job as a banker yesterday, and last week was rough.")]
+    assert line_time_phrase("yesterday", lines) == "yesterday"
+    assert line_time_phrase("last week", lines) == "last week"
+    assert line_time_phrase("week", lines) == "last week"
+    assert line_time_phrase("on Monday", lines) == "on Monday"

@@ -73,7 +73,9 @@ PROMPT_VERSION = "observe_v1"
 #: 8: an employer, a school or a job title needs a statement that speaks of working, studying or a
 #: role (:func:`says_typed`: "Gina congratulated Jon on opening the dance studio" is no ``works_at``); a
 #: role is the head noun before "of" ("group of dancers" is none); a shared photo is ``shared_photo``
-#: of what it shows, not something its sharer owns (:func:`shared_photo`).
+#: of what it shows, not something its sharer owns (:func:`shared_photo`); a catch-all fact's object is
+#: its statement; a time the statement retells less precisely than its line is the line's
+#: (:func:`line_time_phrase`: "on Friday" for "Next Friday").
 POSTPROCESS_VERSION = 8
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
@@ -349,6 +351,24 @@ def find_time_phrase(text: str) -> str:
         if timeexpr.resolve(m.group(0), ref) is not None:
             return m.group(0)
     return ""
+
+
+_LOOSE_TIME_WORDS = {"on", "in", "at", "the", "this"}
+
+
+def line_time_phrase(phrase: str, lines: Sequence[Message]) -> str:
+    """rules 8: the source line's own time words where the statement retells them less precisely —
+    the model writes "plan to boogie on Friday" for "Next Friday works", and a bare weekday resolves
+    to the last one (the day it was said, on a Friday).  ``phrase`` when no line says more."""
+    said = {w for w in re.findall(r"[a-z]+", phrase.lower())} - _LOOSE_TIME_WORDS
+    if not said:
+        return phrase
+    for m in lines:
+        for found in _TIME_PHRASE.finditer(m.text):
+            words = set(re.findall(r"[a-z]+", found.group(0).lower()))
+            if said < words - _LOOSE_TIME_WORDS and timeexpr.resolve(found.group(0), m.timestamp) is not None:
+                return found.group(0)
+    return phrase
 
 
 def _d(dt: datetime) -> str:
@@ -898,6 +918,8 @@ def postprocess_observations(
         # the time comes from the statement's own words: a separate "time" field was copied
         # across statements by the 1.5B model ("yesterday" on every fact of a turn)
         time_text = find_time_phrase(o.statement) or (o.time if o.time and o.time.lower() in o.statement.lower() else "")
+        if rules >= 8 and time_text:
+            time_text = line_time_phrase(time_text, found)
         text, resolved = with_date(o.statement, time_text, msg.timestamp)
         valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=ended)
         conf = confidence.score("certain", msg.text, obj, relation)
