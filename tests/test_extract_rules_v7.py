@@ -186,14 +186,17 @@ def test_a_model_answering_the_wrong_shape_fails_the_chunk_and_keeps_its_turns_p
 
 
 class ScriptedV1LLM(WrongShapeLLM):
-    """Scripts v1 facts and answers in the shape asked for (:func:`slot_replies.as_reply`)."""
+    """Scripts v1 facts (by default Maya's Berlin and her rehomed Pixel) and answers in the shape
+    asked for (:func:`slot_replies.as_reply`)."""
+
+    def __init__(self, facts: list[dict[str, Any]] | None = None) -> None:
+        self.facts = facts or [{"turns": [0], "subject": "I", "relation": "lives_in", "object": "Berlin"},
+                               {"turns": [1], "subject": "I", "relation": "has_pet", "object": "Pixel", "ended": True}]
 
     def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
              temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
-        facts = [{"turns": [0], "subject": "I", "relation": "lives_in", "object": "Berlin"},
-                 {"turns": [1], "subject": "I", "relation": "has_pet", "object": "Pixel", "ended": True}]
         return ChatResult(text="{}", usage=CallUsage(prompt_tokens=10, completion_tokens=5, purpose=purpose),
-                          data=as_reply(schema, messages[-1]["content"], facts))
+                          data=as_reply(schema, messages[-1]["content"], self.facts))
 
 
 @pytest.mark.parametrize("method", ["v3", "v4"])

@@ -8,19 +8,16 @@ that speaks of work, a role or study.  A shared photo is what it shows, not a th
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from slot_replies import as_reply
 
 from chronomem import Config, Memory
 from chronomem.extract.line_observations import parse_line_observations
 from chronomem.extract.observations import postprocess_observations, role_head, says_typed, shared_photo
 from chronomem.model import Message
-from chronomem.providers.base import CallUsage, ChatResult
 
 from test_extract_line_observations import fact
 from test_extract_observations import msg
+from test_extract_rules_v7 import ScriptedV1LLM
 
 
 @pytest.mark.parametrize("relation, statement", [
@@ -148,28 +145,16 @@ def test_two_catch_all_statements_about_one_thing_stay_two_facts() -> None:
                                       "Jon has been working hard to make the dance studio just right."]
 
 
-class ScriptedDidLLM:
-    """Types both of Jon's lines ``did the dance studio``, in the shape the request asks for."""
-
-    name = "scripted-did"
-    context_window = 8192
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def chat(self, messages: list[dict[str, str]], *, schema: Any = None, max_tokens: int = 512,
-             temperature: float = 0.0, stop: Any = None, purpose: str = "", penalties: Any = None) -> ChatResult:
-        facts = [{"turns": [0], "subject": "I", "relation": "did", "object": "the dance studio"},
-                 {"turns": [1], "subject": "I", "relation": "did", "object": "the dance studio"}]
-        return ChatResult(text="{}", usage=CallUsage(prompt_tokens=10, completion_tokens=5, purpose=purpose),
-                          data=as_reply(schema, messages[-1]["content"], facts))
+#: Both of Jon's lines typed ``did the dance studio``.
+DID_TWICE = [{"turns": [0], "subject": "I", "relation": "did", "object": "the dance studio"},
+             {"turns": [1], "subject": "I", "relation": "did", "object": "the dance studio"}]
 
 
 @pytest.mark.parametrize("method, kept", [("v4", 1), ("v5", 2)])
 def test_the_memory_keeps_each_statement_about_one_thing(method: str, kept: int) -> None:
     turns = [{"id": "t1", "speaker": "Jon", "text": "The dance studio opens tomorrow!"},
              {"id": "t2", "speaker": "Jon", "text": "I painted the dance studio blue last night."}]
-    with Memory(":memory:", llm=ScriptedDidLLM(), config=Config(extraction=method)) as mem:
+    with Memory(":memory:", llm=ScriptedV1LLM(DID_TWICE), config=Config(extraction=method)) as mem:
         mem.add(turns, user_id="u1", session_id="s1", timestamp="2023-06-19T10:00:00Z")
         texts = [f.text for f in mem.history(user_id="u1")]
     assert len(texts) == kept  # v4: the second statement reinforces the first fact and its words are lost
