@@ -24,6 +24,10 @@
 #                 "v3's memory under answer()"); ingestion first (resumable per session), then the
 #                 answers                                                             -> bench-out/final-answer
 #                 (its own folder: it may run while final-bm25 does; the report reads both)
+#   tuning-v5     extraction v5 (rules 8) under answer()'s read path (real+fused as "v4" in BENCHMARKS.md) on
+#                 conv-30's 40-question tuning sample; v4's answers are there already, and the extraction
+#                 replies (v3's prompt) are in conv-30's cache, so only the 40 answers are new (≈ 30 min)
+#                                                                                     -> bench-out/conv30
 #   report        rewrite every folder's report.md and plots, and the samples' report of the three
 #                 conversations together (bench-out/samples: each method on the same 3×40 questions)
 #   save          copy every folder's journals, report, plots and response cache into benchmarks/results/
@@ -113,6 +117,10 @@ stage() {
       restore locomo-final-answer bench-out/final-answer
       locomo conv-41,conv-43,conv-44,conv-47 1,2,3,4 bench-out/final-answer 8192 20 answer \
         --extraction "${FINAL_EXTRACTION:-v3}" ;;
+    tuning-v5)
+      restore locomo-conv30 bench-out/conv30
+      locomo conv-30 1,2,4 bench-out/conv30 16384 10 real+fused --search fused_weights=0,1,0 \
+        --search context_tokens=850 --sample 40 --seed 0 --extraction v5 ;;
     report)
       for d in bench-out/conv30 bench-out/conv26 bench-out/conv42 bench-out/msc bench-out/final bench-out/final-answer; do
         if [ -s "$d/results.jsonl" ]; then  # a folder with no results yet is skipped; a failing report stops the run
@@ -141,7 +149,7 @@ stage() {
         mkdir -p benchmarks/results/locomo-samples
         cp bench-out/samples/report.md bench-out/samples/summary.json bench-out/samples/*.png benchmarks/results/locomo-samples/
       fi ;;
-    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, final-bm25, final-answer, report, save)" >&2
+    *) echo "unknown stage: $1 (conv30-main, conv26-main, samples, msc, final-bm25, final-answer, tuning-v5, report, save)" >&2
        exit 2 ;;
   esac
 }
