@@ -10,12 +10,16 @@ The memory methods (``real…``) need their ingested memory: it is rebuilt by
 replaying the extraction calls from the conversation's response cache (the
 harness's saved ``llm-cache.sqlite``, e.g. ``benchmarks/results/locomo-conv30``
 restored with ``benchmarks/snapshot.py``).  A call the cache does not hold is
-an error here, never a model run: this script loads no language model.  The
-read path runs without the LLM evaluator and intent fallback (model calls);
+an error here, never a model run: this script loads no language model, unless
+``--llm`` names one for a read-path step that calls it (``--set expand_query=true``:
+one call per question; its replies are kept in the caches, so a rerun is free).
+The read path runs without the LLM evaluator and intent fallback (model calls);
 everything else is ``Memory.answer``'s configuration.
 
     python benchmarks/bench_evidence.py --conversations conv-30 --cache bench-out/conv30/llm-cache.sqlite \
         --methods bm25,real+turns,real+fused --memory-dir bench-out/evidence
+    python benchmarks/bench_evidence.py ... --methods real+fused --set fused_weights=0,1,0 --set context_tokens=850 \
+        --set expand_query=true --llm local      # a guessed reply searches the turns too
 
 Tune on conv-26, conv-30 and conv-42 only (#21 holds conv-41/43/44/47 out).
 """
@@ -77,6 +81,9 @@ def main() -> None:
     ap.add_argument("--top-k", type=int, default=10, help="k of recall@k")
     ap.add_argument("--retrieve-k", type=int, default=None, help="turns bm25/dense retrieve (default: --top-k)")
     ap.add_argument("--model-name", default=LOCAL_MODEL, help="the model the cached replies came from")
+    ap.add_argument("--llm", default=None,
+                    help="a model to run where the caches hold no reply (e.g. local): only for read-path steps "
+                         "that call one, such as --set expand_query=true; default: none, a miss is an error")
     ap.add_argument("--out", help="JSON lines: one row per question and method")
     ap.add_argument("--extraction", default="v1", help="extraction method the memories were written with (v1, v2, v3)")
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -89,7 +96,7 @@ def main() -> None:
     convs = [c for c in load_locomo(args.data) if c.sample_id in wanted]
     if len(convs) != len(wanted):
         ap.error(f"unknown conversation in {wanted}")
-    from chronomem.providers import make_embedder
+    from chronomem.providers import make_embedder, make_llm
 
     embedder = make_embedder("local")
     # Memory.answer's search configuration without the model-assisted steps, plus --set's changes
@@ -100,7 +107,7 @@ def main() -> None:
     table: dict[str, dict[str, list[float]]] = {}
     for conv in convs:
         caches = [ResponseCache(p) for p in args.cache]
-        llm: Any = CacheOnlyModel(args.model_name)
+        llm: Any = make_llm(args.llm, cache=False) if args.llm else CacheOnlyModel(args.model_name)
         for cache in caches:  # the first cache that holds a reply answers
             llm = TrackedLLM(llm, cache=cache)
         for name in [m.strip() for m in args.methods.split(",") if m.strip()]:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
 from chronomem import Memory
-from chronomem.errors import ValidationError
+from chronomem.errors import ModelError, ValidationError
 from chronomem.model import Message
+from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.retrieve import SearchConfig
 from chronomem.retrieve.fusion import pick_within_budget, reciprocal_rank_fusion
 
@@ -110,3 +113,77 @@ def test_when_questions_get_the_dated_graph_evidence_first(mem: Memory) -> None:
 def test_fused_turns_without_graph_evidence_are_the_whole_context(mem: Memory) -> None:
     res = mem.search("Which vase or bowl was made at a class?", user_id=U, as_of=AS_OF, config=FUSED)
     assert res.quoted_ids and res.quoted_ids[0] == "m1"
+
+
+# -- expand_query: a guessed reply searches the turns too ------------------------------------------
+class GuessingLLM:
+    """Answers the expansion prompt with a fixed guess; counts what it was asked."""
+
+    name = "guessing"
+    context_window = 4096
+
+    def __init__(self, guess: str = "We went camping and swimming at the lake with the kids.",
+                 fail: bool = False) -> None:
+        self.guess, self.fail, self.purposes = guess, fail, []  # type: ignore[var-annotated]
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def chat(self, messages: list[dict[str, str]], **kw: Any) -> ChatResult:
+        self.purposes.append(kw.get("purpose"))
+        if self.fail:
+            raise ModelError("the model is down")
+        assert "Question: What activities does Mel do with her family?" in messages[-1]["content"]
+        return ChatResult(text=self.guess + "\nand more", usage=CallUsage(prompt_tokens=80, completion_tokens=14,
+                                                                        purpose=kw.get("purpose", "")))
+
+
+def _family_memory(llm: Any) -> Memory:
+    m = Memory(":memory:", embedder=False, llm=llm)
+    said = [("Rui", "What do you and your family like doing together?"), ("Mel", "Mostly outdoorsy stuff!"),
+            ("Rui", "Nice. Anything else new with your family?"), ("Mel", "My family is fine, thanks."),
+            ("Mel", "Last week we went camping by the lake, the kids loved swimming."),
+            ("Rui", "Activities sound fun. I prefer my activities indoors.")]
+    for i, (who, text) in enumerate(said):
+        when = T0 + timedelta(minutes=i)
+        m.store.ensure_session(U, "s1", started_at=T0)
+        m.store.add_messages(U, [Message(id=f"f{i}", user_id=U, session_id="s1", speaker=who, text=text,
+                                         timestamp=when, recorded_at=when, seq=i)])
+    return m
+
+
+EXPAND = SearchConfig(embeddings=False, evaluator=False, fused_turns=2, context_tokens=400, expand_query=True)
+QUESTION = "What activities does Mel do with her family?"
+
+
+def test_a_guessed_reply_finds_the_turn_the_question_shares_no_word_with() -> None:
+    llm = GuessingLLM()
+    with _family_memory(llm) as m:
+        plain = m.search(QUESTION, user_id=U, config=replace(EXPAND, expand_query=False))
+        assert "f4" not in plain.quoted_ids  # "family"/"activities" turns outrank the camping one
+        assert llm.purposes == []  # off: no call
+        res = m.search(QUESTION, user_id=U, config=EXPAND)
+    assert "f4" in res.quoted_ids
+    assert llm.purposes == ["expand"]
+    assert res.trace.budget["llm_calls"] == 1
+    # one line of guess: what the model wrote after a line break is not searched
+    assert any(n == "query expansion: We went camping and swimming at the lake with the kids." for n in res.trace.notes)
+
+
+@pytest.mark.parametrize("llm, note", [(GuessingLLM(fail=True), "query expansion failed"),
+                                       ("local:/nonexistent/model.gguf", "query expansion skipped: no model")])
+def test_without_a_model_the_question_alone_searches(llm: Any, note: str) -> None:
+    with _family_memory(llm) as m:
+        res = m.search(QUESTION, user_id=U, config=EXPAND)
+        plain = m.search(QUESTION, user_id=U, config=replace(EXPAND, expand_query=False))
+    assert res.quoted_ids == plain.quoted_ids
+    assert any(n.startswith(note) for n in res.trace.notes)
+
+
+def test_expansion_keeps_to_the_call_budget_and_is_validated() -> None:
+    llm = GuessingLLM()
+    with _family_memory(llm) as m:
+        res = m.search(QUESTION, user_id=U, config=replace(EXPAND, max_llm_calls=0))
+    assert llm.purposes == [] and any("query expansion skipped: budget" in n for n in res.trace.notes)
+    with pytest.raises(ValidationError, match="expand_query"):
+        SearchConfig(expand_query="yes")  # type: ignore[arg-type]

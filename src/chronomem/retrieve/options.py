@@ -93,7 +93,14 @@ class SearchConfig:
         graph evidence keeps ``fused_graph_tokens`` (400) of ``context_tokens`` and
         the turns get the rest; ``fused_weights`` (0.5, 1.0, 0.5) weigh the three
         rankings (graph sources, turn hits, fact hits).  "When" questions get the
-        dated graph evidence first, other questions the turns first.
+        dated graph evidence first, other questions the turns first;
+        ``expand_query`` (off): with ``fused_turns``, the LLM first writes one
+        sentence that could answer the question in the chat's own words (a guessed
+        reply, as in HyDE), and the turn hits are the rank fusion of the full-text
+        hits for the question and for that sentence — the question's words are
+        often not the reply's ("activities with her family" / "we went camping").
+        One call of ``max_llm_calls``; skipped (the question alone) without a model
+        or budget.
     """
 
     max_depth: int = 3
@@ -133,6 +140,7 @@ class SearchConfig:
     fused_turns: int = 0
     fused_graph_tokens: int = 400
     fused_weights: tuple[float, float, float] = (0.5, 1.0, 0.5)
+    expand_query: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -155,8 +163,9 @@ class SearchConfig:
                 or not all(isinstance(x, (int, float)) and x >= 0 for x in w)):
             raise ValidationError("config.fused_weights", w, "must be three non-negative numbers "
                                   "(graph sources, turn hits, fact hits)")
-        if not isinstance(self.turn_replies, bool):
-            raise ValidationError("config.turn_replies", self.turn_replies, "must be True or False")
+        for name in ("turn_replies", "expand_query"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValidationError(f"config.{name}", getattr(self, name), "must be True or False")
         unknown = set(self.rules) - cf.ALL_RULES
         if unknown:
             raise ValidationError("config.rules", sorted(unknown), f"unknown rules; known: {sorted(cf.ALL_RULES)}")

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, ValidationError
 from ..model import Fact, Intent, Message
+from ..prompts import load_template
 from ..providers.base import Embedder
 from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
@@ -141,6 +142,44 @@ def _classify_with_llm(models: ModelSource, analysis: QueryAnalysis, budget: Bud
         analysis.source = "llm"
 
 
+EXPAND_PROMPT_VERSION = "expand_v1"
+#: The guessed reply is one sentence: a few dozen tokens, cut at the first line break.
+EXPAND_MAX_TOKENS = 48
+
+
+def expand_messages(query: str) -> list[dict[str, str]]:
+    """The messages that ask the model for a reply to ``query`` in the chat's own words (``expand_v1``)."""
+    t = load_template("chronomem.retrieve", EXPAND_PROMPT_VERSION)
+    return [{"role": "system", "content": t.system}, {"role": "user", "content": t.user.format(question=query)}]
+
+
+def _guess_reply(models: ModelSource, query: str, budget: Budget, notes: list[str]) -> str:
+    """One sentence that could answer ``query`` in the chat (``SearchConfig.expand_query``); "" when
+    there is no model, no budget or the call fails (the turn search then uses the question alone)."""
+    try:
+        llm = models.llm
+    except (ChronomemError, ImportError, OSError) as e:
+        notes.append(f"query expansion skipped: no model ({e.__class__.__name__})")
+        return ""
+    msgs = expand_messages(query)
+    est = sum(len(m["content"]) for m in msgs) // 4 + EXPAND_MAX_TOKENS
+    if not budget.allows(est):
+        notes.append("query expansion skipped: budget")
+        return ""
+    try:
+        r = llm.chat(msgs, max_tokens=EXPAND_MAX_TOKENS, temperature=0.0, stop=["\n"], purpose="expand")
+    except ChronomemError as e:
+        budget.spend(est, 0)
+        notes.append(f"query expansion failed ({e.__class__.__name__}); the question alone")
+        return ""
+    budget.spend(r.usage.prompt_tokens or est, r.usage.completion_tokens)
+    lines = r.text.strip().splitlines()  # one sentence: a provider that ignores ``stop`` may write on
+    guess = " ".join(lines[0].split())[:400] if lines else ""
+    if guess:
+        notes.append(f"query expansion: {guess}")
+    return guess
+
+
 def _anchor(store: Store, user_id: str, query: str, analysis: QueryAnalysis, cfg: SearchConfig,
             speaker: str | None, embedder: Embedder | None, stats: dict[str, int],
             notes: list[str]) -> list[anchoring.Anchor]:
@@ -234,12 +273,13 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
         relevance = Relevance(query, analysis, store, user_id, registry, None, cfg.alpha, stats)
     t2 = time.perf_counter()
 
+    guess = _guess_reply(models, query, budget, trace.notes) if cfg.expand_query and cfg.fused_turns else ""
     roots = _anchor(store, user_id, query, analysis, cfg, hint, embedder, stats, trace.notes)
     trace.roots = [r.as_dict() for r in roots]
     t3 = time.perf_counter()
     if not roots:
         trace.notes.append("no root entity found: the memory has nothing to start from")
-        return _turns_only(store, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3))
+        return _turns_only(store, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3), guess)
 
     spec = analysis.answer_spec()
     beam = BeamSearch(store=store, registry=registry, user_id=user_id, theta=theta_stable,
@@ -260,7 +300,7 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
     if not relevant:
         trace.notes.append("no path found" if not found else
                            "no path is relevant enough: the graph holds nothing about the question")
-        return _turns_only(store, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3, t4))
+        return _turns_only(store, user_id, query, when, cfg, trace, budget, stats, (t0, t1, t2, t3, t4), guess)
     paths = sorted(relevant, key=lambda p: (-p.score, len(p.facts), p.render()))[:top_k]
     facts: dict[str, Fact] = {}
     for p in paths:
@@ -273,7 +313,7 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
         trace.notes.append(f"context budget {graph_budget} tokens: some paths left out")
     shown = [facts[i] for i in ctx.fact_ids if i in facts]
     if cfg.fused_turns:
-        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, ctx, shown, spec.wants_time, trace.notes)
+        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, ctx, shown, spec.wants_time, trace.notes, guess)
     else:
         ctx, quoted = _quote_sources(store, user_id, shown, cfg, ctx, trace.notes)
         ctx, quoted = _search_turns(store, user_id, query, when, cfg, ctx, quoted, trace.notes)
@@ -283,11 +323,11 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
 
 
 def _turns_only(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig, trace: Trace,
-                budget: Budget, stats: dict[str, int], marks: tuple[float, ...]) -> SearchResult:
+                budget: Budget, stats: dict[str, int], marks: tuple[float, ...], guess: str = "") -> SearchResult:
     """The result when the graph has no evidence: full-text hits over the turns alone (``fallback_turns``)."""
     turns_cfg = cfg if not cfg.fallback_turns else replace(cfg, search_turns=cfg.fallback_turns)
     if cfg.fused_turns:
-        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, Context("", 0, 0), [], False, trace.notes)
+        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, Context("", 0, 0), [], False, trace.notes, guess)
     else:
         ctx, quoted = _search_turns(store, user_id, query, when, turns_cfg, Context("", 0, 0), [], trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
@@ -331,15 +371,21 @@ def _search_turns(store: Store, user_id: str, query: str, when: datetime, cfg: S
 
 
 def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
-                 graph_facts: list[Fact], graph_first: bool, notes: list[str]) -> tuple[Context, list[str]]:
+                 graph_facts: list[Fact], graph_first: bool, notes: list[str],
+                 guess: str = "") -> tuple[Context, list[str]]:
     """The fused read path (:mod:`.fusion`): up to ``cfg.fused_turns`` turns said by ``when``, ranked by
     reciprocal rank fusion of the graph evidence's source turns, full-text hits over the turns and the
     turns cited by full-text hits over the facts, within what ``cfg.context_tokens`` leaves after the
     graph evidence.  The turns are shown in the order they were said; the ids come back in rank order.
-    ``graph_first`` puts the (dated) graph evidence before the turns, else after them."""
+    ``graph_first`` puts the (dated) graph evidence before the turns, else after them.  ``guess``: a
+    reply the model guessed (``expand_query``); the turn hits are then the rank fusion of the hits for
+    the question and for the guess."""
     pool = 4 * cfg.fused_turns
     from_graph = source_turn_ids(store, user_id, graph_facts)
     from_turns = [i for i, _ in store.search_messages_text(user_id, query, limit=pool)]
+    if guess:
+        for_guess = [i for i, _ in store.search_messages_text(user_id, guess, limit=pool)]
+        from_turns = reciprocal_rank_fusion([from_turns, for_guess])
     fact_hits = [i for i, _ in store.search_facts_text(user_id, query, limit=pool)]
     by_id = {f.id: f for f in store.facts(user_id, ids=fact_hits)} if fact_hits else {}
     from_facts = source_turn_ids(store, user_id, [by_id[i] for i in fact_hits if i in by_id])
