@@ -181,3 +181,16 @@ def test_line_time_phrase_keeps_a_phrase_no_line_says_more_precisely() -> None:
     assert line_time_phrase("last week", lines) == "last week"
     assert line_time_phrase("week", lines) == "last week"
     assert line_time_phrase("on Monday", lines) == "on Monday"
+
+
+def test_a_photo_statement_naming_the_other_speaker_follows_the_photos_line() -> None:
+    numbered = {1: msg(1, "Gina", "Wow, way to go! [shares an image: a photo of a red dress with gold accents on a mannequin]"),
+                2: msg(2, "Jon", "Looks great!")}
+    slots = {"lines": [{"line": 1, "fact": fact("Jon shared a photo of a red dress with gold accents on a mannequin.",
+                                                "Gina", "did", "red dress")}]}
+    (v7,), _ = postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=7)
+    (v8,), notes = postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=8)
+    assert (v7.subject, v7.text) == ("Gina", "Jon shared a photo of a red dress with gold accents on a mannequin.")
+    assert (v8.subject, v8.relation, v8.object) == ("Gina", "shared_photo", "a red dress with gold accents on a mannequin")
+    assert v8.text == "Gina shared a photo of a red dress with gold accents on a mannequin."
+    assert any("'Jon' → 'Gina'" in n for n in notes)

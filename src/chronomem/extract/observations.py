@@ -75,7 +75,8 @@ PROMPT_VERSION = "observe_v1"
 #: role is the head noun before "of" ("group of dancers" is none); a shared photo is ``shared_photo``
 #: of what it shows, not something its sharer owns (:func:`shared_photo`); a catch-all fact's object is
 #: its statement; a time the statement retells less precisely than its line is the line's
-#: (:func:`line_time_phrase`: "on Friday" for "Next Friday").
+#: (:func:`line_time_phrase`: "on Friday" for "Next Friday"); a photo statement that names the other
+#: speaker as its sharer is rewritten to the speaker of the photo's line, as a wrong subject is.
 POSTPROCESS_VERSION = 8
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
@@ -833,7 +834,13 @@ def postprocess_observations(
         others = [s for s in speakers if s != msg.speaker]
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(o.subject, msg.speaker, other) or statement_subject(o.statement, speakers) or msg.speaker
-        fixed = image_sharer(subject, o.statement, found, speakers) or speaker_fix(subject, o.statement, msg, speakers)
+        sharer = image_sharer(subject, o.statement, found, speakers)
+        fixed = sharer or speaker_fix(subject, o.statement, msg, speakers)
+        named = statement_subject(o.statement, speakers)
+        if rules >= 8 and fixed == subject == sharer and named not in (None, subject):
+            # "Jon shared a photo of a red dress" for Gina's photo, the subject already Gina: the statement's
+            # words follow the photo's line like the subject does (rewritten just below)
+            subject = named
         if fixed != subject:
             notes.append(f"subject {subject!r} → {fixed!r} (the speaker of the line): {o.statement}")
             statement = re.sub(rf"\b{re.escape(subject)}\b", fixed, o.statement)
