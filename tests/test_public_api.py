@@ -51,6 +51,25 @@ def test_a_model_set_resolves_nothing_until_used() -> None:
         _ = models.llm
 
 
+@pytest.mark.parametrize("off", [False, "none"])
+def test_a_memory_without_a_chat_model_stores_and_searches_and_says_why_it_cannot_extract(off: object) -> None:
+    with Memory(":memory:", llm=off, embedder=False) as mem:  # type: ignore[arg-type]
+        assert not mem.models.llm_enabled
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+        res = mem.search("Where does Maya live?", user_id="u1",
+                         config=SearchConfig(embeddings=False, evaluator=True, intent_llm=True, fused_turns=5,
+                                             expand_query=True))
+        assert {f.object for f in res.facts} == {"Porto"}  # the model steps were skipped, not fatal
+        assert any("query expansion skipped: no model (ConfigError)" in n for n in res.trace.notes)
+        with pytest.raises(chronomem.ConfigError, match="no chat model"):
+            mem.add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1")
+        assert [m.id for m in mem.store.messages("u1", pending_only=True)] == ["t0"]  # kept for a model later
+        with pytest.raises(chronomem.ConfigError, match="llm=False or spec 'none'"):
+            mem.answer("Where does Maya live?", user_id="u1")
+        mem.use_models(llm=ScriptedLLM())
+        assert mem.models.llm_enabled and mem.extract_pending(user_id="u1").facts_added == 2
+
+
 def test_add_facts_takes_the_same_typed_record_the_extractor_produces() -> None:
     from datetime import datetime, timezone
 

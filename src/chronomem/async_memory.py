@@ -65,7 +65,7 @@ class AsyncMemory:
     sweeper as a background task.
     """
 
-    def __init__(self, location: str | Path | None = None, *, llm: LLM | str | None = None,
+    def __init__(self, location: str | Path | None = None, *, llm: LLM | str | bool | None = None,
                  embedder: Embedder | str | bool | None = None, config: Config | None = None,
                  theta_stable: float | None = None,
                  relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
@@ -118,7 +118,7 @@ class AsyncMemory:
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     # -- models and relations ----------------------------------------------------------------
-    async def use_models(self, *, llm: LLM | str | None = None,
+    async def use_models(self, *, llm: LLM | str | bool | None = None,
                          embedder: Embedder | str | bool | None = None) -> AsyncMemory:
         """See :meth:`Memory.use_models`; returns this ``AsyncMemory``."""
         await self._run(self._mem.use_models, llm=llm, embedder=embedder)

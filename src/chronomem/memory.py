@@ -89,10 +89,11 @@ class Memory:
     :class:`chronomem.providers.base.LLM` / :class:`~chronomem.providers.base.Embedder`,
     e.g. ``make_llm("openai:gpt-4o-mini")`` or your own), a spec string
     resolved on first use, or ``None`` for the configured default;
-    ``embedder=False`` turns embeddings off.  :meth:`use_models` swaps them later.
+    ``embedder=False`` turns embeddings off, ``llm=False`` the chat model (extraction and
+    answers then raise :class:`~chronomem.errors.ConfigError`).  :meth:`use_models` swaps them later.
     """
 
-    def __init__(self, location: str | Path | Store | None = None, *, llm: LLM | str | None = None,
+    def __init__(self, location: str | Path | Store | None = None, *, llm: LLM | str | bool | None = None,
                  embedder: Embedder | str | bool | None = None, config: Config | None = None,
                  theta_stable: float | None = None,
                  relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
@@ -144,7 +145,7 @@ class Memory:
         """The embedding model; created from the configured spec on first use."""
         return self.models.embedder
 
-    def use_models(self, *, llm: LLM | str | None = None,
+    def use_models(self, *, llm: LLM | str | bool | None = None,
                    embedder: Embedder | str | bool | None = None) -> Memory:
         """Swap the chat model and/or the embedder (instances or specs; ``None`` keeps the current one).
 

@@ -39,10 +39,13 @@ class ModelSet:
     """A chat model and an embedder, each an instance or a spec resolved on first use.
 
     ``embedder=False`` (or the spec ``"none"``) turns embeddings off: the read
-    path then scores relevance lexically.
+    path then scores relevance lexically.  ``llm=False`` (or ``"none"``) means no
+    chat model at all: structured facts, search and history work; a step that needs
+    the model (extraction, answers, summaries) raises :class:`~chronomem.errors.ConfigError`
+    instead of loading the default one, and the read path's optional model steps are skipped.
     """
 
-    def __init__(self, llm: LLM | str | None = None, embedder: Embedder | str | bool | None = None, *,
+    def __init__(self, llm: LLM | str | bool | None = None, embedder: Embedder | str | bool | None = None, *,
                  default_llm: str | None = None, default_embedder: str | None = None,
                  usage: UsageTracker | None = None) -> None:
         self._llm = llm
@@ -51,7 +54,7 @@ class ModelSet:
         self.default_embedder = default_embedder
         self.usage = usage if usage is not None else UsageTracker()
 
-    def replace(self, *, llm: LLM | str | None = None,
+    def replace(self, *, llm: LLM | str | bool | None = None,
                 embedder: Embedder | str | bool | None = None) -> ModelSet:
         """A model set with ``llm`` and/or ``embedder`` swapped (``None`` keeps this one's), same usage tracker."""
         return ModelSet(llm if llm is not None else self._llm,
@@ -59,15 +62,28 @@ class ModelSet:
                         default_llm=self.default_llm, default_embedder=self.default_embedder, usage=self.usage)
 
     @property
+    def llm_enabled(self) -> bool:
+        """False when the chat model was turned off (``llm=False`` or the spec ``"none"``)."""
+        if self._llm is False:
+            return False
+        if self._llm is None:
+            return self.default_llm != "none"
+        return self._llm != "none"
+
+    @property
     def llm(self) -> LLM:
         """The chat model; created from its spec on first use."""
-        if self._llm is None or isinstance(self._llm, str):
+        if not self.llm_enabled:
+            raise ConfigError("this Memory has no chat model (llm=False or spec 'none'); "
+                              "pass llm='local', an 'openai:MODEL' spec or an LLM object to extract or answer")
+        if self._llm is None or isinstance(self._llm, bool | str):
             from . import make_llm
 
             made: LLM = make_llm(self._llm if isinstance(self._llm, str) else self.default_llm,
                                  usage=self.usage)
             self._llm = made
             return made
+        assert not isinstance(self._llm, bool | str)
         return self._llm
 
     @property
