@@ -171,7 +171,7 @@ def test_a_guessed_reply_finds_the_turn_the_question_shares_no_word_with() -> No
 
 
 @pytest.mark.parametrize("llm, note", [(GuessingLLM(fail=True), "query expansion failed"),
-                                       ("local:/nonexistent/model.gguf", "query expansion skipped: no model")])
+                                       (False, "query expansion skipped: no model (ConfigError)")])
 def test_without_a_model_the_question_alone_searches(llm: Any, note: str) -> None:
     with _family_memory(llm) as m:
         res = m.search(QUESTION, user_id=U, config=EXPAND)
