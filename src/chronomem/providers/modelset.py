@@ -35,6 +35,14 @@ class ModelSource(LLMSource, Protocol):
     def embedder(self) -> Embedder: ...
 
 
+def _turned_on(choice: object, default: str | None) -> bool:
+    """False for a model turned off: ``False``, or the spec ``"none"`` (given, or the configured
+    default when ``choice`` is ``None``)."""
+    if choice is False:
+        return False
+    return (default if choice is None else choice) != "none"
+
+
 class ModelSet:
     """A chat model and an embedder, each an instance or a spec resolved on first use.
 
@@ -64,11 +72,7 @@ class ModelSet:
     @property
     def llm_enabled(self) -> bool:
         """False when the chat model was turned off (``llm=False`` or the spec ``"none"``)."""
-        if self._llm is False:
-            return False
-        if self._llm is None:
-            return self.default_llm != "none"
-        return self._llm != "none"
+        return _turned_on(self._llm, self.default_llm)
 
     @property
     def llm(self) -> LLM:
@@ -89,11 +93,7 @@ class ModelSet:
     @property
     def embeddings_enabled(self) -> bool:
         """False when embeddings were turned off (``embedder=False`` or the spec ``"none"``)."""
-        if self._embedder is False:
-            return False
-        if self._embedder is None:
-            return self.default_embedder != "none"
-        return self._embedder != "none"
+        return _turned_on(self._embedder, self.default_embedder)
 
     @property
     def embedder(self) -> Embedder:
