@@ -60,13 +60,3 @@ def test_a_path_that_does_not_fit_leaves_no_numbers_behind() -> None:
     # the first path was skipped, so the second writes the statement itself, as F1
     assert [ln for ln in ctx.text.splitlines() if ln.startswith("  ")][0].startswith("  F1 " + STATEMENT)
     assert ctx.fact_ids == ["bbbbbbbb02"]
-
-
-def test_a_statement_long_node_name_is_cut_in_the_path_title_only() -> None:
-    statement = "Jon is offering one-on-one mentoring and training to help dancers reach their potential."
-    did = fact("ffffffff06", "did", statement, statement)
-    ctx = serialize([path(did)], as_of=AS_OF, budget_tokens=500)
-    title, line = ctx.text.splitlines()[1:3]
-    assert title == "P1 Maya -> Jon is offering one-on-one mentoring and…"
-    assert line.startswith("  F1 " + statement)
-    assert ctx.text.count(statement) == 1

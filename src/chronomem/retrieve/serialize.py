@@ -36,8 +36,7 @@ _TOKENS = re.compile(r"\w+|[^\w\s]")
 
 #: Version of the context's layout; benchmark results record it (a change is a new version).
 #: 2: dates as "1 September 2020", resolved time words dropped from fact texts, source quotes.
-#: 3: a fact that reads exactly as one already written refers to its number instead of repeating it;
-#:    a path's title cuts a statement-long node name to its first words.
+#: 3: a fact that reads exactly as one already written refers to its number instead of repeating it.
 CONTEXT_FORMAT = 3
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
@@ -86,21 +85,10 @@ def fact_line(n: int, f: Fact) -> str:
     return line
 
 
-#: a node named by a whole statement (a catch-all fact's object) is cut to this many words in a
-#: path's title: the fact's own line below it says it in full
-TITLE_NAME_WORDS = 6
-
-
-def title_name(name: str) -> str:
-    """``name``, or its first :data:`TITLE_NAME_WORDS` words and ``…`` when it is longer."""
-    words = name.split()
-    return name if len(words) <= TITLE_NAME_WORDS else " ".join(words[:TITLE_NAME_WORDS]) + "…"
-
-
 def path_title(n: int, p: Path) -> str:
     if not p.facts:
-        return f"P{n} {title_name(p.root.name)}"
-    return f"P{n} " + " -> ".join(title_name(name) for name in p.names)
+        return f"P{n} {p.root.name}"
+    return f"P{n} " + " -> ".join(p.names)
 
 
 def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
