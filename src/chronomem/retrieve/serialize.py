@@ -3,9 +3,7 @@
 Each fact is written once, numbered (``F1``, ``F2`` …), with its validity
 interval, confidence, short fact id and source message ids; derived facts
 say which rule produced them and which stored facts support them.  A path
-that reuses a fact refers to its number, and so does a fact that reads exactly as one
-already written (two facts typed from one statement, "lives in Berlin and works at Acme",
-share its text, interval and confidence: the line is written once).  Paths are added best first until
+that reuses a fact refers to its number.  Paths are added best first until
 the next one would exceed the budget.  Optionally (``SearchConfig.quote_sources``)
 the verbatim source turns of the included facts follow, in the order of the
 facts that cite them, while the budget lasts; then (``SearchConfig.search_turns``)
@@ -36,8 +34,7 @@ _TOKENS = re.compile(r"\w+|[^\w\s]")
 
 #: Version of the context's layout; benchmark results record it (a change is a new version).
 #: 2: dates as "1 September 2020", resolved time words dropped from fact texts, source quotes.
-#: 3: a fact that reads exactly as one already written refers to its number instead of repeating it.
-CONTEXT_FORMAT = 3
+CONTEXT_FORMAT = 2
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
 SEARCH_HEADER = "Other turns that match the question:"
@@ -98,8 +95,7 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
     header = HEADER.format(as_of=fmt_time(as_of))
     lines = [header]
     used = count(header)
-    numbers: dict[str, int] = {}  # fact id -> the number its line has
-    by_text: dict[str, int] = {}  # a written fact's rendering -> its number
+    numbers: dict[str, int] = {}
     order: list[str] = []
     included = 0
     truncated = False
@@ -108,17 +104,12 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
             continue
         block = [path_title(included + 1, p)]
         new: dict[str, int] = {}
-        new_text: dict[str, int] = {}
         for f in p.facts:
-            text = render_fact(f)
-            n = numbers.get(f.id) or new.get(f.id) or by_text.get(text) or new_text.get(text)
-            if n is None:
-                n = new_text[text] = len(by_text) + len(new_text) + 1
-                block.append("  " + fact_line(n, f))
+            if f.id in numbers:
+                block.append(f"  (F{numbers[f.id]})")
             else:
-                block.append(f"  (F{n})")
-            if f.id not in numbers:
-                new.setdefault(f.id, n)
+                new[f.id] = len(numbers) + len(new) + 1
+                block.append("  " + fact_line(new[f.id], f))
         cost = count("\n".join(block))
         if used + cost > budget_tokens:
             truncated = True
@@ -126,7 +117,6 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
         lines.extend(block)
         used += cost
         numbers.update(new)
-        by_text.update(new_text)
         order.extend(new)
         included += 1
     if not included:
