@@ -1,0 +1,55 @@
+"""The evidence context: numbered fact lines, a repeated fact by its number, paths within the budget.
+
+Context format 2, as #21's held-out run measured it.  Two facts typed from one statement
+("lives in Berlin and works at Acme") still write that statement twice: writing it once (format 3)
+measured 46.9 against 50.9 on conv-30's tuning sample (BENCHMARKS.md "Context format 3").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from chronomem.model import Fact, Intent, Origin
+from chronomem.retrieve.anchoring import Anchor
+from chronomem.retrieve.beam import Path
+from chronomem.retrieve.serialize import CONTEXT_FORMAT, serialize
+
+T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
+AS_OF = datetime(2024, 6, 1, tzinfo=timezone.utc)
+STATEMENT = "Maya lives in Berlin and works at Acme"
+
+
+def fact(fid: str, relation: str, obj: str, text: str = "", confidence: float = 0.9) -> Fact:
+    return Fact(id=fid, user_id="u", subject="Maya", relation=relation, object=obj, valid_from=T0, valid_to=None,
+                confidence=confidence, intent=Intent.FACT, origin=Origin.STATED, recorded_at=T0,
+                source_ids=["m1"], text=text)
+
+
+def path(*facts: Fact) -> Path:
+    return Path(root=Anchor("e-maya", "Maya", "name", 1.0), intent=Intent.FACT, facts=facts,
+                names=("Maya", *(f.object for f in facts)), score=1.0)
+
+
+def test_facts_that_read_differently_keep_their_own_lines_and_numbers() -> None:
+    same_text_other_confidence = fact("cccccccc03", "works_at", "Acme", STATEMENT, confidence=0.5)
+    other = fact("dddddddd04", "owns", "a bike")
+    lives = fact("aaaaaaaa01", "lives_in", "Berlin", STATEMENT)
+    ctx = serialize([path(lives, other), path(same_text_other_confidence, lives)], as_of=AS_OF, budget_tokens=500)
+    lines = ctx.text.splitlines()
+    assert [ln.split()[0] for ln in lines if ln.startswith("  F")] == ["F1", "F2", "F3"]
+    assert ctx.text.count(STATEMENT) == 2
+    assert CONTEXT_FORMAT == 2
+    assert "Maya owns a bike" in ctx.text
+    assert lines[-1] == "  (F1)"  # the same fact again
+    assert ctx.fact_ids == ["aaaaaaaa01", "dddddddd04", "cccccccc03"]
+
+
+def test_a_path_that_does_not_fit_leaves_no_numbers_behind() -> None:
+    long = fact("eeeeeeee05", "did", "x", "Maya " + "talked at length " * 40)
+    lives = fact("aaaaaaaa01", "lives_in", "Berlin", STATEMENT)
+    works = fact("bbbbbbbb02", "works_at", "Acme", STATEMENT)
+    ctx = serialize([path(long, lives), path(works)], as_of=AS_OF, budget_tokens=60)
+    assert ctx.truncated
+    # the first path was skipped, so the second's fact is F1
+    assert [ln for ln in ctx.text.splitlines() if ln.startswith("  ")][0].startswith("  F1 " + STATEMENT)
+    assert ctx.fact_ids == ["bbbbbbbb02"]
