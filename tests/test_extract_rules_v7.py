@@ -6,6 +6,7 @@ model wrote (conv-30's replies or the bundled demo conversation) and what v4 kee
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pydantic
@@ -121,18 +122,19 @@ def test_rules_7_against_rules_6_on_the_demo_slots() -> None:
 
 
 def test_an_unknown_rule_set_is_refused() -> None:
-    assert RULE_VERSIONS[-1] == POSTPROCESS_VERSION == 8
+    assert RULE_VERSIONS[-1] == POSTPROCESS_VERSION == 9
     with pytest.raises(ValueError, match="rules must be one of"):
         postprocess_observations([], DEMO, rules=5)
     with pytest.raises(ValueError, match="rules must be one of"):
-        LineObservationExtractor(object(), rules=9)  # type: ignore[arg-type]
+        LineObservationExtractor(object(), rules=10)  # type: ignore[arg-type]
 
 
 def test_methods_are_frozen_recipes_and_the_default_is_v4() -> None:
-    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5")
+    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6")
     assert method_versions("v3") == ("observe_lines_v1", 6)  # as #21's held-out run writes its memories
     assert method_versions("v4") == ("observe_lines_v1", 7)
     assert method_versions("v5") == ("observe_lines_v1", 8)
+    assert method_versions("v6") == ("observe_lines_v1", 9)
     assert DEFAULT_METHOD == Config().extraction == "v4"
     with pytest.raises(Exception, match="unknown extraction method"):
         method_versions("v9")
@@ -144,7 +146,10 @@ def test_a_benchmark_memory_written_by_v3_keeps_its_key() -> None:
 
     v3 = IngestConfig.for_llm(Named(), "v3")  # type: ignore[arg-type]
     assert (v3.extract_prompt, v3.postprocess) == ("observe_lines_v1", 6)
-    assert v3.key() == "aeee1b37ed"  # the held-out run's memory files (bench-out/final-answer/memories/conv-43-aeee1b37ed…)
+    # the held-out run's memory files (bench-out/final-answer/memories/conv-43-aeee1b37ed…), written
+    # before the store keyed the catch-all relation by its statement (graph.FACT_IDENTITY 1)
+    assert replace(v3, identity=1).key() == "aeee1b37ed"
+    assert v3.identity == 2 and v3.key() != "aeee1b37ed"  # the same method writes other memories now
     assert v3.key() != IngestConfig.for_llm(Named(), "v4").key()  # type: ignore[arg-type]
 
 

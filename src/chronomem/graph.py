@@ -21,7 +21,7 @@ from .entities import ExactResolver, Resolver, new_id, normalize_name
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
 from .model import Entity, Fact, FactInput, Intent, Origin, UpdateReport
-from .registry import RelationRegistry, RelationSpec
+from .registry import RelationRegistry, RelationSpec, statement_identity
 from .store.base import Store
 from .temporal import plan_update
 from .timeutil import parse_time, utcnow
@@ -203,6 +203,12 @@ def validate_fact(d: Mapping[str, Any] | FactInput, registry: RelationRegistry, 
                          default_agent=default_agent)(d, index)
 
 
+#: Version of what makes two facts the same fact (benchmarks key their memories on it):
+#: 1: (subject, relation, object) up to symmetry and inverses;
+#: 2: and the statement too, for a relation keyed by it (``RelationSpec.by_statement``: "did").
+FACT_IDENTITY = 2
+
+
 class _Batch:
     """The facts one ``apply`` can touch, indexed by (entity id, relation), and what it changed.
 
@@ -283,7 +289,12 @@ class GraphWriter:
         self.resolver: Resolver = resolver or ExactResolver(store)
 
     def key(self, f: Fact) -> tuple[str, str, str]:
-        return self.registry.key(f.subject_id or f.subject, f.relation, f.object_id or f.object)
+        """The fact's identity: (subject, relation, object) up to symmetry and inverses, and for a
+        relation keyed by its statement (``RelationSpec.by_statement``) the statement too."""
+        k = self.registry.key(f.subject_id or f.subject, f.relation, f.object_id or f.object)
+        if f.text and self.registry.spec(f.relation).by_statement:
+            return k[0], k[1], f"{k[2]}\n{statement_identity(f.text)}"
+        return k
 
     def _cached_key(self) -> Callable[[Fact], tuple[str, str, str]]:
         """``key`` memoised by fact id for one batch (a fact's endpoints never change)."""

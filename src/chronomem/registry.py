@@ -46,6 +46,21 @@ class RelationSpec:
     # "time", "thing" …) — used by retrieval's answer-sufficiency checks
     object_type: str | None = None
     description: str = ""
+    # a catch-all relation ("did"): its object is a loose handle ("the dance studio") and the
+    # statement is what the fact says, so two facts are the same fact only when their statements
+    # are (chronomem.graph.GraphWriter.key); otherwise a second statement would merely reinforce
+    # the first and its words would be lost
+    by_statement: bool = False
+
+
+#: relations keyed by their statement when nobody defined them otherwise: extraction's catch-all
+#: (chronomem.extract.observations types a statement it cannot type otherwise as ``did``)
+STATEMENT_KEYED = frozenset({"did"})
+
+
+def statement_identity(text: str) -> str:
+    """What makes two statements the same statement: their words, case, spacing and end punctuation aside."""
+    return " ".join(text.casefold().split()).rstrip(" .!?")
 
 
 def _b(name: str, *syn: str, single: bool = False, symmetric: bool = False,
@@ -152,7 +167,7 @@ class RelationRegistry:
 
     def spec(self, name: str) -> RelationSpec:
         canon = self.canonical(name)
-        return self.specs.get(canon) or RelationSpec(canon)
+        return self.specs.get(canon) or RelationSpec(canon, by_statement=canon in STATEMENT_KEYED)
 
     def is_known(self, name: str) -> bool:
         return normalize_relation(name) in self._synonyms

@@ -54,6 +54,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..graph import FACT_IDENTITY
 from ..model import Fact, Origin
 from ..providers.base import LLM, CallUsage, ChatExtras, ChatResult, Embedder, LLMWrapper, Messages, Penalties
 from ..timeutil import iso
@@ -145,6 +146,7 @@ class IngestConfig:
     postprocess: int = 1
     version: int = INGEST_VERSION
     extraction: str = "v1"  # the write path's extraction method (Config.extraction)
+    identity: int = FACT_IDENTITY  # what makes two facts the same fact (chronomem.graph.FACT_IDENTITY)
 
     @classmethod
     def for_llm(cls, llm: LLM, extraction: str = "v1") -> IngestConfig:
@@ -163,6 +165,8 @@ class IngestConfig:
             del d["postprocess"]
         if d["extraction"] == "v1":  # what they were
             del d["extraction"]
+        if d["identity"] == 1:  # memories written before statement-keyed relations
+            del d["identity"]
         ident = json.dumps(d, sort_keys=True)
         return hashlib.sha1(ident.encode()).hexdigest()[:10]
 

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from .. import timeexpr
 from ..model import FactInput, Intent, Message, Origin
 from ..providers.base import LLM, Penalties
+from ..registry import statement_identity
 from . import confidence
 from .chunking import Chunk
 from . import extractor as v1
@@ -77,11 +78,15 @@ PROMPT_VERSION = "observe_v1"
 #: its statement; a time the statement retells less precisely than its line is the line's
 #: (:func:`line_time_phrase`: "on Friday" for "Next Friday"); a photo statement that names the other
 #: speaker as its sharer is rewritten to the speaker of the photo's line, as a wrong subject is.
-POSTPROCESS_VERSION = 8
+#: 9: rules 8, but a catch-all fact keeps the model's short object ("the dance studio": a node a
+#: question can name) and two of them are one only when their statements are (the store keys the
+#: catch-all relation by its statement too: chronomem.graph.FACT_IDENTITY 2).
+POSTPROCESS_VERSION = 9
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
-#: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7.
-RULE_VERSIONS = (6, 7, 8)
+#: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7,
+#: v5 8, v6 9.
+RULE_VERSIONS = (6, 7, 8, 9)
 
 
 def check_rules(rules: int) -> int:
@@ -817,7 +822,7 @@ def postprocess_observations(
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
     out: list[FactInput] = []
-    seen: set[tuple[str, str, str, bool]] = set()
+    seen: set[tuple[str, str, str, bool, str]] = set()
     for o in observations:
         found = source_turns(o, numbered, speakers, trust_turn=TRUSTED_TURN_SUPPORT if trust_turn else None)
         if context:
@@ -914,11 +919,16 @@ def postprocess_observations(
         if relation == "has_pet" and not plausible_pet(obj, speakers):
             notes.append(f"has_pet → owns (no animal or pet name): {o.statement}")
             relation = canonical("owns")
+        said = ""  # what else tells this fact from another with its (subject, relation, object)
         if rules >= 8 and relation == "did":
             # a catch-all fact is its statement: "Jon did the dance studio" from two statements that say
-            # different things is two facts, not one said twice (the store would keep the first's words)
-            obj = o.statement
-        key = (subject.lower(), relation, obj.lower(), ended)
+            # different things is two facts, not one said twice (the store would keep the first's words);
+            # rules 8 make the statement its object, rules 9 keep the object and key it by the statement
+            if rules == 8:
+                obj = o.statement
+            else:
+                said = statement_identity(o.statement)
+        key = (subject.lower(), relation, obj.lower(), ended, said)
         if key in seen:
             continue
         seen.add(key)

@@ -73,13 +73,16 @@ class MethodRecipe:
 #: (prompt observe_lines_v1, :mod:`.line_observations`), rules 6, as #21's held-out run writes its
 #: memories; "v4" = v3's prompt under rules 7 (small talk dropped, "lives in X and works at Y" both
 #: kept, a residence needs living or moving in the statement); "v5" = v3's prompt under rules 8 (an employer,
-#: school or job title needs a statement that says so; a shared photo is ``shared_photo``, not owned).
+#: school or job title needs a statement that says so; a shared photo is ``shared_photo``, not owned,
+#: a catch-all fact's object is its statement); "v6" = v3's prompt under rules 9 (rules 8, but a
+#: catch-all fact keeps its short object and is told from another by its statement).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
     "v3": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 6),
     "v4": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 7),
     "v5": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 8),
+    "v6": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 9),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
