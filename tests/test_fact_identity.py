@@ -16,8 +16,8 @@ def did(text: str, when: str, source: str) -> dict[str, object]:
             "valid_from": when, "source_ids": [source], "confidence": 0.9}
 
 
-def test_two_statements_about_one_thing_stay_two_facts_across_sessions() -> None:
-    with Memory(":memory:", llm=False, embedder=None) as mem:
+def test_two_statements_about_one_thing_stay_two_facts_across_sessions(store_url: str) -> None:
+    with Memory(store_url, llm=False, embedder=None) as mem:
         mem.add_facts([did("Jon's dance studio opens tomorrow.", "2023-06-19", "t1")], user_id="u", session_id="s1")
         report = mem.add_facts([did("Jon painted the dance studio blue.", "2023-06-20", "t2")], user_id="u",
                                session_id="s2")
