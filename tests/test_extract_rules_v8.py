@@ -150,7 +150,7 @@ DID_TWICE = [{"turns": [0], "subject": "I", "relation": "did", "object": "the da
              {"turns": [1], "subject": "I", "relation": "did", "object": "the dance studio"}]
 
 
-@pytest.mark.parametrize("method, kept", [("v4", 1), ("v5", 2), ("v6", 2)])
+@pytest.mark.parametrize("method, kept", [("v4", 1), ("v5", 2), ("v6", 2), ("v7", 2)])
 def test_the_memory_keeps_each_statement_about_one_thing(method: str, kept: int) -> None:
     turns = [{"id": "t1", "speaker": "Jon", "text": "The dance studio opens tomorrow!"},
              {"id": "t2", "speaker": "Jon", "text": "I painted the dance studio blue last night."}]
@@ -160,7 +160,7 @@ def test_the_memory_keeps_each_statement_about_one_thing(method: str, kept: int)
     # v4: rules 7 drop the chunk's second statement as the same (s, r, o) said again, and its words with it
     assert len(facts) == kept
     assert any("painted" in f.text for f in facts) == (method != "v4")
-    if method == "v6":  # rules 9 keep the short object: a node a question about "the dance studio" reaches
+    if method in ("v6", "v7"):  # rules 9 and 10 keep the short object: a node "the dance studio" reaches
         assert {f.object for f in facts} == {"the dance studio"}
 
 
@@ -197,3 +197,21 @@ def test_a_photo_statement_naming_the_other_speaker_follows_the_photos_line() ->
     assert (v8.subject, v8.relation, v8.object) == ("Gina", "shared_photo", "a red dress with gold accents on a mannequin")
     assert v8.text == "Gina shared a photo of a red dress with gold accents on a mannequin."
     assert any("'Jon' → 'Gina'" in n for n in notes)
+
+
+def test_rules_10_are_rules_7_with_statement_keyed_catch_all_facts() -> None:
+    """v7: none of rules 8's typing — a shared photo stays what v4 made of it — but both statements kept."""
+    numbered = {1: msg(1, "Gina", "Look at the girls in my class! [shares an image: three girls in ballet costumes]"),
+                2: msg(2, "Jon", "The dance studio opens tomorrow!"),
+                3: msg(3, "Jon", "I painted the dance studio blue last night.")}
+    slots = {"lines": [
+        {"line": 1, "fact": fact("Gina shares an image of three girls in ballet costumes.", "Gina", "owns",
+                                 "the group of girls")},
+        {"line": 2, "fact": fact("Jon's dance studio opens tomorrow.", "Jon", "did", "the dance studio")},
+        {"line": 3, "fact": fact("Jon painted the dance studio blue.", "Jon", "did", "the dance studio")}]}
+    by_rules = {r: postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=r)[0]
+                for r in (7, 8, 10)}
+    assert [(c.relation, c.object) for c in by_rules[10]] == [
+        ("owns", "the group of girls"), ("did", "the dance studio"), ("did", "the dance studio")]
+    assert [c.relation for c in by_rules[7]] == ["owns", "did"]  # the second statement merged away
+    assert by_rules[8][0].relation == "shared_photo"  # rules 8's typing, which rules 10 leave out
