@@ -347,11 +347,11 @@ def test_an_unknown_extraction_method_is_refused_by_name() -> None:
     from chronomem.errors import ValidationError
 
     with pytest.raises(ValidationError, match="extraction"):
-        IngestConfig.for_llm(ScriptedLLM(), "v7")
+        IngestConfig.for_llm(ScriptedLLM(), "v99")
     from chronomem.extract.pipeline import method_versions
 
     with pytest.raises(ValidationError, match="method.*v1, v2, v3"):
-        method_versions("v7")
+        method_versions("v99")
 
 
 def test_search_changes_reach_the_real_methods_and_their_result_keys() -> None:
