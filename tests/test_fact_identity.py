@@ -56,4 +56,9 @@ def test_a_relation_can_be_declared_keyed_by_its_statement() -> None:
     registry = RelationRegistry()
     assert registry.spec("did").by_statement and not registry.spec("lives_in").by_statement
     assert not registry.spec("visited").by_statement  # only the catch-all, unless declared
+    # describing the catch-all (a config entry with its name alone, a synonym) keeps it keyed by statement
+    registry.update([{"name": "did", "description": "anything done"}])
+    registry.learn_synonym("done", "did")
+    assert registry.spec("did").by_statement and registry.spec("done").by_statement
+    assert registry.spec("did").description == "anything done"
     assert statement_identity(" Jon  painted it. ") == statement_identity("jon painted it")

@@ -58,6 +58,12 @@ class RelationSpec:
 STATEMENT_KEYED = frozenset({"did"})
 
 
+def default_spec(name: str) -> RelationSpec:
+    """The spec of a relation nobody defined (or defined only in part): multi-valued, and keyed by its
+    statement when it is a catch-all (:data:`STATEMENT_KEYED`)."""
+    return RelationSpec(name, by_statement=name in STATEMENT_KEYED)
+
+
 def statement_identity(text: str) -> str:
     """What makes two statements the same statement: their words, case, spacing and end punctuation aside."""
     return " ".join(text.casefold().split()).rstrip(" .!?")
@@ -125,7 +131,7 @@ class RelationRegistry:
         """Add or override a relation.  ``define("mentor_of", inverse="mentee_of")``."""
         if isinstance(spec, str):
             name = normalize_relation(spec)
-            base = self.specs.get(name, RelationSpec(name))
+            base = self.specs.get(name) or default_spec(name)
             spec = replace(base, **props)  # type: ignore[arg-type]
         name = normalize_relation(spec.name)
         if name != spec.name:
@@ -140,7 +146,7 @@ class RelationRegistry:
             inv = normalize_relation(spec.inverse)
             other = self.specs.get(inv)
             if other is None or other.inverse != name:
-                other = replace(other or RelationSpec(inv), inverse=name)
+                other = replace(other or default_spec(inv), inverse=name)
                 self.specs[inv] = other
                 self._synonyms.setdefault(inv, inv)
         return spec
@@ -167,7 +173,7 @@ class RelationRegistry:
 
     def spec(self, name: str) -> RelationSpec:
         canon = self.canonical(name)
-        return self.specs.get(canon) or RelationSpec(canon, by_statement=canon in STATEMENT_KEYED)
+        return self.specs.get(canon) or default_spec(canon)
 
     def is_known(self, name: str) -> bool:
         return normalize_relation(name) in self._synonyms
