@@ -89,6 +89,9 @@ POSTPROCESS_VERSION = 10
 #: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7,
 #: v5 8, v6 9, v7 10.
 RULE_VERSIONS = (6, 7, 8, 9, 10)
+#: the rule sets with rules 8's typing (says_typed, role_head, shared_photo, line_time_phrase, the photo
+#: statement's speaker); rules 10 leave it out
+TYPING_8 = frozenset({8, 9})
 
 
 def check_rules(rules: int) -> int:
@@ -819,6 +822,7 @@ def postprocess_observations(
     the numbers are :data:`POSTPROCESS_VERSION`'s history).
     """
     check_rules(rules)
+    typing_8 = rules in TYPING_8
     if rules >= 7:
         observations = _with_clause_facts(observations)
     notes: list[str] = []
@@ -844,7 +848,7 @@ def postprocess_observations(
         sharer = image_sharer(subject, o.statement, found, speakers)
         fixed = sharer or speaker_fix(subject, o.statement, msg, speakers)
         named = statement_subject(o.statement, speakers)
-        if rules in (8, 9) and fixed == subject == sharer and named not in (None, subject):
+        if typing_8 and fixed == subject == sharer and named not in (None, subject):
             # "Jon shared a photo of a red dress" for Gina's photo, the subject already Gina: the statement's
             # words follow the photo's line like the subject does (rewritten just below)
             subject = named
@@ -899,13 +903,13 @@ def postprocess_observations(
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"
-        if rules in (8, 9) and not says_typed(rel, o.statement):
+        if typing_8 and not says_typed(rel, o.statement):
             rel = "did"  # "Gina works_at the dance studio" for "Gina congratulated Jon on opening the dance studio"
-        if rules in (8, 9) and rel == "job_title" and not is_role(role_head(obj)):
+        if typing_8 and rel == "job_title" and not is_role(role_head(obj)):
             rel = "did"  # "Jon job_title group of dancers": a group is no role
         if generic:
             rel = "did"
-        if rules in (8, 9) and rel in _PHOTO_RELATIONS:
+        if typing_8 and rel in _PHOTO_RELATIONS:
             shown = shared_photo(o.statement, subject)
             if shown is not None:
                 notes.append(f"{rel} → shared_photo (a photo shared, not owned): {o.statement}")
@@ -921,17 +925,14 @@ def postprocess_observations(
         if relation == "has_pet" and not plausible_pet(obj, speakers):
             notes.append(f"has_pet → owns (no animal or pet name): {o.statement}")
             relation = canonical("owns")
+        # a catch-all fact is its statement: "Jon did the dance studio" from two statements that say
+        # different things is two facts, not one said twice (the store would keep the first's words);
+        # rules 8 make the statement its object, rules 9 and 10 keep the object and key it by the statement
         said = ""  # what else tells this fact from another with its (subject, relation, object)
-        if rules == 10 and relation == "did":
+        if relation == "did" and rules == 8:
+            obj = o.statement
+        elif relation == "did" and rules >= 9:
             said = statement_identity(o.statement)
-        elif rules in (8, 9) and relation == "did":
-            # a catch-all fact is its statement: "Jon did the dance studio" from two statements that say
-            # different things is two facts, not one said twice (the store would keep the first's words);
-            # rules 8 make the statement its object, rules 9 keep the object and key it by the statement
-            if rules == 8:
-                obj = o.statement
-            else:
-                said = statement_identity(o.statement)
         key = (subject.lower(), relation, obj.lower(), ended, said)
         if key in seen:
             continue
@@ -939,7 +940,7 @@ def postprocess_observations(
         # the time comes from the statement's own words: a separate "time" field was copied
         # across statements by the 1.5B model ("yesterday" on every fact of a turn)
         time_text = find_time_phrase(o.statement) or (o.time if o.time and o.time.lower() in o.statement.lower() else "")
-        if rules in (8, 9) and time_text:
+        if typing_8 and time_text:
             time_text = line_time_phrase(time_text, found)
         text, resolved = with_date(o.statement, time_text, msg.timestamp)
         valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=ended)
