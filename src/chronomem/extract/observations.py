@@ -83,15 +83,22 @@ PROMPT_VERSION = "observe_v1"
 #: catch-all relation by its statement too: chronomem.graph.FACT_IDENTITY 2).
 #: 10: rules 7 and only that last part of rules 9: a chunk's catch-all facts are one only when
 #: their statements are (none of rules 8's typing).
-POSTPROCESS_VERSION = 10
+#: 11: rules 10 with the parts of rules 8 that check a typed fact against its statement (says_typed,
+#: role_head, line_time_phrase, the photo statement's speaker), and: a reaction to the other speaker's
+#: news or words is dropped (:func:`reaction`); a photo typed as something its sharer owns, visited or
+#: made is a catch-all fact about the photo (not rules 8's ``shared_photo`` with a new object); an
+#: ``is_a``, ``likes``, ``hobby`` or ``favorite`` fact needs a statement that says so (:func:`says_typed`).
+POSTPROCESS_VERSION = 11
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
 #: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7,
-#: v5 8, v6 9, v7 10.
-RULE_VERSIONS = (6, 7, 8, 9, 10)
-#: the rule sets with rules 8's typing (says_typed, role_head, shared_photo, line_time_phrase, the photo
-#: statement's speaker); rules 10 leave it out
-TYPING_8 = frozenset({8, 9})
+#: v5 8, v6 9, v7 10, v8 11.
+RULE_VERSIONS = (6, 7, 8, 9, 10, 11)
+#: the rule sets that check a typed fact against its statement (says_typed, role_head, line_time_phrase,
+#: the photo statement's speaker); rules 10 leave it out
+TYPING_8 = frozenset({8, 9, 11})
+#: the rule sets that make a shared photo ``shared_photo`` of what it shows (rules 11: ``did``, object kept)
+SHARED_PHOTO = frozenset({8, 9})
 
 
 def check_rules(rules: int) -> int:
@@ -668,10 +675,21 @@ _SAYS_TYPED: dict[str, re.Pattern[str]] = {
 }
 
 
-def says_typed(relation: str, statement: str) -> bool:
+#: rules 11: relations the 1.5B model reaches for when nothing else fits ("Jon is_a dance studio" for "Jon
+#: is searching for a dance studio location", "Jon likes The Lean Startup" for "Jon is reading it").
+_SAYS_TYPED_11: dict[str, re.Pattern[str]] = {
+    "is_a": re.compile(r"\b(?:is|was|am|are|been|being|became|become|becoming|as) (?:an?|the)\b", re.IGNORECASE),
+    **dict.fromkeys(("likes", "hobby", "favorite"), re.compile(
+        r"\b(?:lik(?:e|es|ed|ing)|lov(?:e|es|ed|ing)|enjoy\w*|fan|fav(?:ou?rite|s)?|passion\w*|into|hobb(?:y|ies)|"
+        r"fond|adore\w*|pick|prefer\w*)\b", re.IGNORECASE)),
+}
+
+
+def says_typed(relation: str, statement: str, rules: int = 8) -> bool:
     """Does the statement speak of working at, working as or studying at something (rules 8: a
-    ``works_at``, ``job_title`` or ``studies_at`` fact needs it)?  Other relations: always."""
-    pattern = _SAYS_TYPED.get(relation)
+    ``works_at``, ``job_title`` or ``studies_at`` fact needs it)?  Rules 11 also: being a thing for
+    ``is_a``, liking for ``likes``/``hobby``/``favorite``.  Other relations: always."""
+    pattern = _SAYS_TYPED.get(relation) or (_SAYS_TYPED_11.get(relation) if rules >= 11 else None)
     return pattern is None or bool(pattern.search(statement))
 
 
@@ -690,6 +708,8 @@ _PHOTO_OF = re.compile(
 #: The typed facts the 1.5B model makes of a shared photo ("Gina owns the group of girls", "Jon owns a
 #: woman"); a sharer's own thing ("a photo of her new tattoo") keeps its relation.
 _PHOTO_RELATIONS = frozenset({"owns", "bought", "has_pet", "made", "received", "gave", "did"})
+#: rules 11: "Gina visited the networking event" for "Gina shares a photo of the last networking event"
+_PHOTO_RELATIONS_11 = _PHOTO_RELATIONS | {"visited"}
 _MAX_OBJECT = 80
 
 
@@ -771,6 +791,31 @@ def small_talk(statement: str, speakers: Sequence[str]) -> bool:
     names = {w for s in speakers for w in _words(s)}
     words = _words(re.sub(r"\([^)]*\)", " ", statement)) - names
     return all(w in _SMALL_TALK_WORDS or w.startswith(_SMALL_TALK_STEMS) for w in words)
+
+
+#: rules 11: a reaction to what the other speaker said or did ("Jon agrees with Gina's excitement about the
+#: grand opening", "Gina is inspired by Jon's success", "Jon is grateful for Gina's support"): the news is
+#: the other speaker's own fact; the reaction adds a fact no question asks about.  Congratulations,
+#: encouragement and advice say what for and are left to :func:`small_talk`.
+_REACTION = re.compile(
+    r"^\s*(?-i:[A-Z][\w'-]*)\s+(?:(?:is|was|also|always|really|so|feels|felt|seems|seemed)\s+)*(?:"
+    r"agree[sd]? with|"
+    r"(?:excited|glad|happy|proud|inspired|impressed|grateful|thankful|stoked|thrilled|amazed|touched|moved)"
+    r" (?:about|by|of|for|with|to see|to hear)|"
+    r"says? thanks|said thanks|can'?t wait|looks? forward to (?:seeing|watching|hearing)|supported by)\b",
+    re.IGNORECASE)
+
+
+def reaction(statement: str, subject: str, speakers: Sequence[str]) -> bool:
+    """Is the statement its subject's reaction to another speaker's news or words — an agreement, a
+    feeling about, thanks for, "can't wait" — naming that speaker after the reaction?  Feelings about one's
+    own things ("Jon is excited about the launch", "Gina can't wait for her internship") are kept: LoCoMo
+    asks how someone felt about an event.  Pure."""
+    m = _REACTION.match(statement)
+    if m is None:
+        return False
+    rest = statement[m.end():]
+    return any(re.search(rf"\b{re.escape(s)}\b", rest) for s in speakers if s and s != subject)
 
 
 #: Relations whose facts are events, not states: nothing about them can stop being true later.
@@ -871,6 +916,9 @@ def postprocess_observations(
         if rules >= 7 and small_talk(o.statement, speakers):
             notes.append(f"dropped small talk: {o.statement}")
             continue
+        if rules >= 11 and reaction(o.statement, subject, speakers):
+            notes.append(f"dropped a reaction to the other speaker: {o.statement}")
+            continue
         obj = resolve_person(o.object, msg.speaker, other)
         generic = False
         if obj.lower().strip(" .") in _JUNK_OBJECTS or not object_grounded(obj, o.statement, found):
@@ -903,15 +951,19 @@ def postprocess_observations(
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"
-        if typing_8 and not says_typed(rel, o.statement):
+        if typing_8 and not says_typed(rel, o.statement, rules):
             rel = "did"  # "Gina works_at the dance studio" for "Gina congratulated Jon on opening the dance studio"
         if typing_8 and rel == "job_title" and not is_role(role_head(obj)):
             rel = "did"  # "Jon job_title group of dancers": a group is no role
         if generic:
             rel = "did"
-        if typing_8 and rel in _PHOTO_RELATIONS:
+        if typing_8 and rel in (_PHOTO_RELATIONS if rules in SHARED_PHOTO else _PHOTO_RELATIONS_11):
             shown = shared_photo(o.statement, subject)
-            if shown is not None:
+            if shown is not None and rules not in SHARED_PHOTO:
+                if rel != "did":
+                    notes.append(f"{rel} → did (a photo shared, not owned): {o.statement}")
+                rel = "did"
+            elif shown is not None:
                 notes.append(f"{rel} → shared_photo (a photo shared, not owned): {o.statement}")
                 rel, obj, ended = "shared_photo", shown, False  # an event: nothing stops
         try:

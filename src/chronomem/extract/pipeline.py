@@ -76,7 +76,8 @@ class MethodRecipe:
 #: school or job title needs a statement that says so; a shared photo is ``shared_photo``, not owned,
 #: a catch-all fact's object is its statement); "v6" = v3's prompt under rules 9 (rules 8, but a
 #: catch-all fact keeps its short object and is told from another by its statement); "v7" = v3's
-#: prompt under rules 10 (rules 7, and a chunk's catch-all facts told apart by their statements).
+#: prompt under rules 10 (rules 7, and a chunk's catch-all facts told apart by their statements); "v8" =
+#: v3's prompt under rules 11 (rules 10, and reactions to the other speaker dropped).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
@@ -85,6 +86,7 @@ METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v5": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 8),
     "v6": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 9),
     "v7": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 10),
+    "v8": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 11),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
