@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "snapshot.py"
+from bench_scripts import load_script
 
 
 def load_snapshot():
-    spec = importlib.util.spec_from_file_location("bench_snapshot", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+    return load_script("snapshot")
 
 
 def write_cache(path: Path, rows: list[tuple[str, str]]) -> None:

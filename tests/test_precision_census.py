@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "precision_census.py"
+from bench_scripts import load_script
+
 DATA = [{"sample_id": "conv-x", "conversation": {
     "session_1_date_time": "1:00 pm on 20 January, 2023",
     "session_1": [{"dia_id": "D1:1", "speaker": "Jon", "text": "Lost my job as a banker yesterday."},
@@ -17,12 +17,8 @@ DATA = [{"sample_id": "conv-x", "conversation": {
                   {"dia_id": "D1:3", "speaker": "Jon", "text": "So cute!"}]}}]
 
 
-def census():
-    spec = importlib.util.spec_from_file_location("precision_census", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(module)
-    return module
+def census() -> Any:
+    return load_script("precision_census")
 
 
 def row(s: str, r: str, o: str, text: str, src: list[str]) -> dict[str, Any]:
