@@ -112,3 +112,25 @@ def test_rules_11_keep_the_statements_and_their_sources() -> None:
     assert [(c.text, c.source_ids) for c in v11] == [(c.text, c.source_ids) for c in v10 if "agrees" not in c.text]
     assert any(n.startswith("dropped a reaction to the other speaker: Jon agrees") for n in notes)
     assert any("owns → did (a photo shared, not owned)" in n for n in notes)
+
+
+def test_rules_11_check_the_relation_the_registry_stores() -> None:
+    """conv-26: the model typed "signed up for a pottery class" as ``joined``, which the registry stores as
+    ``works_at`` — an employer no word of the statement names, which would close the real one."""
+    from chronomem.extract.extractor import canonical_relation
+    from chronomem.registry import RelationRegistry
+
+    reg = RelationRegistry()
+    numbered = {1: msg(1, "Melanie", "I signed up for a pottery class yesterday!"),
+                2: msg(2, "Caroline", "New job! I joined Acme last week.")}
+    slots = {"lines": [
+        {"line": 1, "fact": fact("Melanie signed up for a pottery class yesterday.", "Melanie", "joined", "pottery class")},
+        {"line": 2, "fact": fact("Caroline joined Acme last week, her new job.", "Caroline", "joined", "Acme")}]}
+
+    def typed(rules: int) -> list[tuple[str, str]]:
+        cands, _ = postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=rules,
+                                            canonical=lambda r: canonical_relation(r, reg))
+        return [(c.relation, c.object) for c in cands]
+
+    assert typed(10) == [("works_at", "pottery class"), ("works_at", "Acme")]
+    assert typed(11) == [("did", "pottery class"), ("works_at", "Acme")]  # Acme's statement speaks of a job

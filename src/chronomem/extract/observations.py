@@ -87,7 +87,9 @@ PROMPT_VERSION = "observe_v1"
 #: role_head, line_time_phrase, the photo statement's speaker), and: a reaction to the other speaker's
 #: news or words is dropped (:func:`reaction`); a photo typed as something its sharer owns, visited or
 #: made is a catch-all fact about the photo (not rules 8's ``shared_photo`` with a new object); an
-#: ``is_a``, ``likes``, ``hobby`` or ``favorite`` fact needs a statement that says so (:func:`says_typed`).
+#: ``is_a``, ``likes``, ``hobby`` or ``favorite`` fact needs a statement that says so (:func:`says_typed`); the
+#: checks read the relation the registry stores ("joined" is ``works_at``: "Melanie signed up for a pottery
+#: class" is no employer).
 POSTPROCESS_VERSION = 11
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
@@ -951,7 +953,7 @@ def postprocess_observations(
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"
-        if typing_8 and not says_typed(rel, o.statement, rules):
+        if typing_8 and not says_typed(_typed_as(rel, canonical) if rules >= 11 else rel, o.statement, rules):
             rel = "did"  # "Gina works_at the dance studio" for "Gina congratulated Jon on opening the dance studio"
         if typing_8 and rel == "job_title" and not is_role(role_head(obj)):
             rel = "did"  # "Jon job_title group of dancers": a group is no role
@@ -1005,6 +1007,15 @@ def postprocess_observations(
             object_type="person" if obj in speakers else None,
         ))
     return _one_speaker_per_turn_fact(_ended_wins(out, notes), numbered, speakers, notes), notes
+
+
+def _typed_as(relation: str, canonical: Callable[[str], str]) -> str:
+    """The registry relation ``relation`` is stored as ("joined" → ``works_at``); itself when the registry
+    refuses it (rules 11 check a typed fact against its statement under that name)."""
+    try:
+        return canonical(relation)
+    except Exception:  # noqa: BLE001 - the registry rejects it; the caller drops it later
+        return relation
 
 
 def _with_clause_facts(observations: Sequence[Observation]) -> list[Observation]:
