@@ -134,3 +134,14 @@ def test_rules_11_check_the_relation_the_registry_stores() -> None:
 
     assert typed(10) == [("works_at", "pottery class"), ("works_at", "Acme")]
     assert typed(11) == [("did", "pottery class"), ("works_at", "Acme")]  # Acme's statement speaks of a job
+
+
+def test_a_photo_retyped_as_a_catch_all_fact_is_an_event() -> None:
+    """A shared photo of something that ended ("the studio they left") is still only a photo shared: the
+    catch-all fact has no end, as rules 8's ``shared_photo`` has none."""
+    numbered = {1: msg(1, "Gina", "Throwback! [shares an image: the dance studio they left last year]")}
+    slots = {"lines": [{"line": 1, "fact": fact("Gina shares a photo of the dance studio they left last year.", "Gina",
+                                                "owns", "the dance studio", ended=True)}]}
+    (c,), notes = postprocess_observations(parse_line_observations(slots), numbered, trust_turn=True, rules=11)
+    assert (c.relation, c.object, c.valid_to) == ("did", "the dance studio", None)
+    assert any("owns → did (a photo shared, not owned)" in n for n in notes)

@@ -961,13 +961,12 @@ def postprocess_observations(
             rel = "did"
         if typing_8 and rel in (_PHOTO_RELATIONS if rules in SHARED_PHOTO else _PHOTO_RELATIONS_11):
             shown = shared_photo(o.statement, subject)
-            if shown is not None and rules not in SHARED_PHOTO:
-                if rel != "did":
-                    notes.append(f"{rel} → did (a photo shared, not owned): {o.statement}")
-                rel = "did"
-            elif shown is not None:
+            if shown is not None and rules in SHARED_PHOTO:
                 notes.append(f"{rel} → shared_photo (a photo shared, not owned): {o.statement}")
                 rel, obj, ended = "shared_photo", shown, False  # an event: nothing stops
+            elif shown is not None and rel != "did":
+                notes.append(f"{rel} → did (a photo shared, not owned): {o.statement}")
+                rel, ended = "did", False  # rules 11: the same event, its object kept
         try:
             relation = canonical(rel)
         except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)

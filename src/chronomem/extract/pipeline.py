@@ -77,7 +77,8 @@ class MethodRecipe:
 #: a catch-all fact's object is its statement); "v6" = v3's prompt under rules 9 (rules 8, but a
 #: catch-all fact keeps its short object and is told from another by its statement); "v7" = v3's
 #: prompt under rules 10 (rules 7, and a chunk's catch-all facts told apart by their statements); "v8" =
-#: v3's prompt under rules 11 (rules 10, and reactions to the other speaker dropped).
+#: v3's prompt under rules 11 (rules 10, typed facts checked against their statements as rules 8 do, a shared
+#: photo a catch-all fact with its object kept, reactions to the other speaker dropped).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
