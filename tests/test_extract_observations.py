@@ -305,7 +305,7 @@ def test_unknown_method_is_refused_by_name() -> None:
     mem = Memory(":memory:", llm=ObservingLLM())
     try:
         with pytest.raises(ValidationError, match="method"):
-            mem.write_pipeline(method="v9")
+            mem.write_pipeline(method="v99")
     finally:
         mem.close()
 
@@ -320,7 +320,7 @@ def test_memory_selects_the_method_from_config(monkeypatch: pytest.MonkeyPatch) 
     finally:
         mem.close()
     with pytest.raises(ValidationError, match="extraction"):
-        Config(extraction="v9")
+        Config(extraction="v99")
 
 
 def test_swapped_speakers_are_put_back_on_the_line_that_says_it() -> None:

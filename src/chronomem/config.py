@@ -21,7 +21,7 @@ from typing import Any
 from .errors import ConfigError, ValidationError
 
 #: The write path's extraction methods (:data:`chronomem.extract.pipeline.METHODS`).
-EXTRACTION_METHODS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8")
+EXTRACTION_METHODS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9")
 
 ENV_PREFIX = "CHRONOMEM_"
 
@@ -64,7 +64,7 @@ class Config:
     chunk_size: int | None = None  # turns per extraction call of Memory.add (None: the write path's default, 8)
     # extraction method of the write path: "v1" sextuples, "v2" observation-first, "v3" one slot per line,
     # "v4" v3 with post-processing rules 7, "v5" with rules 8, "v6" with rules 9, "v7" with rules 10,
-    # "v8" with rules 11
+    # "v8" with rules 11, "v9" with rules 12
     # (chronomem.extract.pipeline.METHOD_RECIPES)
     extraction: str = "v4"
 

@@ -39,6 +39,7 @@ from ..model import FactInput, Intent, Message, Origin
 from ..providers.base import LLM, Penalties
 from ..registry import statement_identity
 from . import confidence
+from . import speakers as speakers_12
 from .chunking import Chunk
 from . import extractor as v1
 from .extractor import (
@@ -90,15 +91,18 @@ PROMPT_VERSION = "observe_v1"
 #: ``is_a``, ``likes``, ``hobby`` or ``favorite`` fact needs a statement that says so (:func:`says_typed`); the
 #: checks read the relation the registry stores ("joined" is ``works_at``: "Melanie signed up for a pottery
 #: class" is no employer).
-POSTPROCESS_VERSION = 11
+#: 12: rules 11, and who a statement is about is read from the chunk's lines (:mod:`.speakers`): a photo
+#: statement belongs to the line whose caption it describes, a near-copy of a line to that line's speaker,
+#: "A and B …" from one speaker's lines to that speaker, and a nickname ("Mel") to the speaker it begins.
+POSTPROCESS_VERSION = 12
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
 #: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7,
-#: v5 8, v6 9, v7 10, v8 11.
-RULE_VERSIONS = (6, 7, 8, 9, 10, 11)
+#: v5 8, v6 9, v7 10, v8 11, v9 12.
+RULE_VERSIONS = (6, 7, 8, 9, 10, 11, 12)
 #: the rule sets that check a typed fact against its statement (says_typed, role_head, line_time_phrase,
 #: the photo statement's speaker); rules 10 leave it out
-TYPING_8 = frozenset({8, 9, 11})
+TYPING_8 = frozenset({8, 9, 11, 12})
 #: the rule sets that make a shared photo ``shared_photo`` of what it shows (rules 11: ``did``, object kept)
 SHARED_PHOTO = frozenset({8, 9})
 
@@ -892,6 +896,9 @@ def postprocess_observations(
         others = [s for s in speakers if s != msg.speaker]
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(o.subject, msg.speaker, other) or statement_subject(o.statement, speakers) or msg.speaker
+        if rules >= 12:  # "Mel" is Melanie, as subject and as the statement's first word
+            subject = speakers_12.nickname_of(subject, speakers) or subject
+            o = o.model_copy(update={"statement": speakers_12.full_names(o.statement, speakers)})
         sharer = image_sharer(subject, o.statement, found, speakers)
         fixed = sharer or speaker_fix(subject, o.statement, msg, speakers)
         named = statement_subject(o.statement, speakers)
@@ -899,6 +906,37 @@ def postprocess_observations(
             # "Jon shared a photo of a red dress" for Gina's photo, the subject already Gina: the statement's
             # words follow the photo's line like the subject does (rewritten just below)
             subject = named
+        if rules >= 12:
+            # the photo it describes or the line it copies says who said it, wherever the model cited
+            lines = [*found, *numbered.values()]
+            photo = speakers_12.photo_line(o.statement, lines, speakers)
+            copy = None if photo else speakers_12.copied_line(o.statement, lines, speakers)
+            if copy is not None and (_SECOND_PERSON.search(confidence.relevant_clause(copy.text, o.statement) or copy.text)
+                                     or re.search(rf"\b{re.escape(copy.speaker)}\b", o.statement)):
+                # "color-coding is a great way to track your progress": about the listener; "Gina is
+                # reminding Jon …" for Jon's line: about both
+                copy = None
+            line = photo or copy
+            if line is not None and subject in speakers:
+                if line is not msg:
+                    notes.append(f"source {msg.id} → {line.id} (its photo or its words): {o.statement}")
+                found = [line, *(m for m in found if m is not line)][:3]
+                msg, fixed = line, line.speaker
+                others = [s for s in speakers if s != msg.speaker]
+                other = others[0] if len(others) == 1 else None
+                if copy is not None and subject != fixed and not speakers_12.opens_with_speaker(o.statement, speakers):
+                    # a verbatim copy keeps its words ("Thanks, Caroline! It was Matt Patterson"): only its subject moves
+                    notes.append(f"subject {subject!r} → {fixed!r} (the line it copies): {o.statement}")
+                    o = o.model_copy(update={"subject": fixed})
+                    subject = fixed
+                elif named not in (None, subject):
+                    subject = named  # the statement's words follow the line, as the subject does
+            one = speakers_12.joint_speaker(o.statement, found, speakers)
+            if one is not None:
+                notes.append(f"both speakers → {one!r} (only their lines say it): {o.statement}")
+                o = o.model_copy(update={"statement": speakers_12.as_one_speaker(o.statement, one, speakers),
+                                         "subject": one})
+                subject = fixed = one
         if fixed != subject:
             notes.append(f"subject {subject!r} → {fixed!r} (the speaker of the line): {o.statement}")
             statement = re.sub(rf"\b{re.escape(subject)}\b", fixed, o.statement)

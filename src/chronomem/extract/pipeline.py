@@ -78,7 +78,8 @@ class MethodRecipe:
 #: catch-all fact keeps its short object and is told from another by its statement); "v7" = v3's
 #: prompt under rules 10 (rules 7, and a chunk's catch-all facts told apart by their statements); "v8" =
 #: v3's prompt under rules 11 (rules 10, typed facts checked against their statements as rules 8 do, a shared
-#: photo a catch-all fact with its object kept, reactions to the other speaker dropped).
+#: photo a catch-all fact with its object kept, reactions to the other speaker dropped); "v9" = v3's prompt
+#: under rules 12 (rules 11, and who a statement is about read from the chunk's lines: :mod:`.speakers`).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
@@ -88,6 +89,7 @@ METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v6": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 9),
     "v7": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 10),
     "v8": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 11),
+    "v9": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 12),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
