@@ -82,12 +82,11 @@ def test_a_statement_copies_a_line_when_nearly_all_its_words_are_there() -> None
      [msg(1, "Melanie", "We had a great day!"), msg(2, "Caroline", "We did!")], None),
     # the line names the other speaker: "we" may be the two of them
     ("Melanie and Caroline will go hiking.", [msg(1, "Melanie", "Caroline, we should go hiking!")], None),
-    ("Jon and Gina both face the same challenges.", [msg(1, "Jon", "We both face the same challenges.")], None),
+    ("Melanie and Caroline both love hiking.", [msg(1, "Melanie", "We both love hiking.")], None),
     ("Melanie went camping with her family.", [msg(1, "Melanie", "We went camping.")], None),
 ])
 def test_one_speakers_we_written_as_both(statement: str, lines: list[Message], one: str | None) -> None:
-    assert sp.joint_speaker(statement, lines, (*PAIR, *(("Jon", "Gina") if "Jon" in statement else ()))[-2:]
-                            if "Jon" in statement else PAIR) == one
+    assert sp.joint_speaker(statement, lines, PAIR) == one
 
 
 def test_as_one_speaker_keeps_the_verb_agreeing() -> None:
