@@ -47,6 +47,8 @@ def test_fused_config_is_validated() -> None:
         SearchConfig(fused_weights=(1.0, -1.0, 0.0))
     with pytest.raises(ValidationError, match="fused_weights"):
         SearchConfig(fused_weights=(1.0, 1.0))  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="fused_turns_first"):
+        SearchConfig(fused_turns_first=1)  # type: ignore[arg-type]
 
 
 # -- on a memory -----------------------------------------------------------------------------------
@@ -187,3 +189,39 @@ def test_expansion_keeps_to_the_call_budget_and_is_validated() -> None:
     assert llm.purposes == [] and any("query expansion skipped: budget" in n for n in res.trace.notes)
     with pytest.raises(ValidationError, match="expand_query"):
         SearchConfig(expand_query="yes")  # type: ignore[arg-type]
+
+
+TURNS_FIRST = replace(FUSED, fused_turns_first=True, context_tokens=600)
+
+
+def test_turns_first_unless_time_or_state(mem: Memory) -> None:
+    # "what did Maya make": neither time nor a changing state — the turns come first, in the whole budget
+    what = mem.search("What did Maya make at the pottery class?", user_id=U, as_of=AS_OF, config=TURNS_FIRST)
+    assert what.context.startswith("Other turns that match the question:")
+    assert "m1" in what.quoted_ids
+    assert what.facts  # the graph search still ran: its facts come back to the caller
+    assert any("turns first" in n for n in what.trace.notes)
+    # this memory is small: the graph evidence fills the room the turns leave
+    assert "Evidence (as of" in what.context and what.context_fact_ids
+    assert what.context.index("Other turns") < what.context.index("Evidence (as of")
+    assert what.context_tokens <= 600
+    # where Maya lives is a state that changes: the graph evidence keeps its share, first
+    where = mem.search("Where does Maya live?", user_id=U, as_of=AS_OF, config=TURNS_FIRST)
+    assert "Porto" in where.context and not any("turns first" in n for n in where.trace.notes)
+    when = mem.search("When did Maya move to Porto?", user_id=U, as_of=AS_OF, config=TURNS_FIRST)
+    assert when.context.startswith("Evidence (as of")
+
+
+def test_turns_first_leaves_the_graph_no_room_when_the_turns_fill_the_budget(mem: Memory) -> None:
+    tight = replace(TURNS_FIRST, context_tokens=40)
+    what = mem.search("What did Maya make at the pottery class?", user_id=U, as_of=AS_OF, config=tight)
+    assert what.quoted_ids and what.context_fact_ids == [] and "Evidence (as of" not in what.context
+    assert what.context_tokens <= 40
+
+
+def test_turns_first_without_turns_is_the_graph_alone() -> None:
+    with Memory(":memory:", embedder=False) as m:  # facts loaded directly: no turn to quote
+        m.add_facts([{"subject": "Maya", "relation": "made", "object": "a bowl", "valid_from": "2023-05-31"}],
+                    user_id=U)
+        res = m.search("What did Maya make?", user_id=U, as_of=AS_OF, config=TURNS_FIRST)
+        assert res.quoted_ids == [] and res.context.startswith("Evidence (as of") and "a bowl" in res.context

@@ -9,7 +9,7 @@ import pytest
 from chronomem.model import Fact, Intent, Origin
 from chronomem.registry import RelationRegistry
 from chronomem.retrieve import scoring as S
-from chronomem.retrieve.intents import analyze
+from chronomem.retrieve.intents import analyze, asks_time_or_state
 
 UTC = timezone.utc
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -146,6 +146,28 @@ def test_analysis_relation_groups_window_and_yes_no() -> None:
     assert analyze("Where is my brother?", reg, now=NOW).speaker_refs
     unsure = analyze("How does Maya feel lately?", reg, now=NOW)
     assert not unsure.confident
+
+
+@pytest.mark.parametrize("q,expected", [
+    ("When did Maya move to Porto?", True),            # asks when
+    ("Where did Maya live in 2020?", True),            # a time window
+    ("Has Maya moved before?", True),                  # a change
+    ("Where does Maya live?", True),                   # lives_in is single-valued: a state that changes
+    ("Is Maya married?", True),
+    ("Where does Maya's brother work?", True),
+    ("Who is Maya's brother?", False),                 # sibling_of holds many values, none replaces another
+    ("What did Gina say about her store?", False),
+    ("What kind of flooring is Jon looking for?", False),
+])
+def test_asks_time_or_state(q: str, expected: bool) -> None:
+    reg = RelationRegistry()
+    assert asks_time_or_state(analyze(q, reg, now=NOW), reg) is expected
+
+
+def test_a_custom_single_valued_relation_is_a_state() -> None:
+    reg = RelationRegistry()
+    reg.define("drives", single_valued=True, synonyms=("car",))
+    assert asks_time_or_state(analyze("What car does Maya have?", reg, now=NOW), reg)
 
 
 def test_logical_consistency_can_ignore_confidence() -> None:

@@ -186,6 +186,19 @@ def analyze(query: str, registry: RelationRegistry, *, now: datetime,
     )
 
 
+def asks_time_or_state(analysis: QueryAnalysis, registry: RelationRegistry) -> bool:
+    """Does the question turn on time or on a state that changes — "when", a time window, a change
+    ("used to", "moved"), or a single-valued relation ("where does Maya live", "is Maya married")?
+    Those are the questions a dated, versioned graph answers better than what was said; the fused
+    read path keeps the graph evidence's share for them (``SearchConfig.fused_turns_first``).  Pure."""
+    if analysis.wh == "when" or analysis.window is not None or analysis.history:
+        return True
+    if any(i in (Intent.TEMPORAL, Intent.EVOLUTION) for i in analysis.intents):
+        return True
+    return any(registry.is_known(r) and registry.spec(r).single_valued
+               for _, group in analysis.relation_groups for r in group)
+
+
 # -- the LLM fallback ----------------------------------------------------------------------------
 INTENT_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -32,7 +32,7 @@ from ..providers.base import Embedder
 from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
-from .intents import QueryAnalysis, analyze, intents_messages, parse_intents, INTENT_SCHEMA
+from .intents import QueryAnalysis, analyze, asks_time_or_state, intents_messages, parse_intents, INTENT_SCHEMA
 from .fusion import pick_within_budget, reciprocal_rank_fusion
 from .serialize import QUOTES_HEADER, SEARCH_HEADER, Context, append_quotes, approx_tokens, quote_line, serialize
 
@@ -307,8 +307,16 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
         for f in p.facts:
             facts.setdefault(f.id, f)
     floor = paths[0].score * cfg.context_min_ratio if paths else 0.0
+    kept = [p for p in paths if p.score >= floor]
+    if cfg.fused_turns and cfg.fused_turns_first and not asks_time_or_state(analysis, registry):
+        trace.notes.append("neither time nor a changing state asked: the turns first, the graph in the room left")
+        ctx, quoted = _turns_then_graph(store, user_id, query, when, cfg, kept, list(facts.values()),
+                                        trace.notes, guess)
+        trace.budget, trace.stats = budget.as_dict(), stats
+        trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
+        return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
     graph_budget = min(cfg.context_tokens, cfg.fused_graph_tokens) if cfg.fused_turns else cfg.context_tokens
-    ctx: Context = serialize([p for p in paths if p.score >= floor], as_of=when, budget_tokens=graph_budget)
+    ctx: Context = serialize(kept, as_of=when, budget_tokens=graph_budget)
     if ctx.truncated:
         trace.notes.append(f"context budget {graph_budget} tokens: some paths left out")
     shown = [facts[i] for i in ctx.fact_ids if i in facts]
@@ -372,14 +380,15 @@ def _search_turns(store: Store, user_id: str, query: str, when: datetime, cfg: S
 
 def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig, ctx: Context,
                  graph_facts: list[Fact], graph_first: bool, notes: list[str],
-                 guess: str = "") -> tuple[Context, list[str]]:
+                 guess: str = "", header: str | None = None) -> tuple[Context, list[str]]:
     """The fused read path (:mod:`.fusion`): up to ``cfg.fused_turns`` turns said by ``when``, ranked by
     reciprocal rank fusion of the graph evidence's source turns, full-text hits over the turns and the
     turns cited by full-text hits over the facts, within what ``cfg.context_tokens`` leaves after the
     graph evidence.  The turns are shown in the order they were said; the ids come back in rank order.
     ``graph_first`` puts the (dated) graph evidence before the turns, else after them.  ``guess``: a
     reply the model guessed (``expand_query``); the turn hits are then the rank fusion of the hits for
-    the question and for the guess."""
+    the question and for the guess; ``header`` heads the turns (default: "Source turns:" when the graph
+    has sources, else the search header)."""
     pool = 4 * cfg.fused_turns
     from_graph = source_turn_ids(store, user_id, graph_facts)
     from_turns = [i for i, _ in store.search_messages_text(user_id, query, limit=pool)]
@@ -391,7 +400,7 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
     from_facts = source_turn_ids(store, user_id, [by_id[i] for i in fact_hits if i in by_id])
     ranked = reciprocal_rank_fusion([from_graph, from_turns, from_facts], weights=cfg.fused_weights)
     turns = [m for m in _turns_in_order(store, user_id, ranked[:pool]) if m.timestamp <= when]
-    header = QUOTES_HEADER if from_graph else SEARCH_HEADER
+    header = header or (QUOTES_HEADER if from_graph else SEARCH_HEADER)
     room = cfg.context_tokens - ctx.tokens - approx_tokens(header)
     picked = pick_within_budget(turns, [approx_tokens(quote_line(m)) + 1 for m in turns], room, cfg.fused_turns)
     said = sorted(picked, key=lambda m: (m.timestamp, m.session_id, m.seq))
@@ -406,6 +415,22 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
         notes.append(f"{len(picked)} turns by rank fusion (graph sources {len(from_graph)}, "
                      f"turn hits {len(from_turns)}, fact hits {len(fact_hits)})")
     return out, [m.id for m in picked]
+
+
+def _turns_then_graph(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig,
+                      paths: list[Path], graph_facts: list[Fact], notes: list[str],
+                      guess: str = "") -> tuple[Context, list[str]]:
+    """``fused_turns_first``: the fused turns in the whole ``cfg.context_tokens`` first, then the graph
+    evidence in the room they leave (all of it when the memory holds no turns, as after ``add_facts``)."""
+    turns, quoted = _fused_turns(store, user_id, query, when, cfg, Context("", 0, 0), graph_facts, False, notes,
+                                 guess, header=SEARCH_HEADER)
+    room = cfg.context_tokens - turns.tokens - (1 if turns.text else 0)
+    graph = serialize(paths, as_of=when, budget_tokens=room) if room > 0 else Context("", 0, 0)
+    if graph.empty:
+        return turns, quoted
+    text = f"{turns.text}\n{graph.text}" if turns.text else graph.text
+    return Context(text=text, tokens=approx_tokens(text), paths=graph.paths, fact_ids=graph.fact_ids,
+                   truncated=graph.truncated), quoted
 
 
 def with_replies(store: Store, user_id: str, hits: Sequence[Message], when: datetime, shown: set[str],
