@@ -316,7 +316,7 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
         trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
         return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
     graph_budget = min(cfg.context_tokens, cfg.fused_graph_tokens) if cfg.fused_turns else cfg.context_tokens
-    ctx: Context = serialize(kept, as_of=when, budget_tokens=graph_budget)
+    ctx = serialize(kept, as_of=when, budget_tokens=graph_budget)
     if ctx.truncated:
         trace.notes.append(f"context budget {graph_budget} tokens: some paths left out")
     shown = [facts[i] for i in ctx.fact_ids if i in facts]
