@@ -312,19 +312,18 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
         trace.notes.append("neither time nor a changing state asked: the turns first, the graph in the room left")
         ctx, quoted = _turns_then_graph(store, user_id, query, when, cfg, kept, list(facts.values()),
                                         trace.notes, guess)
-        trace.budget, trace.stats = budget.as_dict(), stats
-        trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
-        return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
-    graph_budget = min(cfg.context_tokens, cfg.fused_graph_tokens) if cfg.fused_turns else cfg.context_tokens
-    ctx = serialize(kept, as_of=when, budget_tokens=graph_budget)
-    if ctx.truncated:
-        trace.notes.append(f"context budget {graph_budget} tokens: some paths left out")
-    shown = [facts[i] for i in ctx.fact_ids if i in facts]
-    if cfg.fused_turns:
-        ctx, quoted = _fused_turns(store, user_id, query, when, cfg, ctx, shown, spec.wants_time, trace.notes, guess)
     else:
-        ctx, quoted = _quote_sources(store, user_id, shown, cfg, ctx, trace.notes)
-        ctx, quoted = _search_turns(store, user_id, query, when, cfg, ctx, quoted, trace.notes)
+        graph_budget = min(cfg.context_tokens, cfg.fused_graph_tokens) if cfg.fused_turns else cfg.context_tokens
+        ctx = serialize(kept, as_of=when, budget_tokens=graph_budget)
+        if ctx.truncated:
+            trace.notes.append(f"context budget {graph_budget} tokens: some paths left out")
+        shown = [facts[i] for i in ctx.fact_ids if i in facts]
+        if cfg.fused_turns:
+            ctx, quoted = _fused_turns(store, user_id, query, when, cfg, ctx, shown, spec.wants_time, trace.notes,
+                                       guess)
+        else:
+            ctx, quoted = _quote_sources(store, user_id, shown, cfg, ctx, trace.notes)
+            ctx, quoted = _search_turns(store, user_id, query, when, cfg, ctx, quoted, trace.notes)
     trace.budget, trace.stats = budget.as_dict(), stats
     trace.timings_ms = _ms(t0, t1, t2, t3, t4, time.perf_counter())
     return SearchResult(list(facts.values()), paths, ctx.text, trace, ctx.tokens, ctx.fact_ids, quoted)
@@ -408,9 +407,7 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
         out, _ = append_quotes(ctx, said, budget_tokens=cfg.context_tokens, header=header)
     else:  # the turns first, then the graph evidence
         turns_ctx, _ = append_quotes(Context("", 0, 0), said, budget_tokens=cfg.context_tokens, header=header)
-        text = f"{turns_ctx.text}\n{ctx.text}" if turns_ctx.text else ctx.text
-        out = Context(text=text, tokens=approx_tokens(text), paths=ctx.paths, fact_ids=ctx.fact_ids,
-                      truncated=ctx.truncated)
+        out = _turns_then(turns_ctx, ctx)
     if picked:
         notes.append(f"{len(picked)} turns by rank fusion (graph sources {len(from_graph)}, "
                      f"turn hits {len(from_turns)}, fact hits {len(fact_hits)})")
@@ -426,11 +423,16 @@ def _turns_then_graph(store: Store, user_id: str, query: str, when: datetime, cf
                                  guess, header=SEARCH_HEADER)
     room = cfg.context_tokens - turns.tokens - (1 if turns.text else 0)
     graph = serialize(paths, as_of=when, budget_tokens=room) if room > 0 else Context("", 0, 0)
+    return _turns_then(turns, graph), quoted
+
+
+def _turns_then(turns: Context, graph: Context) -> Context:
+    """One context: the quoted ``turns``, then the ``graph`` evidence (whose paths and facts it reports)."""
     if graph.empty:
-        return turns, quoted
+        return turns
     text = f"{turns.text}\n{graph.text}" if turns.text else graph.text
     return Context(text=text, tokens=approx_tokens(text), paths=graph.paths, fact_ids=graph.fact_ids,
-                   truncated=graph.truncated), quoted
+                   truncated=graph.truncated)
 
 
 def with_replies(store: Store, user_id: str, hits: Sequence[Message], when: datetime, shown: set[str],
