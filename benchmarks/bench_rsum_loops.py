@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=Path, default=None, help="also write one JSON line per update here")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    if not args.cache.exists():
-        raise SystemExit(f"{args.cache}: no such cache file")
+    if not args.cache.exists() and not args.live:  # --live writes what it generates into a new cache
+        raise SystemExit(f"{args.cache}: no such cache file (--live generates the replies into a new one)")
     from chronomem.providers import build_llm, resolve_llm_settings
 
     inner = build_llm(resolve_llm_settings(args.llm))
