@@ -79,9 +79,10 @@ class CacheReplay(LLMWrapper):
         return ChatResult(text=text, usage=usage)
 
 
-def replay(llm: CacheReplay, episodes: int, max_sentences: int, decoding: int, data: Path) -> list[dict[str, Any]]:
+def replay(llm: CacheReplay, episodes: int, max_sentences: int, decoding: int, data: Path,
+           start: int = 0) -> list[dict[str, Any]]:
     rows = []
-    for ep in load_msc(data, episodes):
+    for ep in load_msc(data, start + episodes)[start:]:
         memory = NO_MEMORY
         for n, session in enumerate(ep.conversation.sessions, start=1):
             if not session.turns:
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cache", type=Path, required=True, help="the run's response cache (llm-cache.sqlite)")
     ap.add_argument("--episodes", type=int, default=8, help="the first N episodes, as `chronomem bench msc --episodes N`")
+    ap.add_argument("--start", type=int, default=0, help="skip the first N episodes (tuning outside the harness's)")
     ap.add_argument("--data", type=Path, default=Path(DEFAULT_MSC_PATH))
     ap.add_argument("--llm", default="local", help="the run's model (its name is part of the cache key)")
     ap.add_argument("--max-sentences", type=int, default=DEFAULT_MAX_SENTENCES)
@@ -139,7 +141,9 @@ def main(argv: list[str] | None = None) -> int:
 
     inner = build_llm(resolve_llm_settings(args.llm))
     llm = CacheReplay(inner, ResponseCache(args.cache), live=args.live)
-    rows = replay(llm, args.episodes, args.max_sentences, args.decoding, args.data)
+    if args.start < 0 or args.episodes < 1:
+        raise SystemExit(f"--start must be >= 0 and --episodes >= 1, got {args.start} and {args.episodes}")
+    rows = replay(llm, args.episodes, args.max_sentences, args.decoding, args.data, args.start)
     if args.rows:
         args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     for r in rows:

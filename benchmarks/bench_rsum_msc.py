@@ -54,7 +54,8 @@ from typing import Any
 
 from chronomem.model import Message
 from chronomem.summarize.compaction import Strategy, compact
-from chronomem.summarize.rsum import DEFAULT_MAX_SENTENCES, MEMORY_PROMPT, NO_MEMORY, update_memory
+from chronomem.summarize.rsum import (DEFAULT_MAX_SENTENCES, MEMORY_DECODING, MEMORY_DECODINGS, MEMORY_PROMPT, NO_MEMORY,
+                                      update_memory)
 from chronomem.summarize.text import split_sentences
 
 log = logging.getLogger("bench_rsum_msc")
@@ -183,12 +184,13 @@ def append(path: Path, record: dict[str, Any]) -> None:
         fh.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
-def build_memory(llm: Any, ep: Episode, max_sentences: int) -> tuple[str, list[dict[str, Any]]]:
+def build_memory(llm: Any, ep: Episode, max_sentences: int,
+                 decoding: int = MEMORY_DECODING) -> tuple[str, list[dict[str, Any]]]:
     memory = NO_MEMORY
     per_session = []
     for n, (turns, when) in enumerate(zip(ep.sessions, ep.session_times), start=1):
         t = time.perf_counter()
-        upd = update_memory(llm, turns, memory, max_sentences=max_sentences, session_time=when)
+        upd = update_memory(llm, turns, memory, max_sentences=max_sentences, session_time=when, decoding=decoding)
         memory = upd.memory
         per_session.append(
             {
@@ -211,13 +213,15 @@ def build_memory(llm: Any, ep: Episode, max_sentences: int) -> tuple[str, list[d
 
 def run_memory(args: argparse.Namespace, llm: Any) -> None:
     key = {"llm": llm.name, "max_sentences": args.max_sentences, "prompt": MEMORY_PROMPT}
+    if args.decoding != MEMORY_DECODING:  # records of the default decoding predate this field
+        key["decoding"] = args.decoding
     skip = done_ids(args.out, "memory", key)
     stem = _stemmer()
     for ep in load_episodes(args.data, args.start, args.episodes):
         if ep.id in skip:
             log.info("%s: already measured, skipped", ep.id)
             continue
-        memory, per_session = build_memory(llm, ep, args.max_sentences)
+        memory, per_session = build_memory(llm, ep, args.max_sentences, args.decoding)
         rec = {
             "kind": "memory",
             "episode": ep.id,
@@ -330,7 +334,7 @@ def report(path: Path) -> str:
     if mem:
         by_llm: dict[str, list[dict[str, Any]]] = {}
         for r in mem:
-            by_llm.setdefault(f"{r['llm']} cap={r['max_sentences']}", []).append(r)
+            by_llm.setdefault(f"{r['llm']} cap={r['max_sentences']} decoding={r.get('decoding', MEMORY_DECODING)}", []).append(r)
         for label, rs in by_llm.items():
             lines.append(f"Memory after session 3 — {label}, {len(rs)} episodes ({', '.join(r['episode'] for r in rs)})")
             lines.append("")
@@ -406,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--llm", default="local", help="chronomem.providers spec (local, local:0.5b, openai:MODEL@URL)")
     p.add_argument("--cache", default=None, help="response cache file (default: the providers' default file)")
     p.add_argument("--max-sentences", type=int, default=DEFAULT_MAX_SENTENCES)
+    p.add_argument("--decoding", type=int, choices=MEMORY_DECODINGS, default=MEMORY_DECODING,
+                   help="the memory update's revision (memory mode; 3 appends what a session adds)")
     p.add_argument("--budgets", default="256,512,1024")
     p.add_argument("--keep-turns", type=int, default=6)
     p.add_argument("--redis", default=None, help="Redis URL for the latency mode")

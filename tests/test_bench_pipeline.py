@@ -43,7 +43,8 @@ class FirstTurnLLM:
         user = messages[-1]["content"]
         answer = "Not mentioned"
         if purpose == "rsum":  # memory update: the memory is the first turn of the new session, reported
-            session = user.split("New session", 1)[1].splitlines()[1:]
+            marker = "Newest session" if "Newest session" in user else "New session"  # append or rewrite
+            session = user.split(marker, 1)[1].splitlines()[1:]
             first = next((line for line in session if ": " in line), "")
             answer = first.replace(": ", " said: ", 1) if first else "none"  # a sentence, not a dialogue line
             return ChatResult(text=answer, usage=CallUsage(prompt_tokens=self.count_tokens(user),
@@ -445,6 +446,32 @@ def test_rsum_rows_of_a_new_decoding_revision_supersede_the_previous_ones() -> N
     current, superseded = split_superseded(group_rows(rows, "locomo"))
     assert [g.label for g in current] == ["rsum"]
     assert [(old.config_keys, new.config_keys) for old, new in superseded] == [({"old"}, {"new"})]
+
+
+def test_the_rsum_decoding_of_a_run_is_its_own_configuration_and_memory(conv30) -> None:  # type: ignore[no-untyped-def]
+    from chronomem.bench.methods import SharedIngest, IngestStats, shared_rsum
+    from chronomem.summarize.rsum import MEMORY_APPEND_PROMPT, MEMORY_DECODING, MEMORY_PROMPT
+
+    assert MethodConfig().rsum_decoding == MEMORY_DECODING
+    default = make_method("rsum", FirstTurnLLM(), MethodConfig()).describe()
+    append = make_method("rsum", FirstTurnLLM(), MethodConfig(rsum_decoding=3)).describe()
+    assert (default["memory_decoding"], default["memory_prompt"]) == (MEMORY_DECODING, MEMORY_PROMPT)
+    assert (append["memory_decoding"], append["memory_prompt"]) == (3, f"{MEMORY_PROMPT}+{MEMORY_APPEND_PROMPT}")
+    # one run's shared Rsum memories are kept apart by decoding: the second is built, not reused
+    shared, stats, llm = SharedIngest(conv30[0]), IngestStats(), FirstTurnLLM()
+    _, built_2 = shared_rsum(llm, conv30[0], shared, MethodConfig(), stats)
+    _, built_3 = shared_rsum(llm, conv30[0], shared, MethodConfig(rsum_decoding=3), stats)
+    _, again_3 = shared_rsum(llm, conv30[0], shared, MethodConfig(rsum_decoding=3), stats)
+    assert (built_2, built_3, again_3) == (True, True, False)
+
+
+def test_bench_msc_refuses_an_unknown_rsum_decoding() -> None:
+    from typer.testing import CliRunner
+
+    from chronomem.cli.bench import app
+
+    res = CliRunner().invoke(app, ["msc", "--methods", "rsum", "--rsum-decoding", "7", "--episodes", "1"])
+    assert res.exit_code != 0 and "--rsum-decoding" in res.output and "(1, 2, 3)" in res.output
 
 
 def test_report_of_several_folders_on_one_sample(tmp_path: Path, conv30) -> None:  # type: ignore[no-untyped-def]

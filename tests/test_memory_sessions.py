@@ -132,3 +132,22 @@ def test_buffered_mode_uses_real_redis_when_configured(tmp_path, monkeypatch) ->
         with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as other_worker:
             other_worker.end_session(user_id=user, session_id="s1")  # another process flushes it
         assert [f.object for f in mem.facts(user_id=user)] == ["Munich"]
+
+
+def test_config_rsum_decoding_3_appends_each_session_to_the_summary(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from chronomem import Config
+
+    monkeypatch.setenv("CHRONOMEM_RSUM_DECODING", "3")
+    config = Config.load()
+    assert config.rsum_decoding == 3
+    llm = SessionLLM()
+    with Memory(tmp_path / "m.db", llm=llm, embedder=False, config=config) as mem:
+        two_sessions(mem)
+        prompts = ["\n".join(m["content"] for m in call) for call in llm.calls]
+        prompts = [p for p in prompts if "memory keeper" in p]  # Rsum's calls
+        assert ["Memory (already kept):" in p for p in prompts] == [False, True]  # first memory, then append
+        lines = mem.summary(user_id="u1").splitlines()
+        assert "Berlin" in lines[0] and "Munich" in lines[-1]  # the first session's sentence is kept as written
+    for bad in ("4", "two", 0):
+        with pytest.raises(ValidationError, match="rsum_decoding"):
+            Config(rsum_decoding=bad)  # type: ignore[arg-type]

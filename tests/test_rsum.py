@@ -231,11 +231,65 @@ def test_decoding_1_sends_the_calls_of_the_previous_revision() -> None:
     update_memory(llm, turns, "Ann likes tea.", decoding=1)
     update_memory(llm, turns, "Ann likes tea.", decoding=1, max_tokens=50)
     assert [(c["max_tokens"], c["stop"], c["penalties"]) for c in llm.calls] == [(704, None, None), (50, None, None)]
-    for bad in (0, 3, "2"):
+    for bad in (0, 4, "2"):
         with pytest.raises(ValidationError, match="decoding"):
             update_memory(llm, turns, NO_MEMORY, decoding=bad)  # type: ignore[arg-type]
         with pytest.raises(ValidationError, match="decoding"):
             RsumMemory(FakeStore(), llm, decoding=bad)  # type: ignore[arg-type]
+
+
+def _append_or_rewrite(prompt: str) -> str:
+    """A small model under decoding 3: the append prompt gets the memory copied back, then one new
+    sentence per session line; the rewrite prompt gets the first memory, or a merge under the cap."""
+    if "Memory (already kept):" in prompt:
+        memory = _section(prompt, "Memory (already kept):", "\n\nNow read")
+        session = prompt.split("Newest session", 1)[1].split(":", 1)[1].split("New sentences for", 1)[0]
+        news = [f"Ann {line.split(': ', 1)[1]}" for line in session.strip().splitlines()]
+        return "\n".join([*memory.splitlines(), *news])  # copies what is kept, as 1.5B models do
+    prev = _section(prompt, "Previous memory:", "\n\nNew session")
+    if prev == NO_MEMORY:
+        return "Ann lives in Oslo."
+    return "\n".join(prev.splitlines()[-2:])  # the merge keeps the latest two
+
+
+def test_decoding_3_appends_what_a_session_adds_and_drops_what_the_model_copied() -> None:
+    llm = ScriptedLLM(_append_or_rewrite)
+    first = update_memory(llm, [{"speaker": "Ann", "text": "I live in Oslo."}], NO_MEMORY, decoding=3)
+    assert first.memory == "Ann lives in Oslo." and "Previous memory:" in llm.calls[0]["prompt"]  # the rewrite
+    turns = [{"speaker": "Ann", "text": "adopted a cat."}, {"speaker": "Ann", "text": "started rowing."}]
+    upd = update_memory(llm, turns, first.memory, decoding=3)
+    call = llm.calls[1]
+    assert "Memory (already kept):\nAnn lives in Oslo." in call["prompt"] and "at most 10" in call["prompt"]
+    assert call["max_tokens"] == 20 * 10 + 32 and call["penalties"] == MEMORY_PENALTIES
+    assert call["stop"] == ["\nAnn:"]
+    assert upd.memory.splitlines() == ["Ann lives in Oslo.", "Ann adopted a cat.", "Ann started rowing."]
+    assert upd.repeated_sentences == 1 and upd.calls == 1  # the copied memory sentence
+    # nothing new: the memory stays as it was, no warning, no rewrite
+    quiet = ScriptedLLM(lambda p: "")
+    same = update_memory(quiet, turns, upd.memory, decoding=3)
+    assert same.memory == upd.memory and same.calls == 1
+
+
+def test_decoding_3_rewrites_only_when_the_memory_outgrows_its_cap() -> None:
+    llm = ScriptedLLM(_append_or_rewrite)
+    memory = "Ann lives in Oslo.\nAnn likes tea."
+    turns = [{"speaker": "Ann", "text": "adopted a cat."}, {"speaker": "Ann", "text": "started rowing."}]
+    upd = update_memory(llm, turns, memory, max_sentences=3, decoding=3)
+    assert upd.calls == 2 and "Previous memory:" in llm.calls[1]["prompt"]  # append, then the merge
+    assert "Ann started rowing." in _section(llm.calls[1]["prompt"], "Previous memory:", "\n\nNew session")
+    assert upd.memory.splitlines() == ["Ann adopted a cat.", "Ann started rowing."]
+    assert llm.calls[0]["max_tokens"] == 20 * 3 + 32  # room for at most 3 new sentences
+    fits = update_memory(ScriptedLLM(_append_or_rewrite), turns, memory, max_sentences=4, decoding=3)
+    assert fits.calls == 1 and len(fits.memory.splitlines()) == 4
+
+
+def test_rsum_memory_appends_under_decoding_3(three_sessions: FakeStore) -> None:
+    llm = ScriptedLLM(_append_or_rewrite)
+    rsum = RsumMemory(three_sessions, llm, decoding=3)
+    rsum.update("u1", "s1")
+    cp = rsum.update("u1", "s2")
+    assert cp is not None and cp.memory.splitlines()[0] == "Ann lives in Oslo." and len(cp.memory.splitlines()) > 1
+    assert ["Previous memory:" in c["prompt"] for c in llm.calls] == [True, False]
 
 
 def test_the_update_stops_at_a_dialogue_line_of_its_speakers() -> None:

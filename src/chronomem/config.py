@@ -23,6 +23,10 @@ from .errors import ConfigError, ValidationError
 #: The write path's extraction methods (:data:`chronomem.extract.pipeline.METHODS`).
 EXTRACTION_METHODS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9")
 
+#: How Rsum's memory updates are generated (:data:`chronomem.summarize.rsum.MEMORY_DECODINGS`).
+RSUM_DECODINGS = (1, 2, 3)
+RSUM_DECODING = 2  # the default (:data:`chronomem.summarize.rsum.MEMORY_DECODING`)
+
 ENV_PREFIX = "CHRONOMEM_"
 
 
@@ -67,6 +71,9 @@ class Config:
     # "v8" with rules 11, "v9" with rules 12
     # (chronomem.extract.pipeline.METHOD_RECIPES)
     extraction: str = "v4"
+    # how the recursive summary is updated at end_session: 2 rewrites it each session (the default),
+    # 3 appends what a session adds and rewrites only when it is full (chronomem.summarize.rsum)
+    rsum_decoding: int = RSUM_DECODING
 
     def __post_init__(self) -> None:
         if not 0.0 < self.theta_stable <= 1.0:
@@ -87,6 +94,11 @@ class Config:
             if isinstance(self.chunk_size, bool) or size < 1:
                 raise ValidationError("chunk_size", self.chunk_size, "must be a whole number of turns >= 1")
             self.chunk_size = size
+        if isinstance(self.rsum_decoding, str) and self.rsum_decoding.strip().isdigit():
+            self.rsum_decoding = int(self.rsum_decoding)  # from the environment
+        if isinstance(self.rsum_decoding, bool) or self.rsum_decoding not in RSUM_DECODINGS:
+            raise ValidationError("rsum_decoding", self.rsum_decoding,
+                                  f"must be one of {', '.join(map(str, RSUM_DECODINGS))}")
         if self.extraction not in EXTRACTION_METHODS:
             raise ValidationError("extraction", self.extraction, f"must be one of {', '.join(EXTRACTION_METHODS)}")
 

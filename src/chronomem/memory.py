@@ -447,7 +447,7 @@ class Memory:
         if self._rsum is None:
             from .summarize.rsum import RsumMemory
 
-            self._rsum = RsumMemory(self.store, self.models.llm)
+            self._rsum = RsumMemory(self.store, self.models.llm, decoding=self.config.rsum_decoding)
         return self._rsum
 
     def end_session(self, *, user_id: str, session_id: str | None = None,

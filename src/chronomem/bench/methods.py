@@ -41,6 +41,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..prompts import PromptTemplate, load_template
 from ..providers.base import LLM, Embedder, Messages, UsageTotals
+from ..summarize.rsum import MEMORY_DECODING
 from .datasets import QA, Conversation, Turn
 from .retrievers import BM25Index, DenseIndex
 
@@ -153,6 +154,9 @@ class MethodConfig:
     top_k: int = 10
     window_tokens: int = 2000  # sliding_window budget
     rsum_max_sentences: int = 20  # Rsum memory cap (the paper's ~20 sentences)
+    #: How Rsum's memory updates are generated (``chronomem.summarize.rsum.MEMORY_DECODINGS``; 2 is
+    #: the library's default, 3 appends what a session adds); part of the Rsum methods' ``describe()``.
+    rsum_decoding: int = MEMORY_DECODING
     answer_prompt: str = ANSWER_PROMPT
     reply_prompt: str = REPLY_PROMPT
     #: Folder of the memory-based methods' SQLite files (None: in RAM, not resumable).  Not part
@@ -486,8 +490,9 @@ class RsumState:
     usage: UsageSummary
 
 
-def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> RsumState:
-    """``M_i = LLM(S_i, M_{i-1}, P_m)`` over every session, in order (chronomem.summarize.rsum)."""
+def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int, decoding: int | None = None) -> RsumState:
+    """``M_i = LLM(S_i, M_{i-1}, P_m)`` over every session, in order (chronomem.summarize.rsum);
+    ``decoding``: the update's revision (default: the library's)."""
     from ..summarize.rsum import NO_MEMORY, update_memory
 
     memory = NO_MEMORY
@@ -497,7 +502,8 @@ def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> Rsum
         if not session.turns:
             continue
         upd = update_memory(llm, [rsum_turn(t) for t in session.turns], memory,
-                            max_sentences=max_sentences, session_time=session.date_time)
+                            max_sentences=max_sentences, session_time=session.date_time,
+                            decoding=MEMORY_DECODING if decoding is None else decoding)
         for u in upd.usages:
             usage.add(u)
         memory = upd.memory
@@ -507,18 +513,20 @@ def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int) -> Rsum
 
 def rsum_config(config: MethodConfig) -> dict[str, Any]:
     """What determines the Rsum memory, for the ``describe()`` of the methods that show it."""
-    from ..summarize.rsum import MEMORY_DECODING, MEMORY_POSTPROCESS, MEMORY_PROMPT
+    from ..summarize.rsum import MEMORY_APPEND_PROMPT, MEMORY_POSTPROCESS, MEMORY_PROMPT
 
-    return {"max_sentences": config.rsum_max_sentences, "memory_prompt": MEMORY_PROMPT,
-            "memory_postprocess": MEMORY_POSTPROCESS, "memory_decoding": MEMORY_DECODING}
+    prompt = MEMORY_PROMPT if config.rsum_decoding < 3 else f"{MEMORY_PROMPT}+{MEMORY_APPEND_PROMPT}"
+    return {"max_sentences": config.rsum_max_sentences, "memory_prompt": prompt,
+            "memory_postprocess": MEMORY_POSTPROCESS, "memory_decoding": config.rsum_decoding}
 
 
 def shared_rsum(llm: LLM, conversation: Conversation, shared: SharedIngest, config: MethodConfig,
                 stats: IngestStats) -> tuple[RsumState, bool]:
     """The conversation's Rsum memory, built once for every method that uses it; True if built by this call."""
-    key = f"rsum:{llm.name}:{config.rsum_max_sentences}"
+    key = f"rsum:{llm.name}:{config.rsum_max_sentences}:{config.rsum_decoding}"
     built = key not in shared
-    return shared.get_or_build(key, lambda: build_rsum(llm, conversation, config.rsum_max_sentences), stats), built
+    return shared.get_or_build(
+        key, lambda: build_rsum(llm, conversation, config.rsum_max_sentences, config.rsum_decoding), stats), built
 
 
 class RsumMethod(Method):

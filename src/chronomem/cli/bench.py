@@ -31,6 +31,7 @@ from ..bench.report import write_report
 from ..bench.runner import (DEFAULT_SPEAKER, RESULTS_FILE, RichProgress, RunSummary, read_jsonl, run_locomo, run_msc,
                             select_questions)
 from ..config import Config
+from ..summarize.rsum import MEMORY_DECODING, MEMORY_DECODINGS
 from ..errors import ConfigError, ValidationError
 
 app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
@@ -167,6 +168,9 @@ def msc(
     ctx: int | None = typer.Option(None, "--ctx", min=512),
     top_k: int = typer.Option(10, "--top-k", min=1),
     window_tokens: int = typer.Option(2000, "--window-tokens", min=1),
+    rsum_decoding: int = typer.Option(MEMORY_DECODING, "--rsum-decoding",
+                                      help=f"Rsum's memory update revision, one of {MEMORY_DECODINGS} "
+                                      "(3: append what a session adds)"),
     judge: str | None = typer.Option(None, "--judge", help="LLM spec of an optional judge of the replies' "
                                      "consistency with the speaker's persona"),
     cache: str = typer.Option("default", "--cache"),
@@ -176,13 +180,16 @@ def msc(
     """Continue MSC dialogues with each method: reply F1/BLEU-1 and persona-fact recall of the memory."""
     if verbose:
         logging.getLogger("chronomem").setLevel(logging.INFO)
+    if rsum_decoding not in MEMORY_DECODINGS:
+        raise typer.BadParameter(f"must be one of {MEMORY_DECODINGS}, got {rsum_decoding}", param_hint="--rsum-decoding")
     names = _split(methods)
     _check_methods(names)
     eps = load_msc(_default_data(data, DEFAULT_MSC_PATH), episodes)
     need_emb = any(METHODS[n].needs_embedder for n in names)
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
     judge_llm = _judge(judge, llm, model, cache)
-    summary = run_msc(eps, names, model, out, embedder=emb, config=MethodConfig(top_k=top_k, window_tokens=window_tokens),
+    summary = run_msc(eps, names, model, out, embedder=emb, config=MethodConfig(top_k=top_k, window_tokens=window_tokens,
+                                                                      rsum_decoding=rsum_decoding),
                       speaker=speaker, max_replies=max_replies, judge=judge_llm, progress=RichProgress(console),
                       command=shlex.join(["chronomem", *sys.argv[1:]]))
     _finish(summary, out)

@@ -23,6 +23,11 @@ would cut anyway), and caps the generation in proportion to the memory it
 rewrites (:func:`generation_cap`); repeated sentences that still come out are
 dropped in code.
 
+Small models also tend to copy the previous memory back and stop, so the memory stops
+learning after its first session.  ``decoding=3`` (opt-in, :data:`MEMORY_DECODINGS`) asks,
+once there is a memory, only for what the session adds (``prompts/rsum_memory_new_v1.md``),
+appends it, and rewrites with ``P_m`` only when the memory outgrows its sentence cap.
+
 Each ``M_i`` is stored as a :class:`~chronomem.model.Checkpoint` (``seq = i``),
 so the memory as it was after any session is available (:meth:`RsumMemory.summary`
 with ``as_of``) and a forgotten session can be replayed out of the chain
@@ -39,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..config import RSUM_DECODING, RSUM_DECODINGS
 from ..validation import check_id
 from ..errors import ChronomemError, ValidationError
 from ..model import Checkpoint, Message
@@ -53,6 +59,7 @@ from .text import (
     format_turn,
     render_prompt,
     session_header,
+    split_sentences,
 )
 
 __all__ = [
@@ -66,6 +73,7 @@ __all__ = [
     "RsumMemory",
     "MEMORY_DECODING",
     "MEMORY_DECODINGS",
+    "MEMORY_APPEND_PROMPT",
     "MEMORY_PENALTIES",
     "MAX_STOP_SPEAKERS",
     "build_memory_messages",
@@ -85,13 +93,19 @@ MEMORY_PROMPT = "rsum_memory_v2"
 #: What the code does to the model's memory text: 1 = dialogue lines removed, sentence cap;
 #: 2 = also repeated sentences dropped before the cap (a memory written by a model in a loop).
 MEMORY_POSTPROCESS = 2
-#: How the memory update is generated (``decoding=`` of :func:`update_memory` and :class:`RsumMemory`;
-#: the default is the latest): 1 = greedy, up to 32 tokens per allowed sentence + 64; 2 = greedy with
+#: How the memory update is generated (``decoding=`` of :func:`update_memory` and :class:`RsumMemory`):
+#: 1 = greedy, up to 32 tokens per allowed sentence + 64; 2 (the default) = greedy with
 #: :data:`MEMORY_PENALTIES`, up to :func:`generation_cap` tokens, stopped at a dialogue line
-#: (``"\n<speaker>:"``, the first :data:`MAX_STOP_SPEAKERS` speakers).  1 sends exactly the calls it
-#: used to, so its saved response caches replay.
-MEMORY_DECODING = 2
-MEMORY_DECODINGS = (1, 2)
+#: (``"\n<speaker>:"``, the first :data:`MAX_STOP_SPEAKERS` speakers); 3 (opt-in) = decoding 2 for the
+#: first memory, then **append**: the model writes only what a session adds
+#: (:data:`MEMORY_APPEND_PROMPT`, at most :data:`APPEND_SENTENCES` sentences), the code appends it
+#: and drops what repeats the memory, and Rsum's rewrite runs only when the memory outgrows its cap
+#: (BENCHMARKS.md, "Rsum: append instead of rewrite").  1 sends exactly the calls it used to, so its
+#: saved response caches replay.
+MEMORY_DECODING = RSUM_DECODING  # 2
+MEMORY_DECODINGS = RSUM_DECODINGS  # (1, 2, 3): Config.rsum_decoding takes the same values
+#: The prompt of an append step (``decoding=3``): the memory as what is kept, then the session.
+MEMORY_APPEND_PROMPT = "rsum_memory_new_v1"
 #: The repetition penalty of a memory update (``MEMORY_DECODING`` 2).  Chosen on four looping
 #: updates of MSC episodes outside the first eight (test_71, test_77, test_80, test_83) among
 #: frequency 0.5, repeat 1.15 and this: it stopped the loops and wrote the fewest tokens.  llama.cpp
@@ -105,6 +119,8 @@ _TOKENS_PER_SENTENCE = 32  # generation allowance per memory sentence (the cap's
 _SHORT_SENTENCE_TOKENS = 16  # a full memory of short sentences: the cap's lower bound per sentence
 _NEW_SENTENCE_TOKENS = 20  # room for one new sentence in a rewrite, on top of the memory's own length
 _NEW_SENTENCES = 10  # new sentences one update may add beyond the memory it rewrites
+#: Most sentences one append step (``decoding=3``) may write.
+APPEND_SENTENCES = _NEW_SENTENCES
 _CAP_MARGIN = 32  # tokens for the answer's preamble and line breaks
 _PROMPT_MARGIN = 32  # tokens kept free for the chat template around the prompt
 
@@ -169,6 +185,7 @@ def build_memory_messages(
     text = render_prompt(
         load_prompt("chronomem.summarize", prompt),
         max_sentences=max_sentences,
+        new_sentences=min(APPEND_SENTENCES, max_sentences),  # the append prompt's cap (decoding 3)
         previous_memory=previous_memory.strip() or NO_MEMORY,
         session=session_text.strip(),
         session_header=session_header(session_time),
@@ -280,7 +297,13 @@ def update_memory(
     :data:`MEMORY_PENALTIES`, generates at most :func:`generation_cap` tokens of the
     memory it rewrites and stops where a line opens with a speaker's name and a colon
     (so ``echoed_lines`` counts only the dialogue that slipped past the stop).  An
-    explicit ``max_tokens`` is every call's cap in either revision.
+    explicit ``max_tokens`` is every call's cap in every revision.
+
+    ``decoding=3`` appends instead of rewriting once there is a memory: the model is asked
+    only for what the session adds (``prompt`` still writes the first memory), its sentences
+    go after the memory's, those that repeat a memory sentence are dropped (counted in
+    ``repeated_sentences``), and when the result has more than ``max_sentences`` sentences
+    one rewrite with ``prompt`` merges it back under the cap (then the cap is enforced).
     """
     _check_max_sentences(max_sentences)
     _check_decoding(decoding)
@@ -294,26 +317,17 @@ def update_memory(
     stop = ([f"\n{name}:" for name in speakers[:MAX_STOP_SPEAKERS]] or None) if decoding >= 2 else None
     # the chunks leave room for the longest generation any of them may ask for (the full allowance)
     room_tokens = max_tokens or _full_allowance(max_sentences)
-    for chunk in _chunks(llm, session, memory, max_sentences, session_time, room_tokens, prompt, speakers):
-        messages = build_memory_messages(
-            chunk, memory, max_sentences=max_sentences, session_time=session_time, speakers=speakers,
-            prompt=prompt,
-        )
-        gen_tokens = max_tokens or (generation_cap(llm, memory, max_sentences) if decoding >= 2 else room_tokens)
-        res = llm.chat(messages, max_tokens=gen_tokens, temperature=0.0, stop=stop, purpose="rsum",
-                       penalties=penalties)
-        out.calls += 1
-        out.prompt_tokens += res.usage.prompt_tokens
-        out.completion_tokens += res.usage.completion_tokens
-        out.usages.append(res.usage)
-        kept, echoed = drop_dialogue_lines(clean_model_text(res.text), speakers)
-        if echoed:
-            log.info("rsum: removed %d dialogue lines the model copied into the memory", echoed)
-        out.echoed_lines += echoed
-        kept, repeated = drop_repeated_sentences(kept)
-        if repeated:
-            log.info("rsum: removed %d sentences that repeat earlier ones", repeated)
-        out.repeated_sentences += repeated
+    prompts = (prompt, MEMORY_APPEND_PROMPT) if decoding >= 3 else (prompt,)
+    for chunk in _chunks(llm, session, memory, max_sentences, session_time, room_tokens, prompts, speakers):
+        call = _MemoryCall(llm, out, chunk, max_sentences, session_time, speakers, stop, penalties)
+        if decoding >= 3 and memory != NO_MEMORY:
+            kept = call(MEMORY_APPEND_PROMPT, memory, max_tokens or _append_cap(max_sentences))
+            if len(split_sentences(kept)) > max_sentences:
+                log.info("rsum: the memory outgrew %d sentences; rewriting it", max_sentences)
+                kept = call(prompt, kept, max_tokens or generation_cap(llm, kept, max_sentences)) or kept
+        else:
+            kept = call(prompt, memory,
+                        max_tokens or (generation_cap(llm, memory, max_sentences) if decoding >= 2 else room_tokens))
         capped, dropped = cap_sentences(kept, max_sentences)
         if not capped.strip():
             log.warning("rsum: the model returned an empty memory; keeping the previous one")
@@ -324,6 +338,43 @@ def update_memory(
         memory = capped
     out.memory = memory
     return out
+
+
+@dataclass(slots=True)
+class _MemoryCall:
+    """The model calls of one chunk of a session: each returns the memory text the model wrote,
+    dialogue cut and repeated sentences dropped, and adds its cost to ``out``."""
+
+    llm: LLM
+    out: MemoryUpdate
+    chunk: str
+    max_sentences: int
+    session_time: datetime | None
+    speakers: list[str]
+    stop: list[str] | None
+    penalties: Penalties | None
+
+    def __call__(self, prompt: str, previous: str, max_tokens: int) -> str:
+        messages = build_memory_messages(self.chunk, previous, max_sentences=self.max_sentences,
+                                         session_time=self.session_time, speakers=self.speakers, prompt=prompt)
+        res = self.llm.chat(messages, max_tokens=max_tokens, temperature=0.0, stop=self.stop, purpose="rsum",
+                            penalties=self.penalties)
+        out = self.out
+        out.calls += 1
+        out.prompt_tokens += res.usage.prompt_tokens
+        out.completion_tokens += res.usage.completion_tokens
+        out.usages.append(res.usage)
+        text, echoed = drop_dialogue_lines(clean_model_text(res.text), self.speakers)
+        if echoed:
+            log.info("rsum: removed %d dialogue lines the model copied into the memory", echoed)
+        out.echoed_lines += echoed
+        if prompt == MEMORY_APPEND_PROMPT:  # the new sentences go after the memory's
+            text = f"{previous}\n{text}" if text.strip() else previous
+        text, repeated = drop_repeated_sentences(text)
+        if repeated:
+            log.info("rsum: removed %d sentences that repeat earlier ones", repeated)
+        out.repeated_sentences += repeated
+        return text
 
 
 def generate_reply(
@@ -349,20 +400,22 @@ def _chunks(
     max_sentences: int,
     session_time: datetime | None,
     gen_tokens: int,
-    prompt: str,
+    prompts: Sequence[str],
     speakers: list[str],
 ) -> list[str]:
-    """Split the session transcript so that each memory prompt fits the context window.
+    """Split the session transcript so that each memory prompt (the longest of ``prompts``)
+    fits the context window.
 
     The room for the transcript leaves space for a memory as long as one
     generation (it may grow up to that between chunks).
     """
     lines = [format_turn(t) for t in session]
     whole = "\n".join(lines)
-    empty = build_memory_messages(
-        "", NO_MEMORY, max_sentences=max_sentences, session_time=session_time, speakers=speakers, prompt=prompt
+    fixed = max(
+        llm.count_tokens(build_memory_messages("", NO_MEMORY, max_sentences=max_sentences, session_time=session_time,
+                                               speakers=speakers, prompt=p)[0]["content"])
+        for p in prompts
     )
-    fixed = llm.count_tokens(empty[0]["content"])
     memory_room = max(llm.count_tokens(memory), gen_tokens)  # the memory may grow to the cap between chunks
     room = llm.context_window - gen_tokens - _PROMPT_MARGIN - fixed - memory_room
     if llm.count_tokens(whole) <= room:
@@ -397,6 +450,11 @@ def _check_max_sentences(n: int) -> None:
 def _check_decoding(decoding: int) -> None:
     if decoding not in MEMORY_DECODINGS:
         raise ValidationError("decoding", decoding, f"must be one of {MEMORY_DECODINGS} (see MEMORY_DECODING)")
+
+
+def _append_cap(max_sentences: int) -> int:
+    """Tokens one append step may generate: room for its new sentences and line breaks."""
+    return _NEW_SENTENCE_TOKENS * min(APPEND_SENTENCES, max_sentences) + _CAP_MARGIN
 
 
 def _full_allowance(max_sentences: int) -> int:
