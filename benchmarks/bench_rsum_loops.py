@@ -135,14 +135,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=Path, default=None, help="also write one JSON line per update here")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    if args.start < 0 or args.episodes < 1:
+        raise SystemExit(f"--start must be >= 0 and --episodes >= 1, got {args.start} and {args.episodes}")
     if not args.cache.exists() and not args.live:  # --live writes what it generates into a new cache
         raise SystemExit(f"{args.cache}: no such cache file (--live generates the replies into a new one)")
     from chronomem.providers import build_llm, resolve_llm_settings
 
     inner = build_llm(resolve_llm_settings(args.llm))
     llm = CacheReplay(inner, ResponseCache(args.cache), live=args.live)
-    if args.start < 0 or args.episodes < 1:
-        raise SystemExit(f"--start must be >= 0 and --episodes >= 1, got {args.start} and {args.episodes}")
     rows = replay(llm, args.episodes, args.max_sentences, args.decoding, args.data, args.start)
     if args.rows:
         args.rows.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")

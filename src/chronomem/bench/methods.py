@@ -490,7 +490,8 @@ class RsumState:
     usage: UsageSummary
 
 
-def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int, decoding: int | None = None) -> RsumState:
+def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int,
+               decoding: int = MEMORY_DECODING) -> RsumState:
     """``M_i = LLM(S_i, M_{i-1}, P_m)`` over every session, in order (chronomem.summarize.rsum);
     ``decoding``: the update's revision (default: the library's)."""
     from ..summarize.rsum import NO_MEMORY, update_memory
@@ -503,7 +504,7 @@ def build_rsum(llm: LLM, conversation: Conversation, max_sentences: int, decodin
             continue
         upd = update_memory(llm, [rsum_turn(t) for t in session.turns], memory,
                             max_sentences=max_sentences, session_time=session.date_time,
-                            decoding=MEMORY_DECODING if decoding is None else decoding)
+                            decoding=decoding)
         for u in upd.usages:
             usage.add(u)
         memory = upd.memory

@@ -321,7 +321,7 @@ def update_memory(
     for chunk in _chunks(llm, session, memory, max_sentences, session_time, room_tokens, prompts, speakers):
         call = _MemoryCall(llm, out, chunk, max_sentences, session_time, speakers, stop, penalties)
         if decoding >= 3 and memory != NO_MEMORY:
-            kept = call(MEMORY_APPEND_PROMPT, memory, max_tokens or _append_cap(max_sentences))
+            kept = call(MEMORY_APPEND_PROMPT, memory, max_tokens or _append_cap(max_sentences), append=True)
             if len(split_sentences(kept)) > max_sentences:
                 log.info("rsum: the memory outgrew %d sentences; rewriting it", max_sentences)
                 kept = call(prompt, kept, max_tokens or generation_cap(llm, kept, max_sentences)) or kept
@@ -342,8 +342,9 @@ def update_memory(
 
 @dataclass(slots=True)
 class _MemoryCall:
-    """The model calls of one chunk of a session: each returns the memory text the model wrote,
-    dialogue cut and repeated sentences dropped, and adds its cost to ``out``."""
+    """The model calls of one chunk of a session: each returns the memory text the model wrote
+    (after ``previous`` when ``append``), dialogue cut and repeated sentences dropped, and adds its
+    cost to ``out``."""
 
     llm: LLM
     out: MemoryUpdate
@@ -354,7 +355,7 @@ class _MemoryCall:
     stop: list[str] | None
     penalties: Penalties | None
 
-    def __call__(self, prompt: str, previous: str, max_tokens: int) -> str:
+    def __call__(self, prompt: str, previous: str, max_tokens: int, *, append: bool = False) -> str:
         messages = build_memory_messages(self.chunk, previous, max_sentences=self.max_sentences,
                                          session_time=self.session_time, speakers=self.speakers, prompt=prompt)
         res = self.llm.chat(messages, max_tokens=max_tokens, temperature=0.0, stop=self.stop, purpose="rsum",
@@ -368,7 +369,7 @@ class _MemoryCall:
         if echoed:
             log.info("rsum: removed %d dialogue lines the model copied into the memory", echoed)
         out.echoed_lines += echoed
-        if prompt == MEMORY_APPEND_PROMPT:  # the new sentences go after the memory's
+        if append:  # the new sentences go after the memory's
             text = f"{previous}\n{text}" if text.strip() else previous
         text, repeated = drop_repeated_sentences(text)
         if repeated:
