@@ -153,15 +153,16 @@ class AsyncMemory:
     # -- reading -----------------------------------------------------------------------------
     async def facts(self, *, user_id: str, subject: str | None = None,
                     relation: str | None = None, object: str | None = None,
-                    as_of: datetime | str | None = None, include_unstable: bool = False) -> list[Fact]:
+                    as_of: datetime | str | None = None, include_unstable: bool = False,
+                    other_side: bool = True) -> list[Fact]:
         return await self._run(self._mem.facts, user_id=user_id, subject=subject, relation=relation,
-                               object=object, as_of=as_of, include_unstable=include_unstable)
+                               object=object, as_of=as_of, include_unstable=include_unstable, other_side=other_side)
 
     async def history(self, *, user_id: str, subject: str | None = None,
                       relation: str | None = None, object: str | None = None,
-                      include_unstable: bool = True) -> list[Fact]:
+                      include_unstable: bool = True, other_side: bool = True) -> list[Fact]:
         return await self._run(self._mem.history, user_id=user_id, subject=subject, relation=relation,
-                               object=object, include_unstable=include_unstable)
+                               object=object, include_unstable=include_unstable, other_side=other_side)
 
     async def entities(self, *, user_id: str) -> list[Entity]:
         return await self._run(self._mem.entities, user_id=user_id)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -316,32 +316,69 @@ class Memory:
 
     def facts(self, *, user_id: str, subject: str | None = None,
               relation: str | None = None, object: str | None = None,
-              as_of: datetime | str | None = None, include_unstable: bool = False) -> list[Fact]:
+              as_of: datetime | str | None = None, include_unstable: bool = False,
+              other_side: bool = True) -> list[Fact]:
         """Facts valid at ``as_of`` (default: now), oldest first.
 
         ``subject``/``object`` match names and aliases case-insensitively;
         ``relation`` accepts synonyms.  Facts below ``theta_stable`` are left out
-        unless ``include_unstable``.
+        unless ``include_unstable``.  With ``subject`` or ``object`` given, a symmetric or
+        inverse fact stored from the other side is read from this one (``other_side``, on by
+        default): after "Jonas and I got married", ``subject="Jonas", relation="married_to"``
+        finds ``Jonas married_to Lena``, and ``subject="Lucia", relation="child_of"`` finds
+        ``Diego parent_of Lucia`` as ``Lucia child_of Diego``.  Such a reading holds exactly
+        when its stored fact does; it is marked ``origin`` derived, ``rule`` symmetry or
+        inverse, and ``support_ids`` names the stored fact (the id to :meth:`correct`).
         """
         user_id = check_user(user_id)
         when = utcnow() if as_of is None else parse_time(as_of, "as_of")
-        return self._select(user_id, subject, relation, object, when, include_unstable)
+        return self._select(user_id, subject, relation, object, when, include_unstable, other_side)
 
     def history(self, *, user_id: str, subject: str | None = None,
                 relation: str | None = None, object: str | None = None,
-                include_unstable: bool = True) -> list[Fact]:
-        """Every stored version — open, closed and (by default) unstable — oldest first."""
+                include_unstable: bool = True, other_side: bool = True) -> list[Fact]:
+        """Every stored version — open, closed and (by default) unstable — oldest first
+        (``other_side``: as in :meth:`facts`)."""
         user_id = check_user(user_id)
-        return self._select(user_id, subject, relation, object, None, include_unstable)
+        return self._select(user_id, subject, relation, object, None, include_unstable, other_side)
 
     def _select(self, user_id: str, subject: str | None, relation: str | None, obj: str | None,
-                when: datetime | None, include_unstable: bool) -> list[Fact]:
+                when: datetime | None, include_unstable: bool, other_side: bool = True) -> list[Fact]:
+        from .retrieve.counterfactual import other_side as read_other_side
+
         subject_ids = self._entity_ids(user_id, subject, "subject")
         object_ids = self._entity_ids(user_id, obj, "object")
         relations = None if relation is None else [self.registry.canonical(check_name("relation", relation))]
-        return self.store.facts(user_id, subject_ids=subject_ids, object_ids=object_ids,
-                                relations=relations, as_of=when,
-                                min_confidence=None if include_unstable else self.config.theta_stable)
+        min_confidence = None if include_unstable else self.config.theta_stable
+        found = self.store.facts(user_id, subject_ids=subject_ids, object_ids=object_ids, relations=relations,
+                                 as_of=when, min_confidence=min_confidence)
+        if not other_side or (subject_ids is None and object_ids is None):
+            return found  # no side asked for: every stored fact is already listed once
+        stored_as = self._stored_as(relations)
+        if not stored_as:
+            return found
+        mirrored = self.store.facts(user_id, subject_ids=object_ids, object_ids=subject_ids, relations=stored_as,
+                                    as_of=when, min_confidence=min_confidence)
+        listed = {f.id for f in found}
+        readings = [r for f in mirrored if f.id not in listed and (r := read_other_side(f, self.registry)) is not None]
+        if not readings:
+            return found
+        return sorted([*found, *readings],
+                      key=lambda f: (f.valid_from is not None, f.valid_from or datetime.min.replace(tzinfo=timezone.utc),
+                                     f.recorded_at, f.id))
+
+    def _stored_as(self, relations: list[str] | None) -> list[str]:
+        """The relations whose facts, read from the object's side, are one of ``relations``
+        (every symmetric or inverse relation when ``None``)."""
+        names = relations if relations is not None else self.registry.names()
+        out: list[str] = []
+        for name in names:
+            spec = self.registry.spec(name)
+            if spec.symmetric:
+                out.append(spec.name)
+            elif spec.inverse:
+                out.append(self.registry.canonical(spec.inverse))
+        return list(dict.fromkeys(out))
 
     def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
         """Correct a stored fact non-destructively: returns the new version (origin ``corrected``).

@@ -27,6 +27,7 @@ given.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 
@@ -65,6 +66,12 @@ def _stored_supports(facts: Iterable[Fact]) -> list[str]:
     return out
 
 
+def derived_id(rule: str, relation: str, subject: str, obj: str, support_ids: Sequence[str]) -> str:
+    """A derived fact's id: the same reading of the same stored facts always gets the same one."""
+    digest = hashlib.sha1("|".join([rule, relation, subject, obj, *support_ids]).encode()).hexdigest()[:16]
+    return f"derived:{digest}"
+
+
 def derive(supports: Sequence[Fact], rule: str, *, subject: str, subject_id: str | None,
            relation: str, obj: str, object_id: str | None,
            decay: Mapping[str, float] = DEFAULT_DECAY,
@@ -88,11 +95,9 @@ def derive(supports: Sequence[Fact], rule: str, *, subject: str, subject_id: str
         conf *= decay.get(r, 0.9)
     full_rule = "+".join(dict.fromkeys([*inherited, *own_rules]))
     support_ids = _stored_supports(supports)
-    digest = hashlib.sha1("|".join([full_rule, relation, subject_id or subject, object_id or obj,
-                                    *support_ids]).encode()).hexdigest()[:16]
     first = supports[0]
     return Fact(
-        id=f"derived:{digest}", user_id=first.user_id, subject=subject, relation=relation, object=obj,
+        id=derived_id(full_rule, relation, subject_id or subject, object_id or obj, support_ids), user_id=first.user_id, subject=subject, relation=relation, object=obj,
         valid_from=interval[0], valid_to=interval[1], confidence=round(conf, 6), intent=first.intent,
         origin=Origin.DERIVED, recorded_at=max(s.recorded_at for s in supports),
         source_ids=list(dict.fromkeys(i for s in supports for i in s.source_ids)),
@@ -131,6 +136,27 @@ def reverse(f: Fact, registry: RelationRegistry, rules: frozenset[str] = ALL_RUL
     if INVERSE in rules:
         return inverse_reverse(f, registry, decay)
     return None
+
+
+def other_side(f: Fact, registry: RelationRegistry) -> Fact | None:
+    """A stored fact read from its object's side, for listing facts rather than proposing them.
+
+    ``Lena married_to Jonas`` → ``Jonas married_to Lena`` (symmetry), ``Diego parent_of Lucia``
+    → ``Lucia child_of Diego`` (inverse); ``None`` for any other relation.  Unlike
+    :func:`reverse` the reading is not a hypothesis: it keeps the stored fact's interval,
+    confidence and closure (``closed_by``, ``stated_to``), so it holds exactly when the fact does.
+    It is marked like every derived fact (``origin`` derived, ``rule``, ``support_ids`` = the
+    stored fact; its id is the one :func:`reverse` gives the same reading)."""
+    spec = registry.spec(f.relation)
+    if spec.symmetric:
+        rule, relation = SYMMETRY, f.relation
+    elif spec.inverse:
+        rule, relation = INVERSE, registry.canonical(spec.inverse)
+    else:
+        return None
+    return replace(f, id=derived_id(rule, relation, f.object_id or f.object, f.subject_id or f.subject, [f.id]),
+                   subject=f.object, subject_id=f.object_id, relation=relation, object=f.subject,
+                   object_id=f.subject_id, origin=Origin.DERIVED, rule=rule, support_ids=[f.id])
 
 
 def chain_up(start: Fact, links: Mapping[str, Sequence[Fact]], rule: str, *, max_hops: int = 3,

@@ -171,21 +171,25 @@ def add_facts(user_id: UserId, body: FactsIn, mem: Mem) -> dict[str, Any]:
 def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=500)] = None,
                relation: Annotated[str | None, Query(max_length=200)] = None,
                object: Annotated[str | None, Query(max_length=500)] = None, as_of: datetime | None = None,
-               include_unstable: bool = False, limit: Limit = pagination.DEFAULT_LIMIT,
+               include_unstable: bool = False, other_side: bool = True, limit: Limit = pagination.DEFAULT_LIMIT,
                cursor: Cursor = None) -> dict[str, Any]:
-    """Facts valid at ``as_of`` (default now), oldest first."""
+    """Facts valid at ``as_of`` (default now), oldest first.  With ``subject`` or ``object`` given,
+    symmetric and inverse facts stored from the other side are read from this one
+    (``other_side``; marked ``origin`` derived, ``support_ids`` the stored fact)."""
     found = mem.facts(user_id=user_id, subject=subject, relation=relation, object=object, as_of=as_of,
-                      include_unstable=include_unstable)
+                      include_unstable=include_unstable, other_side=other_side)
     return paged([fact_out(f) for f in found], cursor, limit)
 
 
 @router.get("/users/{user_id}/history", response_model=Page[FactOut], tags=["facts"])
 def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=500)] = None,
             relation: Annotated[str | None, Query(max_length=200)] = None,
-            object: Annotated[str | None, Query(max_length=500)] = None,
+            object: Annotated[str | None, Query(max_length=500)] = None, other_side: bool = True,
             limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
-    """Every stored version (open, closed, corrected, unstable), oldest first."""
-    found = mem.history(user_id=user_id, subject=subject, relation=relation, object=object)
+    """Every stored version (open, closed, corrected, unstable), oldest first (``other_side``: as
+    for the facts list)."""
+    found = mem.history(user_id=user_id, subject=subject, relation=relation, object=object,
+                        other_side=other_side)
     return paged([fact_out(f) for f in found], cursor, limit)
 
 
