@@ -1,0 +1,124 @@
+"""State checks on evolving conversations: does the memory notice when facts change?
+
+Each conversation of ``benchmarks/evolving/{tune,check}.json`` (written for this project)
+spans years: moves, job changes, endings, a past told late ("from 2014 to 2016 I worked
+at a bakery"), and relations asked from the other side ("Who is Jonas married to?" after
+"Jonas and I got married").  Its sessions go through :meth:`Memory.add` with the model, in
+order, into a fresh SQLite file; then every check runs:
+
+* ``facts``: :meth:`Memory.facts` for ``subject`` / ``relation`` (``as_of``: default :data:`NOW`);
+  passes when every ``expect`` string is in some returned object (case-insensitive) and
+  no ``reject`` string is in any;
+* ``answer``: :meth:`Memory.answer` for ``question`` as of :data:`NOW`; passes when every
+  ``expect`` string is in the answer's text.
+
+Printed: checks passed per conversation and in all, and each failure with what came back.
+``tune.json`` is what rules may be written from; ``check.json`` was written with it, before
+any change, and is run to see whether a change generalises.  Resumable: a conversation's
+memory file in ``--out`` is reused (its extraction is not redone); model replies go through
+the response cache (``--cache``).
+
+    .venv/bin/python benchmarks/bench_evolving.py --set tune --extraction v4 \\
+        --cache bench-out/evolving/llm-cache.sqlite --out bench-out/evolving/v4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent / "evolving"
+
+
+#: "Now" for every check without an ``as_of``: answer() writes its evidence "as of" a time, so a fixed
+#: one keeps the prompts, and the saved response cache, the same from one run to the next.
+NOW = "2026-12-04T00:00:00+00:00"
+
+
+def run_check(mem: Any, user: str, check: dict[str, Any], other_side: bool = True,
+              now: str = NOW) -> tuple[bool, str]:
+    """One check → (passed, what came back); ``other_side=False``: ``facts()`` as before session 24
+    (symmetric and inverse facts only from the side they were stored on)."""
+    expect = [e.lower() for e in check.get("expect", [])]
+    reject = [r.lower() for r in check.get("reject", [])]
+    if check["kind"] == "facts":
+        facts = mem.facts(user_id=user, subject=check["subject"], relation=check.get("relation"),
+                          as_of=check.get("as_of") or now, other_side=other_side)
+        objects = [f"{f.subject} {f.relation} {f.object}" for f in facts]
+        low = [o.lower() for o in objects]
+        ok = all(any(e in o for o in low) for e in expect) and not any(r in o for r in reject for o in low)
+        return ok, "; ".join(objects) or "(none)"
+    if check["kind"] == "answer":
+        text = mem.answer(check["question"], user_id=user, as_of=now).text
+        return all(e in text.lower() for e in expect), text
+    raise SystemExit(f"unknown check kind {check['kind']!r}")
+
+
+def describe(check: dict[str, Any]) -> str:
+    if check["kind"] == "facts":
+        return f"facts {check['subject']} {check.get('relation') or '*'} @{check.get('as_of') or 'now'}"
+    return f"answer {check['question']!r}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", choices=("tune", "check", "check2"), default="tune")
+    ap.add_argument("--extraction", default="v4", help="the write path's extraction method (Config.extraction)")
+    ap.add_argument("--cache", required=True, help="on-disk response cache (SQLite)")
+    ap.add_argument("--out", required=True, help="folder for the conversations' memory files and results.jsonl")
+    ap.add_argument("--only", default="", help="comma-separated conversation names")
+    ap.add_argument("--no-other-side", action="store_true",
+                    help="facts() without reading symmetric/inverse facts from the other side (the old behaviour)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    os.environ["CHRONOMEM_LLM_CACHE"] = args.cache
+    from chronomem import Config, Memory
+
+    data = json.loads((HERE / f"{args.set}.json").read_text())
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    Path(args.cache).parent.mkdir(parents=True, exist_ok=True)
+    only = {x for x in args.only.split(",") if x}
+    passed = total = 0
+    rows = []
+    for conv in data["conversations"]:
+        if only and conv["name"] not in only:
+            continue
+        db = out / f"{args.set}-{conv['name']}.db"
+        fresh = not db.exists()
+        user = conv["user"]
+        with Memory(str(db), config=Config(extraction=args.extraction)) as mem:
+            if fresh:
+                t0 = time.perf_counter()
+                for s in conv["sessions"]:
+                    mem.add(s["messages"], user_id=user, session_id=s["session_id"], timestamp=s["timestamp"])
+                turns = sum(len(s["messages"]) for s in conv["sessions"])
+                print(f"{conv['name']}: {turns} turns ingested in {time.perf_counter() - t0:.0f} s")
+            n_ok = 0
+            for check in conv["checks"]:
+                ok, got = run_check(mem, user, check, other_side=not args.no_other_side)
+                n_ok += ok
+                rows.append({"conversation": conv["name"], "check": describe(check), "passed": ok, "got": got})
+                if not ok:
+                    print(f"  FAIL {conv['name']}: {describe(check)} expected {check.get('expect')} "
+                          f"rejecting {check.get('reject', [])}: got {got}")
+        print(f"{conv['name']}: {n_ok}/{len(conv['checks'])} checks passed")
+        passed += n_ok
+        total += len(conv["checks"])
+    suffix = "-no-other-side" if args.no_other_side else ""
+    with (out / f"results-{args.set}{suffix}.jsonl").open("w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    print(f"{args.set} set, extraction {args.extraction}{' (facts() without other side)' if args.no_other_side else ''}: "
+          f"{passed}/{total} checks passed ({passed / max(1, total):.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
