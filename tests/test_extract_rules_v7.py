@@ -122,15 +122,15 @@ def test_rules_7_against_rules_6_on_the_demo_slots() -> None:
 
 
 def test_an_unknown_rule_set_is_refused() -> None:
-    assert RULE_VERSIONS[-1] == POSTPROCESS_VERSION == 12
+    assert RULE_VERSIONS[-1] == POSTPROCESS_VERSION == 14
     with pytest.raises(ValueError, match="rules must be one of"):
         postprocess_observations([], DEMO, rules=5)
     with pytest.raises(ValueError, match="rules must be one of"):
-        LineObservationExtractor(object(), rules=13)  # type: ignore[arg-type]
+        LineObservationExtractor(object(), rules=15)  # type: ignore[arg-type]
 
 
 def test_methods_are_frozen_recipes_and_the_default_is_v4() -> None:
-    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9")
+    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11")
     assert method_versions("v3") == ("observe_lines_v1", 6)  # as #21's held-out run writes its memories
     assert method_versions("v4") == ("observe_lines_v1", 7)
     assert method_versions("v5") == ("observe_lines_v1", 8)
@@ -138,6 +138,8 @@ def test_methods_are_frozen_recipes_and_the_default_is_v4() -> None:
     assert method_versions("v7") == ("observe_lines_v1", 10)
     assert method_versions("v8") == ("observe_lines_v1", 11)
     assert method_versions("v9") == ("observe_lines_v1", 12)
+    assert method_versions("v10") == ("observe_lines_v1", 13)
+    assert method_versions("v11") == ("observe_lines_v1", 14)
     assert DEFAULT_METHOD == Config().extraction == "v4"
     with pytest.raises(Exception, match="unknown extraction method"):
         method_versions("v99")

@@ -27,6 +27,7 @@ Pure functions except :meth:`ObservationExtractor.run`.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -40,6 +41,7 @@ from ..providers.base import LLM, Penalties
 from ..registry import statement_identity
 from . import confidence
 from . import speakers as speakers_12
+from . import states
 from .chunking import Chunk
 from . import extractor as v1
 from .extractor import (
@@ -94,15 +96,28 @@ PROMPT_VERSION = "observe_v1"
 #: 12: rules 11, and who a statement is about is read from the chunk's lines (:mod:`.speakers`): a photo
 #: statement belongs to the line whose caption it describes, a near-copy of a line to that line's speaker,
 #: "A and B …" from one speaker's lines to that speaker, and a nickname ("Mel") to the speaker it begins.
-POSTPROCESS_VERSION = 12
+#: 13: rules 7 with the state rules (:mod:`.states`): a range told late ends the fact ("from 2014 to
+#: 2016"), an ending word must reach its object in its own clause ("quit La Paz and now works at …"),
+#: "moved to X" and "left/quit X" in a second clause are facts of their own, an employer typed as a school
+#: is an employer, "broke up" ends a partnership, and family named in a line ("my daughter Lucia",
+#: "your brother Felix") is a fact.  14: rules 12 with the same state rules.
+POSTPROCESS_VERSION = 14
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
 #: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7,
 #: v5 8, v6 9, v7 10, v8 11, v9 12.
-RULE_VERSIONS = (6, 7, 8, 9, 10, 11, 12)
+RULE_VERSIONS = (6, 7, 8, 9, 10, 11, 12, 13, 14)
 #: the rule sets that check a typed fact against its statement (says_typed, role_head, line_time_phrase,
 #: the photo statement's speaker); rules 10 leave it out
-TYPING_8 = frozenset({8, 9, 11, 12})
+TYPING_8 = frozenset({8, 9, 11, 12, 14})
+#: the rule sets with rules 9's catch-all facts told apart by their statements
+CATCH_ALL_9 = frozenset({9, 10, 11, 12, 14})
+#: the rule sets with rules 11's reaction filter and typed-relation reading
+RULES_11 = frozenset({11, 12, 14})
+#: the rule sets that read who a statement is about from the chunk's lines (rules 12)
+SPEAKERS_12 = frozenset({12, 14})
+#: the rule sets with the state rules of :mod:`.states` (rules 13 = 7 + them, 14 = 12 + them)
+STATE_RULES = frozenset({13, 14})
 #: the rule sets that make a shared photo ``shared_photo`` of what it shows (rules 11: ``did``, object kept)
 SHARED_PHOTO = frozenset({8, 9})
 
@@ -695,7 +710,7 @@ def says_typed(relation: str, statement: str, rules: int = 8) -> bool:
     """Does the statement speak of working at, working as or studying at something (rules 8: a
     ``works_at``, ``job_title`` or ``studies_at`` fact needs it)?  Rules 11 also: being a thing for
     ``is_a``, liking for ``likes``/``hobby``/``favorite``.  Other relations: always."""
-    pattern = _SAYS_TYPED.get(relation) or (_SAYS_TYPED_11.get(relation) if rules >= 11 else None)
+    pattern = _SAYS_TYPED.get(relation) or (_SAYS_TYPED_11.get(relation) if rules in RULES_11 else None)
     return pattern is None or bool(pattern.search(statement))
 
 
@@ -876,6 +891,8 @@ def postprocess_observations(
     typing_8 = rules in TYPING_8
     if rules >= 7:
         observations = _with_clause_facts(observations)
+    if rules in STATE_RULES:
+        observations = _with_state_clauses(observations)
     notes: list[str] = []
     speakers = list(dict.fromkeys([*context_speakers, *(m.speaker for m in numbered.values())]))
     out: list[FactInput] = []
@@ -896,7 +913,7 @@ def postprocess_observations(
         others = [s for s in speakers if s != msg.speaker]
         other = others[0] if len(others) == 1 else None
         subject = resolve_person(o.subject, msg.speaker, other) or statement_subject(o.statement, speakers) or msg.speaker
-        if rules >= 12:  # "Mel" is Melanie, as subject and as the statement's first word
+        if rules in SPEAKERS_12:  # "Mel" is Melanie, as subject and as the statement's first word
             subject = speakers_12.nickname_of(subject, speakers) or subject
             o = o.model_copy(update={"statement": speakers_12.full_names(o.statement, speakers)})
         sharer = image_sharer(subject, o.statement, found, speakers)
@@ -906,7 +923,7 @@ def postprocess_observations(
             # "Jon shared a photo of a red dress" for Gina's photo, the subject already Gina: the statement's
             # words follow the photo's line like the subject does (rewritten just below)
             subject = named
-        if rules >= 12:
+        if rules in SPEAKERS_12:
             # the photo it describes or the line it copies says who said it, wherever the model cited
             lines = [*found, *numbered.values()]
             photo = speakers_12.photo_line(o.statement, lines, speakers)
@@ -956,7 +973,7 @@ def postprocess_observations(
         if rules >= 7 and small_talk(o.statement, speakers):
             notes.append(f"dropped small talk: {o.statement}")
             continue
-        if rules >= 11 and reaction(o.statement, subject, speakers):
+        if rules in RULES_11 and reaction(o.statement, subject, speakers):
             notes.append(f"dropped a reaction to the other speaker: {o.statement}")
             continue
         obj = resolve_person(o.object, msg.speaker, other)
@@ -972,7 +989,24 @@ def postprocess_observations(
         if o.ended and not says_ended(o.statement, rules):
             notes.append(f"not ended (nothing says it stopped): {o.statement}")
             o = o.model_copy(update={"ended": False})
+        if rules in STATE_RULES and o.ended and not states.ending_governs(o.statement, obj):
+            notes.append(f"not ended (its ending is another clause's): {o.statement}")
+            o = o.model_copy(update={"ended": False})
+        elif (rules in STATE_RULES and not o.ended and o.relation in _ENDABLE_STATES
+              and states.ending_governs(o.statement, obj, strong=True)):
+            notes.append(f"ended (the statement ends it): {o.statement}")
+            o = o.model_copy(update={"ended": True})
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
+        if rules in STATE_RULES and rel == "studies_at" and states.employer_named(o.statement, obj):
+            notes.append(f"studies_at → works_at (the statement names an employer): {o.statement}")
+            rel = "works_at"
+        if rules in STATE_RULES and rel == "married_to" and _BROKE_UP.search(o.statement):
+            rel = "partner_of"  # couples break up; spouses divorce
+        if rules in STATE_RULES and rel in _ENDABLE_STATES:
+            owner = states.reported_owner(o.statement, subject, obj)
+            if owner is not None:
+                notes.append(f"subject {subject!r} → {owner!r} (the state told is theirs): {o.statement}")
+                subject = owner
         if rel in EVENT_RELATIONS and ended:
             ended = False  # "started his dance studio" happened; it did not stop
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
@@ -991,7 +1025,7 @@ def postprocess_observations(
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"
-        if typing_8 and not says_typed(_typed_as(rel, canonical) if rules >= 11 else rel, o.statement, rules):
+        if typing_8 and not says_typed(_typed_as(rel, canonical) if rules in RULES_11 else rel, o.statement, rules):
             rel = "did"  # "Gina works_at the dance studio" for "Gina congratulated Jon on opening the dance studio"
         if typing_8 and rel == "job_title" and not is_role(role_head(obj)):
             rel = "did"  # "Jon job_title group of dancers": a group is no role
@@ -1022,7 +1056,7 @@ def postprocess_observations(
         said = ""  # what else tells this fact from another with its (subject, relation, object)
         if relation == "did" and rules == 8:
             obj = o.statement
-        elif relation == "did" and rules >= 9:
+        elif relation == "did" and rules in CATCH_ALL_9:
             said = statement_identity(o.statement)
         key = (subject.lower(), relation, obj.lower(), ended, said)
         if key in seen:
@@ -1031,6 +1065,8 @@ def postprocess_observations(
         # the time comes from the statement's own words: a separate "time" field was copied
         # across statements by the 1.5B model ("yesterday" on every fact of a turn)
         time_text = find_time_phrase(o.statement) or (o.time if o.time and o.time.lower() in o.statement.lower() else "")
+        if rules in STATE_RULES:
+            time_text = states.range_phrase(o.statement) or time_text  # "from 2014 to 2016": both ends
         if typing_8 and time_text:
             time_text = line_time_phrase(time_text, found)
         text, resolved = with_date(o.statement, time_text, msg.timestamp)
@@ -1043,7 +1079,85 @@ def postprocess_observations(
             subject_type="person" if subject in speakers else None,
             object_type="person" if obj in speakers else None,
         ))
+    if rules in STATE_RULES:
+        out = _with_kin(out, numbered, speakers, canonical, notes)
+        out = _with_line_states(out, numbered, canonical, notes)
     return _one_speaker_per_turn_fact(_ended_wins(out, notes), numbered, speakers, notes), notes
+
+
+#: rules 13/14: the states an ending in the statement closes even when the model said it goes on
+_ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "married_to", "partner_of", "job_title"})
+_BROKE_UP = re.compile(r"\b(?:broke up|break up|breaking up|split up)\b", re.IGNORECASE)
+#: relations the 1.5B model gives a relative it did not recognise ("Diego has_pet Lucia" for his daughter)
+_KIN_RETYPED = frozenset({"has_pet", "owns", "did", "met", "likes", "friend_of"})
+
+
+def _with_state_clauses(observations: Sequence[Observation]) -> list[Observation]:
+    """Each observation followed by a copy per state its statement changes besides the typed one
+    (:func:`.states.state_clauses`: "… and moved to Tokyo", "left Sony …", "joined Novartis as …")."""
+    out: list[Observation] = []
+    for o in observations:
+        out.append(o)
+        for rel, obj, ended, who in states.state_clauses(o.statement, o.relation or "did", o.object):
+            out.append(o.model_copy(update={"relation": rel, "object": obj, "ended": ended, "subject": who or o.subject}))
+    return out
+
+
+def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], canonical: Callable[[str], str],
+                      notes: list[str]) -> list[FactInput]:
+    """Rules 13/14: where a line's speaker says they live or work (:func:`.states.line_states`: "I'm
+    sharing an apartment in Osaka") when no fact of the chunk says it already: one slot holds one fact,
+    and the model wrote the job ("started at Sony") and lost the city."""
+    out = list(facts)
+    for msg in numbered.values():
+        for st in states.line_states(msg.text):
+            relation = canonical(st.relation)
+            name = st.name.lower()
+            if any(f.subject == msg.speaker and f.relation == relation
+                   and (name in f.object.lower() or f.object.lower() in name) for f in out):
+                continue
+            text, resolved = with_date(st.statement(msg.speaker), find_time_phrase(st.sentence), msg.timestamp)
+            valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp)
+            notes.append(f"{st.relation} read from {msg.id}: {text}")
+            out.append(FactInput(
+                subject=msg.speaker, relation=relation, object=st.name, valid_from=valid_from, valid_to=valid_to,
+                confidence=confidence.score("certain", msg.text, st.name, relation), intent=Intent.FACT,
+                source_ids=[msg.id], session_id=msg.session_id, text=text, origin=Origin.STATED,
+                subject_type="person"))
+    return out
+
+
+def _with_kin(facts: list[FactInput], numbered: dict[int, Message], speakers: Sequence[str],
+              canonical: Callable[[str], str], notes: list[str]) -> list[FactInput]:
+    """Rules 13/14: family and friends a line names ("my daughter Lucia", "your brother Felix", or "And
+    your sister?" answered "Carmen is …") as facts of their own, each cited to its line; a fact the model typed otherwise for the same two
+    people ("Diego has_pet Lucia") takes the kin relation."""
+    out = list(facts)
+    lines = [numbered[n] for n in sorted(numbered)]
+    for i, msg in enumerate(lines):
+        others = [s for s in speakers if s != msg.speaker]
+        mentions = states.kin_mentions(msg.text, msg.speaker, others[0] if len(others) == 1 else None)
+        if i > 0 and lines[i - 1].speaker != msg.speaker:
+            answered = states.kin_answered(lines[i - 1].text, lines[i - 1].speaker, msg.text, msg.speaker)
+            mentions += [answered] if answered is not None else []
+        for k in mentions:
+            relation = canonical(k.relation)
+            same = [i for i, f in enumerate(out) if f.subject.lower() == k.holder.lower()
+                    and f.object.lower() == k.name.lower()]
+            if any(out[i].relation == relation for i in same):
+                continue
+            retyped = [i for i in same if out[i].relation in _KIN_RETYPED]
+            if retyped:
+                i = retyped[0]
+                notes.append(f"{out[i].relation} → {relation} (the line says {k.word}): {out[i].text}")
+                out[i] = replace(out[i], relation=relation, object_type="person")
+                continue
+            notes.append(f"kin named in {msg.id}: {k.statement()}")
+            out.append(FactInput(
+                subject=k.holder, relation=relation, object=k.name, valid_from=msg.timestamp, confidence=0.9,
+                intent=Intent.FACT, source_ids=[msg.id], session_id=msg.session_id, text=k.statement(),
+                origin=Origin.STATED, subject_type="person", object_type="person"))
+    return out
 
 
 def _typed_as(relation: str, canonical: Callable[[str], str]) -> str:

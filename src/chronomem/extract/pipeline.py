@@ -79,7 +79,10 @@ class MethodRecipe:
 #: prompt under rules 10 (rules 7, and a chunk's catch-all facts told apart by their statements); "v8" =
 #: v3's prompt under rules 11 (rules 10, typed facts checked against their statements as rules 8 do, a shared
 #: photo a catch-all fact with its object kept, reactions to the other speaker dropped); "v9" = v3's prompt
-#: under rules 12 (rules 11, and who a statement is about read from the chunk's lines: :mod:`.speakers`).
+#: under rules 12 (rules 11, and who a statement is about read from the chunk's lines: :mod:`.speakers`);
+#: "v10" / "v11" = v4 / v9 with the state rules (rules 13 / 14, :mod:`.states`: ranges told late, endings
+#: that reach their object, moves and departures in a second clause, employers typed as schools, kin
+#: named in a line).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
@@ -90,6 +93,8 @@ METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v7": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 10),
     "v8": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 11),
     "v9": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 12),
+    "v10": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 13),
+    "v11": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 14),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"

@@ -1,0 +1,341 @@
+"""State rules (rules 13 and 14): what a statement says about a state changing, read in code.
+
+The evolving-state benchmark (``benchmarks/bench_evolving.py``: moves, job changes, a past told
+late, relations asked from the other side) showed the one-slot-per-line extractor losing the
+changes a memory exists to notice, in ways the statement's own words settle:
+
+* **an interval told late**: "worked at a bakery in York from 2014 to 2016" kept only "from
+  2014" (:func:`range_phrase` finds the whole range, so the fact ends in 2016);
+* **an ending that governs another object**: "quit La Paz and now works at Hospital Clinico"
+  typed ``works_at Hospital Clinico`` with ``ended``, and "moved to Lisbon last year and closed
+  her cafe" ended the residence (:func:`ending_governs`: the ending word must reach the object
+  in its own clause);
+* **an employer typed as a school**: "joined Novartis as a lab scientist" → ``studies_at
+  Novartis`` (:func:`employer_named`);
+* **family named in passing**: "my daughter Lucia", "your brother Felix", "my wife Giulia" —
+  the model typed the daughter a pet, or wrote nothing (:func:`kin_mentions`).
+
+All functions are pure.  :func:`~chronomem.extract.observations.postprocess_observations`
+applies them under :data:`~chronomem.extract.observations.STATE_RULES`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from .. import timeexpr
+
+_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
+          r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)")
+_WHEN = rf"(?:(?:early|late|mid) )?(?:{_MONTH} )?(?:19|20)\d\d|{_MONTH}"
+_RANGE = re.compile(
+    rf"\b(?:(?:from|between) (?:{_WHEN}) (?:to|until|till|through|and|-|–) (?:{_WHEN})|"
+    rf"(?:{_WHEN}) ?(?:-|–) ?(?:{_WHEN})|(?:until|till|up to) (?:{_WHEN}))\b",
+    re.IGNORECASE)
+
+
+def range_phrase(text: str) -> str:
+    """The first interval or "until" in ``text`` that :mod:`~chronomem.timeexpr` resolves as one
+    ("from 2014 to 2016", "between May and July 2022", "until 2015"), else ``""``.
+
+    >>> range_phrase("Lena worked at a bakery in York from 2014 to 2016.")
+    'from 2014 to 2016'
+    >>> range_phrase("Lena moved to Leeds in March.")
+    ''
+    """
+    ref = datetime(2000, 1, 1, tzinfo=timezone.utc)
+    for m in _RANGE.finditer(text):
+        r = timeexpr.resolve(m.group(0), ref)
+        if r is not None and r.kind in ("range", "until"):
+            return m.group(0)
+    return ""
+
+
+_ENDING = re.compile(
+    r"\b(?:lost|quit|quitting|left|leaving|moved (?:away|out)(?: of| from)?|broke up|break up|split up|divorc\w*|"
+    r"sold|no longer|stopped|ended|closed|shut down|gave up|retired|resigned|laid off|fired|dropped out|"
+    r"passed away|died|rehomed|re-?hom(?:e|es|ing)|got rid of|gave away|used to|former(?:ly)?|anymore)\b",
+    re.IGNORECASE)
+#: Where a clause ends and another begins: punctuation, "but", or "and" before a new verb
+#: ("and now works", "and joined", "and closed") — not "Kenji and I broke up".
+_CLAUSE_BREAK = re.compile(r"[,;.!?]|\b(?:but|because|since|after|before|when|while|although|though|so that|until)\b|"
+                           r"\band (?:now|then|also|later|since)\b|\band (?:\w+ )?\w+(?:ed|s)\b|"
+                           r"\b(?:he|she|they|we|i)\b", re.IGNORECASE)
+#: "Kenji and I broke up": a second subject joined to the object is the same clause
+_JOINT_SUBJECT = re.compile(r"^\s*(?:and|&) (?:I|me|we|he|she|they|[A-Z][a-z]+)\s*$")
+
+
+#: endings that close a state whatever the model said ("Aiko and Kenji broke up" typed not ended)
+_STRONG_ENDING = re.compile(r"\b(?:quit|left|broke up|split up|divorced|resigned(?: from)?|(?:was |got )?laid off(?: from)?|"
+                            r"(?:was |got )?fired(?: from)?|moved (?:away|out)(?: of| from)?|no longer)\b", re.IGNORECASE)
+
+
+def ending_governs(statement: str, obj: str, *, strong: bool = False) -> bool:
+    """Does an ending word of ``statement`` reach ``obj`` within one clause?  "Diego quit La Paz"
+    ends La Paz; "quit La Paz and now works at Hospital Clinico" does not end the clinic; "moved to
+    Lisbon last year and closed her cafe" does not end Lisbon; "Kenji and I broke up" ends Kenji.
+    When the object is not in the statement, any ending word counts (the caller's old reading).
+    ``strong``: only the endings that close a state whatever the model said (quit, left, broke up,
+    divorced, laid off …), and never without the object in the statement.
+
+    >>> ending_governs("Diego quit La Paz and now works at Hospital Clinico.", "Hospital Clinico")
+    False
+    >>> ending_governs("Kenji and I broke up in the spring.", "Kenji")
+    True
+    """
+    ending = _STRONG_ENDING if strong else _ENDING
+    at = statement.lower().find(obj.lower().strip()) if obj.strip() else -1
+    if at < 0:
+        return not strong and bool(ending.search(statement))
+    end = at + len(obj.strip())
+    for m in ending.finditer(statement):
+        if m.start() < end and m.end() > at:
+            return True  # "ex-boyfriend" inside the object
+        if m.end() <= at:  # "quit La Paz": the ending, then the object
+            between = statement[m.end():at]
+            reaches = not _CLAUSE_BREAK.search(between)
+        else:  # "Kenji and I broke up": the object, then the ending ("and closed her cafe" is another clause)
+            between = statement[end:m.start()]
+            reaches = bool(_JOINT_SUBJECT.match(between)) or not _CLAUSE_BREAK.search(statement[end:m.end()])
+        if reaches and len(between.split()) <= 8:
+            return True
+    return False
+
+
+_NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de |la )?[A-Z][\w'&-]*){0,3})"
+#: a clause of its own that moves someone or ends a named state; the relation of a "left X" clause is
+#: the one the model typed the statement with (left Sony: works_at; left Madrid: lives_in)
+_MOVED = re.compile(rf"\b(?:moved|moving|relocated|relocating) (?:back )?to {_NAME}")
+_LEFT = re.compile(rf"\b(?:left|quit|resigned from|(?:was |got )?laid off from|moved (?:away|out) (?:of|from)) {_NAME}")
+_JOINED = re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME} as (?:an? |the )?\w+")
+#: a clause after any of these is no plain statement of fact ("might move to Paris")
+_NOT_PLAIN = re.compile(r"\b(?:no longer|not|n't|never|might|may|could|would|will|wants? to|plans? to|planning to|"
+                        r"hopes? to|thinking of|considering|if|wish\w*|going to|about to|dream\w*)\b")
+_LEFT_RELATIONS = frozenset({"works_at", "lives_in", "moved_to", "studies_at"})
+
+
+_ADVERBS = {"just", "recently", "finally", "also", "has", "had", "have", "then", "already", "eventually"}
+_THIRD_PERSON = {"he", "she", "they", "him", "her", "them", "it"}
+
+
+def clause_subject(statement: str, start: int) -> str | None:
+    """Who does the clause at ``start`` speak of?  The name just before its verb ("Felix moved to
+    Oslo" → ``"Felix"``), ``""`` for the statement's own subject ("… and moved to Tokyo", "I moved"),
+    ``None`` when a pronoun leaves it open ("he moved to Oslo")."""
+    words = re.findall(r"[A-Za-z']+", statement[:start])
+    while words and words[-1].lower() in _ADVERBS:
+        words.pop()
+    if not words:
+        return ""
+    last = words[-1]
+    if last.lower() in _THIRD_PERSON:
+        return None
+    if last[0].isupper() and last.lower() not in ("i", "we"):
+        return last
+    return ""
+
+
+def state_clauses(statement: str, relation: str, obj: str) -> list[tuple[str, str, bool, str]]:
+    """``(relation, object, ended, subject)`` of the states a statement changes besides the one the
+    model typed (``relation`` / ``obj``): "moved to Tokyo" → ``lives_in Tokyo``; "left Sony" in a
+    statement typed ``works_at`` → ``works_at Sony``, ended; "joined Novartis as a lab scientist" →
+    ``works_at Novartis``.  Not after a hedge, plan or negation.  ``subject``: ``""`` for the
+    statement's own, or the name the clause speaks of ("Lena told Omar that Felix moved to Oslo");
+    a clause whose subject is a pronoun is left out.
+
+    >>> state_clauses("Aiko and Kenji broke up in the spring and moved to Tokyo in May.", "married_to", "Kenji")
+    [('lives_in', 'Tokyo', False, '')]
+    >>> state_clauses("Lena told Omar that Felix moved to Oslo last month.", "friend_of", "Felix")
+    [('lives_in', 'Oslo', False, 'Felix')]
+    """
+    out: list[tuple[str, str, bool, str]] = []
+
+    def add(rel: str, name: str, ended: bool, start: int) -> None:
+        who = clause_subject(statement, start)
+        same = name.lower() in obj.lower() or obj.lower() in name.lower()
+        if who is None or _NOT_PLAIN.search(statement[:start]) or same:
+            return
+        if (rel, name, ended, who) not in out:
+            out.append((rel, name, ended, who))
+
+    for m in _MOVED.finditer(statement):
+        add("lives_in", m.group(1), False, m.start())
+    if relation in _LEFT_RELATIONS:
+        left_as = {"moved_to": "lives_in", "studies_at": "studies_at" if _STUDY.search(statement) else "works_at"}
+        for m in _LEFT.finditer(statement):
+            add(left_as.get(relation, relation), m.group(1), True, m.start())
+    for m in _JOINED.finditer(statement):
+        if not _STUDY.search(statement):
+            add("works_at", m.group(1), False, m.start())
+    return out
+
+
+_EMPLOYER = (
+    re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME} as (?:an? |the )?\w+"),
+    re.compile(rf"\b(?:works?|worked|working) (?:at|for) {_NAME}"),
+    re.compile(rf"\b(?:job|position|role|internship) (?:at|with) {_NAME}"),
+    re.compile(rf"\b(?:hired by|employed by|started (?:a new job )?at) {_NAME}"),
+)
+_STUDY = re.compile(r"\b(?:stud(?:y|ies|ied|ying)|students?|enrol\w*|school|college|universit\w*|degree|course|class)\b",
+                    re.IGNORECASE)
+
+
+def employer_named(statement: str, obj: str) -> bool:
+    """Does ``statement`` name ``obj`` as an employer ("joined Novartis as a lab scientist",
+    "works at Acme", "a job at Globex") and say nothing of studying?"""
+    if _STUDY.search(statement):
+        return False
+    low = obj.lower().strip()
+    return any(low and (low in m.group(1).lower() or m.group(1).lower() in low)
+               for rx in _EMPLOYER for m in rx.finditer(statement))
+
+
+#: kin word → the relation from the speaker's side ("my daughter Lucia": speaker parent_of Lucia)
+KIN: dict[str, str] = {
+    **dict.fromkeys(("daughter", "son", "child", "kid", "baby", "stepdaughter", "stepson"), "parent_of"),
+    **dict.fromkeys(("brother", "sister", "sibling", "twin", "stepbrother", "stepsister"), "sibling_of"),
+    **dict.fromkeys(("wife", "husband", "spouse"), "married_to"),
+    **dict.fromkeys(("boyfriend", "girlfriend", "partner", "fiance", "fiancé", "fiancee", "fiancée"), "partner_of"),
+    **dict.fromkeys(("mom", "mum", "mother", "dad", "father", "mama", "papa"), "child_of"),
+    **dict.fromkeys(("friend", "best friend", "bff"), "friend_of"),
+}
+_KIN_WORDS = "|".join(sorted((re.escape(k) for k in KIN), key=len, reverse=True))
+_KIN = re.compile(rf"\b(my|your|our)\s+(?:(?:little|big|older|younger|baby|eldest|youngest|new|dear)\s+)?({_KIN_WORDS})s?,?\s+"
+                  r"(?-i:([A-Z][a-z][\w'-]*))(?!\s*'s)", re.IGNORECASE)
+_NOT_NAMES = frozenset("""I I'm I've Is Was Are The And But So Who What When Where How Just Now Too Also Said Says
+    Has Had Have Will Would Can Could Did Does""".split())
+
+
+@dataclass(frozen=True, slots=True)
+class KinMention:
+    """"my daughter Lucia" in a line: ``holder`` (the speaker, or the listener for "your")
+    ``relation`` ``name``; ``word`` is the kin word as said."""
+
+    holder: str
+    relation: str
+    name: str
+    word: str
+
+    def statement(self) -> str:
+        return f"{self.name} is {self.holder}'s {self.word}."
+
+
+def kin_mentions(text: str, speaker: str, listener: str | None) -> list[KinMention]:
+    """Family and friends named in a line: "my daughter Lucia" (the speaker's), "your brother Felix"
+    (the listener's, when the conversation has one other speaker).  "our" counts as the speaker's.
+    A name that is a speaker's is left out ("my friend Omar" said to Omar is talk, not news).
+
+    >>> kin_mentions("Yes! And my daughter Lucia was born in October!", "Diego", "Priya")
+    [KinMention(holder='Diego', relation='parent_of', name='Lucia', word='daughter')]
+    """
+    out: list[KinMention] = []
+    for m in _KIN.finditer(text):
+        whose, word, name = m.group(1).lower(), m.group(2).lower(), m.group(3)
+        holder = listener if whose == "your" else speaker
+        if holder is None or name in _NOT_NAMES or name in (speaker, listener):
+            continue
+        mention = KinMention(holder, KIN[word], name, word)
+        if mention not in out:
+            out.append(mention)
+    return out
+
+
+_ADV = r"(?:(?:now|still|currently|just|recently|finally|also|already|actually) )*"
+#: first-person clauses of a line that state where the speaker lives or works, with a name
+_LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are)? {_ADV}(?:live|living) in {_NAME}"), "lives_in"),
+    (re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|relocated) (?:back )?to {_NAME}"), "lives_in"),
+    (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are|'ve| have)? {_ADV}(?:sharing |renting |bought |moved into |in )?"
+                rf"(?:an? |my |our )?(?:new |small |little )?(?:apartment|flat|house|home|place) in {_NAME}"), "lives_in"),
+    (re.compile(rf"\bI(?:'m| am)? {_ADV}(?:work|working) (?:at|for) {_NAME}"), "works_at"),
+    (re.compile(rf"\bI(?:'ve| have)? {_ADV}(?:started|joined) (?:at )?{_NAME} as\b"), "works_at"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LineState:
+    """"I live in Leeds" in a line: the speaker ``relation`` ``name``; ``sentence`` is where it is said."""
+
+    relation: str
+    name: str
+    sentence: str
+
+    def statement(self, speaker: str) -> str:
+        verb = {"lives_in": "lives in", "works_at": "works at"}[self.relation]
+        return f"{speaker} {verb} {self.name}."
+
+
+def line_states(text: str) -> list[LineState]:
+    """Where the speaker of a line says they live or work, in a first-person clause that names the
+    place or employer ("I'm sharing an apartment in Osaka", "I work at Ridgeway High", "we moved to
+    Basel"); not in a question and not after a hedge, plan or negation in its sentence.
+
+    >>> line_states("I just started at Sony, and I'm sharing an apartment in Osaka with my boyfriend Kenji.")
+    [LineState(relation='lives_in', name='Osaka', sentence="I just started at Sony, and I'm sharing an apartment in Osaka with my boyfriend Kenji.")]
+    """
+    out: list[LineState] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for rx, rel in _LINE_STATES:
+            for m in rx.finditer(sentence):
+                if _NOT_PLAIN.search(sentence[:m.start()]) or _NOT_PLAIN.search(m.group(0)):
+                    continue
+                state = LineState(rel, m.group(1), sentence.strip())
+                if state not in out:
+                    out.append(state)
+    return out
+
+
+_REPORTED = re.compile(r"\b(?:telling|tells|told|talking|talks|talked|saying|says|said|mention\w*|shar(?:ing|es|ed)|"
+                       r"explain\w*|updat(?:ing|es|ed))\b(?: \w+)?(?: about| that)? ([A-Z][a-z][\w-]*)'s\b")
+
+
+def reported_owner(statement: str, subject: str, obj: str) -> str | None:
+    """Whose state a reported statement gives: "Diego is telling Priya about Carmen's living
+    situation in Seville" speaks of Carmen's home, not Diego's.  The name after a verb of telling
+    with "'s", when it is not ``subject`` and ``obj`` follows it in the same clause; else ``None``.
+
+    >>> reported_owner("Diego is telling Priya about Carmen's living situation in Seville.", "Diego", "Seville")
+    'Carmen'
+    >>> reported_owner("Jon moved into Gina's old flat in Berlin.", "Jon", "Berlin") is None
+    True
+    """
+    m = _REPORTED.search(statement)
+    if m is None or m.group(1) == subject or m.group(1) in _NOT_NAMES:
+        return None
+    at = statement.find(obj, m.end()) if obj else -1
+    if at < 0 or _CLAUSE_BREAK.search(statement[m.end():at]) or len(statement[m.end():at].split()) > 8:
+        return None
+    return m.group(1)
+
+
+_ASKED_KIN = re.compile(rf"\byour\s+(?:(?:little|big|older|younger|new)\s+)?({_KIN_WORDS})s?\b(?!,?\s+(?-i:[A-Z]))",
+                        re.IGNORECASE)
+_INTERJECTIONS = ("oh", "ah", "well", "yes", "yeah", "no", "haha", "ha", "hmm", "so", "actually", "honestly")
+#: the answer opens with a name and what that person is or did ("Carmen is still in Seville")
+_OPENING = re.compile(rf"^\s*(?:(?:{'|'.join(_INTERJECTIONS)})\W+)*(?-i:([A-Z][a-z][\w'-]*))"
+                      r"(?:'s|\s+(?:is|was|has|had|just|got|moved|lives|works|started|finally|still|recently|"
+                      r"retired|passed|became|joined|left))\b", re.IGNORECASE)
+_NOT_NAMES_LOWER = frozenset(w.lower() for w in _NOT_NAMES) | {"she", "he", "they", "we", "it", "my", "our", "the", "that",
+                                                               "this", "there", "thanks", "thank", "good", "great", "fine"}
+
+
+def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMention | None:
+    """A relative asked after without a name and named by the answer: "And your sister?" —
+    "Carmen is still in Seville" → Carmen is the answerer's sister.  ``asked``: who asked (a name
+    that is theirs is not the relative).  ``None`` unless the answer opens with a name."""
+    q = _ASKED_KIN.search(question)
+    a = _OPENING.match(answer)
+    if q is None or a is None:
+        return None
+    name = a.group(1)
+    if name.lower() in _NOT_NAMES_LOWER or name.lower() in _INTERJECTIONS or name in (asked, answerer):
+        return None
+    word = q.group(1).lower()
+    return KinMention(answerer, KIN[word], name, word)
+
+
+__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "kin_mentions", "LineState", "kin_answered", "line_states", "range_phrase", "reported_owner", "state_clauses"]

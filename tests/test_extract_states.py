@@ -1,0 +1,227 @@
+"""State rules (rules 13 / 14, extraction v10 / v11): what a statement says about a state changing.
+
+The lines and the model's slots are the 1.5B model's replies on the evolving-state benchmark's tune
+set (benchmarks/evolving/tune.json): a job change typed as a school, an ending put on the wrong
+clause, a past interval cut to its start, a daughter typed as a pet.  Under rules 7 (v4) each of
+these left the memory with the wrong job or home "now".
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from chronomem.extract import states
+from chronomem.extract.line_observations import parse_line_observations
+from chronomem.extract.observations import RULE_VERSIONS, STATE_RULES, postprocess_observations
+from chronomem.extract.pipeline import METHOD_RECIPES
+from chronomem.model import Message
+
+from test_extract_line_observations import fact
+
+WHEN = datetime(2022, 8, 19, 19, tzinfo=timezone.utc)
+
+
+def line(i: int, speaker: str, text: str, ts: datetime = WHEN) -> Message:
+    return Message(id=f"E:{i}", user_id="u", session_id="s", speaker=speaker, text=text, timestamp=ts,
+                   recorded_at=ts, seq=i)
+
+
+def run(numbered: dict[int, Message], *slots: tuple[int, dict], rules: int = 13) -> tuple[list, list[str]]:
+    obs = parse_line_observations({"lines": [{"line": n, "fact": f} for n, f in slots]})
+    return postprocess_observations(obs, numbered, trust_turn=True, rules=rules)
+
+
+def triples(facts) -> list[tuple[str, str, str, bool]]:
+    return [(f.subject, f.relation, f.object, f.valid_to is not None) for f in facts]
+
+
+# ----------------------------------------------------------------- the pure functions
+
+@pytest.mark.parametrize("text, phrase", [
+    ("Lena worked at a bakery in York from 2014 to 2016.", "from 2014 to 2016"),
+    ("I lived there between May and July 2022.", "between May and July 2022"),
+    ("Nia lived in Accra until 2015.", "until 2015"),
+    ("She played in the orchestra 2009-2012.", "2009-2012"),
+    ("Lena moved into a flat in Leeds in March.", ""),
+    ("Diego has lived in Madrid since 2016.", ""),  # a start, not a range: the old rule reads it
+])
+def test_range_phrase(text: str, phrase: str) -> None:
+    assert states.range_phrase(text) == phrase
+
+
+@pytest.mark.parametrize("statement, obj, ends", [
+    ("Diego quit La Paz and now works at Hospital Clinico in Valencia.", "La Paz", True),
+    ("Diego quit La Paz and now works at Hospital Clinico in Valencia.", "Hospital Clinico", False),
+    ("Carmen moved to Lisbon last year and closed her cafe.", "Lisbon", False),
+    ("Diego moved to Valencia in April because he left Madrid.", "Valencia", False),
+    ("Diego moved to Valencia in April because he left Madrid.", "Madrid", True),
+    ("Kenji and I broke up in the spring.", "Kenji", True),
+    ("Jon lost his job as a banker yesterday.", "banker", True),
+    ("Maya sold her ex-car.", "ex-car", True),
+])
+def test_an_ending_reaches_its_object_only_in_its_clause(statement: str, obj: str, ends: bool) -> None:
+    assert states.ending_governs(statement, obj) is ends
+
+
+def test_a_strong_ending_needs_the_object_and_a_closing_verb() -> None:
+    assert states.ending_governs("Aiko and Kenji broke up in the spring.", "Kenji", strong=True)
+    assert not states.ending_governs("Jon lost his job as a banker.", "banker", strong=True)  # "lost": the model's call
+    assert not states.ending_governs("They broke up.", "Kenji", strong=True)  # the object is not there
+    assert states.ending_governs("They broke up.", "Kenji")  # the old reading: any ending word
+
+
+def test_state_clauses() -> None:
+    assert states.state_clauses("Aiko left Sony in August and is freelancing now.", "works_at", "freelancing") == [
+        ("works_at", "Sony", True, "Aiko")]
+    # the model typed a school; "left" a school only when the statement speaks of studying
+    assert states.state_clauses("Lena left Ridgeway High in June and joined Novartis as a lab scientist.",
+                                "studies_at", "Novartis") == [("works_at", "Ridgeway High", True, "Lena")]
+    assert states.state_clauses("Lena told Omar that Felix moved to Oslo last month.", "friend_of", "Felix") == [
+        ("lives_in", "Oslo", False, "Felix")]
+    assert states.state_clauses("Diego moved to Valencia because he left Madrid.", "lives_in", "Valencia") == []
+    assert states.state_clauses("Sam might move to Paris and relocate to Lyon later.", "did", "Paris") == []
+    # a "left" clause only for the states it can end
+    assert states.state_clauses("Jon left the party early.", "did", "party") == []
+
+
+def test_employer_named() -> None:
+    assert states.employer_named("Lena joined Novartis as a lab scientist.", "Novartis")
+    assert states.employer_named("Maya got a job at Globex.", "Globex")
+    assert not states.employer_named("Melanie joined a pottery class.", "pottery class")
+    assert not states.employer_named("Luca is studying engineering at TU Munich.", "TU Munich")
+
+
+def test_kin_mentions() -> None:
+    said = states.kin_mentions("How is your brother Felix doing?", "Omar", "Lena")
+    assert said == [states.KinMention("Lena", "sibling_of", "Felix", "brother")]
+    assert said[0].statement() == "Felix is Lena's brother."
+    assert states.kin_mentions("my wife Giulia teaches and my son Luca started school", "Marco", "Elena") == [
+        states.KinMention("Marco", "married_to", "Giulia", "wife"), states.KinMention("Marco", "parent_of", "Luca", "son")]
+    assert states.kin_mentions("How is your brother Felix?", "Omar", None) == []  # whose "your"? unknown
+    assert states.kin_mentions("my friend Omar", "Lena", "Omar") == []  # talk to the listener, not news
+    assert states.kin_mentions("my kids are great and my sister is here", "Mel", "Caroline") == []  # no name
+
+
+# ----------------------------------------------------------------- through post-processing
+
+def test_rules_13_and_14_are_methods_v10_and_v11() -> None:
+    assert {13, 14} <= set(RULE_VERSIONS) and STATE_RULES == {13, 14}
+    assert METHOD_RECIPES["v10"].rules == 13 and METHOD_RECIPES["v11"].rules == 14
+
+
+JOB_CHANGE = {
+    0: line(0, "Diego", "I quit La Paz and now I work at Hospital Clinico in Valencia."),
+}
+
+
+def test_the_new_job_stays_open_and_the_old_one_ends() -> None:
+    slot = (0, fact("Diego quit La Paz and now works at Hospital Clinico in Valencia.", "Diego", "works_at",
+                    "Hospital Clinico", ended=True))
+    old, _ = run(JOB_CHANGE, slot, rules=7)
+    assert triples(old) == [("Diego", "works_at", "Hospital Clinico", True)]  # v4: the new job, ended
+    new, notes = run(JOB_CHANGE, slot)
+    assert triples(new) == [("Diego", "works_at", "Hospital Clinico", False), ("Diego", "works_at", "La Paz", True)]
+    assert any("another clause's" in n for n in notes)
+
+
+def test_an_employer_typed_as_a_school_and_the_school_it_left() -> None:
+    numbered = {0: line(0, "Lena", "Big changes. I left Ridgeway High in June and joined Novartis as a lab scientist.")}
+    slot = (0, fact("Lena left Ridgeway High in June and joined Novartis as a lab scientist.", "Lena", "studies_at",
+                    "Novartis"))
+    facts, _ = run(numbered, slot)
+    assert triples(facts) == [("Lena", "works_at", "Novartis", False), ("Lena", "works_at", "Ridgeway High", True)]
+    assert facts[0].valid_from == datetime(2022, 6, 1, tzinfo=timezone.utc)
+
+
+def test_a_past_told_late_keeps_both_ends() -> None:
+    numbered = {0: line(0, "Lena", "Ha, before I became a teacher I worked at a bakery in York from 2014 to 2016.")}
+    slot = (0, fact("Lena worked at a bakery in York from 2014 to 2016.", "Lena", "works_at", "York bakery"))
+    [f] = run(numbered, slot)[0]
+    assert (f.valid_from.year, f.valid_to) == (2014, datetime(2017, 1, 1, tzinfo=timezone.utc))
+    [v4] = run(numbered, slot, rules=7)[0]
+    assert v4.valid_to is None  # rules 7 read "from 2014" only: the bakery job would still be open
+
+
+def test_a_break_up_ends_the_partnership_and_the_move_is_kept() -> None:
+    numbered = {0: line(0, "Aiko", "Kenji and I broke up in the spring. I moved to Tokyo in May.")}
+    slot = (0, fact("Aiko and Kenji broke up in the spring and moved to Tokyo in May.", "Aiko", "married_to", "Kenji"))
+    facts, _ = run(numbered, slot)
+    assert triples(facts) == [("Aiko", "partner_of", "Kenji", True), ("Aiko", "lives_in", "Tokyo", False)]
+
+
+def test_a_move_told_of_someone_else_is_theirs() -> None:
+    numbered = {0: line(0, "Omar", "No way! How is your brother Felix doing?"),
+                1: line(1, "Lena", "Felix is fine, he moved to Oslo last month for work.")}
+    slot = (1, fact("Lena told Omar that Felix moved to Oslo last month for work.", "Lena", "friend_of", "Felix"))
+    facts, notes = run(numbered, (0, None), slot)
+    assert ("Felix", "lives_in", "Oslo", False) in triples(facts)
+    assert ("Lena", "sibling_of", "Felix", False) in triples(facts)  # retyped: the line says brother
+    assert not any(f.subject == "Lena" and f.relation == "lives_in" for f in facts)
+
+
+def test_kin_named_in_a_line_is_a_fact_and_retypes_a_pet() -> None:
+    numbered = {0: line(0, "Diego", "Yes, same hospital. Oh, and my daughter Lucia was born in October!"),
+                1: line(1, "Aiko", "I'm sharing an apartment in Osaka with my boyfriend Kenji.")}
+    pet = (0, fact("Diego's daughter Lucia was born in October!", "Diego", "has_pet", "Lucia"))
+    facts, _ = run(numbered, pet, (1, None))
+    assert ("Diego", "parent_of", "Lucia", False) in triples(facts)
+    assert not any(f.relation == "has_pet" for f in facts)
+    [kenji] = [f for f in facts if f.object == "Kenji"]
+    assert (kenji.subject, kenji.relation, kenji.text, kenji.source_ids) == (
+        "Aiko", "partner_of", "Kenji is Aiko's boyfriend.", ["E:1"])
+    assert run(numbered, pet, (1, None), rules=7)[0][0].relation == "has_pet"  # v4 unchanged
+
+
+def test_reported_owner() -> None:
+    assert states.reported_owner("Diego is telling Priya about Carmen's living situation in Seville.", "Diego",
+                                 "Seville") == "Carmen"
+    assert states.reported_owner("Jon moved into Gina's old flat in Berlin.", "Jon", "Berlin") is None  # no telling
+    assert states.reported_owner("Diego told Priya about his home in Madrid.", "Diego", "Madrid") is None
+    # the object is in another clause: not the named person's
+    assert states.reported_owner("Diego told Priya about Carmen's cafe, and he lives in Madrid.", "Diego",
+                                 "Madrid") is None
+
+
+def test_kin_answered() -> None:
+    said = states.kin_answered("And your sister?", "Priya", "Carmen is still in Seville, she runs a cafe.", "Diego")
+    assert said == states.KinMention("Diego", "sibling_of", "Carmen", "sister")
+    assert states.kin_answered("How are your kids?", "Priya", "Yeah, they're fine.", "Diego") is None
+    assert states.kin_answered("Seen your friends?", "A", "Most of them moved away.", "B") is None
+    assert states.kin_answered("And your brother Felix?", "Omar", "Felix is fine.", "Lena") is None  # named: kin_mentions
+    assert states.kin_answered("And your sister?", "Priya", "Priya, she is fine.", "Diego") is None  # the asker's name
+
+
+def test_line_states() -> None:
+    assert [(s.relation, s.name) for s in states.line_states("Great! I moved into a flat in Leeds in March. "
+                                                             "I work at Ridgeway High now.")] == [
+        ("lives_in", "Leeds"), ("works_at", "Ridgeway High")]
+    assert [(s.relation, s.name) for s in states.line_states("We moved to Basel in July for the job.")] == [
+        ("lives_in", "Basel")]
+    assert states.line_states("Do you live in Paris?") == []  # a question
+    assert states.line_states("I might move to Paris and live in Montmartre.") == []  # a hedge
+    assert states.line_states("I don't work at Acme anymore.") == []  # a negation
+    assert states.line_states("Sam lives in Paris.") == []  # not the speaker's
+
+
+def test_a_residence_the_slot_lost_is_read_from_the_line() -> None:
+    numbered = {0: line(0, "Aiko", "I just started at Sony as a sound engineer, and I'm sharing an apartment in "
+                                   "Osaka with my boyfriend Kenji.")}
+    slot = (0, fact("Aiko started at Sony as a sound engineer and is sharing an apartment with Kenji.", "Aiko",
+                    "works_at", "Sony"))
+    facts, notes = run(numbered, slot)
+    assert set(triples(facts)) == {("Aiko", "works_at", "Sony", False), ("Aiko", "lives_in", "Osaka", False),
+                                   ("Aiko", "partner_of", "Kenji", False)}
+    [osaka] = [f for f in facts if f.object == "Osaka"]
+    assert osaka.source_ids == ["E:0"] and osaka.text == "Aiko lives in Osaka."
+    assert [f.object for f in run(numbered, slot, rules=7)[0]] == ["Sony"]
+
+
+def test_a_relative_named_in_an_answer_and_a_reported_home() -> None:
+    numbered = {0: line(0, "Priya", "And your sister?"),
+                1: line(1, "Diego", "Carmen is still in Seville, she runs a small cafe there.")}
+    slot = (1, fact("Diego is telling Priya about Carmen's living situation in Seville.", "Diego", "lives_in",
+                    "Seville"))
+    facts, _ = run(numbered, (0, None), slot)
+    assert set(triples(facts)) == {("Carmen", "lives_in", "Seville", False), ("Diego", "sibling_of", "Carmen", False)}
