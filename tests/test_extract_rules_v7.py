@@ -129,7 +129,7 @@ def test_an_unknown_rule_set_is_refused() -> None:
         LineObservationExtractor(object(), rules=15)  # type: ignore[arg-type]
 
 
-def test_methods_are_frozen_recipes_and_the_default_is_v4() -> None:
+def test_methods_are_frozen_recipes_and_the_default_is_v10() -> None:
     assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11")
     assert method_versions("v3") == ("observe_lines_v1", 6)  # as #21's held-out run writes its memories
     assert method_versions("v4") == ("observe_lines_v1", 7)
@@ -140,7 +140,7 @@ def test_methods_are_frozen_recipes_and_the_default_is_v4() -> None:
     assert method_versions("v9") == ("observe_lines_v1", 12)
     assert method_versions("v10") == ("observe_lines_v1", 13)
     assert method_versions("v11") == ("observe_lines_v1", 14)
-    assert DEFAULT_METHOD == Config().extraction == "v4"
+    assert DEFAULT_METHOD == Config().extraction == "v10"  # v4 with the state rules (rules 13)
     with pytest.raises(Exception, match="unknown extraction method"):
         method_versions("v99")
 

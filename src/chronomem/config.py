@@ -70,7 +70,7 @@ class Config:
     # "v4" v3 with post-processing rules 7, "v5" with rules 8, "v6" with rules 9, "v7" with rules 10,
     # "v8" with rules 11, "v9" with rules 12, "v10" = v4 with the state rules (rules 13), "v11" = v9 with them
     # (rules 14) (chronomem.extract.pipeline.METHOD_RECIPES, chronomem.extract.states)
-    extraction: str = "v4"
+    extraction: str = "v10"
     # how the recursive summary is updated at end_session: 2 rewrites it each session (the default),
     # 3 appends what a session adds and rewrites only when it is full (chronomem.summarize.rsum)
     rsum_decoding: int = RSUM_DECODING

@@ -129,8 +129,8 @@ def locomo(
                                      help="SearchConfig change for the REAL methods, e.g. fused_weights=0,1,0 "
                                           "(repeatable; part of their result keys)"),
     extraction: str = typer.Option("v1", "--extraction",
-                                   help="extraction method of the memory methods' write path: v1, v2, v3, v4, v5 "
-                                        "(default v1, as BENCHMARKS.md's commands ran; the library's default is v4)"),
+                                   help="extraction method of the memory methods' write path: v1 … v11 "
+                                        "(default v1, as BENCHMARKS.md's commands ran; the library's default is v10)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
     """Answer LoCoMo questions with each method and score them (official F1, Mem0 F1, BLEU-1, recall@k)."""

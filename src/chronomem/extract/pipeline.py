@@ -98,7 +98,7 @@ METHOD_RECIPES: dict[str, MethodRecipe] = {
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
-DEFAULT_METHOD = "v4"
+DEFAULT_METHOD = "v10"
 
 
 def method_versions(method: str) -> tuple[str, int]:
