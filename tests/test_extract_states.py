@@ -225,3 +225,50 @@ def test_a_relative_named_in_an_answer_and_a_reported_home() -> None:
                     "Seville"))
     facts, _ = run(numbered, (0, None), slot)
     assert set(triples(facts)) == {("Carmen", "lives_in", "Seville", False), ("Diego", "sibling_of", "Carmen", False)}
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Petra and I got married in October!", [("married_to", "Petra", False)]),
+    ("I married Daniel last month!", [("married_to", "Daniel", False)]),
+    ("Kwame and I got engaged at Christmas.", [("partner_of", "Kwame", False)]),
+    ("Erik and I split up last summer, so I moved back to Stockholm.",
+     [("lives_in", "Stockholm", False), ("partner_of", "Erik", True)]),
+    ("Omar and I got divorced.", [("married_to", "Omar", True)]),
+    ("I'm in Nairobi, working as a journalist.", [("lives_in", "Nairobi", False)]),
+    ("I'm in Paris for the weekend.", []),  # a visit
+    ("I'm a software developer at Avast these days.", [("works_at", "Avast", False)]),
+    ("News: I'm with Deloitte now, I switched in January.", [("works_at", "Deloitte", False)]),
+    ("I'm with Sam at the park.", []),  # company, not an employer
+    ("I started at Monzo in May.", [("works_at", "Monzo", False)]),
+    ("If Ana and I got married, we would move.", []),  # a hedge
+])
+def test_line_states_of_couples_homes_and_employers(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended) for s in states.line_states(text)] == found
+
+
+def test_a_relatives_move_after_and_is_theirs() -> None:
+    assert states.state_clauses("Olga's dad Anders finally retired and moved to Gotland.", "did", "retired") == [
+        ("lives_in", "Gotland", False, "Anders")]
+    assert states.kin_answered("Is your brother here too?", "Sofia", "Kwame stayed in Accra.", "Nia") == (
+        states.KinMention("Nia", "sibling_of", "Kwame", "brother"))
+
+
+def test_a_break_up_in_the_line_closes_the_partnership() -> None:
+    numbered = {0: line(0, "Olga", "Erik and I split up last summer, so I moved back to Stockholm.")}
+    slot = (0, fact("Olga moved back to Stockholm after splitting up with Erik.", "Olga", "moved_to", "Stockholm"))
+    facts, _ = run(numbered, slot)
+    [erik] = [f for f in facts if f.object == "Erik"]
+    # "last summer", said in August 2022, is timeexpr's previous summer
+    assert (erik.relation, erik.valid_from, erik.text) == ("partner_of", None, "Olga and Erik broke up (summer 2021).")
+    assert erik.valid_to == datetime(2021, 6, 1, tzinfo=timezone.utc)
+
+
+def test_a_state_reported_of_someone_else_is_theirs() -> None:
+    numbered = {0: line(0, "Olga", "My dad Anders finally retired and moved to Gotland.")}
+    slot = (0, fact("Olga told Tess that Anders finally retired and moved to Gotland.", "Olga", "lives_in",
+                    "Gotland", ended=True))
+    facts, notes = run(numbered, slot)
+    assert ("Anders", "lives_in", "Gotland", False) in triples(facts)
+    assert not any(f.subject == "Olga" and f.relation == "lives_in" for f in facts)  # Olga did not move
+    assert ("Olga", "child_of", "Anders", False) in triples(facts)  # "my dad Anders"
+    assert any("the state told is theirs" in n for n in notes)

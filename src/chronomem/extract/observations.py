@@ -1113,11 +1113,11 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
         for st in states.line_states(msg.text):
             relation = canonical(st.relation)
             name = st.name.lower()
-            if any(f.subject == msg.speaker and f.relation == relation
+            if any(f.subject == msg.speaker and f.relation == relation and (f.valid_to is not None) == st.ended
                    and (name in f.object.lower() or f.object.lower() in name) for f in out):
                 continue
             text, resolved = with_date(st.statement(msg.speaker), find_time_phrase(st.sentence), msg.timestamp)
-            valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp)
+            valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=st.ended)
             notes.append(f"{st.relation} read from {msg.id}: {text}")
             out.append(FactInput(
                 subject=msg.speaker, relation=relation, object=st.name, valid_from=valid_from, valid_to=valid_to,

@@ -12,8 +12,15 @@ changes a memory exists to notice, in ways the statement's own words settle:
   in its own clause);
 * **an employer typed as a school**: "joined Novartis as a lab scientist" → ``studies_at
   Novartis`` (:func:`employer_named`);
-* **family named in passing**: "my daughter Lucia", "your brother Felix", "my wife Giulia" —
-  the model typed the daughter a pet, or wrote nothing (:func:`kin_mentions`).
+* **a second clause**: "broke up … and moved to Tokyo", "left Sony … and is freelancing", "told Omar
+  that Felix moved to Oslo" (:func:`state_clauses`, with the clause's own subject:
+  :func:`clause_subject`); a state reported of someone else ("telling Priya about Carmen's living
+  situation in Seville", :func:`reported_owner`);
+* **what the slot left out of its line**: "I'm sharing an apartment in Osaka", "I'm a developer at
+  Avast", "Petra and I got married", "Erik and I split up" (:func:`line_states`);
+* **family named in passing**: "my daughter Lucia", "your brother Felix", "my wife Giulia", or "And
+  your sister?" answered "Carmen is …" — the model typed the daughter a pet, or wrote nothing
+  (:func:`kin_mentions`, :func:`kin_answered`).
 
 All functions are pure.  :func:`~chronomem.extract.observations.postprocess_observations`
 applies them under :data:`~chronomem.extract.observations.STATE_RULES`.
@@ -112,7 +119,7 @@ _LEFT = re.compile(rf"\b(?:left|quit|resigned from|(?:was |got )?laid off from|m
 _JOINED = re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME} as (?:an? |the )?\w+")
 #: a clause after any of these is no plain statement of fact ("might move to Paris")
 _NOT_PLAIN = re.compile(r"\b(?:no longer|not|n't|never|might|may|could|would|will|wants? to|plans? to|planning to|"
-                        r"hopes? to|thinking of|considering|if|wish\w*|going to|about to|dream\w*)\b")
+                        r"hopes? to|thinking of|considering|[Ii]f|wish\w*|going to|about to|dream\w*)\b")
 _LEFT_RELATIONS = frozenset({"works_at", "lives_in", "moved_to", "studies_at"})
 
 
@@ -130,6 +137,10 @@ def clause_subject(statement: str, start: int) -> str | None:
     if not words:
         return ""
     last = words[-1]
+    if last.lower() == "and":  # "Olga's dad Anders retired and moved to Gotland": the relative's clause goes on
+        kin = list(_KIN_NAMED.finditer(statement[:start]))
+        if kin:
+            return kin[-1].group(1)
     if last.lower() in _THIRD_PERSON:
         return None
     if last[0].isupper() and last.lower() not in ("i", "we"):
@@ -204,6 +215,8 @@ KIN: dict[str, str] = {
 _KIN_WORDS = "|".join(sorted((re.escape(k) for k in KIN), key=len, reverse=True))
 _KIN = re.compile(rf"\b(my|your|our)\s+(?:(?:little|big|older|younger|baby|eldest|youngest|new|dear)\s+)?({_KIN_WORDS})s?,?\s+"
                   r"(?-i:([A-Z][a-z][\w'-]*))(?!\s*'s)", re.IGNORECASE)
+#: "dad Anders", "sister Carmen" inside a statement
+_KIN_NAMED = re.compile(rf"\b(?:{_KIN_WORDS})s?,?\s+(?-i:([A-Z][a-z][\w'-]*))", re.IGNORECASE)
 _NOT_NAMES = frozenset("""I I'm I've Is Was Are The And But So Who What When Where How Just Now Too Also Said Says
     Has Had Have Will Would Can Could Did Does""".split())
 
@@ -243,49 +256,81 @@ def kin_mentions(text: str, speaker: str, listener: str | None) -> list[KinMenti
 
 
 _ADV = r"(?:(?:now|still|currently|just|recently|finally|also|already|actually) )*"
+#: the head of a job title ("a UX designer", "head chef", "a captain")
+_ROLE = (r"[a-z]+(?:er|or|ist|ian|ant|ent)|chef|nurse|pilot|captain|cook|intern|lead|head|manager|engineer|"
+         r"designer|developer|analyst|teacher|doctor|scientist|journalist|lawyer|architect|consultant")
 #: first-person clauses of a line that state where the speaker lives or works, with a name
 _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are)? {_ADV}(?:live|living) in {_NAME}"), "lives_in"),
     (re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|relocated) (?:back )?to {_NAME}"), "lives_in"),
     (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are|'ve| have)? {_ADV}(?:sharing |renting |bought |moved into |in )?"
                 rf"(?:an? |my |our )?(?:new |small |little )?(?:apartment|flat|house|home|place) in {_NAME}"), "lives_in"),
+    (re.compile(rf"\bI(?:'m| am) {_ADV}(?:based |living |settled )?in {_NAME}\b(?!,? for\b)"), "lives_in"),
     (re.compile(rf"\bI(?:'m| am)? {_ADV}(?:work|working) (?:at|for) {_NAME}"), "works_at"),
     (re.compile(rf"\bI(?:'ve| have)? {_ADV}(?:started|joined) (?:at )?{_NAME} as\b"), "works_at"),
+    (re.compile(rf"\bI {_ADV}started (?:a new job |work )?at {_NAME}"), "works_at"),
+    (re.compile(rf"\bI(?:'m| am) {_ADV}(?:with|at) {_NAME},? (?:now|these days|since)\b"), "works_at"),
+    (re.compile(rf"\bI(?:'m| am) {_ADV}(?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"), "works_at"),
+)
+#: a partnership begun or ended in the speaker's own words ("Petra and I got married", "Erik and I split up")
+_COUPLE = r"(?:(?-i:([A-Z][a-z][\w'-]*)) and I|I and (?-i:([A-Z][a-z][\w'-]*)))"
+_PAIRS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
+    (re.compile(rf"\b{_COUPLE} (?:just |finally |recently )?(?:got|are|were|have been) married\b", re.IGNORECASE),
+     "married_to", False),
+    (re.compile(rf"\b{_COUPLE} (?:just |finally |recently )?(?:got|are|were) engaged\b", re.IGNORECASE),
+     "partner_of", False),
+    (re.compile(rf"\b{_COUPLE} (?:just |finally |recently )?(?:broke up|split up|separated)\b", re.IGNORECASE),
+     "partner_of", True),
+    (re.compile(rf"\b{_COUPLE} (?:just |finally |recently )?(?:got )?divorced\b", re.IGNORECASE), "married_to", True),
+    (re.compile(r"\bI (?:just |finally |recently )?(?:got )?married (?:to )?(?-i:([A-Z][a-z][\w'-]*))()", re.IGNORECASE),
+     "married_to", False),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class LineState:
-    """"I live in Leeds" in a line: the speaker ``relation`` ``name``; ``sentence`` is where it is said."""
+    """"I live in Leeds" in a line: the speaker ``relation`` ``name``; ``sentence`` is where it is
+    said; ``ended``: the line ends it ("Erik and I split up")."""
 
     relation: str
     name: str
     sentence: str
+    ended: bool = False
 
     def statement(self, speaker: str) -> str:
-        verb = {"lives_in": "lives in", "works_at": "works at"}[self.relation]
+        if self.ended:
+            verb = "divorced" if self.relation == "married_to" else "broke up"
+            return f"{speaker} and {self.name} {verb}."
+        verb = {"lives_in": "lives in", "works_at": "works at", "married_to": "is married to",
+                "partner_of": "is engaged to"}[self.relation]
         return f"{speaker} {verb} {self.name}."
 
 
 def line_states(text: str) -> list[LineState]:
     """Where the speaker of a line says they live or work, in a first-person clause that names the
     place or employer ("I'm sharing an apartment in Osaka", "I work at Ridgeway High", "we moved to
-    Basel"); not in a question and not after a hedge, plan or negation in its sentence.
+    Basel", "I'm a software developer at Avast", "I'm with Deloitte now"), and whom they married, got
+    engaged to, broke up with or divorced ("Petra and I got married", "Erik and I split up"); not in
+    a question and not after a hedge, plan or negation in its sentence.
 
-    >>> line_states("I just started at Sony, and I'm sharing an apartment in Osaka with my boyfriend Kenji.")
-    [LineState(relation='lives_in', name='Osaka', sentence="I just started at Sony, and I'm sharing an apartment in Osaka with my boyfriend Kenji.")]
+    >>> [(s.relation, s.name) for s in line_states("I just started at Sony, and I'm sharing an apartment in Osaka.")]
+    [('lives_in', 'Osaka'), ('works_at', 'Sony')]
+    >>> [(s.relation, s.name, s.ended) for s in line_states("Erik and I split up last summer.")]
+    [('partner_of', 'Erik', True)]
     """
     out: list[LineState] = []
     for sentence in re.split(r"(?<=[.!?])\s+", text):
         if sentence.rstrip().endswith("?"):
             continue
-        for rx, rel in _LINE_STATES:
-            for m in rx.finditer(sentence):
-                if _NOT_PLAIN.search(sentence[:m.start()]) or _NOT_PLAIN.search(m.group(0)):
-                    continue
-                state = LineState(rel, m.group(1), sentence.strip())
-                if state not in out:
-                    out.append(state)
+        found = [(m, rel, False) for rx, rel in _LINE_STATES for m in rx.finditer(sentence)]
+        found += [(m, rel, ended) for rx, rel, ended in _PAIRS for m in rx.finditer(sentence)]
+        for m, rel, ended in found:
+            name = next(g for g in m.groups() if g)
+            if _NOT_PLAIN.search(sentence[:m.start()]) or _NOT_PLAIN.search(m.group(0)) or name in _NOT_NAMES:
+                continue
+            state = LineState(rel, name, sentence.strip(), ended)
+            if state not in out:
+                out.append(state)
     return out
 
 
@@ -293,23 +338,36 @@ _REPORTED = re.compile(r"\b(?:telling|tells|told|talking|talks|talked|saying|say
                        r"explain\w*|updat(?:ing|es|ed))\b(?: \w+)?(?: about| that)? ([A-Z][a-z][\w-]*)'s\b")
 
 
+_REPORTED_THAT = re.compile(r"\b(?:telling|tells|told|saying|says|said|mention\w*|explain\w*)(?: \w+)? that "
+                            r"([A-Z][a-z][\w-]*)\b(?!')")
+#: a new subject inside the reported clause ("that Anders retired and she moved"): the clause is not his alone
+_NEW_SUBJECT = re.compile(r"[.;!?]|\b(?:I|he|she|they|we)\b")
+
+
 def reported_owner(statement: str, subject: str, obj: str) -> str | None:
     """Whose state a reported statement gives: "Diego is telling Priya about Carmen's living
-    situation in Seville" speaks of Carmen's home, not Diego's.  The name after a verb of telling
-    with "'s", when it is not ``subject`` and ``obj`` follows it in the same clause; else ``None``.
+    situation in Seville" speaks of Carmen's home, and "Olga told Tess that Anders retired and moved
+    to Gotland" of Anders's, not the teller's.  The name after a verb of telling ("'s" after it, or
+    "that" before it), when it is not ``subject`` and ``obj`` follows it in its clause; else ``None``.
 
     >>> reported_owner("Diego is telling Priya about Carmen's living situation in Seville.", "Diego", "Seville")
     'Carmen'
+    >>> reported_owner("Olga told Tess that Anders finally retired and moved to Gotland.", "Olga", "Gotland")
+    'Anders'
     >>> reported_owner("Jon moved into Gina's old flat in Berlin.", "Jon", "Berlin") is None
     True
     """
     m = _REPORTED.search(statement)
-    if m is None or m.group(1) == subject or m.group(1) in _NOT_NAMES:
-        return None
-    at = statement.find(obj, m.end()) if obj else -1
-    if at < 0 or _CLAUSE_BREAK.search(statement[m.end():at]) or len(statement[m.end():at].split()) > 8:
-        return None
-    return m.group(1)
+    if m is not None and m.group(1) != subject and m.group(1) not in _NOT_NAMES:
+        at = statement.find(obj, m.end()) if obj else -1
+        if at >= 0 and not _CLAUSE_BREAK.search(statement[m.end():at]) and len(statement[m.end():at].split()) <= 8:
+            return m.group(1)
+    m = _REPORTED_THAT.search(statement)
+    if m is not None and m.group(1) != subject and m.group(1) not in _NOT_NAMES:
+        at = statement.find(obj, m.end()) if obj else -1
+        if at >= 0 and not _NEW_SUBJECT.search(statement[m.end():at]):
+            return m.group(1)
+    return None
 
 
 _ASKED_KIN = re.compile(rf"\byour\s+(?:(?:little|big|older|younger|new)\s+)?({_KIN_WORDS})s?\b(?!,?\s+(?-i:[A-Z]))",
@@ -317,8 +375,8 @@ _ASKED_KIN = re.compile(rf"\byour\s+(?:(?:little|big|older|younger|new)\s+)?({_K
 _INTERJECTIONS = ("oh", "ah", "well", "yes", "yeah", "no", "haha", "ha", "hmm", "so", "actually", "honestly")
 #: the answer opens with a name and what that person is or did ("Carmen is still in Seville")
 _OPENING = re.compile(rf"^\s*(?:(?:{'|'.join(_INTERJECTIONS)})\W+)*(?-i:([A-Z][a-z][\w'-]*))"
-                      r"(?:'s|\s+(?:is|was|has|had|just|got|moved|lives|works|started|finally|still|recently|"
-                      r"retired|passed|became|joined|left))\b", re.IGNORECASE)
+                      r"(?:'s|\s+(?:is|was|has|had|just|got|lives|works|finally|still|recently|(?-i:[a-z]+ed)))\b",
+                      re.IGNORECASE)
 _NOT_NAMES_LOWER = frozenset(w.lower() for w in _NOT_NAMES) | {"she", "he", "they", "we", "it", "my", "our", "the", "that",
                                                                "this", "there", "thanks", "thank", "good", "great", "fine"}
 
