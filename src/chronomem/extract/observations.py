@@ -27,9 +27,9 @@ Pure functions except :meth:`ObservationExtractor.run`.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -99,8 +99,9 @@ PROMPT_VERSION = "observe_v1"
 #: 13: rules 7 with the state rules (:mod:`.states`): a range told late ends the fact ("from 2014 to
 #: 2016"), an ending word must reach its object in its own clause ("quit La Paz and now works at …"),
 #: "moved to X" and "left/quit X" in a second clause are facts of their own, an employer typed as a school
-#: is an employer, "broke up" ends a partnership, and family named in a line ("my daughter Lucia",
-#: "your brother Felix") is a fact.  14: rules 12 with the same state rules.
+#: is an employer, "broke up" ends a partnership, a state reported of someone else is theirs, and what the
+#: line says in the first person ("I'm in Nairobi", "Petra and I got married") or of family ("my
+#: daughter Lucia", "your brother Felix") is a fact.  14: rules 12 with the same state rules.
 POSTPROCESS_VERSION = 14
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
