@@ -272,3 +272,11 @@ def test_a_state_reported_of_someone_else_is_theirs() -> None:
     assert not any(f.subject == "Olga" and f.relation == "lives_in" for f in facts)  # Olga did not move
     assert ("Olga", "child_of", "Anders", False) in triples(facts)  # "my dad Anders"
     assert any("the state told is theirs" in n for n in notes)
+
+
+def test_a_kin_word_after_a_modifier() -> None:
+    # check3's "my twin sister Lucia": "twin" was read as the kin word and "sister" as no name
+    assert states.kin_mentions("My twin sister Lucia runs a bakery in Cusco.", "Pablo", "Ines") == [
+        states.KinMention("Pablo", "sibling_of", "Lucia", "sister")]
+    assert states.kin_mentions("my twin Lucia", "Pablo", None) == [states.KinMention("Pablo", "sibling_of", "Lucia", "twin")]
+    assert states.kin_mentions("my half-brother Tom", "Ana", None) == [states.KinMention("Ana", "sibling_of", "Tom", "brother")]

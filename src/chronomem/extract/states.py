@@ -213,7 +213,8 @@ KIN: dict[str, str] = {
     **dict.fromkeys(("friend", "best friend", "bff"), "friend_of"),
 }
 _KIN_WORDS = "|".join(sorted((re.escape(k) for k in KIN), key=len, reverse=True))
-_KIN = re.compile(rf"\b(my|your|our)\s+(?:(?:little|big|older|younger|baby|eldest|youngest|new|dear)\s+)?({_KIN_WORDS})s?,?\s+"
+_KIN = re.compile(rf"\b(my|your|our)\s+(?:(?:little|big|older|younger|baby|eldest|youngest|new|dear|twin|half)[\s-]+)*"
+                  rf"({_KIN_WORDS})s?,?\s+"
                   r"(?-i:([A-Z][a-z][\w'-]*))(?!\s*'s)", re.IGNORECASE)
 #: "dad Anders", "sister Carmen" inside a statement
 _KIN_NAMED = re.compile(rf"\b(?:{_KIN_WORDS})s?,?\s+(?-i:([A-Z][a-z][\w'-]*))", re.IGNORECASE)
