@@ -280,3 +280,39 @@ def test_a_kin_word_after_a_modifier() -> None:
         states.KinMention("Pablo", "sibling_of", "Lucia", "sister")]
     assert states.kin_mentions("my twin Lucia", "Pablo", None) == [states.KinMention("Pablo", "sibling_of", "Lucia", "twin")]
     assert states.kin_mentions("my half-brother Tom", "Ana", None) == [states.KinMention("Ana", "sibling_of", "Tom", "brother")]
+
+
+@pytest.mark.parametrize("text, found", [
+    ("I switched to Kakao in October, same role.", [("works_at", "Kakao", False)]),
+    ("I switched to Linux last year.", []),  # no word of work in the line
+    ("I opened Brasa last year, so I'm not at Central anymore.", [("works_at", "Central", True)]),
+    ("I no longer work at Acme.", [("works_at", "Acme", True)]),
+    ("I relocated to Vancouver in June and joined Amazon there as a senior engineer.",
+     [("lives_in", "Vancouver", False), ("works_at", "Amazon", False)]),
+    ("Yes, I've lived in Santiago since March 2016.", [("lives_in", "Santiago", False)]),
+    ("I've lived in Paris, it was fun.", []),  # an experience, not a home
+    ("Now I teach at a culinary school in Valparaiso, where I live.", [("lives_in", "Valparaiso", False)]),
+])
+def test_line_states_of_switches_departures_and_homes(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended) for s in states.line_states(text)] == found
+
+
+def test_home_answered() -> None:
+    assert states.home_answered("Hi Fatima, where are you based now?", "Toronto. I work for Shopify.") == "Toronto"
+    assert states.home_answered("Where do you live these days?", "Still in Lima, near the sea.") == "Lima"
+    assert states.home_answered("Where are you based now?", "Yes, why?") is None
+    assert states.home_answered("How is Toronto?", "Toronto. Cold.") is None  # not asked where they live
+
+
+def test_a_bare_home_answer_is_a_residence() -> None:
+    numbered = {0: line(0, "Chen", "Hi Fatima, where are you based now?"),
+                1: line(1, "Fatima", "Toronto. I work for Shopify as a backend engineer.")}
+    slot = (1, fact("Fatima works for Shopify as a backend engineer.", "Fatima", "works_at", "Shopify"))
+    facts, _ = run(numbered, (0, None), slot)
+    assert set(triples(facts)) == {("Fatima", "works_at", "Shopify", False), ("Fatima", "lives_in", "Toronto", False)}
+
+
+def test_a_move_is_no_switch_of_employer() -> None:
+    # check2's Ivan under the third cut: "moved to Berlin" in a line about work became works_at Berlin
+    assert [(s.relation, s.name) for s in states.line_states(
+        "I moved to Berlin in December and I'm working for Zalando now.")] == [("lives_in", "Berlin"), ("works_at", "Zalando")]

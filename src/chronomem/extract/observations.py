@@ -1110,8 +1110,13 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
     sharing an apartment in Osaka") when no fact of the chunk says it already: one slot holds one fact,
     and the model wrote the job ("started at Sony") and lost the city."""
     out = list(facts)
-    for msg in numbered.values():
-        for st in states.line_states(msg.text):
+    lines = [numbered[n] for n in sorted(numbered)]
+    for i, msg in enumerate(lines):
+        said = states.line_states(msg.text)
+        home = states.home_answered(lines[i - 1].text, msg.text) if i > 0 and lines[i - 1].speaker != msg.speaker else None
+        if home is not None:
+            said.append(states.LineState("lives_in", home, msg.text.split(".")[0]))
+        for st in said:
             relation = canonical(st.relation)
             name = st.name.lower()
             if any(f.subject == msg.speaker and f.relation == relation and (f.valid_to is not None) == st.ended

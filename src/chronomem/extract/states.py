@@ -116,7 +116,7 @@ _NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de |la )?[A-Z][\w'&-]*){0,3})"
 #: the one the model typed the statement with (left Sony: works_at; left Madrid: lives_in)
 _MOVED = re.compile(rf"\b(?:moved|moving|relocated|relocating) (?:back )?to {_NAME}")
 _LEFT = re.compile(rf"\b(?:left|quit|resigned from|(?:was |got )?laid off from|moved (?:away|out) (?:of|from)) {_NAME}")
-_JOINED = re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME} as (?:an? |the )?\w+")
+_JOINED = re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME}(?: [a-z]+){{0,2}} as (?:an? |the )?\w+")
 #: a clause after any of these is no plain statement of fact ("might move to Paris")
 _NOT_PLAIN = re.compile(r"\b(?:no longer|not|n't|never|might|may|could|would|will|wants? to|plans? to|planning to|"
                         r"hopes? to|thinking of|considering|[Ii]f|wish\w*|going to|about to|dream\w*)\b")
@@ -184,7 +184,7 @@ def state_clauses(statement: str, relation: str, obj: str) -> list[tuple[str, st
 
 
 _EMPLOYER = (
-    re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME} as (?:an? |the )?\w+"),
+    re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME}(?: [a-z]+){{0,2}} as (?:an? |the )?\w+"),
     re.compile(rf"\b(?:works?|worked|working) (?:at|for) {_NAME}"),
     re.compile(rf"\b(?:job|position|role|internship) (?:at|with) {_NAME}"),
     re.compile(rf"\b(?:hired by|employed by|started (?:a new job )?at) {_NAME}"),
@@ -270,9 +270,20 @@ _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\bI(?:'m| am)? {_ADV}(?:work|working) (?:at|for) {_NAME}"), "works_at"),
     (re.compile(rf"\bI(?:'ve| have)? {_ADV}(?:started|joined) (?:at )?{_NAME} as\b"), "works_at"),
     (re.compile(rf"\bI {_ADV}started (?:a new job |work )?at {_NAME}"), "works_at"),
+    (re.compile(rf"\bI\b(?:'ve| have)?(?: {_ADV}|[^.!?]*? and ){_ADV}joined {_NAME}(?: [a-z]+){{0,2}} as\b"), "works_at"),
+    (re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have) {_ADV}(?:been )?(?:lived|living) in {_NAME}\b(?=[^.!?]*\b(?:since|for)\b)"),
+     "lives_in"),
+    (re.compile(rf"\bin {_NAME},? where (?:I|we) {_ADV}live\b"), "lives_in"),
     (re.compile(rf"\bI(?:'m| am) {_ADV}(?:with|at) {_NAME},? (?:now|these days|since)\b"), "works_at"),
     (re.compile(rf"\bI(?:'m| am) {_ADV}(?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"), "works_at"),
 )
+#: "I switched to Kakao in October, same role": an employer only with a word of work in the line
+_SWITCHED = re.compile(rf"\bI {_ADV}(?:switched|changed) (?:jobs |companies )?to {_NAME}")
+_WORK_CUE = re.compile(r"\b(?:job|jobs|role|position|company|employer|work|working|team|office|hired|colleagues?)\b",
+                       re.IGNORECASE)
+#: "I'm not at Central anymore", "I no longer work for Acme": the speaker's employer ended
+_NOT_AT = re.compile(rf"\bI(?:'m| am)? (?:not|no longer) (?:at|with|working (?:at|for)|work(?:ing)? (?:at|for)) "
+                     rf"{_NAME}\b(?=[^.!?]*\b(?:anymore|any more)\b)|\bI {_ADV}no longer (?:work|am) (?:at|for|with) {_NAME}")
 #: a partnership begun or ended in the speaker's own words ("Petra and I got married", "Erik and I split up")
 _COUPLE = r"(?:(?-i:([A-Z][a-z][\w'-]*)) and I|I and (?-i:([A-Z][a-z][\w'-]*)))"
 _PAIRS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
@@ -299,6 +310,8 @@ class LineState:
     ended: bool = False
 
     def statement(self, speaker: str) -> str:
+        if self.ended and self.relation == "works_at":
+            return f"{speaker} no longer works at {self.name}."
         if self.ended:
             verb = "divorced" if self.relation == "married_to" else "broke up"
             return f"{speaker} and {self.name} {verb}."
@@ -325,6 +338,12 @@ def line_states(text: str) -> list[LineState]:
             continue
         found = [(m, rel, False) for rx, rel in _LINE_STATES for m in rx.finditer(sentence)]
         found += [(m, rel, ended) for rx, rel, ended in _PAIRS for m in rx.finditer(sentence)]
+        if _WORK_CUE.search(text):
+            found += [(m, "works_at", False) for m in _SWITCHED.finditer(sentence)]
+        for m in _NOT_AT.finditer(sentence):
+            name = next(g for g in m.groups() if g)
+            if name not in _NOT_NAMES and LineState("works_at", name, sentence.strip(), True) not in out:
+                out.append(LineState("works_at", name, sentence.strip(), True))  # a negation on purpose
         for m, rel, ended in found:
             name = next(g for g in m.groups() if g)
             if _NOT_PLAIN.search(sentence[:m.start()]) or _NOT_PLAIN.search(m.group(0)) or name in _NOT_NAMES:
@@ -382,6 +401,22 @@ _NOT_NAMES_LOWER = frozenset(w.lower() for w in _NOT_NAMES) | {"she", "he", "the
                                                                "this", "there", "thanks", "thank", "good", "great", "fine"}
 
 
+_ASKED_HOME = re.compile(r"\bwhere (?:are|do) you (?:based|living|live|staying)\b", re.IGNORECASE)
+_BARE_PLACE = re.compile(r"^\s*(?:(?:in|still in|now in)\s+)?(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))\s*[.!,]",
+                         re.IGNORECASE)
+
+
+def home_answered(question: str, answer: str) -> str | None:
+    """A home named as the whole answer to "where are you based / living?": "Toronto. I work …" →
+    ``"Toronto"``; ``None`` unless the answer opens with a place name and a full stop or comma."""
+    if not _ASKED_HOME.search(question):
+        return None
+    m = _BARE_PLACE.match(answer)
+    if m is None or m.group(1) in _NOT_NAMES or m.group(1).lower() in _NOT_NAMES_LOWER | set(_INTERJECTIONS):
+        return None
+    return m.group(1)
+
+
 def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMention | None:
     """A relative asked after without a name and named by the answer: "And your sister?" —
     "Carmen is still in Seville" → Carmen is the answerer's sister.  ``asked``: who asked (a name
@@ -397,4 +432,4 @@ def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMe
     return KinMention(answerer, KIN[word], name, word)
 
 
-__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "kin_mentions", "LineState", "kin_answered", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_states", "range_phrase", "reported_owner", "state_clauses"]
