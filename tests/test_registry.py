@@ -53,3 +53,13 @@ def test_bad_definitions() -> None:
         r.update([{"name": "x", "colour": "red"}])
     with pytest.raises(ValidationError):
         r.define("x", symmetric=True, inverse="y")
+
+
+def test_read_from_object_mirrors_symmetric_and_inverse_relations() -> None:
+    reg = RelationRegistry()
+    assert reg.read_from_object("married_to") == "married_to"
+    assert reg.read_from_object("spouse_of") == "married_to"  # a synonym reads as its canonical name
+    assert reg.read_from_object("parent_of") == "child_of" and reg.read_from_object("child_of") == "parent_of"
+    assert reg.read_from_object("lives_in") is None
+    reg.define("mentor_of", inverse="mentee_of")
+    assert reg.read_from_object("mentee_of") == "mentor_of"

@@ -371,14 +371,7 @@ class Memory:
         """The relations whose facts, read from the object's side, are one of ``relations``
         (every symmetric or inverse relation when ``None``)."""
         names = relations if relations is not None else self.registry.names()
-        out: list[str] = []
-        for name in names:
-            spec = self.registry.spec(name)
-            if spec.symmetric:
-                out.append(spec.name)
-            elif spec.inverse:
-                out.append(self.registry.canonical(spec.inverse))
-        return list(dict.fromkeys(out))
+        return list(dict.fromkeys(r for name in names if (r := self.registry.read_from_object(name)) is not None))
 
     def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
         """Correct a stored fact non-destructively: returns the new version (origin ``corrected``).

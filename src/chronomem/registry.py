@@ -181,6 +181,18 @@ class RelationRegistry:
     def names(self) -> list[str]:
         return sorted(self.specs)
 
+    def read_from_object(self, relation: str) -> str | None:
+        """The relation a fact of ``relation`` reads as from its object's side: itself when it is
+        symmetric (``sibling_of``), its inverse when it has one (``parent_of`` → ``child_of``), else
+        ``None``.  Both properties are their own mirror, so the same answer says which stored relation
+        a reading of ``relation`` comes from."""
+        spec = self.spec(relation)
+        if spec.symmetric:
+            return spec.name
+        if spec.inverse:
+            return self.canonical(spec.inverse)
+        return None
+
     def learn_synonym(self, synonym: str, canonical: str) -> None:
         """Record that ``synonym`` means ``canonical`` (e.g. learned from extraction)."""
         target = self.canonical(canonical)

@@ -152,6 +152,8 @@ _UNITS = {
 }  # fmt: skip
 
 _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
+#: every month name and abbreviation, longest first, as a regex alternation (for patterns elsewhere)
+MONTH_ALTERNATION = _MONTH_RE
 _WEEKDAY_RE = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
 _SEASON_RE = "|".join(_SEASONS)
 _NUM_RE = "|".join(sorted((re.escape(k) for k in _NUMBERS), key=len, reverse=True)) + r"|\d+"

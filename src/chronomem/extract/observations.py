@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -1096,12 +1096,9 @@ _KIN_RETYPED = frozenset({"has_pet", "owns", "did", "met", "likes", "friend_of"}
 def _with_state_clauses(observations: Sequence[Observation]) -> list[Observation]:
     """Each observation followed by a copy per state its statement changes besides the typed one
     (:func:`.states.state_clauses`: "… and moved to Tokyo", "left Sony …", "joined Novartis as …")."""
-    out: list[Observation] = []
-    for o in observations:
-        out.append(o)
-        for rel, obj, ended, who in states.state_clauses(o.statement, o.relation or "did", o.object):
-            out.append(o.model_copy(update={"relation": rel, "object": obj, "ended": ended, "subject": who or o.subject}))
-    return out
+    return _with_copies(observations, lambda o: (
+        {"relation": rel, "object": obj, "ended": ended, "subject": who or o.subject}
+        for rel, obj, ended, who in states.state_clauses(o.statement, o.relation or "did", o.object)))
 
 
 def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], canonical: Callable[[str], str],
@@ -1178,11 +1175,18 @@ def _typed_as(relation: str, canonical: Callable[[str], str]) -> str:
 def _with_clause_facts(observations: Sequence[Observation]) -> list[Observation]:
     """Each observation followed by a copy per registry fact its statement states besides the
     typed one (:func:`clause_facts`); the copies go through the same rules."""
+    return _with_copies(observations, lambda o: (
+        {"relation": rel, "object": obj, "ended": False} for rel, obj in clause_facts(o.statement, o.relation, o.object)))
+
+
+def _with_copies(observations: Sequence[Observation],
+                 changes: Callable[[Observation], Iterable[dict[str, Any]]]) -> list[Observation]:
+    """Each observation followed by one copy per update ``changes`` reads from it (another fact its
+    statement states: rules 7's clauses, the state rules' clauses)."""
     out: list[Observation] = []
     for o in observations:
         out.append(o)
-        for rel, obj in clause_facts(o.statement, o.relation, o.object):
-            out.append(o.model_copy(update={"relation": rel, "object": obj, "ended": False}))
+        out.extend(o.model_copy(update=update) for update in changes(o))
     return out
 
 

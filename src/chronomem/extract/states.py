@@ -34,8 +34,7 @@ from datetime import datetime, timezone
 
 from .. import timeexpr
 
-_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
-          r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)")
+_MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
 _WHEN = rf"(?:(?:early|late|mid) )?(?:{_MONTH} )?(?:19|20)\d\d|{_MONTH}"
 _RANGE = re.compile(
     rf"\b(?:(?:from|between) (?:{_WHEN}) (?:to|until|till|through|and|-|–) (?:{_WHEN})|"
@@ -184,7 +183,7 @@ def state_clauses(statement: str, relation: str, obj: str) -> list[tuple[str, st
 
 
 _EMPLOYER = (
-    re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME}(?: [a-z]+){{0,2}} as (?:an? |the )?\w+"),
+    _JOINED,
     re.compile(rf"\b(?:works?|worked|working) (?:at|for) {_NAME}"),
     re.compile(rf"\b(?:job|position|role|internship) (?:at|with) {_NAME}"),
     re.compile(rf"\b(?:hired by|employed by|started (?:a new job )?at) {_NAME}"),
@@ -333,23 +332,22 @@ def line_states(text: str) -> list[LineState]:
     [('partner_of', 'Erik', True)]
     """
     out: list[LineState] = []
+    switches = _WORK_CUE.search(text) is not None
     for sentence in re.split(r"(?<=[.!?])\s+", text):
         if sentence.rstrip().endswith("?"):
             continue
         found = [(m, rel, False) for rx, rel in _LINE_STATES for m in rx.finditer(sentence)]
         found += [(m, rel, ended) for rx, rel, ended in _PAIRS for m in rx.finditer(sentence)]
-        if _WORK_CUE.search(text):
+        if switches:
             found += [(m, "works_at", False) for m in _SWITCHED.finditer(sentence)]
-        for m in _NOT_AT.finditer(sentence):
-            name = next(g for g in m.groups() if g)
-            if name not in _NOT_NAMES and LineState("works_at", name, sentence.strip(), True) not in out:
-                out.append(LineState("works_at", name, sentence.strip(), True))  # a negation on purpose
+        # "I'm not at Central anymore" is a negation on purpose; every other clause must be plain
+        found = [(m, "works_at", True) for m in _NOT_AT.finditer(sentence)] + [
+            (m, rel, ended) for m, rel, ended in found
+            if not _NOT_PLAIN.search(sentence[:m.start()]) and not _NOT_PLAIN.search(m.group(0))]
         for m, rel, ended in found:
             name = next(g for g in m.groups() if g)
-            if _NOT_PLAIN.search(sentence[:m.start()]) or _NOT_PLAIN.search(m.group(0)) or name in _NOT_NAMES:
-                continue
             state = LineState(rel, name, sentence.strip(), ended)
-            if state not in out:
+            if name not in _NOT_NAMES and state not in out:
                 out.append(state)
     return out
 
@@ -397,8 +395,10 @@ _INTERJECTIONS = ("oh", "ah", "well", "yes", "yeah", "no", "haha", "ha", "hmm", 
 _OPENING = re.compile(rf"^\s*(?:(?:{'|'.join(_INTERJECTIONS)})\W+)*(?-i:([A-Z][a-z][\w'-]*))"
                       r"(?:'s|\s+(?:is|was|has|had|just|got|lives|works|finally|still|recently|(?-i:[a-z]+ed)))\b",
                       re.IGNORECASE)
-_NOT_NAMES_LOWER = frozenset(w.lower() for w in _NOT_NAMES) | {"she", "he", "they", "we", "it", "my", "our", "the", "that",
-                                                               "this", "there", "thanks", "thank", "good", "great", "fine"}
+#: words an answer may open with that name nobody (any case)
+_NOT_A_NAME = (frozenset(w.lower() for w in _NOT_NAMES) | frozenset(_INTERJECTIONS)
+               | {"she", "he", "they", "we", "it", "my", "our", "the", "that", "this", "there", "thanks", "thank", "good",
+                  "great", "fine"})
 
 
 _ASKED_HOME = re.compile(r"\bwhere (?:are|do) you (?:based|living|live|staying)\b", re.IGNORECASE)
@@ -412,7 +412,7 @@ def home_answered(question: str, answer: str) -> str | None:
     if not _ASKED_HOME.search(question):
         return None
     m = _BARE_PLACE.match(answer)
-    if m is None or m.group(1) in _NOT_NAMES or m.group(1).lower() in _NOT_NAMES_LOWER | set(_INTERJECTIONS):
+    if m is None or m.group(1).lower() in _NOT_A_NAME:
         return None
     return m.group(1)
 
@@ -426,7 +426,7 @@ def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMe
     if q is None or a is None:
         return None
     name = a.group(1)
-    if name.lower() in _NOT_NAMES_LOWER or name.lower() in _INTERJECTIONS or name in (asked, answerer):
+    if name.lower() in _NOT_A_NAME or name in (asked, answerer):
         return None
     word = q.group(1).lower()
     return KinMention(answerer, KIN[word], name, word)

@@ -147,13 +147,10 @@ def other_side(f: Fact, registry: RelationRegistry) -> Fact | None:
     confidence and closure (``closed_by``, ``stated_to``), so it holds exactly when the fact does.
     It is marked like every derived fact (``origin`` derived, ``rule``, ``support_ids`` = the
     stored fact; its id is the one :func:`reverse` gives the same reading)."""
-    spec = registry.spec(f.relation)
-    if spec.symmetric:
-        rule, relation = SYMMETRY, f.relation
-    elif spec.inverse:
-        rule, relation = INVERSE, registry.canonical(spec.inverse)
-    else:
+    relation = registry.read_from_object(f.relation)
+    if relation is None:
         return None
+    rule = SYMMETRY if registry.spec(f.relation).symmetric else INVERSE
     return replace(f, id=derived_id(rule, relation, f.object_id or f.object, f.subject_id or f.subject, [f.id]),
                    subject=f.object, subject_id=f.object_id, relation=relation, object=f.subject,
                    object_id=f.subject_id, origin=Origin.DERIVED, rule=rule, support_ids=[f.id])
