@@ -191,15 +191,18 @@ def test_time_window_moves_from_the_question_into_as_of() -> None:
 
     now = datetime(2026, 11, 30, tzinfo=timezone.utc)
     an = {"window_text": "in 2020", "window": ["2020-01-01T00:00:00+00:00", "2021-01-01T00:00:00+00:00"]}
-    q, at = _decouple_time("Where did Maya live in 2020?", an, now, explicit=False)
+    q, at = _decouple_time("Where did Maya live in 2020?", an, now)
     assert q == "Where did Maya live?" and at.year == 2020 and at.month == 7
     before = {"window_text": "before 2021", "window": [None, "2021-01-01T00:00:00+00:00"]}
-    q, at = _decouple_time("Where did Maya live before 2021?", before, now, explicit=False)
+    q, at = _decouple_time("Where did Maya live before 2021?", before, now)
     assert q == "Where did Maya live?" and at.date().isoformat() == "2020-12-31"
-    # the caller's own as_of wins, and questions without a window are left alone
-    assert _decouple_time("Where did Maya live in 2020?", an, now, explicit=True) == (
-        "Where did Maya live in 2020?", now)
-    assert _decouple_time("Where does Maya live?", {}, now, explicit=False) == ("Where does Maya live?", now)
+    # the caller's as_of bounds the point: asked as of March 2020, "in 2020" is asked as of then
+    march = datetime(2020, 3, 1, tzinfo=timezone.utc)
+    assert _decouple_time("Where did Maya live in 2020?", an, march) == ("Where did Maya live?", march)
+    # a window after the as_of keeps its words, and questions without a window are left alone
+    assert _decouple_time("Where did Maya live in 2020?", an, datetime(2019, 6, 1, tzinfo=timezone.utc)) == (
+        "Where did Maya live in 2020?", datetime(2019, 6, 1, tzinfo=timezone.utc))
+    assert _decouple_time("Where does Maya live?", {}, now) == ("Where does Maya live?", now)
 
 
 def test_fmt_time_writes_month_names() -> None:

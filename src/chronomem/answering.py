@@ -28,20 +28,22 @@ __all__ = ["METHODS", "answer"]
 METHODS = ("real", "rsum", "real+rsum")
 
 
-def _decouple_time(question: str, analysis: dict[str, Any], when: datetime, *,
-                   explicit: bool) -> tuple[str, datetime]:
+def _decouple_time(question: str, analysis: dict[str, Any], when: datetime) -> tuple[str, datetime]:
     """Take the question's time window out of its words and into the answer's "as of".
 
     The search already restricted the evidence to the window ("in 2020"); a small model
     that is asked "where did Maya live in 2020?" looks for "2020" in the evidence and
-    says "Not mentioned", while "where did Maya live?" as of mid-2020 it answers.  Only
-    when the caller gave no ``as_of`` of their own.
+    says "Not mentioned", while "where did Maya live?" as of mid-2020 it answers.
+    ``when`` (the caller's ``as_of``, default now) bounds the new point: a window that
+    starts after it ("next year") keeps its words, as nothing recorded by then can hold there.
     """
     text, window = analysis.get("window_text"), analysis.get("window")
-    if explicit or not text or not window or text not in question:
+    if not text or not window or text not in question:
         return question, when
     start, end = (parse_time(w, "window") if w else None for w in window)
     if start is None and end is None:
+        return question, when
+    if start is not None and start > when:
         return question, when
     point: datetime
     if start is not None and end is not None:
@@ -112,7 +114,7 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
     if not context.strip():
         text = NOT_MENTIONED
     else:
-        asked, asked_at = _decouple_time(question, res.trace.analysis, when, explicit=as_of is not None)
+        asked, asked_at = _decouple_time(question, res.trace.analysis, when)
         text, u = generate(models.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)
         if u is not None:
             usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
