@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
 from .retrieve.answer import NOT_MENTIONED, Answer, generate
+from .model import Fact
 from .retrieve.beam import SearchConfig
-from .retrieve.search import ANSWER_CONFIG, check_query, search
+from .retrieve.lookup import render_state_facts, state_facts, state_relations
+from .retrieve.search import ANSWER_CONFIG, Trace, check_query, search
 from .timeutil import parse_time, utcnow
 
 if TYPE_CHECKING:
@@ -56,6 +58,26 @@ def _decouple_time(question: str, analysis: dict[str, Any], when: datetime) -> t
     point = min(point, when)
     stripped = " ".join(question.replace(text, " ").split()).replace(" ?", "?")
     return stripped, point
+
+
+#: how the search found a root entity that a state lookup may trust: named in the question (or an
+#: alias of it), or the speaker "I" stands for; not a fuzzy embedding or full-text match
+_NAMED_ROOTS = frozenset({"name", "alias", "speaker"})
+
+
+def _state_facts(store: Store, registry: RelationRegistry, trace: Trace, *, user_id: str, as_of: datetime,
+                 limit: int, min_confidence: float | None) -> list[Fact]:
+    """The typed facts that answer a state question outright (:func:`chronomem.retrieve.lookup.state_facts`)
+    for the entities the question names, at the asked time; noted in the trace."""
+    if limit <= 0:
+        return []
+    relations = state_relations(trace.analysis, registry)
+    entity_ids = list(dict.fromkeys(r["entity_id"] for r in trace.roots if r.get("how") in _NAMED_ROOTS))
+    found = state_facts(store, registry, user_id, entity_ids=entity_ids, relations=relations, as_of=as_of,
+                        min_confidence=min_confidence, limit=limit)
+    if found:
+        trace.notes.append(f"answer: {len(found)} state fact(s) of {', '.join(relations)} put first")
+    return found
 
 
 def answer(store: Store, registry: RelationRegistry, models: ModelSource, question: str, *, user_id: str,
@@ -100,21 +122,22 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
         usage["tokens"] = usage["answer_prompt_tokens"] + usage["answer_completion_tokens"]
         return Answer(text=text, evidence=[], context_tokens=models.llm.count_tokens(ctx) if ctx else 0,
                       usage=usage, context=ctx, method=method)
+    cfg = config if config is not None else ANSWER_CONFIG
     res = search(store, registry, models, question, user_id=user_id, theta_stable=theta_stable, as_of=when,
-                 top_k=top_k,
-                 config=config if config is not None else ANSWER_CONFIG, speaker=speaker,
-                 user_entity=user_entity)
+                 top_k=top_k, config=cfg, speaker=speaker, user_entity=user_entity)
     usage.update(search_llm_calls=res.trace.budget.get("llm_calls", 0),
                  search_llm_tokens=res.trace.budget.get("llm_tokens", 0))
+    asked, asked_at = _decouple_time(question, res.trace.analysis, when)
+    direct = _state_facts(store, registry, res.trace, user_id=user_id, as_of=asked_at, limit=cfg.state_facts,
+                          min_confidence=None if cfg.include_unstable else theta_stable)
     context, context_tokens = res.context, res.context_tokens
-    if summary:
-        block = f"Summary of earlier conversations:\n{summary}"
-        context = f"{block}\n\n{context}" if context.strip() else block
-        context_tokens += models.llm.count_tokens(block)
+    for block in (render_state_facts(direct), f"Summary of earlier conversations:\n{summary}" if summary else ""):
+        if block:
+            context = f"{block}\n\n{context}" if context.strip() else block
+            context_tokens += models.llm.count_tokens(block)
     if not context.strip():
         text = NOT_MENTIONED
     else:
-        asked, asked_at = _decouple_time(question, res.trace.analysis, when)
         text, u = generate(models.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)
         if u is not None:
             usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,
@@ -123,6 +146,6 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
     usage["tokens"] = (usage["search_llm_tokens"] + usage["answer_prompt_tokens"]
                        + usage["answer_completion_tokens"])
     by_id = {f.id: f for f in res.facts}
-    evidence = [by_id[i] for i in res.context_fact_ids if i in by_id]
+    evidence = [*direct, *(by_id[i] for i in res.context_fact_ids if i in by_id and i not in {f.id for f in direct})]
     return Answer(text=text, evidence=evidence, context_tokens=context_tokens, usage=usage,
                   trace=res.trace, context=context, method=method)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -344,34 +344,14 @@ class Memory:
 
     def _select(self, user_id: str, subject: str | None, relation: str | None, obj: str | None,
                 when: datetime | None, include_unstable: bool, other_side: bool = True) -> list[Fact]:
-        from .retrieve.counterfactual import other_side as read_other_side
+        from .retrieve.lookup import select_facts
 
-        subject_ids = self._entity_ids(user_id, subject, "subject")
-        object_ids = self._entity_ids(user_id, obj, "object")
         relations = None if relation is None else [self.registry.canonical(check_name("relation", relation))]
-        min_confidence = None if include_unstable else self.config.theta_stable
-        found = self.store.facts(user_id, subject_ids=subject_ids, object_ids=object_ids, relations=relations,
-                                 as_of=when, min_confidence=min_confidence)
-        if not other_side or (subject_ids is None and object_ids is None):
-            return found  # no side asked for: every stored fact is already listed once
-        stored_as = self._stored_as(relations)
-        if not stored_as:
-            return found
-        mirrored = self.store.facts(user_id, subject_ids=object_ids, object_ids=subject_ids, relations=stored_as,
-                                    as_of=when, min_confidence=min_confidence)
-        listed = {f.id for f in found}
-        readings = [r for f in mirrored if f.id not in listed and (r := read_other_side(f, self.registry)) is not None]
-        if not readings:
-            return found
-        return sorted([*found, *readings],
-                      key=lambda f: (f.valid_from is not None, f.valid_from or datetime.min.replace(tzinfo=timezone.utc),
-                                     f.recorded_at, f.id))
-
-    def _stored_as(self, relations: list[str] | None) -> list[str]:
-        """The relations whose facts, read from the object's side, are one of ``relations``
-        (every symmetric or inverse relation when ``None``)."""
-        names = relations if relations is not None else self.registry.names()
-        return list(dict.fromkeys(r for name in names if (r := self.registry.read_from_object(name)) is not None))
+        return select_facts(self.store, self.registry, user_id,
+                            subject_ids=self._entity_ids(user_id, subject, "subject"),
+                            object_ids=self._entity_ids(user_id, obj, "object"), relations=relations, as_of=when,
+                            min_confidence=None if include_unstable else self.config.theta_stable,
+                            other_side=other_side)
 
     def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
         """Correct a stored fact non-destructively: returns the new version (origin ``corrected``).

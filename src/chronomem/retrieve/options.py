@@ -109,7 +109,12 @@ class SearchConfig:
         often not the reply's ("activities with her family" / "we went camping").
         One call of ``max_llm_calls``; skipped (the question alone) without a model
         or budget.  With the local 1.5B model it is level on LoCoMo's tuning questions
-        (evidence recall@10 0.700 against 0.705, BENCHMARKS.md), so it stays off.
+        (evidence recall@10 0.700 against 0.705, BENCHMARKS.md), so it stays off;
+        ``state_facts`` (4): when a question names someone and asks
+        about a state the graph types ("where does Lena work now?", "who is Felix's sister?"),
+        ``answer()`` puts up to this many of the typed facts that answer it — that relation, that
+        entity on either side, valid at the asked time — before the evidence
+        (:func:`chronomem.retrieve.lookup.state_facts`); ``search()`` itself ignores it.
     """
 
     max_depth: int = 3
@@ -151,6 +156,7 @@ class SearchConfig:
     fused_weights: tuple[float, float, float] = (0.5, 1.0, 0.5)
     fused_turns_first: bool = False
     expand_query: bool = False
+    state_facts: int = 4
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -159,7 +165,8 @@ class SearchConfig:
             if not isinstance(v, int) or v < 1:
                 raise ValidationError(f"config.{name}", v, "must be a positive integer")
         for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
-                     "quote_sources", "search_turns", "fallback_turns", "fused_turns", "fused_graph_tokens"):
+                     "quote_sources", "search_turns", "fallback_turns", "fused_turns", "fused_graph_tokens",
+                     "state_facts"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")
@@ -190,6 +197,8 @@ class SearchOptions:
     ``quote_sources``: verbatim source turns quoted after the facts and
     ``search_turns``: further turns found by full-text search — the layout without
     fusion, so setting either (and not ``turns``) turns the fused path off;
+    ``state_facts``: typed facts that answer a state question outright, put first in
+    ``answer()``'s context (0 turns it off);
     ``embeddings``: ``False`` scores relevance lexically even
     when an embedder is configured; ``llm_assist``: let the chat model classify
     unclear questions and judge uncertain paths (``max_llm_calls`` per query).
@@ -199,6 +208,7 @@ class SearchOptions:
     turns: int | None = None
     quote_sources: int | None = None
     search_turns: int | None = None
+    state_facts: int | None = None
     embeddings: bool | None = None
     llm_assist: bool | None = None
     max_llm_calls: int | None = None

@@ -12,7 +12,7 @@ from datetime import datetime
 from .. import timeexpr
 from ..model import Fact, Origin
 
-__all__ = ["fact_text", "fmt_time", "render_fact"]
+__all__ = ["fact_dates", "fact_text", "fmt_time", "render_fact"]
 
 
 def fmt_time(t: datetime | None) -> str:
@@ -49,11 +49,17 @@ def fact_text(f: Fact) -> str:
     return text[: m.start()]
 
 
-def render_fact(f: Fact) -> str:
-    """``Maya lives in Lisbon [1 September 2020 -> now) c=0.95`` (+ rule for derived facts)."""
+def fact_dates(f: Fact) -> str:
+    """``[1 September 2020 -> now) c=0.95`` (+ `` derived:rule`` for derived facts): how a fact's
+    interval, confidence and origin read after its text."""
     end = "now" if f.valid_to is None else fmt_time(f.valid_to)
     start = "?" if f.valid_from is None else fmt_time(f.valid_from)
-    out = f"{fact_text(f)} [{start} -> {end}) c={f.confidence:.2f}"
+    out = f"[{start} -> {end}) c={f.confidence:.2f}"
     if f.origin == Origin.DERIVED:
         out += f" derived:{f.rule}"
     return out
+
+
+def render_fact(f: Fact) -> str:
+    """``Maya lives in Lisbon [1 September 2020 -> now) c=0.95`` (+ rule for derived facts)."""
+    return f"{fact_text(f)} {fact_dates(f)}"

@@ -1,0 +1,141 @@
+"""Facts looked up by who, what relation and when — no ranking, no model.
+
+:func:`select_facts` is what ``Memory.facts()`` / ``history()`` list: the stored facts of a
+subject and/or object at a time, with symmetric and inverse facts read from the other side
+("Jonas and I got married" answers ``subject="Jonas", relation="married_to"``).
+
+:func:`state_facts` is the same lookup for a question: when a question names someone and
+asks about a state the graph types ("Where does Lena work now?", "Who is Felix's sister?",
+"Where did Ravi live in 2015?"), the typed facts of that relation valid at the asked time answer
+it outright, and ``answer()`` puts them first in the context (:func:`render_state_facts`).  A
+small model then reads "Lena works at Novartis [1 June 2021 -> now)" instead of picking a
+place out of "we moved to Basel for the job".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from ..model import Fact
+from ..registry import RelationRegistry
+from ..store.base import Store
+from .counterfactual import other_side as read_other_side
+from .render import fact_dates
+
+__all__ = ["STATE_OBJECT_TYPES", "render_state_facts", "select_facts", "state_facts", "state_relations",
+           "stored_as"]
+
+_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
+
+#: the object types of the relations whose typed triple answers a question on its own: a place,
+#: an employer or school, a job title, a person.  Loose ones (``likes``, ``owns``, ``did``) keep
+#: their statements: their objects are handles ("the dance studio"), not answers.
+STATE_OBJECT_TYPES = frozenset({"place", "organisation", "role", "person"})
+
+#: how a state fact reads in the answer's context; other relations read "subject relation words object".
+#: A relation between people reads as the subject's relative, named last ("Lucia's parent is Diego"),
+#: the shape of the question ("Who is Lucia's father?") and of the 1.5B model's own replies: read as
+#: "Lucia is a child of Diego" it answered "Not mentioned", as "Aiko is Daniel's spouse", "Daniel"
+#: (BENCHMARKS.md "Evolving state": answers).
+_PHRASES: Mapping[str, str] = {
+    "job_title": "{s} works as {o}",
+    "married_to": "{s}'s spouse is {o}",
+    "partner_of": "{s}'s partner is {o}",
+    "sibling_of": "{s}'s sibling is {o}",
+    "friend_of": "{s}'s friend is {o}",
+    "parent_of": "{s}'s child is {o}",
+    "child_of": "{s}'s parent is {o}",
+    "born_in": "{s} was born in {o}",
+    "located_in": "{s} is in {o}",
+}
+
+#: at most this many state facts go before the evidence
+MAX_STATE_FACTS = 4
+
+
+def _oldest_first(f: Fact) -> tuple[bool, datetime, datetime, str]:
+    return (f.valid_from is not None, f.valid_from or _EPOCH, f.recorded_at, f.id)
+
+
+def stored_as(registry: RelationRegistry, relations: Iterable[str] | None) -> list[str]:
+    """The relations whose facts, read from the object's side, are one of ``relations``
+    (every symmetric or inverse relation when ``None``)."""
+    names = relations if relations is not None else registry.names()
+    return list(dict.fromkeys(r for name in names if (r := registry.read_from_object(name)) is not None))
+
+
+def select_facts(store: Store, registry: RelationRegistry, user_id: str, *,
+                 subject_ids: Sequence[str] | None = None, object_ids: Sequence[str] | None = None,
+                 relations: Sequence[str] | None = None, as_of: datetime | None = None,
+                 min_confidence: float | None = None, other_side: bool = True) -> list[Fact]:
+    """Stored facts of these subjects/objects/relations valid at ``as_of`` (``None``: every
+    version), oldest first; with a side given and ``other_side``, symmetric and inverse facts
+    stored from the other side are read from this one (marked derived, see
+    :func:`chronomem.retrieve.counterfactual.other_side`)."""
+    subj = None if subject_ids is None else list(subject_ids)
+    obj = None if object_ids is None else list(object_ids)
+    rels = None if relations is None else list(relations)
+    found = store.facts(user_id, subject_ids=subj, object_ids=obj, relations=rels, as_of=as_of,
+                        min_confidence=min_confidence)
+    if not other_side or (subj is None and obj is None):
+        return found  # no side asked for: every stored fact is already listed once
+    mirror = stored_as(registry, rels)
+    if not mirror:
+        return found
+    mirrored = store.facts(user_id, subject_ids=obj, object_ids=subj, relations=mirror, as_of=as_of,
+                           min_confidence=min_confidence)
+    listed = {f.id for f in found}
+    readings = [r for f in mirrored if f.id not in listed and (r := read_other_side(f, registry)) is not None]
+    if not readings:
+        return found
+    return sorted([*found, *readings], key=_oldest_first)
+
+
+def state_relations(analysis: Mapping[str, Any], registry: RelationRegistry) -> list[str]:
+    """The typed state relations a question asks about (its relation words, e.g. "work" →
+    ``works_at``, ``job_title``), in the analysis's order; none for a "when" question or one
+    about the past as a whole ("used to", "before"), which the dated evidence answers."""
+    if analysis.get("wh") == "when" or analysis.get("history"):
+        return []
+    out: list[str] = []
+    for group in (analysis.get("relation_groups") or {}).values():
+        for name in group:
+            if not registry.is_known(name) or name in out:
+                continue
+            spec = registry.spec(name)
+            if spec.object_type in STATE_OBJECT_TYPES and not spec.by_statement:
+                out.append(name)
+    return out
+
+
+def state_facts(store: Store, registry: RelationRegistry, user_id: str, *, entity_ids: Sequence[str],
+                relations: Sequence[str], as_of: datetime, min_confidence: float | None,
+                limit: int = MAX_STATE_FACTS) -> list[Fact]:
+    """The facts of ``relations`` valid at ``as_of`` that name one of ``entity_ids`` on either side
+    (read from the entity's side where the relation allows), at most ``limit``, newest first."""
+    if not entity_ids or not relations:
+        return []
+    own = select_facts(store, registry, user_id, subject_ids=entity_ids, relations=relations, as_of=as_of,
+                       min_confidence=min_confidence)
+    seen = {f.id for f in own} | {i for f in own for i in f.support_ids}
+    theirs = [f for f in store.facts(user_id, object_ids=list(entity_ids), relations=list(relations),
+                                     as_of=as_of, min_confidence=min_confidence) if f.id not in seen]
+    ranked = sorted([*own, *theirs], key=_oldest_first, reverse=True)
+    return ranked[:limit]
+
+
+def _state_text(f: Fact) -> str:
+    phrase = _PHRASES.get(f.relation)
+    if phrase is None:
+        return f"{f.subject} {f.relation.replace('_', ' ')} {f.object}"
+    return phrase.format(s=f.subject, o=f.object)
+
+
+def render_state_facts(facts: Sequence[Fact]) -> str:
+    """The block ``answer()`` puts before the evidence: one typed fact per line, dated as the evidence is."""
+    if not facts:
+        return ""
+    lines = [f"- {_state_text(f)} {fact_dates(f)}" for f in facts]
+    return "Facts that answer the question directly:\n" + "\n".join(lines)

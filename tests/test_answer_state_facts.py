@@ -1,0 +1,125 @@
+"""answer() puts the typed facts that answer a state question first, and reads a question's time window
+as the asked time even when the caller gives ``as_of``.
+
+The evolving-state benchmark (benchmarks/bench_evolving.py) found ``facts()`` right where ``answer()``
+was wrong: "Where does Lena work now?" → "Basel" with ``Lena works_at Novartis`` in the evidence (the
+turn "we moved to Basel for the job" ranked high), and "Where did Lena work in 2015?" → "Not mentioned"
+when asked with an explicit ``as_of`` (the window stayed in the question's words).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chronomem import Memory, SearchConfig, SearchOptions
+from chronomem.errors import ValidationError
+from chronomem.providers.base import CallUsage, ChatResult
+from chronomem.registry import RelationRegistry
+from chronomem.retrieve.lookup import render_state_facts, state_relations
+
+BLOCK = "Facts that answer the question directly:"
+NOW = "2026-12-04T00:00:00+00:00"
+
+
+class PromptLLM:
+    """Answers with the first state fact it is shown (else "Not mentioned") and keeps every prompt."""
+
+    name = "prompt-recorder"
+    context_window = 8192
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def chat(self, messages: list[dict[str, str]], **kw: Any) -> ChatResult:
+        user = messages[-1]["content"]
+        self.prompts.append(user)
+        lines = user.splitlines()
+        text = lines[lines.index(BLOCK) + 1] if BLOCK in lines else "Not mentioned"
+        return ChatResult(text=text, usage=CallUsage(prompt_tokens=len(user.split()), completion_tokens=3,
+                                                     latency_s=0.0, purpose=kw.get("purpose", "")))
+
+
+@pytest.fixture
+def lena(tmp_path: Path) -> tuple[Memory, PromptLLM]:
+    llm = PromptLLM()
+    mem = Memory(tmp_path / "m.db", llm=llm, embedder=False)
+    mem.add_facts([
+        {"subject": "Lena", "relation": "works_at", "object": "Ridgeway High", "valid_from": "2019-03-01",
+         "text": "Lena teaches chemistry at Ridgeway High."},
+        {"subject": "Lena", "relation": "works_at", "object": "Novartis", "valid_from": "2021-06-01",
+         "text": "Lena left Ridgeway High in June and joined Novartis as a lab scientist."},
+        {"subject": "Lena", "relation": "works_at", "object": "a bakery in York", "valid_from": "2014-01-01",
+         "valid_to": "2017-01-01", "text": "Lena worked at a bakery in York from 2014 to 2016."},
+        {"subject": "Lena", "relation": "lives_in", "object": "Basel", "valid_from": "2021-07-01",
+         "text": "Lena moved to Basel in July for the job."},
+        {"subject": "Lena", "relation": "married_to", "object": "Jonas", "valid_from": "2018-07-01"},
+        {"subject": "Lena", "relation": "sibling_of", "object": "Felix", "valid_from": "2019-01-01"},
+        {"subject": "Lena", "relation": "parent_of", "object": "Mia", "valid_from": "2022-05-01"},
+        {"subject": "Lena", "relation": "likes", "object": "baking bread", "valid_from": "2023-02-14"},
+    ], user_id="u1")
+    yield mem, llm
+    mem.close()
+
+
+def test_a_state_question_gets_its_typed_facts_first(lena: tuple[Memory, PromptLLM]) -> None:
+    mem, llm = lena
+    ans = mem.answer("Where does Lena work now?", user_id="u1", as_of=NOW, method="real")
+    assert ans.text.startswith("- Lena works at Novartis [1 June 2021 -> now)")
+    block = ans.context.split("\n\n")[0].splitlines()
+    assert block[0] == BLOCK and len(block) == 2  # the closed jobs do not hold now
+    assert ans.evidence[0].object == "Novartis"
+    assert "state fact" in " ".join(ans.trace.notes)
+
+
+def test_the_question_window_is_the_asked_time_with_an_explicit_as_of(lena: tuple[Memory, PromptLLM]) -> None:
+    mem, llm = lena
+    ans = mem.answer("Where did Lena work in 2015?", user_id="u1", as_of=NOW, method="real")
+    assert ans.text.startswith("- Lena works at a bakery in York [1 January 2014 -> 1 January 2017)")
+    prompt = llm.prompts[-1]
+    assert "Question: Where did Lena work?" in prompt and "as of 2 July 2015" in prompt
+
+
+def test_relations_read_from_the_other_side(lena: tuple[Memory, PromptLLM]) -> None:
+    mem, _ = lena
+    assert mem.answer("Who is Jonas married to?", user_id="u1", as_of=NOW, method="real").text.startswith(
+        "- Jonas's spouse is Lena [1 July 2018 -> now)")
+    felix = mem.answer("Who is Felix's sister?", user_id="u1", as_of=NOW, method="real")
+    assert felix.text.startswith("- Felix's sibling is Lena") and "derived:symmetry" in felix.text
+    assert felix.evidence[0].support_ids  # the reading names the stored fact
+    # a relation between people reads as the subject's relative, in the question's shape
+    assert mem.answer("Who is Mia's mother?", user_id="u1", as_of=NOW, method="real").text.startswith(
+        "- Mia's parent is Lena [1 May 2022 -> now)")
+    assert mem.answer("Who is Lena's daughter?", user_id="u1", as_of=NOW, method="real").text.startswith(
+        "- Lena's child is Mia")
+
+
+def test_other_questions_get_no_state_block(lena: tuple[Memory, PromptLLM]) -> None:
+    mem, llm = lena
+    for q in ("What does Lena like?", "When did Lena move to Basel?", "Where did Lena work before?"):
+        mem.answer(q, user_id="u1", as_of=NOW, method="real")
+        assert BLOCK not in llm.prompts[-1], q
+    off = mem.answer("Where does Lena work now?", user_id="u1", as_of=NOW, method="real",
+                     options=SearchOptions(state_facts=0))
+    assert BLOCK not in off.context and BLOCK not in llm.prompts[-1]
+
+
+def test_state_relations_are_typed_relations_of_the_question() -> None:
+    reg = RelationRegistry()
+    assert state_relations({"wh": "where", "relation_groups": {"work": ["job_title", "works_at"]}}, reg) == [
+        "job_title", "works_at"]
+    assert state_relations({"wh": "what", "relation_groups": {"like": ["likes"]}}, reg) == []
+    assert state_relations({"wh": "when", "relation_groups": {"live": ["lives_in"]}}, reg) == []
+    assert state_relations({"wh": "where", "history": True, "relation_groups": {"live": ["lives_in"]}}, reg) == []
+    assert state_relations({"wh": "where"}, reg) == [] and render_state_facts([]) == ""
+
+
+def test_a_bad_state_facts_setting_is_named() -> None:
+    with pytest.raises(ValidationError) as e:
+        SearchConfig(state_facts=-1)
+    assert e.value.field == "config.state_facts"
