@@ -9,7 +9,7 @@ import pytest
 from chronomem.model import Fact, Intent, Origin
 from chronomem.registry import RelationRegistry
 from chronomem.retrieve import scoring as S
-from chronomem.retrieve.intents import analyze, asks_time_or_state
+from chronomem.retrieve.intents import analyze, asks_time_or_state, find_time_window
 
 UTC = timezone.utc
 NOW = datetime(2025, 6, 1, tzinfo=UTC)
@@ -182,6 +182,21 @@ def test_logical_consistency_can_ignore_confidence() -> None:
     with_conf = logical_consistency([f], lambda r: False)
     without = logical_consistency([f], lambda r: False, use_confidence=False)
     assert with_conf < without and without == pytest.approx(with_conf / 0.25)
+
+
+@pytest.mark.parametrize("q, text, start, end", [
+    ("What did Gina find for her store on 1 February, 2023?", "on 1 February, 2023", (2023, 2, 1), (2023, 2, 2)),
+    ("What movie did Joanna watch on 1 May, 2022?", "on 1 May, 2022", (2022, 5, 1), (2022, 5, 2)),
+    ("What did Nate cook on November 9, 2022?", "on November 9, 2022", (2022, 11, 9), (2022, 11, 10)),
+    ("Where was Maya in March, 2020?", "in March, 2020", (2020, 3, 1), (2020, 4, 1)),
+    ("Where did Maya live in 2020?", "in 2020", (2020, 1, 1), (2021, 1, 1)),
+])
+def test_a_date_with_a_comma_after_its_month_is_one_window(q: str, text: str, start: tuple, end: tuple) -> None:
+    """"on 1 February, 2023" is that day — read as "2023" alone, the window was the whole year and
+    answer() asked "… on 1 February,?" with the year cut out."""
+    found = find_time_window(q, NOW)
+    assert found is not None
+    assert found[1] == text and found[0] == (datetime(*start, tzinfo=UTC), datetime(*end, tzinfo=UTC))
 
 
 def test_time_window_moves_from_the_question_into_as_of() -> None:

@@ -66,7 +66,7 @@ _MONTHS = ("january|february|march|april|may|june|july|august|september|october|
 _TIME_PHRASE = re.compile(
     r"\b(?:(in|during|on|since|before|after|until|by|from)\s+)?"
     r"((?:early |late |mid-?)?(?:(?:the )?(?:spring|summer|autumn|fall|winter) (?:of )?|"
-    rf"(?:\d{{1,2}} )?(?:{_MONTHS})\.? (?:\d{{1,2}},? )?)?(?:19|20)\d\d|"
+    rf"(?:\d{{1,2}} )?(?:{_MONTHS})\.?,? (?:\d{{1,2}},? )?)?(?:19|20)\d\d|"
     r"\d{4}-\d\d(?:-\d\d)?|"
     r"(?:last|this|next) (?:year|month|week|weekend|summer|winter|spring|autumn|fall)|"
     r"(?:yesterday|today)|"
