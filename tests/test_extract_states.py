@@ -316,3 +316,61 @@ def test_a_move_is_no_switch_of_employer() -> None:
     # check2's Ivan under the third cut: "moved to Berlin" in a line about work became works_at Berlin
     assert [(s.relation, s.name) for s in states.line_states(
         "I moved to Berlin in December and I'm working for Zalando now.")] == [("lives_in", "Berlin"), ("works_at", "Zalando")]
+
+
+# ----------------------------------------------------------------- the fourth cut (from check5's failures)
+
+@pytest.mark.parametrize("text, phrase", [
+    ("Sofie spent 2012 to 2014 at the Rijksmuseum in Amsterdam as an assistant.", "2012 to 2014"),
+    ("I was in Lyon March 2015 until June 2016.", "March 2015 until June 2016"),
+    ("He drove from 2010 to Paris.", ""),  # a year and a place are no range
+])
+def test_a_range_without_from(text: str, phrase: str) -> None:
+    assert states.range_phrase(text) == phrase
+
+
+@pytest.mark.parametrize("text, found", [
+    ("I'm engaged to Lars, we met at a climbing gym.", [("partner_of", "Lars", False)]),
+    ("Thanks! I start as a nurse at St James's Hospital next month.", [("works_at", "St James's Hospital", False)]),
+    ("I'm a data analyst for Renault, based in Paris.", [("lives_in", "Paris", False), ("works_at", "Renault", False)]),
+    ("I'm not engaged to Lars.", []),
+    ("I work with a team based in Paris.", []),  # the team's base, not the speaker's home
+])
+def test_line_states_of_engagements_starts_and_bases(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended) for s in states.line_states(text)] == found
+
+
+def test_an_engagement_typed_as_a_marriage_is_a_partnership() -> None:
+    numbered = {0: line(0, "Sofie", "I am. I'm engaged to Lars, we met at a climbing gym.")}
+    slot = (0, fact("Sofie is engaged to Lars, we met at a climbing gym.", "Sofie", "married_to", "Lars"))
+    facts, notes = run(numbered, slot)
+    assert triples(facts) == [("Sofie", "partner_of", "Lars", False)]
+    assert any("engaged, not married" in n for n in notes)
+    assert states.engaged_only("Noor is engaged to Adam and they are getting married next summer.") is False
+
+
+def test_a_job_begun_is_an_employer_and_a_late_past_is_closed() -> None:
+    numbered = {0: line(0, "Tariq", "Thanks! I start as a nurse at St James's Hospital next month."),
+                1: line(1, "Sofie", "Only once, I spent 2012 to 2014 at the Rijksmuseum in Amsterdam as an assistant.")}
+    facts, _ = run(numbered,
+                   (0, fact("Tariq starts as a nurse at St James's Hospital next month.", "Tariq", "started",
+                            "St James's Hospital")),
+                   (1, fact("Sofie spent 2012 to 2014 at the Rijksmuseum in Amsterdam as an assistant.", "Sofie",
+                            "works_at", "the Rijksmuseum")))
+    by_subject = {f.subject: f for f in facts}
+    tariq, sofie = by_subject["Tariq"], by_subject["Sofie"]
+    assert (tariq.relation, tariq.valid_from) == ("works_at", datetime(2022, 9, 1, tzinfo=timezone.utc))
+    assert (sofie.valid_from, sofie.valid_to) == (datetime(2012, 1, 1, tzinfo=timezone.utc),
+                                                  datetime(2015, 1, 1, tzinfo=timezone.utc))
+    old, _ = run(numbered, (0, fact("Tariq starts as a nurse at St James's Hospital next month.", "Tariq", "started",
+                                     "St James's Hospital")), rules=7)
+    assert old[0].relation == "started"  # v4 kept the model's relation
+
+
+def test_a_person_asked_after_by_name_and_answered_by_kin() -> None:
+    assert states.kin_answered("And Priya?", "Mei", "My wife just started her PhD at IISc.", "Ravi") == states.KinMention(
+        "Ravi", "married_to", "Priya", "wife")
+    assert states.kin_answered("How's Adam doing?", "Sam", "My brother is fine.", "Noor") == states.KinMention(
+        "Noor", "sibling_of", "Adam", "brother")
+    assert states.kin_answered("And Adam?", "Sam", "Adam proposed in March!", "Noor") is None
+    assert states.kin_answered("And Priya?", "Mei", "My wife Anna is fine.", "Ravi") is None  # the wife is named otherwise

@@ -1003,6 +1003,12 @@ def postprocess_observations(
             rel = "works_at"
         if rules in STATE_RULES and rel == "married_to" and _BROKE_UP.search(o.statement):
             rel = "partner_of"  # couples break up; spouses divorce
+        if rules in STATE_RULES and rel == "married_to" and states.engaged_only(o.statement):
+            notes.append(f"married_to → partner_of (engaged, not married): {o.statement}")
+            rel = "partner_of"
+        if rules in STATE_RULES and rel in _BEGUN and states.employer_named(o.statement, obj):
+            notes.append(f"{rel} → works_at (the statement names an employer): {o.statement}")
+            rel = "works_at"  # "starts as a nurse at St James's Hospital next month"
         if rules in STATE_RULES and rel in _ENDABLE_STATES:
             owner = states.reported_owner(o.statement, subject, obj)
             if owner is not None:
@@ -1088,6 +1094,8 @@ def postprocess_observations(
 
 #: rules 13/14: the states an ending in the statement closes even when the model said it goes on
 _ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "married_to", "partner_of", "job_title"})
+#: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
+_BEGUN = frozenset({"started", "starts", "start", "began", "begins", "joined", "joins"})
 _BROKE_UP = re.compile(r"\b(?:broke up|break up|breaking up|split up)\b", re.IGNORECASE)
 #: relations the 1.5B model gives a relative it did not recognise ("Diego has_pet Lucia" for his daughter)
 _KIN_RETYPED = frozenset({"has_pet", "owns", "did", "met", "likes", "friend_of"})

@@ -38,7 +38,8 @@ _MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
 _WHEN = rf"(?:(?:early|late|mid) )?(?:{_MONTH} )?(?:19|20)\d\d|{_MONTH}"
 _RANGE = re.compile(
     rf"\b(?:(?:from|between) (?:{_WHEN}) (?:to|until|till|through|and|-|–) (?:{_WHEN})|"
-    rf"(?:{_WHEN}) ?(?:-|–) ?(?:{_WHEN})|(?:until|till|up to) (?:{_WHEN}))\b",
+    rf"(?:{_WHEN}) ?(?:-|–) ?(?:{_WHEN})|(?:until|till|up to) (?:{_WHEN})|"
+    rf"(?:{_MONTH} )?(?:19|20)\d\d (?:to|until|till|through) (?:{_MONTH} )?(?:19|20)\d\d)\b",
     re.IGNORECASE)
 
 
@@ -48,6 +49,8 @@ def range_phrase(text: str) -> str:
 
     >>> range_phrase("Lena worked at a bakery in York from 2014 to 2016.")
     'from 2014 to 2016'
+    >>> range_phrase("Sofie spent 2012 to 2014 at the Rijksmuseum.")
+    '2012 to 2014'
     >>> range_phrase("Lena moved to Leeds in March.")
     ''
     """
@@ -182,11 +185,19 @@ def state_clauses(statement: str, relation: str, obj: str) -> list[tuple[str, st
     return out
 
 
+_ADV = r"(?:(?:now|still|currently|just|recently|finally|also|already|actually) )*"
+#: the head of a job title ("a UX designer", "head chef", "a captain")
+_ROLE = (r"[a-z]+(?:er|or|ist|ian|ant|ent)|chef|nurse|pilot|captain|cook|intern|lead|head|manager|engineer|"
+         r"designer|developer|analyst|teacher|doctor|scientist|journalist|lawyer|architect|consultant")
+#: "as a nurse at St James's", "as a senior engineer with Arup": a role, then where it is held
+_AS_ROLE_AT = rf"as (?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"
+
 _EMPLOYER = (
     _JOINED,
     re.compile(rf"\b(?:works?|worked|working) (?:at|for) {_NAME}"),
     re.compile(rf"\b(?:job|position|role|internship) (?:at|with) {_NAME}"),
     re.compile(rf"\b(?:hired by|employed by|started (?:a new job )?at) {_NAME}"),
+    re.compile(rf"\bstart(?:s|ed|ing)? (?:work |a new job )?{_AS_ROLE_AT}"),
 )
 _STUDY = re.compile(r"\b(?:stud(?:y|ies|ied|ying)|students?|enrol\w*|school|college|universit\w*|degree|course|class)\b",
                     re.IGNORECASE)
@@ -200,6 +211,20 @@ def employer_named(statement: str, obj: str) -> bool:
     low = obj.lower().strip()
     return any(low and (low in m.group(1).lower() or m.group(1).lower() in low)
                for rx in _EMPLOYER for m in rx.finditer(statement))
+
+
+_ENGAGED = re.compile(r"\b(?:engaged|fianc[eé]e?|proposed)\b", re.IGNORECASE)
+_WED = re.compile(r"\b(?:married|marry|wedding|wed|husband|wife|spouse)\b", re.IGNORECASE)
+
+
+def engaged_only(statement: str) -> bool:
+    """Does ``statement`` speak of an engagement and of no marriage ("Sofie is engaged to Lars")?
+    The 1.5B model types it ``married_to``; an engaged couple are partners.
+
+    >>> engaged_only("Sofie is engaged to Lars, they met at a climbing gym."), engaged_only("Noor is engaged and getting married next summer.")
+    (True, False)
+    """
+    return _ENGAGED.search(statement) is not None and _WED.search(statement) is None
 
 
 #: kin word → the relation from the speaker's side ("my daughter Lucia": speaker parent_of Lucia)
@@ -255,10 +280,6 @@ def kin_mentions(text: str, speaker: str, listener: str | None) -> list[KinMenti
     return out
 
 
-_ADV = r"(?:(?:now|still|currently|just|recently|finally|also|already|actually) )*"
-#: the head of a job title ("a UX designer", "head chef", "a captain")
-_ROLE = (r"[a-z]+(?:er|or|ist|ian|ant|ent)|chef|nurse|pilot|captain|cook|intern|lead|head|manager|engineer|"
-         r"designer|developer|analyst|teacher|doctor|scientist|journalist|lawyer|architect|consultant")
 #: first-person clauses of a line that state where the speaker lives or works, with a name
 _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are)? {_ADV}(?:live|living) in {_NAME}"), "lives_in"),
@@ -269,6 +290,8 @@ _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\bI(?:'m| am)? {_ADV}(?:work|working) (?:at|for) {_NAME}"), "works_at"),
     (re.compile(rf"\bI(?:'ve| have)? {_ADV}(?:started|joined) (?:at )?{_NAME} as\b"), "works_at"),
     (re.compile(rf"\bI {_ADV}started (?:a new job |work )?at {_NAME}"), "works_at"),
+    (re.compile(rf"\bI {_ADV}start(?:ed)? (?:work |a new job )?{_AS_ROLE_AT}"), "works_at"),
+    (re.compile(rf"\bI(?:'m| am) [^.!?,]*, based in {_NAME}"), "lives_in"),
     (re.compile(rf"\bI\b(?:'ve| have)?(?: {_ADV}|[^.!?]*? and ){_ADV}joined {_NAME}(?: [a-z]+){{0,2}} as\b"), "works_at"),
     (re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have) {_ADV}(?:been )?(?:lived|living) in {_NAME}\b(?=[^.!?]*\b(?:since|for)\b)"),
      "lives_in"),
@@ -295,6 +318,8 @@ _PAIRS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
     (re.compile(rf"\b{_COUPLE} (?:just |finally |recently )?(?:got )?divorced\b", re.IGNORECASE), "married_to", True),
     (re.compile(r"\bI (?:just |finally |recently )?(?:got )?married (?:to )?(?-i:([A-Z][a-z][\w'-]*))()", re.IGNORECASE),
      "married_to", False),
+    (re.compile(r"\bI(?:'m| am)? (?:just |finally |recently |now )?(?:got )?engaged to (?-i:([A-Z][a-z][\w'-]*))()",
+                re.IGNORECASE), "partner_of", False),
 )
 
 
@@ -417,10 +442,29 @@ def home_answered(question: str, answer: str) -> str | None:
     return m.group(1)
 
 
+#: a person asked after by name alone ("And Priya?", "How's Adam doing?")
+_ASKED_NAME = re.compile(r"^\s*(?:(?:and|so|what about|how about|how's|how is)\s+)(?-i:([A-Z][a-z][\w'-]*))"
+                         r"(?:\s+(?:doing|these days|now))?\s*\?\s*$", re.IGNORECASE)
+#: the answer opens with "my wife …" (after an interjection)
+_OPENING_KIN = re.compile(rf"^\s*(?:(?:{'|'.join(_INTERJECTIONS)})\W+)*my\s+({_KIN_WORDS})\b(?!,?\s+(?-i:[A-Z]))",
+                          re.IGNORECASE)
+
+
 def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMention | None:
-    """A relative asked after without a name and named by the answer: "And your sister?" —
-    "Carmen is still in Seville" → Carmen is the answerer's sister.  ``asked``: who asked (a name
-    that is theirs is not the relative).  ``None`` unless the answer opens with a name."""
+    """A relative named on one side of a question and its answer and called kin on the other:
+    "And your sister?" — "Carmen is still in Seville" → Carmen is the answerer's sister; "And
+    Priya?" — "My wife just started her PhD" → Priya is the answerer's wife.  ``asked``: who asked
+    (a name that is theirs is not the relative).  ``None`` unless both sides match.
+
+    >>> kin_answered("And Priya?", "Mei", "My wife just started her PhD at IISc.", "Ravi")
+    KinMention(holder='Ravi', relation='married_to', name='Priya', word='wife')
+    """
+    by_name, kin_first = _ASKED_NAME.match(question), _OPENING_KIN.match(answer)
+    if by_name is not None and kin_first is not None:
+        name, word = by_name.group(1), kin_first.group(1).lower()
+        if name.lower() in _NOT_A_NAME or name in (asked, answerer):
+            return None
+        return KinMention(answerer, KIN[word], name, word)
     q = _ASKED_KIN.search(question)
     a = _OPENING.match(answer)
     if q is None or a is None:
@@ -432,4 +476,4 @@ def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMe
     return KinMention(answerer, KIN[word], name, word)
 
 
-__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_states", "range_phrase", "reported_owner", "state_clauses"]
