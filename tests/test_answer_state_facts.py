@@ -18,7 +18,7 @@ from chronomem import Memory, SearchConfig, SearchOptions
 from chronomem.errors import ValidationError
 from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.registry import RelationRegistry
-from chronomem.retrieve.lookup import render_state_facts, state_relations
+from chronomem.retrieve.lookup import asks_the_past, render_state_facts, state_relations
 
 BLOCK = "Facts that answer the question directly:"
 NOW = "2026-12-04T00:00:00+00:00"
@@ -61,6 +61,8 @@ def lena(tmp_path: Path) -> tuple[Memory, PromptLLM]:
         {"subject": "Lena", "relation": "married_to", "object": "Jonas", "valid_from": "2018-07-01"},
         {"subject": "Lena", "relation": "sibling_of", "object": "Felix", "valid_from": "2019-01-01"},
         {"subject": "Lena", "relation": "parent_of", "object": "Mia", "valid_from": "2022-05-01"},
+        {"subject": "Lena", "relation": "studies_at", "object": "University of York", "valid_from": "2010-09-01",
+         "valid_to": "2014-07-01"},
         {"subject": "Lena", "relation": "likes", "object": "baking bread", "valid_from": "2023-02-14"},
     ], user_id="u1")
     yield mem, llm
@@ -83,6 +85,15 @@ def test_the_question_window_is_the_asked_time_with_an_explicit_as_of(lena: tupl
     assert ans.text.startswith("- Lena works at a bakery in York [1 January 2014 -> 1 January 2017)")
     prompt = llm.prompts[-1]
     assert "Question: Where did Lena work?" in prompt and "as of 2 July 2015" in prompt
+
+
+def test_a_past_question_without_a_time_gets_the_last_state_that_ended(lena: tuple[Memory, PromptLLM]) -> None:
+    mem, llm = lena
+    ans = mem.answer("Where did Lena study?", user_id="u1", as_of=NOW, method="real")
+    assert ans.text.startswith("- Lena studies at University of York [1 September 2010 -> 1 July 2014)")
+    mem.answer("Where does Lena study?", user_id="u1", as_of=NOW, method="real")
+    assert BLOCK not in llm.prompts[-1]  # asked in the present: nothing holds now
+    assert asks_the_past("Who was Aiko dating?") and not asks_the_past("Who is Jonas married to?")
 
 
 def test_relations_read_from_the_other_side(lena: tuple[Memory, PromptLLM]) -> None:

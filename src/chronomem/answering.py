@@ -15,7 +15,7 @@ from .errors import ValidationError
 from .retrieve.answer import NOT_MENTIONED, Answer, generate
 from .model import Fact
 from .retrieve.beam import SearchConfig
-from .retrieve.lookup import render_state_facts, state_facts, state_relations
+from .retrieve.lookup import asks_the_past, render_state_facts, state_facts, state_relations
 from .retrieve.search import ANSWER_CONFIG, Trace, check_query, search
 from .timeutil import parse_time, utcnow
 
@@ -66,15 +66,16 @@ _NAMED_ROOTS = frozenset({"name", "alias", "speaker"})
 
 
 def _state_facts(store: Store, registry: RelationRegistry, trace: Trace, *, user_id: str, as_of: datetime,
-                 limit: int, min_confidence: float | None) -> list[Fact]:
+                 limit: int, min_confidence: float | None, past: bool) -> list[Fact]:
     """The typed facts that answer a state question outright (:func:`chronomem.retrieve.lookup.state_facts`)
-    for the entities the question names, at the asked time; noted in the trace."""
+    for the entities the question names, at the asked time (``past``: or the last ones that ended by then);
+    noted in the trace."""
     if limit <= 0:
         return []
     relations = state_relations(trace.analysis, registry)
     entity_ids = list(dict.fromkeys(r["entity_id"] for r in trace.roots if r.get("how") in _NAMED_ROOTS))
     found = state_facts(store, registry, user_id, entity_ids=entity_ids, relations=relations, as_of=as_of,
-                        min_confidence=min_confidence, limit=limit)
+                        min_confidence=min_confidence, limit=limit, past=past)
     if found:
         trace.notes.append(f"answer: {len(found)} state fact(s) of {', '.join(relations)} put first")
     return found
@@ -129,7 +130,8 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
                  search_llm_tokens=res.trace.budget.get("llm_tokens", 0))
     asked, asked_at = _decouple_time(question, res.trace.analysis, when)
     direct = _state_facts(store, registry, res.trace, user_id=user_id, as_of=asked_at, limit=cfg.state_facts,
-                          min_confidence=None if cfg.include_unstable else theta_stable)
+                          min_confidence=None if cfg.include_unstable else theta_stable,
+                          past=asked == question and asks_the_past(question))
     context, context_tokens = res.context, res.context_tokens
     for block in (render_state_facts(direct), f"Summary of earlier conversations:\n{summary}" if summary else ""):
         if block:

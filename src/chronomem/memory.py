@@ -429,7 +429,10 @@ class Memory:
         summary), ``"real"`` (graph evidence only) or ``"rsum"`` (the summary
         only).  The graph evidence comes with up to 20 verbatim turns ranked for the
         question (the fused read path, ``SearchOptions.turns``; ``quote_sources`` and
-        ``search_turns`` select the unfused layout).  ``top_k``, ``options`` (applied to the answer's defaults,
+        ``search_turns`` select the unfused layout).  A question that names someone and asks about a
+        state the graph types ("Where does Lena work now?", "Who is Felix's sister?") gets those typed
+        facts first (``SearchOptions.state_facts``), and a time window in the question ("in 2015")
+        becomes the time it is asked as of, within ``as_of``.  ``top_k``, ``options`` (applied to the answer's defaults,
         :data:`chronomem.retrieve.ANSWER_CONFIG`), ``config`` and ``speaker`` are as
         in :meth:`search`; ``max_tokens`` bounds the reply.  Orchestration:
         :func:`chronomem.answering.answer`.

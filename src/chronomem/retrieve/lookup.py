@@ -14,6 +14,7 @@ place out of "we moved to Basel for the job".
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -24,7 +25,7 @@ from ..store.base import Store
 from .counterfactual import other_side as read_other_side
 from .render import fact_dates
 
-__all__ = ["STATE_OBJECT_TYPES", "render_state_facts", "select_facts", "state_facts", "state_relations",
+__all__ = ["STATE_OBJECT_TYPES", "asks_the_past", "render_state_facts", "select_facts", "state_facts", "state_relations",
            "stored_as"]
 
 _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
@@ -112,18 +113,40 @@ def state_relations(analysis: Mapping[str, Any], registry: RelationRegistry) -> 
 
 def state_facts(store: Store, registry: RelationRegistry, user_id: str, *, entity_ids: Sequence[str],
                 relations: Sequence[str], as_of: datetime, min_confidence: float | None,
-                limit: int = MAX_STATE_FACTS) -> list[Fact]:
+                limit: int = MAX_STATE_FACTS, past: bool = False) -> list[Fact]:
     """The facts of ``relations`` valid at ``as_of`` that name one of ``entity_ids`` on either side
-    (read from the entity's side where the relation allows), at most ``limit``, newest first."""
+    (read from the entity's side where the relation allows), at most ``limit``, newest first.
+    ``past`` (a question in the past tense with no time of its own: "Where did Diego study?"): when
+    none holds at ``as_of``, the versions that ended by then, newest first."""
     if not entity_ids or not relations:
         return []
+    found = _naming(store, registry, user_id, entity_ids, relations, as_of, min_confidence)
+    if not found and past:
+        found = [f for f in _naming(store, registry, user_id, entity_ids, relations, None, min_confidence)
+                 if f.valid_to is not None and f.valid_to <= as_of]
+    return sorted(found, key=_oldest_first, reverse=True)[:limit]
+
+
+def _naming(store: Store, registry: RelationRegistry, user_id: str, entity_ids: Sequence[str],
+            relations: Sequence[str], as_of: datetime | None, min_confidence: float | None) -> list[Fact]:
     own = select_facts(store, registry, user_id, subject_ids=entity_ids, relations=relations, as_of=as_of,
                        min_confidence=min_confidence)
     seen = {f.id for f in own} | {i for f in own for i in f.support_ids}
     theirs = [f for f in store.facts(user_id, object_ids=list(entity_ids), relations=list(relations),
                                      as_of=as_of, min_confidence=min_confidence) if f.id not in seen]
-    ranked = sorted([*own, *theirs], key=_oldest_first, reverse=True)
-    return ranked[:limit]
+    return [*own, *theirs]
+
+
+_PAST = re.compile(r"^\s*(?:where|who|whom|what|which)\b(?:\s+\w+){0,2}?\s+(?:did|was|were|had|used to)\b", re.IGNORECASE)
+
+
+def asks_the_past(question: str) -> bool:
+    """Is ``question`` in the past tense ("Where did Diego study?", "Who was Aiko dating?")?  Pure.
+
+    >>> asks_the_past("Where did Diego study?"), asks_the_past("Where does Diego work?")
+    (True, False)
+    """
+    return _PAST.search(question) is not None
 
 
 def _state_text(f: Fact) -> str:
