@@ -90,7 +90,7 @@ def test_the_question_window_is_the_asked_time_with_an_explicit_as_of(lena: tupl
 def test_a_past_question_without_a_time_gets_the_last_state_that_ended(lena: tuple[Memory, PromptLLM]) -> None:
     mem, llm = lena
     ans = mem.answer("Where did Lena study?", user_id="u1", as_of=NOW, method="real")
-    assert ans.text.startswith("- Lena studies at University of York [1 September 2010 -> 1 July 2014)")
+    assert ans.text.startswith("- Lena studied at University of York [1 September 2010 -> 1 July 2014)")
     mem.answer("Where does Lena study?", user_id="u1", as_of=NOW, method="real")
     assert BLOCK not in llm.prompts[-1]  # asked in the present: nothing holds now
     assert asks_the_past("Who was Aiko dating?") and not asks_the_past("Who is Jonas married to?")

@@ -133,7 +133,7 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
                           min_confidence=None if cfg.include_unstable else theta_stable,
                           past=asked == question and asks_the_past(question))
     context, context_tokens = res.context, res.context_tokens
-    for block in (render_state_facts(direct), f"Summary of earlier conversations:\n{summary}" if summary else ""):
+    for block in (render_state_facts(direct, asked_at), f"Summary of earlier conversations:\n{summary}" if summary else ""):
         if block:
             context = f"{block}\n\n{context}" if context.strip() else block
             context_tokens += models.llm.count_tokens(block)

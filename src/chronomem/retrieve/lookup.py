@@ -149,16 +149,34 @@ def asks_the_past(question: str) -> bool:
     return _PAST.search(question) is not None
 
 
-def _state_text(f: Fact) -> str:
-    phrase = _PHRASES.get(f.relation)
+#: the same facts once they have ended ("Diego studied at the University of Granada")
+_PAST_PHRASES: Mapping[str, str] = {
+    "works_at": "{s} worked at {o}",
+    "lives_in": "{s} lived in {o}",
+    "studies_at": "{s} studied at {o}",
+    "job_title": "{s} worked as {o}",
+    "married_to": "{s}'s spouse was {o}",
+    "partner_of": "{s}'s partner was {o}",
+    "sibling_of": "{s}'s sibling was {o}",
+    "friend_of": "{s}'s friend was {o}",
+    "parent_of": "{s}'s child was {o}",
+    "child_of": "{s}'s parent was {o}",
+    "located_in": "{s} was in {o}",
+}
+
+
+def _state_text(f: Fact, as_of: datetime | None) -> str:
+    ended = as_of is not None and f.valid_to is not None and f.valid_to <= as_of
+    phrase = (_PAST_PHRASES if ended else _PHRASES).get(f.relation)
     if phrase is None:
         return f"{f.subject} {f.relation.replace('_', ' ')} {f.object}"
     return phrase.format(s=f.subject, o=f.object)
 
 
-def render_state_facts(facts: Sequence[Fact]) -> str:
-    """The block ``answer()`` puts before the evidence: one typed fact per line, dated as the evidence is."""
+def render_state_facts(facts: Sequence[Fact], as_of: datetime | None = None) -> str:
+    """The block ``answer()`` puts before the evidence: one typed fact per line, dated as the evidence is,
+    in the past tense when it ended by ``as_of`` (the asked time)."""
     if not facts:
         return ""
-    lines = [f"- {_state_text(f)} {fact_dates(f)}" for f in facts]
+    lines = [f"- {_state_text(f, as_of)} {fact_dates(f)}" for f in facts]
     return "Facts that answer the question directly:\n" + "\n".join(lines)
