@@ -360,8 +360,7 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
 # ----------------------------------------------------------------- time
 
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
-          r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)")
+_MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
 _TIME_PHRASE = re.compile(
     r"\b(?:"
     r"(?:the )?day before yesterday|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"

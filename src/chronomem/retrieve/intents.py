@@ -26,7 +26,7 @@ from typing import Any
 from ..model import Intent
 from ..prompts import load_template
 from ..registry import RelationRegistry
-from ..timeexpr import resolve
+from ..timeexpr import MONTH_ALTERNATION, resolve
 from .scoring import (
     STOPWORDS,
     WH_WORDS,
@@ -61,8 +61,7 @@ _CUES: dict[Intent, re.Pattern[str]] = {
 _HISTORY = re.compile(r"\b(chang\w*|evolv\w*|over (the )?(time|years)|used to|previous(ly)?|formerly|"
                       r"former|before|earlier|history|no longer|any ?more|originally|first|past)\b")
 
-_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
-           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_MONTHS = MONTH_ALTERNATION
 _TIME_PHRASE = re.compile(
     r"\b(?:(in|during|on|since|before|after|until|by|from)\s+)?"
     r"((?:early |late |mid-?)?(?:(?:the )?(?:spring|summer|autumn|fall|winter) (?:of )?|"

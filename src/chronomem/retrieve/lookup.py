@@ -39,7 +39,7 @@ STATE_OBJECT_TYPES = frozenset({"place", "organisation", "role", "person"})
 #: A relation between people reads as the subject's relative, named last ("Lucia's parent is Diego"),
 #: the shape of the question ("Who is Lucia's father?") and of the 1.5B model's own replies: read as
 #: "Lucia is a child of Diego" it answered "Not mentioned", as "Aiko is Daniel's spouse", "Daniel"
-#: (BENCHMARKS.md "Evolving state": answers).
+#: (BENCHMARKS.md "Evolving state, session 25").
 _PHRASES: Mapping[str, str] = {
     "job_title": "{s} works as {o}",
     "married_to": "{s}'s spouse is {o}",
