@@ -148,6 +148,7 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
     usage["tokens"] = (usage["search_llm_tokens"] + usage["answer_prompt_tokens"]
                        + usage["answer_completion_tokens"])
     by_id = {f.id: f for f in res.facts}
-    evidence = [*direct, *(by_id[i] for i in res.context_fact_ids if i in by_id and i not in {f.id for f in direct})]
+    first = {f.id for f in direct}
+    evidence = [*direct, *(by_id[i] for i in res.context_fact_ids if i in by_id and i not in first)]
     return Answer(text=text, evidence=evidence, context_tokens=context_tokens, usage=usage,
                   trace=res.trace, context=context, method=method)

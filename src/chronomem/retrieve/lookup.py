@@ -35,25 +35,26 @@ _EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 #: their statements: their objects are handles ("the dance studio"), not answers.
 STATE_OBJECT_TYPES = frozenset({"place", "organisation", "role", "person"})
 
-#: how a state fact reads in the answer's context; other relations read "subject relation words object".
+#: how a state fact reads in the answer's context, while it holds and once it has ended by the asked
+#: time (``None``: as while it holds); other relations read "subject relation words object".
 #: A relation between people reads as the subject's relative, named last ("Lucia's parent is Diego"),
 #: the shape of the question ("Who is Lucia's father?") and of the 1.5B model's own replies: read as
 #: "Lucia is a child of Diego" it answered "Not mentioned", as "Aiko is Daniel's spouse", "Daniel"
 #: (BENCHMARKS.md "Evolving state, session 25").
-_PHRASES: Mapping[str, str] = {
-    "job_title": "{s} works as {o}",
-    "married_to": "{s}'s spouse is {o}",
-    "partner_of": "{s}'s partner is {o}",
-    "sibling_of": "{s}'s sibling is {o}",
-    "friend_of": "{s}'s friend is {o}",
-    "parent_of": "{s}'s child is {o}",
-    "child_of": "{s}'s parent is {o}",
-    "born_in": "{s} was born in {o}",
-    "located_in": "{s} is in {o}",
+_PHRASES: Mapping[str, tuple[str | None, str | None]] = {
+    "works_at": (None, "{s} worked at {o}"),
+    "lives_in": (None, "{s} lived in {o}"),
+    "studies_at": (None, "{s} studied at {o}"),
+    "job_title": ("{s} works as {o}", "{s} worked as {o}"),
+    "married_to": ("{s}'s spouse is {o}", "{s}'s spouse was {o}"),
+    "partner_of": ("{s}'s partner is {o}", "{s}'s partner was {o}"),
+    "sibling_of": ("{s}'s sibling is {o}", "{s}'s sibling was {o}"),
+    "friend_of": ("{s}'s friend is {o}", "{s}'s friend was {o}"),
+    "parent_of": ("{s}'s child is {o}", "{s}'s child was {o}"),
+    "child_of": ("{s}'s parent is {o}", "{s}'s parent was {o}"),
+    "born_in": ("{s} was born in {o}", None),
+    "located_in": ("{s} is in {o}", "{s} was in {o}"),
 }
-
-#: at most this many state facts go before the evidence
-MAX_STATE_FACTS = 4
 
 
 def _oldest_first(f: Fact) -> tuple[bool, datetime, datetime, str]:
@@ -113,9 +114,10 @@ def state_relations(analysis: Mapping[str, Any], registry: RelationRegistry) -> 
 
 def state_facts(store: Store, registry: RelationRegistry, user_id: str, *, entity_ids: Sequence[str],
                 relations: Sequence[str], as_of: datetime, min_confidence: float | None,
-                limit: int = MAX_STATE_FACTS, past: bool = False) -> list[Fact]:
+                limit: int, past: bool = False) -> list[Fact]:
     """The facts of ``relations`` valid at ``as_of`` that name one of ``entity_ids`` on either side
-    (read from the entity's side where the relation allows), at most ``limit``, newest first.
+    (read from the entity's side where the relation allows), at most ``limit``
+    (``SearchConfig.state_facts``), newest first.
     ``past`` (a question in the past tense with no time of its own: "Where did Diego study?"): when
     none holds at ``as_of``, the versions that ended by then, newest first."""
     if not entity_ids or not relations:
@@ -149,25 +151,9 @@ def asks_the_past(question: str) -> bool:
     return _PAST.search(question) is not None
 
 
-#: the same facts once they have ended ("Diego studied at the University of Granada")
-_PAST_PHRASES: Mapping[str, str] = {
-    "works_at": "{s} worked at {o}",
-    "lives_in": "{s} lived in {o}",
-    "studies_at": "{s} studied at {o}",
-    "job_title": "{s} worked as {o}",
-    "married_to": "{s}'s spouse was {o}",
-    "partner_of": "{s}'s partner was {o}",
-    "sibling_of": "{s}'s sibling was {o}",
-    "friend_of": "{s}'s friend was {o}",
-    "parent_of": "{s}'s child was {o}",
-    "child_of": "{s}'s parent was {o}",
-    "located_in": "{s} was in {o}",
-}
-
-
 def _state_text(f: Fact, as_of: datetime | None) -> str:
     ended = as_of is not None and f.valid_to is not None and f.valid_to <= as_of
-    phrase = (_PAST_PHRASES if ended else _PHRASES).get(f.relation)
+    phrase = _PHRASES.get(f.relation, (None, None))[1 if ended else 0]
     if phrase is None:
         return f"{f.subject} {f.relation.replace('_', ' ')} {f.object}"
     return phrase.format(s=f.subject, o=f.object)
