@@ -122,15 +122,15 @@ def test_rules_7_against_rules_6_on_the_demo_slots() -> None:
 
 
 def test_an_unknown_rule_set_is_refused() -> None:
-    assert RULE_VERSIONS[-1] == POSTPROCESS_VERSION == 14
+    assert RULE_VERSIONS[-1] == POSTPROCESS_VERSION == 15
     with pytest.raises(ValueError, match="rules must be one of"):
         postprocess_observations([], DEMO, rules=5)
     with pytest.raises(ValueError, match="rules must be one of"):
-        LineObservationExtractor(object(), rules=15)  # type: ignore[arg-type]
+        LineObservationExtractor(object(), rules=16)  # type: ignore[arg-type]
 
 
 def test_methods_are_frozen_recipes_and_the_default_is_v10() -> None:
-    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11")
+    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12")
     assert method_versions("v3") == ("observe_lines_v1", 6)  # as #21's held-out run writes its memories
     assert method_versions("v4") == ("observe_lines_v1", 7)
     assert method_versions("v5") == ("observe_lines_v1", 8)
@@ -140,6 +140,7 @@ def test_methods_are_frozen_recipes_and_the_default_is_v10() -> None:
     assert method_versions("v9") == ("observe_lines_v1", 12)
     assert method_versions("v10") == ("observe_lines_v1", 13)
     assert method_versions("v11") == ("observe_lines_v1", 14)
+    assert method_versions("v12") == ("observe_lines_v1", 15)
     assert DEFAULT_METHOD == Config().extraction == "v10"  # v4 with the state rules (rules 13)
     with pytest.raises(Exception, match="unknown extraction method"):
         method_versions("v99")

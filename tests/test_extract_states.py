@@ -107,7 +107,7 @@ def test_kin_mentions() -> None:
 # ----------------------------------------------------------------- through post-processing
 
 def test_rules_13_and_14_are_methods_v10_and_v11() -> None:
-    assert {13, 14} <= set(RULE_VERSIONS) and STATE_RULES == {13, 14}
+    assert {13, 14, 15} <= set(RULE_VERSIONS) and STATE_RULES == {13, 14, 15}
     assert METHOD_RECIPES["v10"].rules == 13 and METHOD_RECIPES["v11"].rules == 14
 
 

@@ -102,23 +102,30 @@ PROMPT_VERSION = "observe_v1"
 #: is an employer, "broke up" ends a partnership, a state reported of someone else is theirs, and what the
 #: line says in the first person ("I'm in Nairobi", "Petra and I got married") or of family ("my
 #: daughter Lucia", "your brother Felix") is a fact.  14: rules 12 with the same state rules.
-POSTPROCESS_VERSION = 14
+#: 15: rules 14, and rules 8's check of an employer against its statement reads the ways people say
+#: where they work (:func:`job_talk`: "teaches chemistry at Ridgeway High", "a UX designer at Naver",
+#: "flies for Alitalia", "retired from …", "left Sony … is freelancing") and the employer
+#: :func:`.states.employer_named` finds ("starts as a nurse at St James's Hospital"): under rules 14
+#: those jobs became catch-all facts, and the state rules' endings and changes were lost with them.
+POSTPROCESS_VERSION = 15
 #: The rule sets :func:`postprocess_observations` can apply (``rules=``).  An extraction method is a
 #: frozen recipe of prompt and rules (:data:`chronomem.extract.pipeline.METHOD_RECIPES`): v2 and v3
 #: keep 6, the rules they were measured (and #21's held-out run writes its memories) with; v4 keeps 7,
 #: v5 8, v6 9, v7 10, v8 11, v9 12.
-RULE_VERSIONS = (6, 7, 8, 9, 10, 11, 12, 13, 14)
+RULE_VERSIONS = (6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 #: the rule sets that check a typed fact against its statement (says_typed, role_head, line_time_phrase,
 #: the photo statement's speaker); rules 10 leave it out
-TYPING_8 = frozenset({8, 9, 11, 12, 14})
+TYPING_8 = frozenset({8, 9, 11, 12, 14, 15})
 #: the rule sets with rules 9's catch-all facts told apart by their statements
-CATCH_ALL_9 = frozenset({9, 10, 11, 12, 14})
+CATCH_ALL_9 = frozenset({9, 10, 11, 12, 14, 15})
 #: the rule sets with rules 11's reaction filter and typed-relation reading
-RULES_11 = frozenset({11, 12, 14})
+RULES_11 = frozenset({11, 12, 14, 15})
 #: the rule sets that read who a statement is about from the chunk's lines (rules 12)
-SPEAKERS_12 = frozenset({12, 14})
-#: the rule sets with the state rules of :mod:`.states` (rules 13 = 7 + them, 14 = 12 + them)
-STATE_RULES = frozenset({13, 14})
+SPEAKERS_12 = frozenset({12, 14, 15})
+#: the rule sets with the state rules of :mod:`.states` (rules 13 = 7 + them, 14 = 12 + them, 15 = 14 + job_talk)
+STATE_RULES = frozenset({13, 14, 15})
+#: the rule sets whose check of an employer reads :func:`job_talk` and :func:`.states.employer_named` too
+JOBS_15 = frozenset({15})
 #: the rule sets that make a shared photo ``shared_photo`` of what it shows (rules 11: ``did``, object kept)
 SHARED_PHOTO = frozenset({8, 9})
 
@@ -709,9 +716,33 @@ _SAYS_TYPED_11: dict[str, re.Pattern[str]] = {
 def says_typed(relation: str, statement: str, rules: int = 8) -> bool:
     """Does the statement speak of working at, working as or studying at something (rules 8: a
     ``works_at``, ``job_title`` or ``studies_at`` fact needs it)?  Rules 11 also: being a thing for
-    ``is_a``, liking for ``likes``/``hobby``/``favorite``.  Other relations: always."""
+    ``is_a``, liking for ``likes``/``hobby``/``favorite``.  Rules 15: :func:`job_talk` speaks of
+    working too.  Other relations: always."""
     pattern = _SAYS_TYPED.get(relation) or (_SAYS_TYPED_11.get(relation) if rules in RULES_11 else None)
+    if pattern is not None and rules in JOBS_15 and relation == "works_at" and job_talk(statement):
+        return True
     return pattern is None or bool(pattern.search(statement))
+
+
+#: rules 15: the roles a statement holds somewhere ("a UX designer at Naver", "as an assistant"); a
+#: student studies and a volunteer is no employee
+_JOB_ROLES = (ROLE_WORDS - {"student", "volunteer"}) | {"curator", "captain"}
+_WORK_VERBS_15 = re.compile(r"\b(?:teach(?:es|ing)?|taught|lectur(?:es|ed|ing)|fl(?:y|ies|ew|ying|own) for|"
+                            r"retir(?:e|es|ed|ing)|freelanc\w*)\b", re.IGNORECASE)
+_ROLE_AT = re.compile(r"\b(?:an?|the|as) (?:[\w'-]+ ){0,3}?([a-z]+) (?:at|for|with)\b")
+_AS_ROLE = re.compile(r"\bas (?:an?|the) ((?:[a-z'-]+ ){0,2}[a-z]+)\b")
+_NAMED_OFFICE = re.compile(r"\b[A-Z][\w&-]*'s (?:[A-Z][\w-]* )?office\b")
+
+
+def job_talk(statement: str) -> bool:
+    """Rules 15: does ``statement`` speak of a job in the words rules 8's list lacks — teaching,
+    flying for, retiring, freelancing, a role held somewhere ("is a curator at the Design Museum",
+    "the head chef at Le Petit Zinc", "spent 2012 to 2014 at the Rijksmuseum as an assistant") or a
+    company's office ("moved to Arup's Leeds office")?"""
+    if _WORK_VERBS_15.search(statement) or _NAMED_OFFICE.search(statement):
+        return True
+    return (any(m.group(1) in _JOB_ROLES for m in _ROLE_AT.finditer(statement))
+            or any(w in _JOB_ROLES for m in _AS_ROLE.finditer(statement) for w in m.group(1).split()))
 
 
 def role_head(obj: str) -> str:
@@ -1031,7 +1062,8 @@ def postprocess_observations(
             rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
         if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
             rel = "did"
-        if typing_8 and not says_typed(_typed_as(rel, canonical) if rules in RULES_11 else rel, o.statement, rules):
+        if (typing_8 and not says_typed(_typed_as(rel, canonical) if rules in RULES_11 else rel, o.statement, rules)
+                and not (rules in JOBS_15 and rel == "works_at" and states.employer_named(o.statement, obj))):
             rel = "did"  # "Gina works_at the dance studio" for "Gina congratulated Jon on opening the dance studio"
         if typing_8 and rel == "job_title" and not is_role(role_head(obj)):
             rel = "did"  # "Jon job_title group of dancers": a group is no role

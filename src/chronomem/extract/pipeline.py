@@ -82,7 +82,8 @@ class MethodRecipe:
 #: under rules 12 (rules 11, and who a statement is about read from the chunk's lines: :mod:`.speakers`);
 #: "v10" / "v11" = v4 / v9 with the state rules (rules 13 / 14, :mod:`.states`: ranges told late, endings
 #: that reach their object, moves and departures in a second clause, employers typed as schools, kin
-#: named in a line).
+#: named in a line); "v12" = v11 whose check of an employer against its statement reads the ways people
+#: say where they work (rules 15: "teaches at", "a designer at", "flies for", "retired from").
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
@@ -95,6 +96,7 @@ METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v9": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 12),
     "v10": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 13),
     "v11": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 14),
+    "v12": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 15),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
