@@ -68,7 +68,7 @@ def describe(check: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=("tune", "check", "check2", "check3", "check4", "check5", "check6", "check7"), default="tune")
+    ap.add_argument("--set", choices=("tune", "check", "check2", "check3", "check4", "check5", "check6", "check7", "check8"), default="tune")
     ap.add_argument("--extraction", default="v4", help="the write path's extraction method (Config.extraction)")
     ap.add_argument("--cache", required=True, help="on-disk response cache (SQLite)")
     ap.add_argument("--out", required=True, help="folder for the conversations' memory files and results.jsonl")
