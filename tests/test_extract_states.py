@@ -374,3 +374,36 @@ def test_a_person_asked_after_by_name_and_answered_by_kin() -> None:
         "Noor", "sibling_of", "Adam", "brother")
     assert states.kin_answered("And Adam?", "Sam", "Adam proposed in March!", "Noor") is None
     assert states.kin_answered("And Priya?", "Mei", "My wife Anna is fine.", "Ravi") is None  # the wife is named otherwise
+
+
+# ----------------------------------------------------------------- the fifth cut (check7's failures)
+
+def test_employer_named_by_a_role_or_by_teaching() -> None:
+    assert states.employer_named("Mariana is head chef at Quintal Verde since January.", "Quintal Verde")
+    assert states.employer_named("Linh teaches maths at Hanoi-Amsterdam High School now.", "Hanoi-Amsterdam High School")
+    # a school word inside the employer's own name says nothing of studying
+    assert states.employer_named("Agnieszka is a nurse at the University Hospital in Krakow.", "the University Hospital")
+    assert not states.employer_named("Jon is better at Tennis than Gina.", "Tennis")  # no role noun
+    assert not states.employer_named("Melanie is a student at Hongik University.", "Hongik University")
+    assert not states.employer_named("Lena studies chemistry and works at Ridgeway High.", "Ridgeway High")
+
+
+def test_reported_owner_told_about_someone_doing_something() -> None:
+    said = "Thabo is telling Sipho about Lwazi finishing his degree and getting a job at Standard Bank in Cape Town."
+    assert states.reported_owner(said, "Thabo", "Standard Bank") == "Lwazi"
+    assert states.reported_owner("Agnieszka informed Beata that Piotr is now teaching nursing at Trinity College.",
+                                 "Agnieszka", "Trinity College") == "Piotr"
+    assert states.reported_owner("Agnieszka informed Beata that they divorced in 2017.", "Agnieszka", "2017") is None
+    assert states.reported_owner("Gina is telling Jon about Paris being great for a studio.", "Gina", "Paris") is None
+
+
+def test_a_chef_typed_as_a_student_and_a_brothers_new_job() -> None:
+    numbered = {0: line(0, "Mariana", "I'm head chef at Quintal Verde since January!")}
+    slot = (0, fact("Mariana is head chef at Quintal Verde since January.", "Mariana", "studies_at", "Quintal Verde"))
+    assert ("Mariana", "works_at", "Quintal Verde", False) in triples(run(numbered, slot)[0])
+    numbered = {0: line(0, "Thabo", "Lwazi finished his degree and got a job at Standard Bank in Cape Town.")}
+    slot = (0, fact("Thabo is telling Sipho about Lwazi finishing his degree and getting a job at Standard Bank in "
+                    "Cape Town.", "Thabo", "works_at", "Standard Bank"))
+    facts, _ = run(numbered, slot)
+    assert ("Lwazi", "works_at", "Standard Bank", False) in triples(facts)
+    assert not any(f.subject == "Thabo" and f.relation == "works_at" for f in facts)

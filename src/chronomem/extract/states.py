@@ -192,8 +192,17 @@ _ROLE = (r"[a-z]+(?:er|or|ist|ian|ant|ent)|chef|nurse|pilot|captain|cook|intern|
 #: "as a nurse at St James's", "as a senior engineer with Arup": a role, then where it is held
 _AS_ROLE_AT = rf"as (?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"
 
+#: a role named before where it is held, without "as" ("is head chef at Quintal Verde", "a nurse at the
+#: University Hospital"): only role nouns, not any word ending in -er ("better at Tennis")
+_ROLE_NOUN = (r"chef|nurse|pilot|captain|cook|manager|engineer|designer|developer|analyst|teacher|doctor|scientist|"
+              r"journalist|lawyer|architect|consultant|curator|lecturer|professor|instructor|director|editor|"
+              r"researcher|accountant|surgeon|dentist|officer|assistant")
+
 _EMPLOYER = (
     _JOINED,
+    # fifth cut: teaching somewhere, and a role held there ("teaches maths at Hanoi-Amsterdam High School")
+    re.compile(rf"\b(?:teach(?:es|ing)?|taught|lectur(?:es|ed|ing)) (?:[a-z]+ ){{0,2}}(?:at|for) {_NAME}"),
+    re.compile(rf"\b(?:(?:an?|the) )?(?:[a-z]+ ){{0,2}}(?:{_ROLE_NOUN}) (?:at|for|with) {_NAME}"),
     re.compile(rf"\b(?:works?|worked|working) (?:at|for) {_NAME}"),
     re.compile(rf"\b(?:job|position|role|internship) (?:at|with) {_NAME}"),
     re.compile(rf"\b(?:hired by|employed by|started (?:a new job )?at) {_NAME}"),
@@ -205,10 +214,11 @@ _STUDY = re.compile(r"\b(?:stud(?:y|ies|ied|ying)|students?|enrol\w*|school|coll
 
 def employer_named(statement: str, obj: str) -> bool:
     """Does ``statement`` name ``obj`` as an employer ("joined Novartis as a lab scientist",
-    "works at Acme", "a job at Globex") and say nothing of studying?"""
-    if _STUDY.search(statement):
-        return False
+    "works at Acme", "a job at Globex", "teaches maths at Hanoi-Amsterdam High School") and say nothing
+    of studying outside the employer's own name ("the University Hospital" is a hospital)?"""
     low = obj.lower().strip()
+    if _STUDY.search(re.sub(re.escape(obj.strip()), " ", statement, flags=re.IGNORECASE) if low else statement):
+        return False
     return any(low and (low in m.group(1).lower() or m.group(1).lower() in low)
                for rx in _EMPLOYER for m in rx.finditer(statement))
 
@@ -381,8 +391,11 @@ _REPORTED = re.compile(r"\b(?:telling|tells|told|talking|talks|talked|saying|say
                        r"explain\w*|updat(?:ing|es|ed))\b(?: \w+)?(?: about| that)? ([A-Z][a-z][\w-]*)'s\b")
 
 
-_REPORTED_THAT = re.compile(r"\b(?:telling|tells|told|saying|says|said|mention\w*|explain\w*)(?: \w+)? that "
+_REPORTED_THAT = re.compile(r"\b(?:telling|tells|told|saying|says|said|mention\w*|explain\w*|inform\w*)(?: \w+)? that "
                             r"([A-Z][a-z][\w-]*)\b(?!')")
+#: fifth cut: "telling Sipho about Lwazi finishing his degree and getting a job at …": what Lwazi did
+_REPORTED_ABOUT = re.compile(r"\b(?:telling|tells|told|talking|talks|talked|inform\w*|updat(?:ing|es|ed))(?: \w+)? about "
+                             r"([A-Z][a-z][\w-]*) [a-z]+ing\b")
 #: a new subject inside the reported clause ("that Anders retired and she moved"): the clause is not his alone
 _NEW_SUBJECT = re.compile(r"[.;!?]|\b(?:I|he|she|they|we)\b")
 
@@ -405,11 +418,12 @@ def reported_owner(statement: str, subject: str, obj: str) -> str | None:
         at = statement.find(obj, m.end()) if obj else -1
         if at >= 0 and not _CLAUSE_BREAK.search(statement[m.end():at]) and len(statement[m.end():at].split()) <= 8:
             return m.group(1)
-    m = _REPORTED_THAT.search(statement)
-    if m is not None and m.group(1) != subject and m.group(1) not in _NOT_NAMES:
-        at = statement.find(obj, m.end()) if obj else -1
-        if at >= 0 and not _NEW_SUBJECT.search(statement[m.end():at]):
-            return m.group(1)
+    for rx in (_REPORTED_THAT, _REPORTED_ABOUT):
+        m = rx.search(statement)
+        if m is not None and m.group(1) != subject and m.group(1) not in _NOT_NAMES:
+            at = statement.find(obj, m.end()) if obj else -1
+            if at >= 0 and not _NEW_SUBJECT.search(statement[m.end():at]):
+                return m.group(1)
     return None
 
 
