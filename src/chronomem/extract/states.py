@@ -186,17 +186,15 @@ def state_clauses(statement: str, relation: str, obj: str) -> list[tuple[str, st
 
 
 _ADV = r"(?:(?:now|still|currently|just|recently|finally|also|already|actually) )*"
-#: the head of a job title ("a UX designer", "head chef", "a captain")
-_ROLE = (r"[a-z]+(?:er|or|ist|ian|ant|ent)|chef|nurse|pilot|captain|cook|intern|lead|head|manager|engineer|"
-         r"designer|developer|analyst|teacher|doctor|scientist|journalist|lawyer|architect|consultant")
-#: "as a nurse at St James's", "as a senior engineer with Arup": a role, then where it is held
-_AS_ROLE_AT = rf"as (?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"
-
-#: a role named before where it is held, without "as" ("is head chef at Quintal Verde", "a nurse at the
-#: University Hospital"): only role nouns, not any word ending in -er ("better at Tennis")
+#: role nouns: what a role named before where it is held ends in, without "as" ("is head chef at Quintal
+#: Verde", "a nurse at the University Hospital") — not any word ending in -er ("better at Tennis")
 _ROLE_NOUN = (r"chef|nurse|pilot|captain|cook|manager|engineer|designer|developer|analyst|teacher|doctor|scientist|"
               r"journalist|lawyer|architect|consultant|curator|lecturer|professor|instructor|director|editor|"
               r"researcher|accountant|surgeon|dentist|officer|assistant")
+#: the head of a job title after "as" ("a UX designer", "head chef", "a captain"): after "as" any agent noun
+_ROLE = rf"[a-z]+(?:er|or|ist|ian|ant|ent)|intern|lead|head|{_ROLE_NOUN}"
+#: "as a nurse at St James's", "as a senior engineer with Arup": a role, then where it is held
+_AS_ROLE_AT = rf"as (?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"
 
 _EMPLOYER = (
     _JOINED,
