@@ -407,3 +407,13 @@ def test_a_chef_typed_as_a_student_and_a_brothers_new_job() -> None:
     facts, _ = run(numbered, slot)
     assert ("Lwazi", "works_at", "Standard Bank", False) in triples(facts)
     assert not any(f.subject == "Thabo" and f.relation == "works_at" for f in facts)
+
+
+def test_a_couple_that_split_up_and_divorced_were_married() -> None:
+    # check8's Renato: "broke up" retypes a marriage to a partnership, but not when the statement says divorce
+    numbered = {0: line(0, "Renato", "Liza and I split up in January and the divorce came through last month.")}
+    slot = (0, fact("Renato split up with Liza in January and the divorce came through last month.", "Renato",
+                    "married_to", "Liza", ended=True))
+    assert ("Renato", "married_to", "Liza", True) in triples(run(numbered, slot)[0])
+    slot = (0, fact("Renato split up with Liza in January.", "Renato", "married_to", "Liza", ended=True))
+    assert ("Renato", "partner_of", "Liza", True) in triples(run({0: line(0, "Renato", "Liza and I split up.")}, slot)[0])

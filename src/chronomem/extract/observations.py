@@ -1031,8 +1031,8 @@ def postprocess_observations(
         if rules in STATE_RULES and rel == "studies_at" and states.employer_named(o.statement, obj):
             notes.append(f"studies_at → works_at (the statement names an employer): {o.statement}")
             rel = "works_at"
-        if rules in STATE_RULES and rel == "married_to" and _BROKE_UP.search(o.statement):
-            rel = "partner_of"  # couples break up; spouses divorce
+        if rules in STATE_RULES and rel == "married_to" and _BROKE_UP.search(o.statement) and not _DIVORCE.search(o.statement):
+            rel = "partner_of"  # couples break up; spouses divorce ("split up … and the divorce came through": spouses)
         if rules in STATE_RULES and rel == "married_to" and states.engaged_only(o.statement):
             notes.append(f"married_to → partner_of (engaged, not married): {o.statement}")
             rel = "partner_of"
@@ -1128,6 +1128,7 @@ _ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "
 #: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
 _BEGUN = frozenset({"started", "starts", "start", "began", "begins", "joined", "joins"})
 _BROKE_UP = re.compile(r"\b(?:broke up|break up|breaking up|split up)\b", re.IGNORECASE)
+_DIVORCE = re.compile(r"\b(?:divorc\w*|ex-(?:wife|husband))\b", re.IGNORECASE)
 #: relations the 1.5B model gives a relative it did not recognise ("Diego has_pet Lucia" for his daughter)
 _KIN_RETYPED = frozenset({"has_pet", "owns", "did", "met", "likes", "friend_of"})
 
