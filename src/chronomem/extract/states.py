@@ -10,12 +10,13 @@ changes a memory exists to notice, in ways the statement's own words settle:
   typed ``works_at Hospital Clinico`` with ``ended``, and "moved to Lisbon last year and closed
   her cafe" ended the residence (:func:`ending_governs`: the ending word must reach the object
   in its own clause);
-* **an employer typed as a school**: "joined Novartis as a lab scientist" → ``studies_at
-  Novartis`` (:func:`employer_named`);
+* **an employer typed as a school**: "joined Novartis as a lab scientist", "is head chef at Quintal
+  Verde", "teaches maths at Hanoi-Amsterdam High School" → ``studies_at`` (:func:`employer_named`);
 * **a second clause**: "broke up … and moved to Tokyo", "left Sony … and is freelancing", "told Omar
   that Felix moved to Oslo" (:func:`state_clauses`, with the clause's own subject:
   :func:`clause_subject`); a state reported of someone else ("telling Priya about Carmen's living
-  situation in Seville", :func:`reported_owner`);
+  situation in Seville", "telling Sipho about Lwazi … getting a job at Standard Bank",
+  :func:`reported_owner`);
 * **what the slot left out of its line**: "I'm sharing an apartment in Osaka", "I'm a developer at
   Avast", "Petra and I got married", "Erik and I split up" (:func:`line_states`);
 * **family named in passing**: "my daughter Lucia", "your brother Felix", "my wife Giulia", or "And
