@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent / "evolving"
+#: the sets: every ``evolving/*.json`` (tune first, then check, check2, … as they were written)
+SETS = tuple(sorted((p.stem for p in HERE.glob("*.json")), key=lambda n: (n != "tune", len(n), n)))
 
 
 #: "Now" for every check without an ``as_of``: answer() writes its evidence "as of" a time, so a fixed
@@ -68,7 +70,7 @@ def describe(check: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--set", choices=("tune", "check", "check2", "check3", "check4", "check5", "check6", "check7", "check8"), default="tune")
+    ap.add_argument("--set", choices=SETS, default="tune")
     ap.add_argument("--extraction", default="v4", help="the write path's extraction method (Config.extraction)")
     ap.add_argument("--cache", required=True, help="on-disk response cache (SQLite)")
     ap.add_argument("--out", required=True, help="folder for the conversations' memory files and results.jsonl")

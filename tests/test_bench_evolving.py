@@ -16,6 +16,10 @@ evolving = load_script("bench_evolving")
 SETS = ("tune", "check", "check2", "check3", "check4", "check5", "check6", "check7", "check8")
 
 
+def test_the_bench_offers_every_set() -> None:
+    assert evolving.SETS == SETS  # read from benchmarks/evolving/*.json: a set file added or lost shows here
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_every_set_is_well_formed(name: str) -> None:
     data = json.loads((BENCHMARKS / "evolving" / f"{name}.json").read_text())
