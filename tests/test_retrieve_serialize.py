@@ -1,13 +1,16 @@
 """The evidence context: numbered fact lines, a repeated fact by its number, paths within the budget.
 
-Context format 2, as #21's held-out run measured it.  Two facts typed from one statement
-("lives in Berlin and works at Acme") still write that statement twice: writing it once (format 3)
-measured 46.9 against 50.9 on conv-30's tuning sample (BENCHMARKS.md "Context format 3").
+Context format 4: format 2 (as #21's held-out run measured it) without the stored facts' random ids,
+so two ingests of one conversation give the answer model the same prompt.  Two facts typed from one
+statement ("lives in Berlin and works at Acme") still write that statement twice: writing it once
+(format 3) measured 46.9 against 50.9 on conv-30's tuning sample (BENCHMARKS.md "Context format 3").
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+
+from dataclasses import replace
 
 from chronomem.model import Fact, Intent, Origin
 from chronomem.retrieve.anchoring import Anchor
@@ -38,7 +41,7 @@ def test_facts_that_read_differently_keep_their_own_lines_and_numbers() -> None:
     lines = ctx.text.splitlines()
     assert [ln.split()[0] for ln in lines if ln.startswith("  F")] == ["F1", "F2", "F3"]
     assert ctx.text.count(STATEMENT) == 2
-    assert CONTEXT_FORMAT == 2
+    assert CONTEXT_FORMAT == 4
     assert "Maya owns a bike" in ctx.text
     assert lines[-1] == "  (F1)"  # the same fact again
     assert ctx.fact_ids == ["aaaaaaaa01", "dddddddd04", "cccccccc03"]
@@ -53,3 +56,27 @@ def test_a_path_that_does_not_fit_leaves_no_numbers_behind() -> None:
     # the first path was skipped, so the second's fact is F1
     assert [ln for ln in ctx.text.splitlines() if ln.startswith("  ")][0].startswith("  F1 " + STATEMENT)
     assert ctx.fact_ids == ["bbbbbbbb02"]
+
+
+def test_the_same_memory_under_other_ids_gives_the_same_context() -> None:
+    """Stored ids are random per ingest; the model-facing text must not depend on them."""
+    lives = fact("aaaaaaaa01", "lives_in", "Berlin", STATEMENT)
+    works = fact("bbbbbbbb02", "works_at", "Acme", STATEMENT)
+    first = serialize([path(lives, works), path(works)], as_of=AS_OF, budget_tokens=500)
+    lives2, works2 = replace(lives, id="0f1e2d3c4b"), replace(works, id="9a8b7c6d5e")
+    again = serialize([path(lives2, works2), path(works2)], as_of=AS_OF, budget_tokens=500)
+    assert first.text == again.text  # identical, character for character
+    assert "aaaaaaaa" not in first.text and "id:" not in first.text
+    assert first.fact_ids == ["aaaaaaaa01", "bbbbbbbb02"]  # the caller still gets the stored ids
+
+
+def test_a_derived_fact_names_its_supports_by_their_numbers_in_the_context() -> None:
+    stored = fact("aaaaaaaa01", "sibling_of", "Rui")
+    outside = "cccccccc03"  # a support the context does not hold is not named
+    derived = replace(fact("derived:symmetry:aaaaaaaa01", "sibling_of", "Maya"), origin=Origin.DERIVED,
+                      rule="symmetry", support_ids=[stored.id, outside])
+    ctx = serialize([path(derived, stored)], as_of=AS_OF, budget_tokens=500)
+    lines = [ln.strip() for ln in ctx.text.splitlines() if ln.startswith("  F")]
+    assert lines[0].startswith("F1 ") and lines[0].endswith("derived:symmetry from F2 src:m1")
+    assert lines[1].startswith("F2 ") and "from" not in lines[1]
+    assert outside[:8] not in ctx.text

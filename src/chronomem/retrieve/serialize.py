@@ -1,9 +1,12 @@
 """Serialisation: the chosen paths become a compact context under a token budget.
 
 Each fact is written once, numbered (``F1``, ``F2`` …), with its validity
-interval, confidence, short fact id and source message ids; derived facts
-say which rule produced them and which stored facts support them.  A path
-that reuses a fact refers to its number.  Paths are added best first until
+interval, confidence and source message ids; derived facts say which rule
+produced them and which facts of the context support them (by number).  A path
+that reuses a fact refers to its number.  Stored fact ids are not written:
+they are random, so two ingests of the same conversation would give the
+model two different prompts for the same memory (``Context.fact_ids`` keeps
+them for the caller).  Paths are added best first until
 the next one would exceed the budget.  Optionally (``SearchConfig.quote_sources``)
 the verbatim source turns of the included facts follow, in the order of the
 facts that cite them, while the budget lasts; then (``SearchConfig.search_turns``)
@@ -13,8 +16,8 @@ Example::
 
     Evidence (as of 1 June 2025; [from -> to), "now" = still holds; c = confidence):
     P1 Maya -> Rui -> Braga
-      F1 Maya sibling of Rui [1 March 2017 -> now) c=0.95 derived:symmetry from 3f2a9c1e
-      F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 id:7b1d0e42 src:m3
+      F1 Maya sibling of Rui [1 March 2017 -> now) c=0.95 derived:symmetry from F3
+      F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 src:m3
     Source turns:
     [20 February 2017] m3 Rui: We finally moved to Braga!
 """
@@ -22,7 +25,7 @@ Example::
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,7 +37,10 @@ _TOKENS = re.compile(r"\w+|[^\w\s]")
 
 #: Version of the context's layout; benchmark results record it (a change is a new version).
 #: 2: dates as "1 September 2020", resolved time words dropped from fact texts, source quotes.
-CONTEXT_FORMAT = 2
+#: (3: a repeated statement written once; measured and reverted, BENCHMARKS.md.)
+#: 4: no stored fact ids (random per ingest: the same memory gave differing prompts); a derived
+#:    fact names its supports by their numbers in the context.
+CONTEXT_FORMAT = 4
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
 SEARCH_HEADER = "Other turns that match the question:"
@@ -70,13 +76,17 @@ def short_id(message_id: str) -> str:
     return message_id[:8] if _GENERATED_ID.fullmatch(message_id) else message_id
 
 
-def fact_line(n: int, f: Fact) -> str:
+def fact_line(n: int, f: Fact, numbers: Mapping[str, int] | None = None) -> str:
+    """``F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 src:m3``.
+
+    A derived fact adds ``from F3,F7``: those of its supporting facts that ``numbers``
+    (fact id -> number in this context) holds; supports outside the context are not named.
+    """
     line = f"F{n} {render_fact(f)}"
-    if f.origin == Origin.DERIVED:
-        if f.support_ids:
-            line += " from " + ",".join(i[:8] for i in f.support_ids)
-    else:
-        line += f" id:{f.id[:8]}"
+    if f.origin == Origin.DERIVED and f.support_ids and numbers:
+        refs = [f"F{numbers[i]}" for i in f.support_ids if i in numbers]
+        if refs:
+            line += " from " + ",".join(refs)
     if f.source_ids:
         line += " src:" + ",".join(short_id(i) for i in f.source_ids[:4]) + ("…" if len(f.source_ids) > 4 else "")
     return line
@@ -104,12 +114,17 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
             continue
         block = [path_title(included + 1, p)]
         new: dict[str, int] = {}
-        for f in p.facts:
-            if f.id in numbers:
-                block.append(f"  (F{numbers[f.id]})")
-            else:
+        for f in p.facts:  # number the path's new facts first: a derived fact may precede its support
+            if f.id not in numbers and f.id not in new:
                 new[f.id] = len(numbers) + len(new) + 1
-                block.append("  " + fact_line(new[f.id], f))
+        known = {**numbers, **new}
+        written: set[str] = set()
+        for f in p.facts:
+            if f.id in numbers or f.id in written:
+                block.append(f"  (F{known[f.id]})")
+            else:
+                written.add(f.id)
+                block.append("  " + fact_line(new[f.id], f, known))
         cost = count("\n".join(block))
         if used + cost > budget_tokens:
             truncated = True
