@@ -18,6 +18,7 @@ from chronomem import Memory, SearchConfig, SearchOptions
 from chronomem.errors import ValidationError
 from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.registry import RelationRegistry
+from chronomem.retrieve.answer import organisation_hint
 from chronomem.retrieve.lookup import asks_the_past, render_state_facts, state_relations
 
 BLOCK = "Facts that answer the question directly:"
@@ -134,3 +135,35 @@ def test_a_bad_state_facts_setting_is_named() -> None:
     with pytest.raises(ValidationError) as e:
         SearchConfig(state_facts=-1)
     assert e.value.field == "config.state_facts"
+
+
+def test_a_where_question_about_work_or_study_asks_the_model_for_the_organisation(
+        lena: tuple[Memory, PromptLLM]) -> None:
+    """The 1.5B model answered "where did X work/study" with the town (Patras, Iloilo, Doha) with the
+    employer or school in front of it; the question it sees now says which one is wanted."""
+    mem, llm = lena
+    ans = mem.answer("Where did Lena work in 2015?", user_id="u1", as_of=NOW, method="real")
+    assert "Question: Where did Lena work? Name the employer (company or organisation), not the town it is in.\n" \
+        in llm.prompts[-1]
+    assert any("organisation" in n for n in ans.trace.notes)
+    mem.answer("Where did Lena study?", user_id="u1", as_of=NOW, method="real")
+    assert "Question: Where did Lena study? Name the school or university, not the town it is in.\n" in llm.prompts[-1]
+    for q in ("Where does Lena live?", "Where did Lena move for the job?", "Who does Lena work for?"):
+        mem.answer(q, user_id="u1", as_of=NOW, method="real")
+        assert f"Question: {q}\n" in llm.prompts[-1], q  # a place, or not a "where" question: as asked
+
+
+def test_organisation_hint_follows_the_registry_object_types() -> None:
+    reg = RelationRegistry()
+    hint = organisation_hint
+    assert hint({"wh": "where", "relation_groups": {"employed": ["works_at"]}}, reg) == \
+        "Name the employer (company or organisation), not the town it is in."
+    assert hint({"wh": "where", "relation_groups": {"work": ["job_title", "works_at"]}}, reg) is not None
+    # a place among the question's relations wins: "where did she move for work" asks for a town
+    assert hint({"wh": "where", "relation_groups": {"move": ["lives_in"], "work": ["works_at"]}}, reg) is None
+    assert hint({"wh": "who", "relation_groups": {"work": ["works_at"]}}, reg) is None
+    assert hint({"wh": "where", "relation_groups": {}}, reg) is None and hint({}, reg) is None
+    # a relation the user defined with organisation objects gets the generic wording
+    reg.define("volunteers_at", object_type="organisation")
+    assert hint({"wh": "where", "relation_groups": {"volunteer": ["volunteers_at"]}}, reg) == \
+        "Name the organisation, not the town it is in."

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
-from .retrieve.answer import NOT_MENTIONED, Answer, generate
+from .retrieve.answer import NOT_MENTIONED, Answer, generate, organisation_hint
 from .model import Fact
 from .retrieve.beam import SearchConfig
 from .retrieve.lookup import asks_the_past, render_state_facts, state_facts, state_relations
@@ -140,6 +140,9 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
     if not context.strip():
         text = NOT_MENTIONED
     else:
+        if hint := organisation_hint(res.trace.analysis, registry):
+            asked = f"{asked} {hint}"
+            res.trace.notes.append(f"answer: question asks for an organisation ({hint!r} added)")
         text, u = generate(models.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)
         if u is not None:
             usage.update(answer_prompt_tokens=u.prompt_tokens, answer_completion_tokens=u.completion_tokens,

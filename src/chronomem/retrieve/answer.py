@@ -16,6 +16,7 @@ from typing import Any
 
 from ..model import Fact
 from ..providers.base import LLM, CallUsage
+from ..registry import RelationRegistry
 from .render import fmt_time
 from ..prompts import load_template
 
@@ -49,6 +50,38 @@ def answer_messages(question: str, context: str, as_of: datetime) -> list[dict[s
     system, user = t.system, t.user
     return [{"role": "system", "content": system},
             {"role": "user", "content": user.format(context=context, question=question, as_of=fmt_time(as_of))}]
+
+
+#: what a "where" question about an organisation relation asks for, by relation (others: the generic one)
+_ORGANISATION_WORDS = {"works_at": "the employer (company or organisation)",
+                       "studies_at": "the school or university"}
+
+
+def organisation_hint(analysis: dict[str, Any], registry: RelationRegistry) -> str | None:
+    """For "where did Nikos work?" / "where did Renato study?": the sentence that tells the model to
+    name the organisation, not its town.  Pure.
+
+    A small model reads "where" as "which place" and answers "Patras" with "Nikos worked at
+    Costamare in Patras" in front of it.  The question's relation words (the rule analysis's
+    ``relation_groups``) say what is asked: when one of them is a relation whose object is an
+    organisation (``works_at``, ``studies_at`` or a user-defined one) and none a place
+    ("where did she move for work" keeps lives_in), the answer is the organisation.  ``None`` otherwise.
+
+    >>> from chronomem.registry import RelationRegistry
+    >>> organisation_hint({"wh": "where", "relation_groups": {"study": ["studies_at"]}}, RelationRegistry())
+    'Name the school or university, not the town it is in.'
+    """
+    if analysis.get("wh") != "where":
+        return None
+    relations = [r for group in (analysis.get("relation_groups") or {}).values() for r in group]
+    types = {r: registry.spec(r).object_type for r in relations if registry.is_known(r)}
+    if "place" in types.values():
+        return None
+    organisations = [r for r, t in types.items() if t == "organisation"]
+    if not organisations:
+        return None
+    what = _ORGANISATION_WORDS.get(organisations[0], "the organisation")
+    return f"Name {what}, not the town it is in."
 
 
 def clean_answer(text: str) -> str:
