@@ -80,3 +80,24 @@ def test_a_derived_fact_names_its_supports_by_their_numbers_in_the_context() -> 
     assert lines[0].startswith("F1 ") and lines[0].endswith("derived:symmetry from F2 src:m1")
     assert lines[1].startswith("F2 ") and "from" not in lines[1]
     assert outside[:8] not in ctx.text
+
+
+def test_two_memories_of_the_same_facts_give_the_model_the_same_context(tmp_path) -> None:
+    """End to end: every store draws new fact ids, and the answer context must not show it."""
+    from chronomem import Memory
+
+    facts = [{"subject": "Maya", "relation": "lives_in", "object": "Berlin", "valid_from": "2020-01-01",
+              "text": STATEMENT},
+             {"subject": "Maya", "relation": "works_at", "object": "Acme", "valid_from": "2020-01-01",
+              "text": STATEMENT},
+             {"subject": "Maya", "relation": "married_to", "object": "Rui", "valid_from": "2021-05-01"}]
+    contexts, ids = [], []
+    for name in ("a", "b"):
+        with Memory(tmp_path / f"{name}.db", embedder=False) as mem:
+            mem.add_facts(facts, user_id="u")
+            res = mem.search("Where does Maya live and who is Rui married to?", user_id="u", as_of=AS_OF)
+            contexts.append(res.context)
+            ids.append(sorted(f.id for f in res.facts))
+    assert "Berlin" in contexts[0] and "Rui" in contexts[0]
+    assert ids[0] != ids[1]  # the stores' ids differ …
+    assert contexts[0] == contexts[1]  # … and the model's context does not
