@@ -44,9 +44,10 @@ NOW = "2026-12-04T00:00:00+00:00"
 
 
 def run_check(mem: Any, user: str, check: dict[str, Any], other_side: bool = True,
-              now: str = NOW) -> tuple[bool, str]:
+              now: str = NOW, config: Any = None) -> tuple[bool, str]:
     """One check → (passed, what came back); ``other_side=False``: ``facts()`` as before session 24
-    (symmetric and inverse facts only from the side they were stored on)."""
+    (symmetric and inverse facts only from the side they were stored on); ``config``: the
+    ``SearchConfig`` ``answer()`` runs with (default: its own)."""
     expect = [e.lower() for e in check.get("expect", [])]
     reject = [r.lower() for r in check.get("reject", [])]
     if check["kind"] == "facts":
@@ -57,7 +58,7 @@ def run_check(mem: Any, user: str, check: dict[str, Any], other_side: bool = Tru
         ok = all(any(e in o for o in low) for e in expect) and not any(r in o for r in reject for o in low)
         return ok, "; ".join(objects) or "(none)"
     if check["kind"] == "answer":
-        text = mem.answer(check["question"], user_id=user, as_of=now).text
+        text = mem.answer(check["question"], user_id=user, as_of=now, config=config).text
         return all(e in text.lower() for e in expect), text
     raise SystemExit(f"unknown check kind {check['kind']!r}")
 
@@ -77,10 +78,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated conversation names")
     ap.add_argument("--no-other-side", action="store_true",
                     help="facts() without reading symmetric/inverse facts from the other side (the old behaviour)")
+    ap.add_argument("--organisation-questions", action="store_true",
+                    help="only the answer checks that ask where someone works or studies (those the "
+                         "organisation hint rewrites); results-<set>-organisation[-no-hint].jsonl")
+    ap.add_argument("--no-organisation-hint", action="store_true",
+                    help="answer() without the organisation hint (SearchConfig.organisation_hint=False)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     os.environ["CHRONOMEM_LLM_CACHE"] = args.cache
+    from dataclasses import replace
+    from datetime import datetime, timezone
+
     from chronomem import Config, Memory
+    from chronomem.registry import RelationRegistry
+    from chronomem.retrieve.answer import organisation_hint
+    from chronomem.retrieve.intents import analyze
+    from chronomem.retrieve.search import ANSWER_CONFIG
+
+    config = replace(ANSWER_CONFIG, organisation_hint=False) if args.no_organisation_hint else None
+    registry = RelationRegistry()
+
+    def asks_organisation(check: dict[str, Any]) -> bool:
+        if check["kind"] != "answer":
+            return False
+        analysis = analyze(check["question"], registry, now=datetime.now(timezone.utc)).as_dict()
+        return organisation_hint(analysis, registry) is not None
 
     data = json.loads((HERE / f"{args.set}.json").read_text())
     out = Path(args.out)
@@ -103,17 +125,20 @@ def main(argv: list[str] | None = None) -> int:
                 turns = sum(len(s["messages"]) for s in conv["sessions"])
                 print(f"{conv['name']}: {turns} turns ingested in {time.perf_counter() - t0:.0f} s")
             n_ok = 0
-            for check in conv["checks"]:
-                ok, got = run_check(mem, user, check, other_side=not args.no_other_side)
+            checks = [c for c in conv["checks"] if asks_organisation(c)] if args.organisation_questions \
+                else conv["checks"]
+            for check in checks:
+                ok, got = run_check(mem, user, check, other_side=not args.no_other_side, config=config)
                 n_ok += ok
                 rows.append({"conversation": conv["name"], "check": describe(check), "passed": ok, "got": got})
                 if not ok:
                     print(f"  FAIL {conv['name']}: {describe(check)} expected {check.get('expect')} "
                           f"rejecting {check.get('reject', [])}: got {got}")
-        print(f"{conv['name']}: {n_ok}/{len(conv['checks'])} checks passed")
+        print(f"{conv['name']}: {n_ok}/{len(checks)} checks passed")
         passed += n_ok
-        total += len(conv["checks"])
-    suffix = "-no-other-side" if args.no_other_side else ""
+        total += len(checks)
+    suffix = ("-no-other-side" if args.no_other_side else "") + \
+        ("-organisation" if args.organisation_questions else "") + ("-no-hint" if args.no_organisation_hint else "")
     with (out / f"results-{args.set}{suffix}.jsonl").open("w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")

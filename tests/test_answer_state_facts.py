@@ -151,6 +151,12 @@ def test_a_where_question_about_work_or_study_asks_the_model_for_the_organisatio
     for q in ("Where does Lena live?", "Where did Lena move for the job?", "Who does Lena work for?"):
         mem.answer(q, user_id="u1", as_of=NOW, method="real")
         assert f"Question: {q}\n" in llm.prompts[-1], q  # a place, or not a "where" question: as asked
+    off = SearchConfig(organisation_hint=False)  # the ablation
+    ans = mem.answer("Where did Lena study?", user_id="u1", as_of=NOW, method="real", config=off)
+    assert "Question: Where did Lena study?\n" in llm.prompts[-1]
+    assert not any("organisation" in n for n in ans.trace.notes)
+    with pytest.raises(ValidationError, match="organisation_hint"):
+        SearchConfig(organisation_hint="yes")  # type: ignore[arg-type]
 
 
 def test_organisation_hint_follows_the_registry_object_types() -> None:

@@ -140,7 +140,7 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
     if not context.strip():
         text = NOT_MENTIONED
     else:
-        if hint := organisation_hint(res.trace.analysis, registry):
+        if cfg.organisation_hint and (hint := organisation_hint(res.trace.analysis, registry)):
             asked = f"{asked} {hint}"
             res.trace.notes.append(f"answer: question asks for an organisation ({hint!r} added)")
         text, u = generate(models.llm, asked, context, as_of=asked_at, max_tokens=max_tokens)

@@ -115,6 +115,10 @@ class SearchConfig:
         ``answer()`` puts up to this many of the typed facts that answer it — that relation, that
         entity on either side, valid at the asked time — before the evidence
         (:func:`chronomem.retrieve.lookup.state_facts`); ``search()`` itself ignores it.
+        ``organisation_hint`` (on): a "where" question about a relation whose objects are
+        organisations ("where did Nikos work in 2015?") reaches the answer model with
+        "Name the employer …, not the town it is in." (:func:`chronomem.retrieve.answer.organisation_hint`);
+        off, as asked (the ablation).
     """
 
     max_depth: int = 3
@@ -157,6 +161,7 @@ class SearchConfig:
     fused_turns_first: bool = False
     expand_query: bool = False
     state_facts: int = 4
+    organisation_hint: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -180,7 +185,7 @@ class SearchConfig:
                 or not all(isinstance(x, (int, float)) and x >= 0 for x in w)):
             raise ValidationError("config.fused_weights", w, "must be three non-negative numbers "
                                   "(graph sources, turn hits, fact hits)")
-        for name in ("turn_replies", "expand_query", "fused_turns_first"):
+        for name in ("turn_replies", "expand_query", "fused_turns_first", "organisation_hint"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"config.{name}", getattr(self, name), "must be True or False")
         unknown = set(self.rules) - cf.ALL_RULES
