@@ -16,8 +16,12 @@ Example::
 
     Evidence (as of 1 June 2025; [from -> to), "now" = still holds; c = confidence):
     P1 Maya -> Rui -> Braga
-      F1 Maya sibling of Rui [1 March 2017 -> now) c=0.95 derived:symmetry from F3
+      F1 Maya sibling of Rui [1 March 2017 -> now) c=0.95 derived:symmetry src:m2
       F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 src:m3
+    P2 Rui -> Maya
+      F3 Rui sibling of Maya [1 March 2017 -> now) c=0.95 src:m2
+
+    (F1 reads the stored F3 from Maya's side; it would say ``from F3`` had F3 come first.)
     Source turns:
     [20 February 2017] m3 Rui: We finally moved to Braga!
 """
