@@ -54,9 +54,15 @@ def queue_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     conn.close()
 
 
+#: the workers' lease: short, so the killed worker's job comes back soon, but not so short that a live
+#: worker's heartbeat (every third of it) misses it on a loaded machine — with 3 s, CI beside a model run
+#: once saw the held job requeued while its worker was still inside the model call
+LEASE_S = "8"
+
+
 def start_worker(db: str, llm: FakeModelServer, queue_name: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": SRC, "CHRONOMEM_DB": db, "CHRONOMEM_LLM": llm.spec,
-           "CHRONOMEM_LLM_API_KEY": "test", "CHRONOMEM_EMBEDDER": "none", "CHRONOMEM_JOB_LEASE": "3",
+           "CHRONOMEM_LLM_API_KEY": "test", "CHRONOMEM_EMBEDDER": "none", "CHRONOMEM_JOB_LEASE": LEASE_S,
            "CHRONOMEM_QUEUE_NAME": queue_name, "CHRONOMEM_QUEUE_URL": AMQP_URL}
     env.pop("CHRONOMEM_REDIS_URL", None)
     return subprocess.Popen([sys.executable, "-c", "from chronomem.cli import main; main()", "worker",
