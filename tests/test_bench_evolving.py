@@ -61,3 +61,19 @@ def test_facts_checks_pass_and_fail_on_what_is_stored(tmp_path: Path) -> None:
         assert evolving.run_check(mem, "lena", spouse) == (True, "Jonas married_to Lena")
         assert evolving.run_check(mem, "lena", spouse, other_side=False) == (False, "(none)")
         assert evolving.describe(then) == "facts Lena lives_in @2020-01-01"
+
+
+def test_an_answer_check_runs_with_the_config_it_is_given() -> None:
+    """``--no-organisation-hint`` reaches answer() through run_check's ``config``."""
+    seen: list[object] = []
+
+    class Answering:
+        def answer(self, question: str, **kw: object) -> object:
+            seen.append(kw.get("config"))
+            return type("A", (), {"text": "Novartis"})()
+
+    check = {"kind": "answer", "question": "Where does Lena work?", "expect": ["novartis"]}
+    marker = object()
+    assert evolving.run_check(Answering(), "lena", check, config=marker) == (True, "Novartis")
+    assert evolving.run_check(Answering(), "lena", check) == (True, "Novartis")
+    assert seen == [marker, None]

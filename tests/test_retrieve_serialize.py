@@ -8,9 +8,8 @@ statement ("lives in Berlin and works at Acme") still write that statement twice
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from dataclasses import replace
+from datetime import datetime, timezone
 
 from chronomem.model import Fact, Intent, Origin
 from chronomem.retrieve.anchoring import Anchor

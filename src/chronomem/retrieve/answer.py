@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -57,7 +58,7 @@ _ORGANISATION_WORDS = {"works_at": "the employer (company or organisation)",
                        "studies_at": "the school or university"}
 
 
-def organisation_hint(analysis: dict[str, Any], registry: RelationRegistry) -> str | None:
+def organisation_hint(analysis: Mapping[str, Any], registry: RelationRegistry) -> str | None:
     """For "where did Nikos work?" / "where did Renato study?": the sentence that tells the model to
     name the organisation, not its town.  Pure.
 
