@@ -7,6 +7,7 @@ HTTP; stores are real SQLite / PostgreSQL (``store_url``).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -135,6 +136,49 @@ def test_a_job_stored_but_never_delivered_is_sent_by_the_sweep(tmp_path, llm: Fa
         assert runner.sweep(lambda j: sent.append(j.id)) == 0  # sent once, not again
         assert runner.run(job.id).status is JobStatus.DONE
         assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"]
+
+
+def test_a_sweep_renews_a_job_its_own_runner_is_still_running(store_url: str) -> None:
+    """A late heartbeat must not make a worker requeue (and so run twice) the job it is running."""
+    gated = FakeModelServer(gate_word="Porto")
+    sent: list[str] = []
+    try:
+        with Memory(store_url, llm=gated.spec, embedder=False, queue=_NullQueue()) as mem:
+            job = mem.submit_messages(turns("I live in Porto."), user_id="u1")
+            raw = mem.store.inner  # type: ignore[attr-defined]
+            # a lease long enough that the heartbeat thread stays asleep: the test plays the late heartbeat
+            runner = JobRunner(raw, lambda tenant: mem, name="me", lease_s=600, unsent_grace_s=0)
+            done: list[object] = []
+            t = threading.Thread(target=lambda: done.append(runner.run(job.id)))
+            t.start()
+            assert gated.gate_seen.wait(60)  # the runner is inside the job's model call
+            assert runner.running == {job.id}
+            past = utcnow() - timedelta(seconds=5)
+            assert raw.renew_job(job.id, "me", past)  # its lease ran out without a renewal
+            assert [j.id for j in raw.stale_jobs(utcnow(), utcnow())] == [job.id]
+
+            assert runner.sweep(lambda j: sent.append(j.id)) == 0 and sent == []  # renewed, not requeued
+            held = mem.job(job.id)
+            assert held.status is JobStatus.RUNNING and held.attempts == 1
+            assert raw.stale_jobs(utcnow(), utcnow()) == []  # the lease is live again
+            other = JobRunner(raw, lambda tenant: mem, name="other", lease_s=600, unsent_grace_s=0)
+            assert other.sweep(lambda j: sent.append(j.id)) == 0 and sent == []  # nor by another worker
+
+            gated.open_gate()
+            t.join(60)
+            assert not t.is_alive() and runner.running == frozenset()
+            final = mem.job(job.id)
+            assert final.status is JobStatus.DONE and final.attempts == 1, final.error
+            assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"]
+
+            # a job whose runner is gone (another process's, or this runner after it finished) is still requeued
+            job2 = mem.submit_messages(turns("I work at Acme.", prefix="n"), user_id="u1")
+            now = utcnow()
+            assert raw.claim_job(job2.id, "me", now - timedelta(seconds=10), now - timedelta(seconds=5))
+            assert runner.sweep(lambda j: sent.append(j.id)) == 1 and sent == [job2.id]
+            assert mem.job(job2.id).status is JobStatus.QUEUED
+    finally:
+        gated.close()
 
 
 class _NullQueue:

@@ -10,7 +10,10 @@ the job's worker is dead.  So:
 * a job that is finished, or running under another worker's live lease, is skipped;
 * :meth:`JobRunner.sweep` (every worker runs it periodically) puts jobs whose lease expired
   (their worker was killed) back to queued and sends them again, and sends queued jobs that
-  never reached the queue (the process died between commit and send).
+  never reached the queue (the process died between commit and send).  A job whose lease
+  expired while this very runner is still executing it (its heartbeat came late: a saturated
+  machine, a store that was briefly slow) is renewed instead: the worker is evidently alive,
+  and requeueing would run the job a second time beside the first.
 """
 
 from __future__ import annotations
@@ -64,6 +67,14 @@ class JobRunner:
         self.memory_for = memory_for
         self.name = name or worker_name()
         self.lease_s = lease_s if lease_s is not None else lease_seconds()
+        self._running: set[str] = set()  # ids of the jobs this runner is executing now
+        self._running_lock = threading.Lock()
+
+    @property
+    def running(self) -> frozenset[str]:
+        """Ids of the jobs this runner is executing at this moment."""
+        with self._running_lock:
+            return frozenset(self._running)
 
     def run(self, job_id: str) -> Job | None:
         """Claim and execute one job; None when it was not ours to run (finished or held)."""
@@ -80,16 +91,23 @@ class JobRunner:
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeat, args=(job_id, stop), daemon=True,
                                 name=f"chronomem-lease-{job_id[:8]}")
-        beat.start()
-        try:
-            status, result, error = execute(self.memory_for(tenant), job)
-        except Exception as e:  # recorded on the job: the caller polls for it
-            log.exception("job %s (%s) failed", job_id, job.kind.value)
-            status, result, error = JobStatus.FAILED, None, f"{type(e).__name__}: {e}"[:2000]
+        with self._running_lock:
+            self._running.add(job_id)
+        try:  # the id stays in _running until the outcome is written: a sweep then renews, not requeues
+            beat.start()
+            try:
+                status, result, error = execute(self.memory_for(tenant), job)
+            except Exception as e:  # recorded on the job: the caller polls for it
+                log.exception("job %s (%s) failed", job_id, job.kind.value)
+                status, result, error = JobStatus.FAILED, None, f"{type(e).__name__}: {e}"[:2000]
+            finally:
+                stop.set()
+                beat.join()
+            finished = self.store.finish_job(job_id, self.name, status, utcnow(), result, error)
         finally:
-            stop.set()
-            beat.join()
-        if not self.store.finish_job(job_id, self.name, status, utcnow(), result, error):
+            with self._running_lock:
+                self._running.discard(job_id)
+        if not finished:
             log.warning("job %s: lease lost before it finished; another worker redoes it", job_id)
         job.status, job.result, job.error = status, result, error
         return job
@@ -107,6 +125,11 @@ class JobRunner:
         now = utcnow()
         sent = 0
         for job in self.store.stale_jobs(now, now - timedelta(seconds=self.unsent_grace_s), tenant=self.tenant):
+            if job.status is JobStatus.RUNNING and job.worker == self.name and job.id in self.running:
+                renewed = self.store.renew_job(job.id, self.name, utcnow() + timedelta(seconds=self.lease_s))
+                log.warning("job %s: its lease ran out while this worker is still running it (late heartbeat);"
+                            " %s", job.id, "renewed" if renewed else "another worker has taken it")
+                continue
             if job.status is JobStatus.RUNNING and not self.store.requeue_job(job.id, now):
                 continue
             log.info("job %s: %s; sending it again", job.id,
