@@ -81,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--organisation-questions", action="store_true",
                     help="only the answer checks that ask where someone works or studies (those the "
                          "organisation hint rewrites); results-<set>-organisation[-no-hint].jsonl")
+    ap.add_argument("--facts-only", action="store_true",
+                    help="only the facts() checks: no answer model call, so a rule change can be judged from "
+                         "the cached extraction replies alone; results-<set>-facts.jsonl")
     ap.add_argument("--no-organisation-hint", action="store_true",
                     help="answer() without the organisation hint (SearchConfig.organisation_hint=False)")
     args = ap.parse_args(argv)
@@ -127,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
             n_ok = 0
             checks = [c for c in conv["checks"] if asks_organisation(c)] if args.organisation_questions \
                 else conv["checks"]
+            if args.facts_only:
+                checks = [c for c in checks if c["kind"] == "facts"]
             for check in checks:
                 ok, got = run_check(mem, user, check, other_side=not args.no_other_side, config=config)
                 n_ok += ok
@@ -138,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         passed += n_ok
         total += len(checks)
     suffix = ("-no-other-side" if args.no_other_side else "") + \
-        ("-organisation" if args.organisation_questions else "") + ("-no-hint" if args.no_organisation_hint else "")
+        ("-organisation" if args.organisation_questions else "") + ("-no-hint" if args.no_organisation_hint else "") + \
+        ("-facts" if args.facts_only else "")
     with (out / f"results-{args.set}{suffix}.jsonl").open("w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")

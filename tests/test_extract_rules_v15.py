@@ -61,7 +61,10 @@ def test_a_job_the_list_missed_stays_a_job_and_its_ending_closes_it() -> None:
     s1 = datetime(2019, 4, 10, tzinfo=timezone.utc)
     taught = {0: line(0, "Lena", "I teach chemistry at Ridgeway High now.", s1)}
     slot = (0, fact("Lena teaches chemistry at Ridgeway High now.", "Lena", "works_at", "Ridgeway High"))
-    assert triples(run(taught, slot, rules=14)[0]) == [("Lena", "did", "Ridgeway High", False)]
+    # rules 14's check makes the slot a catch-all fact; since session 28 the state rules read "I teach … at
+    # Ridgeway High" from the line itself (states.line_states), so the job is there beside it
+    assert triples(run(taught, slot, rules=14)[0]) == [("Lena", "did", "Ridgeway High", False),
+                                                       ("Lena", "works_at", "Ridgeway High", False)]
     assert triples(run(taught, slot, rules=15)[0]) == [("Lena", "works_at", "Ridgeway High", False)]
 
     s2 = datetime(2021, 9, 1, tzinfo=timezone.utc)

@@ -156,6 +156,8 @@ _MONTH_RE = "|".join(sorted(_MONTHS, key=len, reverse=True))
 MONTH_ALTERNATION = _MONTH_RE
 _WEEKDAY_RE = "|".join(sorted(_WEEKDAYS, key=len, reverse=True))
 _SEASON_RE = "|".join(_SEASONS)
+#: the season words as a regex alternation ("spring|summer|…")
+SEASON_ALTERNATION = _SEASON_RE
 _NUM_RE = "|".join(sorted((re.escape(k) for k in _NUMBERS), key=len, reverse=True)) + r"|\d+"
 _UNIT_RE = "|".join(sorted(_UNITS, key=len, reverse=True))
 

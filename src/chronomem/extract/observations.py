@@ -390,10 +390,19 @@ _TIME_WORDS = frozenset("""
 """.split())
 
 
-def find_time_phrase(text: str) -> str:
-    """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``."""
+#: a season with a preposition ("in spring 2016", "in the spring", "since summer 2019"): read under the
+#: state rules only (session 28), so that the older rule sets replay as they were measured
+_SEASON_PHRASE = re.compile(
+    r"\b(?:in|since|during|from|by) (?:the )?(?:(?:early|late|mid)[ -])?(?:spring|summer|autumn|fall|winter)"
+    r"(?:(?: of)?,? (?:19|20)\d\d)?\b", re.IGNORECASE)
+
+
+def find_time_phrase(text: str, *, seasons: bool = False) -> str:
+    """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``;
+    ``seasons``: "in spring 2016" counts too."""
     ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
-    for m in _TIME_PHRASE.finditer(text):
+    found = [*_TIME_PHRASE.finditer(text), *(_SEASON_PHRASE.finditer(text) if seasons else ())]
+    for m in sorted(found, key=lambda m: m.start()):
         if timeexpr.resolve(m.group(0), ref) is not None:
             return m.group(0)
     return ""
@@ -1044,6 +1053,14 @@ def postprocess_observations(
             if owner is not None:
                 notes.append(f"subject {subject!r} → {owner!r} (the state told is theirs): {o.statement}")
                 subject = owner
+        if rules in STATE_RULES and rel in _LINE_OWNED and subject == msg.speaker:
+            owner = states.line_owner(msg.text, msg.speaker, obj)  # "Katerina got the job at … in Patras"
+            if owner == "":
+                notes.append(f"dropped (its line gives it to someone it does not name): {o.statement}")
+                continue
+            if owner is not None:
+                notes.append(f"subject {subject!r} → {owner!r} (the subject of its clause in {msg.id}): {o.statement}")
+                subject = owner
         if rel in EVENT_RELATIONS and ended:
             ended = False  # "started his dance studio" happened; it did not stop
         if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
@@ -1102,7 +1119,8 @@ def postprocess_observations(
         seen.add(key)
         # the time comes from the statement's own words: a separate "time" field was copied
         # across statements by the 1.5B model ("yesterday" on every fact of a turn)
-        time_text = find_time_phrase(o.statement) or (o.time if o.time and o.time.lower() in o.statement.lower() else "")
+        time_text = (find_time_phrase(o.statement, seasons=rules in STATE_RULES)
+                     or (o.time if o.time and o.time.lower() in o.statement.lower() else ""))
         if rules in STATE_RULES:
             time_text = states.range_phrase(o.statement) or time_text  # "from 2014 to 2016": both ends
         if typing_8 and time_text:
@@ -1126,6 +1144,8 @@ def postprocess_observations(
 #: rules 13/14: the states an ending in the statement closes even when the model said it goes on
 _ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "married_to", "partner_of", "job_title"})
 #: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
+#: the states whose owner the source line's clause decides (:func:`.states.line_owner`, session 28)
+_LINE_OWNED = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "job_title"})
 _BEGUN = frozenset({"started", "starts", "start", "began", "begins", "joined", "joins"})
 _BROKE_UP = re.compile(r"\b(?:broke up|break up|breaking up|split up)\b", re.IGNORECASE)
 _DIVORCE = re.compile(r"\b(?:divorc\w*|ex-(?:wife|husband))\b", re.IGNORECASE)
@@ -1159,7 +1179,7 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
             if any(f.subject == msg.speaker and f.relation == relation and (f.valid_to is not None) == st.ended
                    and (name in f.object.lower() or f.object.lower() in name) for f in out):
                 continue
-            text, resolved = with_date(st.statement(msg.speaker), find_time_phrase(st.sentence), msg.timestamp)
+            text, resolved = with_date(st.statement(msg.speaker), find_time_phrase(st.sentence, seasons=True), msg.timestamp)
             valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=st.ended)
             notes.append(f"{st.relation} read from {msg.id}: {text}")
             out.append(FactInput(

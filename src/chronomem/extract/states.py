@@ -19,6 +19,13 @@ changes a memory exists to notice, in ways the statement's own words settle:
   :func:`reported_owner`);
 * **what the slot left out of its line**: "I'm sharing an apartment in Osaka", "I'm a developer at
   Avast", "Petra and I got married", "Erik and I split up" (:func:`line_states`);
+* **whose state a line tells** (session 28): "Katerina got the job at the big pharmacy in Patras" and
+  "I'm dating Zainab, she's a doctor at …" were typed as the speaker's job, which closed the speaker's
+  own (:func:`line_owner`: the subject of the object's clause decides);
+* **jobs and homes said other ways** (session 28): "I got a developer job at Credit Suisse", "moved
+  to Tokyo for a job at Sony", "Intel offered me a job", "I teach nursing at Trinity College", "Now
+  I'm at Allegro, working on …", "I'm back in Johannesburg"; and seasons in a range ("from autumn
+  2009 to spring 2010") and in a line's time words ("in spring 2016");
 * **family named in passing**: "my daughter Lucia", "your brother Felix", "my wife Giulia", or "And
   your sister?" answered "Carmen is …" — the model typed the daughter a pet, or wrote nothing
   (:func:`kin_mentions`, :func:`kin_answered`).
@@ -36,11 +43,13 @@ from datetime import datetime, timezone
 from .. import timeexpr
 
 _MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
-_WHEN = rf"(?:(?:early|late|mid) )?(?:{_MONTH} )?(?:19|20)\d\d|{_MONTH}"
+#: a month or a season ("from autumn 2009 to spring 2010": session 28)
+_MONTH_OR_SEASON = rf"(?:{timeexpr.MONTH_ALTERNATION}|{timeexpr.SEASON_ALTERNATION})"
+_WHEN = rf"(?:(?:early|late|mid) )?(?:{_MONTH_OR_SEASON}(?: of)? )?(?:19|20)\d\d|{_MONTH_OR_SEASON}"
 _RANGE = re.compile(
-    rf"\b(?:(?:from|between) (?:{_WHEN}) (?:to|until|till|through|and|-|–) (?:{_WHEN})|"
+    rf"\b(?:(?:from|between) (?:the )?(?:{_WHEN}) (?:to|until|till|through|and|-|–) (?:the )?(?:{_WHEN})|"
     rf"(?:{_WHEN}) ?(?:-|–) ?(?:{_WHEN})|(?:until|till|up to) (?:{_WHEN})|"
-    rf"(?:{_MONTH} )?(?:19|20)\d\d (?:to|until|till|through) (?:{_MONTH} )?(?:19|20)\d\d)\b",
+    rf"(?:{_MONTH_OR_SEASON} )?(?:19|20)\d\d (?:to|until|till|through) (?:{_MONTH_OR_SEASON} )?(?:19|20)\d\d)\b",
     re.IGNORECASE)
 
 
@@ -52,6 +61,8 @@ def range_phrase(text: str) -> str:
     'from 2014 to 2016'
     >>> range_phrase("Sofie spent 2012 to 2014 at the Rijksmuseum.")
     '2012 to 2014'
+    >>> range_phrase("Aga worked at Pixel Wolf from autumn 2009 to spring 2010.")
+    'from autumn 2009 to spring 2010'
     >>> range_phrase("Lena moved to Leeds in March.")
     ''
     """
@@ -289,13 +300,18 @@ def kin_mentions(text: str, speaker: str, listener: str | None) -> list[KinMenti
     return out
 
 
+#: what names a job ("a developer job", "a lecturer post")
+_A_JOB = r"(?:job|position|post|role|contract)"
+#: an offer turned down is no job
+_NOT_DECLINED = r"(?![^.!?]*\b(?:turned (?:it |them )?down|declined|refused|rejected|said no)\b)"
 #: first-person clauses of a line that state where the speaker lives or works, with a name
 _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are)? {_ADV}(?:live|living) in {_NAME}"), "lives_in"),
     (re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|relocated) (?:back )?to {_NAME}"), "lives_in"),
     (re.compile(rf"\b(?:I|[Ww]e)(?:'m| am|'re| are|'ve| have)? {_ADV}(?:sharing |renting |bought |moved into |in )?"
                 rf"(?:an? |my |our )?(?:new |small |little )?(?:apartment|flat|house|home|place) in {_NAME}"), "lives_in"),
-    (re.compile(rf"\bI(?:'m| am) {_ADV}(?:based |living |settled )?in {_NAME}\b(?!,? for\b)"), "lives_in"),
+    (re.compile(rf"\bI(?:'m| am) {_ADV}(?:based |living |settled |back )?in {_NAME}\b(?!,? for\b)"), "lives_in"),
+    (re.compile(rf"\b[Ww]e(?:'re| are) {_ADV}(?:based |living |settled |back )in {_NAME}\b(?!,? for\b)"), "lives_in"),
     (re.compile(rf"\bI(?:'m| am)? {_ADV}(?:work|working) (?:at|for) {_NAME}"), "works_at"),
     (re.compile(rf"\bI(?:'ve| have)? {_ADV}(?:started|joined) (?:at )?{_NAME} as\b"), "works_at"),
     (re.compile(rf"\bI {_ADV}started (?:a new job |work )?at {_NAME}"), "works_at"),
@@ -307,9 +323,21 @@ _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\bin {_NAME},? where (?:I|we) {_ADV}live\b"), "lives_in"),
     (re.compile(rf"\bI(?:'m| am) {_ADV}(?:with|at) {_NAME},? (?:now|these days|since)\b"), "works_at"),
     (re.compile(rf"\bI(?:'m| am) {_ADV}(?:an? |the )?(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"), "works_at"),
+    # session 28: a job got, a job moved for, a job offered, teaching ("I got a developer job at Credit Suisse",
+    # "I moved to Tokyo last year for a job at Sony", "Intel offered me a job", "I teach nursing at Trinity College")
+    (re.compile(rf"\bI(?:'ve| have)? {_ADV}(?:got|landed|took|found|accepted|started) (?:an? |the |my )?(?:new )?"
+                rf"(?:[a-z]+ ){{0,2}}{_A_JOB} (?:at|with) {_NAME}"), "works_at"),
+    (re.compile(rf"\b(?:I|[Ww]e)\b[^.!?]*? for (?:an? |the |my )(?:new )?(?:[a-z]+ ){{0,2}}{_A_JOB} (?:at|with) {_NAME}"),
+     "works_at"),
+    (re.compile(rf"{_NAME} {_ADV}(?:offered|gave) me (?:an? |the )(?:[a-z]+ ){{0,2}}{_A_JOB}\b{_NOT_DECLINED}"), "works_at"),
+    (re.compile(rf"\bI {_ADV}(?:teach|lecture)(?: [a-z]+){{0,2}} (?:at|for) {_NAME}"), "works_at"),
+    (re.compile(rf"\b(?:I|[Ww]e) {_ADV}moved (?:back )?to [A-Z][\w'-]*(?: [A-Z][\w'-]*)* to (?:teach|lecture|work)"
+                rf"(?: [a-z]+){{0,2}} (?:at|for) {_NAME}"), "works_at"),
 )
-#: "I switched to Kakao in October, same role": an employer only with a word of work in the line
-_SWITCHED = re.compile(rf"\bI {_ADV}(?:switched|changed) (?:jobs |companies )?to {_NAME}")
+#: "I switched to Kakao in October, same role", "Now I'm at Allegro, working on their search": an
+#: employer only with a word of work in the line
+_SWITCHED = re.compile(rf"\bI {_ADV}(?:switched|changed) (?:jobs |companies )?to {_NAME}|"
+                       rf"\b(?:[Nn]ow|[Tt]hese days),? I(?:'m| am) {_ADV}(?:at|with) {_NAME}")
 _WORK_CUE = re.compile(r"\b(?:job|jobs|role|position|company|employer|work|working|team|office|hired|colleagues?)\b",
                        re.IGNORECASE)
 #: "I'm not at Central anymore", "I no longer work for Acme": the speaker's employer ended
@@ -426,6 +454,71 @@ def reported_owner(statement: str, subject: str, obj: str) -> str | None:
     return None
 
 
+#: session 28: who a line's clause speaks of — a name before its verb ("Katerina got the job at …"), or he/she
+_SUBJECT_TOKEN = re.compile(
+    r"\b(?:(?P<first>I|[Ww]e)\b|(?P<pronoun>[Ss]he|[Hh]e)\b(?:'s|'d| [a-z]+)|"
+    r"(?P<kin>\b(?:(?:[Mm]y|[Oo]ur) (?:(?:little|big|older|younger|twin) )?(?:{kin})|Mom|Mum|Dad|Mama|Papa)s?"
+    r"(?= [a-z]+\b))|"
+    r"(?P<name>(?-i:[A-Z][a-z][\w-]*))(?='s\b| (?:is|was|has|had|got|just|finally|now|still|also|recently|"
+    r"then|already|[a-z]+(?:ed|es|s))\b))".format(kin=_KIN_WORDS))
+#: capitalised words that open a sentence without naming anyone ("Mostly just chilling at home")
+_NOT_SUBJECT_NAMES = frozenset("""Today Tonight Yesterday Tomorrow Anyway Maybe Sometimes Still Then Later Lately
+    Everyone Everybody Everything Nothing Nobody Someone Somebody Something Life Work Things It This That These Those
+    There Here Yes No Yeah Oh Well Thanks Sorry Please Ha Haha Wow""".split())
+
+
+def _not_a_subject_name(word: str) -> bool:
+    return word in _NOT_NAMES or word in _NOT_SUBJECT_NAMES or word.endswith("ly") or word.lower() in KIN
+
+
+#: what makes a name before "she"/"he" a person: a word of kin or company before it, or "and I" after it
+_PERSON_CUE = re.compile(rf"\b(?:{_KIN_WORDS}|dating|with|married|marry|marrying|engaged to|friend|colleague|boss|"
+                         r"neighbou?r|met)\s+(?:(?:my|our|his|her|little|big|older|younger)\s+)*$", re.IGNORECASE)
+
+
+def line_owner(line: str, speaker: str, obj: str) -> str | None:
+    """Whose state does ``obj`` name in the ``speaker``'s ``line``?  The subject of the clause it is in:
+    ``None`` for the speaker's own ("I", "we", or no subject of its own: "…, and started a master's at
+    Aristotle University"), a name for someone else's ("Katerina got the job at the big pharmacy in
+    Patras"; "I'm dating Zainab, she's a doctor at Lagos University Teaching Hospital"), ``""`` for
+    someone else whom the line does not name ("he's with Qatar National Bank now" with no person before).
+
+    >>> line_owner("Katerina got the job at the big pharmacy in Patras, so now she lectures me.", "Nikos", "Patras")
+    'Katerina'
+    >>> line_owner("Ha, no, I'm dating Zainab, she's a doctor at Lagos University Teaching Hospital.", "Olu",
+    ...            "Lagos University Teaching Hospital")
+    'Zainab'
+    >>> line_owner("I quit Costamare in July and started a master's at Aristotle University.", "Nikos", "Aristotle University") is None
+    True
+    """
+    at = line.lower().find(obj.lower().strip()) if obj.strip() else -1
+    if at < 0:
+        return None
+    start = max(line.rfind(c, 0, at) for c in ".!?;") + 1
+    subjects = [m for m in _SUBJECT_TOKEN.finditer(line, start, at)
+                if not (m.group("name") and (_not_a_subject_name(m.group("name"))
+                                             or m.group("name").lower() in obj.lower()))]
+    if not subjects:
+        return None
+    last = subjects[-1]
+    if last.group("first"):
+        return None
+    if last.group("kin"):
+        return ""  # "my mom still lives in Lagos": a relative's, unnamed here
+    name = last.group("name")
+    if name:
+        return None if name == speaker else name
+    named_subjects = {m.start("name") for m in subjects if m.group("name")}
+    for m in reversed(list(re.finditer(r"(?-i:\b[A-Z][a-z][\w-]*)", line[:last.start()]))):
+        name = m.group(0)
+        if _not_a_subject_name(name) or name == speaker:
+            continue
+        before, after = line[:m.start()], line[m.end():m.end() + 7]
+        if m.start() in named_subjects or _PERSON_CUE.search(before) or re.match(r"\s+and (?:I|me)\b", after):
+            return name
+    return ""
+
+
 _ASKED_KIN = re.compile(rf"\byour\s+(?:(?:little|big|older|younger|new)\s+)?({_KIN_WORDS})s?\b(?!,?\s+(?-i:[A-Z]))",
                         re.IGNORECASE)
 _INTERJECTIONS = ("oh", "ah", "well", "yes", "yeah", "no", "haha", "ha", "hmm", "so", "actually", "honestly")
@@ -489,4 +582,4 @@ def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMe
     return KinMention(answerer, KIN[word], name, word)
 
 
-__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
