@@ -1042,6 +1042,10 @@ def postprocess_observations(
             rel = "works_at"
         if rules in STATE_RULES and rel == "married_to" and _BROKE_UP.search(o.statement) and not _DIVORCE.search(o.statement):
             rel = "partner_of"  # couples break up; spouses divorce ("split up … and the divorce came through": spouses)
+        if (rules in STATE_RULES and rel in ("friend_of", "met", "likes") and _DATING.search(o.statement)
+                and person_like(obj, speakers)):
+            notes.append(f"{rel} → partner_of (the statement says they are a couple): {o.statement}")
+            rel = "partner_of"  # session 28: "Zeynep and Kerem have been going out since March" typed friend_of
         if rules in STATE_RULES and rel == "married_to" and states.engaged_only(o.statement):
             notes.append(f"married_to → partner_of (engaged, not married): {o.statement}")
             rel = "partner_of"
@@ -1144,6 +1148,8 @@ def postprocess_observations(
 #: rules 13/14: the states an ending in the statement closes even when the model said it goes on
 _ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "married_to", "partner_of", "job_title"})
 #: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
+#: a couple in other words than a marriage or an engagement (session 28)
+_DATING = re.compile(r"\b(?:going out|dating|seeing each other|been together|in a relationship)\b", re.IGNORECASE)
 #: the states whose owner the source line's clause decides (:func:`.states.line_owner`, session 28)
 _LINE_OWNED = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "job_title"})
 _BEGUN = frozenset({"started", "starts", "start", "began", "begins", "joined", "joins"})

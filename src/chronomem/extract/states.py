@@ -333,6 +333,11 @@ _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"\bI {_ADV}(?:teach|lecture)(?: [a-z]+){{0,2}} (?:at|for) {_NAME}"), "works_at"),
     (re.compile(rf"\b(?:I|[Ww]e) {_ADV}moved (?:back )?to [A-Z][\w'-]*(?: [A-Z][\w'-]*)* to (?:teach|lecture|work)"
                 rf"(?: [a-z]+){{0,2}} (?:at|for) {_NAME}"), "works_at"),
+    # "We've been in Helsinki since May 2021", "Tabanlioglu Architects took me on", "when Arup hired me"
+    (re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have) {_ADV}been (?:living |based )?in {_NAME}\b(?=[^.!?]*\b(?:since|for "
+                r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|several|many|\d+) (?:years?|months?))\b)"),
+     "lives_in"),
+    (re.compile(rf"{_NAME} {_ADV}(?:(?:hired|recruited|employed) me|took me on)\b"), "works_at"),
 )
 #: "I switched to Kakao in October, same role", "Now I'm at Allegro, working on their search": an
 #: employer only with a word of work in the line
@@ -360,6 +365,26 @@ _PAIRS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 )
 
 
+#: holidays and other capitalised times that follow "at" ("At Christmas I quit my job")
+_TIME_NAMES = frozenset("""Christmas Easter Thanksgiving Halloween Ramadan Diwali Eid Hanukkah Passover New Year
+    Monday Tuesday Wednesday Thursday Friday Saturday Sunday""".split()) | frozenset(
+    m.capitalize() for m in timeexpr.MONTH_ALTERNATION.split("|"))
+#: session 28: a place of work or study the speaker is at, its kind read from the line ("I'm back at Dokuz Eylul
+#: for my third year of architecture", "Still at the BBC.", "Back at El Informador, covering city hall again")
+_AT_PLACE = (
+    re.compile(rf"\bI(?:'m| am) {_ADV}back at {_NAME}"),
+    re.compile(rf"^\s*(?:(?:yes|yeah|yep)[,!.]?\s+)?(?:[Ss]till|[Bb]ack|[Nn]ow back) at {_NAME}"),
+)
+#: a year of studies ("for my third year of architecture")
+_STUDY_YEAR = re.compile(r"\b(?:first|second|third|fourth|fifth|final) year\b|\b(?:master'?s|bachelor'?s|PhD|thesis|semester)\b",
+                         re.IGNORECASE)
+#: a year of a course or a degree, and where ("Final year of English at Hanoi University", "started a master's
+#: in oenology at Aristotle University", "My third year of civil engineering at KNUST starts next week")
+_STUDIES = re.compile(
+    rf"\b(?:(?i:first|second|third|fourth|fifth|final|last) year of|(?i:an? |my |the )?(?:master'?s|bachelor'?s|PhD|"
+    rf"doctorate|MBA|MSc|MA|BA|BSc|degree|diploma)(?: (?:in|of))?)(?: [\w'-]+){{0,4}}? at {_NAME}")
+
+
 @dataclass(frozen=True, slots=True)
 class LineState:
     """"I live in Leeds" in a line: the speaker ``relation`` ``name``; ``sentence`` is where it is
@@ -376,8 +401,8 @@ class LineState:
         if self.ended:
             verb = "divorced" if self.relation == "married_to" else "broke up"
             return f"{speaker} and {self.name} {verb}."
-        verb = {"lives_in": "lives in", "works_at": "works at", "married_to": "is married to",
-                "partner_of": "is engaged to"}[self.relation]
+        verb = {"lives_in": "lives in", "works_at": "works at", "studies_at": "studies at",
+                "married_to": "is married to", "partner_of": "is engaged to"}[self.relation]
         return f"{speaker} {verb} {self.name}."
 
 
@@ -402,6 +427,12 @@ def line_states(text: str) -> list[LineState]:
         found += [(m, rel, ended) for rx, rel, ended in _PAIRS for m in rx.finditer(sentence)]
         if switches:
             found += [(m, "works_at", False) for m in _SWITCHED.finditer(sentence)]
+        studying = _STUDY.search(sentence) is not None or _STUDY_YEAR.search(sentence) is not None
+        if switches or studying:
+            found += [(m, "studies_at" if studying else "works_at", False) for rx in _AT_PLACE
+                      for m in rx.finditer(sentence)]
+        found += [(m, "studies_at", False) for m in _STUDIES.finditer(sentence)
+                  if line_owner(sentence, "", m.group(1)) is None]  # not "my sister's master's at Oxford"
         # "I'm not at Central anymore" is a negation on purpose; every other clause must be plain
         found = [(m, "works_at", True) for m in _NOT_AT.finditer(sentence)] + [
             (m, rel, ended) for m, rel, ended in found
@@ -409,7 +440,7 @@ def line_states(text: str) -> list[LineState]:
         for m, rel, ended in found:
             name = next(g for g in m.groups() if g)
             state = LineState(rel, name, sentence.strip(), ended)
-            if name not in _NOT_NAMES and state not in out:
+            if name not in _NOT_NAMES and name not in _TIME_NAMES and state not in out:
                 out.append(state)
     return out
 
@@ -537,9 +568,37 @@ _BARE_PLACE = re.compile(r"^\s*(?:(?:in|still in|now in)\s+)?(?-i:([A-Z][a-z][\w
                          re.IGNORECASE)
 
 
+#: session 28: "Still in Athens?", "Are you still in Prague?" — asked of the listener's home (not "Is Tom still in …?")
+_ASKED_STILL = re.compile(r"(?:^|[.!?,]\s*|\bare you\s+|\byou(?:'re| are)\s+)still (?:living |based )?in "
+                          r"(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))\b[^.!?]*\?", re.IGNORECASE)
+_YES = re.compile(r"\s*(?:yes|yeah|yep|yup)\b(\W*)", re.IGNORECASE)
+_STILL_IN = re.compile(r"\s*(?:still\s+)?(?:(?:here\s+)?in\s+)?(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))",
+                       re.IGNORECASE)
+
+
+def _still_there(place: str, answer: str) -> bool:
+    """Does ``answer`` confirm "still in ``place``?": "Still in Athens, and …", "Yes, still in Prague.",
+    "Yes! Snow up to my knees."; not "No, …", "Yes, but in Otaru now", nor another place."""
+    yes = _YES.match(answer)
+    rest = answer[yes.end():] if yes else answer
+    if yes and re.search(r"[!.]", yes.group(1)):
+        return True  # "Yes!": the answer's next sentence is news of its own
+    if yes and re.match(r"\s*but\b", rest, re.IGNORECASE):
+        return False
+    m = _STILL_IN.match(rest)
+    if m is not None and m.group(1).lower() not in _NOT_A_NAME:
+        return m.group(1) == place
+    return yes is not None
+
+
 def home_answered(question: str, answer: str) -> str | None:
     """A home named as the whole answer to "where are you based / living?": "Toronto. I work …" →
-    ``"Toronto"``; ``None`` unless the answer opens with a place name and a full stop or comma."""
+    ``"Toronto"``; ``None`` unless the answer opens with a place name and a full stop or comma.
+    Also a home asked after and confirmed (session 28): "Still in Athens?" answered "Still in Athens,
+    and …" or "Yes, still in Prague." (not "No, …", nor a yes that names another place)."""
+    still = _ASKED_STILL.search(question)
+    if still is not None:
+        return still.group(1) if _still_there(still.group(1), answer) else None
     if not _ASKED_HOME.search(question):
         return None
     m = _BARE_PLACE.match(answer)
