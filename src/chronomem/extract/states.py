@@ -24,8 +24,10 @@ changes a memory exists to notice, in ways the statement's own words settle:
   own (:func:`line_owner`: the subject of the object's clause decides);
 * **jobs and homes said other ways** (session 28): "I got a developer job at Credit Suisse", "moved
   to Tokyo for a job at Sony", "Intel offered me a job", "I teach nursing at Trinity College", "Now
-  I'm at Allegro, working on …", "I'm back in Johannesburg"; and seasons in a range ("from autumn
-  2009 to spring 2010") and in a line's time words ("in spring 2016");
+  I'm at Allegro, working on …", "I'm back in Johannesburg", "We've been in Helsinki since 2021",
+  "Arup hired me", "final year of English at Hanoi University", "a master's in … at …", "Still in
+  Athens?" answered yes (:func:`home_answered`); and seasons in a range ("from autumn 2009 to spring
+  2010") and in a line's time words ("in spring 2016");
 * **family named in passing**: "my daughter Lucia", "your brother Felix", "my wife Giulia", or "And
   your sister?" answered "Carmen is …" — the model typed the daughter a pet, or wrote nothing
   (:func:`kin_mentions`, :func:`kin_answered`).
@@ -366,7 +368,7 @@ _PAIRS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
 
 
 #: holidays and other capitalised times that follow "at" ("At Christmas I quit my job")
-_TIME_NAMES = frozenset("""Christmas Easter Thanksgiving Halloween Ramadan Diwali Eid Hanukkah Passover New Year
+_TIME_NAMES = frozenset("""Christmas Easter Thanksgiving Halloween Ramadan Diwali Eid Hanukkah Passover
     Monday Tuesday Wednesday Thursday Friday Saturday Sunday""".split()) | frozenset(
     m.capitalize() for m in timeexpr.MONTH_ALTERNATION.split("|"))
 #: session 28: a place of work or study the speaker is at, its kind read from the line ("I'm back at Dokuz Eylul
