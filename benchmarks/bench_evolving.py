@@ -44,10 +44,11 @@ NOW = "2026-12-04T00:00:00+00:00"
 
 
 def run_check(mem: Any, user: str, check: dict[str, Any], other_side: bool = True,
-              now: str = NOW, config: Any = None) -> tuple[bool, str]:
+              now: str = NOW, config: Any = None, speaker: str | None = None) -> tuple[bool, str]:
     """One check → (passed, what came back); ``other_side=False``: ``facts()`` as before session 24
     (symmetric and inverse facts only from the side they were stored on); ``config``: the
-    ``SearchConfig`` ``answer()`` runs with (default: its own)."""
+    ``SearchConfig`` ``answer()`` runs with (default: its own); ``speaker``: who "I / me / my" in a
+    question is (the user's name in the conversation, as an app would pass it)."""
     expect = [e.lower() for e in check.get("expect", [])]
     reject = [r.lower() for r in check.get("reject", [])]
     if check["kind"] == "facts":
@@ -58,7 +59,7 @@ def run_check(mem: Any, user: str, check: dict[str, Any], other_side: bool = Tru
         ok = all(any(e in o for o in low) for e in expect) and not any(r in o for r in reject for o in low)
         return ok, "; ".join(objects) or "(none)"
     if check["kind"] == "answer":
-        text = mem.answer(check["question"], user_id=user, as_of=now, config=config).text
+        text = mem.answer(check["question"], user_id=user, as_of=now, config=config, speaker=speaker).text
         return all(e in text.lower() for e in expect), text
     raise SystemExit(f"unknown check kind {check['kind']!r}")
 
@@ -84,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--facts-only", action="store_true",
                     help="only the facts() checks: no answer model call, so a rule change can be judged from "
                          "the cached extraction replies alone; results-<set>-facts.jsonl")
+    ap.add_argument("--no-speaker", action="store_true",
+                    help="answer() without telling it who 'I' is (as before session 28; only check10 asks "
+                         "in the first person); results-<set>-no-speaker.jsonl")
     ap.add_argument("--no-organisation-hint", action="store_true",
                     help="answer() without the organisation hint (SearchConfig.organisation_hint=False)")
     args = ap.parse_args(argv)
@@ -120,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
         db = out / f"{args.set}-{conv['name']}.db"
         fresh = not db.exists()
         user = conv["user"]
+        # the user's own name in the conversation: "I / my" in a question is them (an app passes it the same way)
+        speaker = None if args.no_speaker else next(
+            (m["speaker"] for sess in conv["sessions"] for m in sess["messages"] if m["speaker"].lower() == user.lower()),
+            None)
         with Memory(str(db), config=Config(extraction=args.extraction)) as mem:
             if fresh:
                 t0 = time.perf_counter()
@@ -133,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.facts_only:
                 checks = [c for c in checks if c["kind"] == "facts"]
             for check in checks:
-                ok, got = run_check(mem, user, check, other_side=not args.no_other_side, config=config)
+                ok, got = run_check(mem, user, check, other_side=not args.no_other_side, config=config,
+                                    speaker=speaker)
                 n_ok += ok
                 rows.append({"conversation": conv["name"], "check": describe(check), "passed": ok, "got": got})
                 if not ok:
@@ -144,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         total += len(checks)
     suffix = ("-no-other-side" if args.no_other_side else "") + \
         ("-organisation" if args.organisation_questions else "") + ("-no-hint" if args.no_organisation_hint else "") + \
-        ("-facts" if args.facts_only else "")
+        ("-facts" if args.facts_only else "") + ("-no-speaker" if args.no_speaker else "")
     with (out / f"results-{args.set}{suffix}.jsonl").open("w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")

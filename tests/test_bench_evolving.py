@@ -66,10 +66,12 @@ def test_facts_checks_pass_and_fail_on_what_is_stored(tmp_path: Path) -> None:
 def test_an_answer_check_runs_with_the_config_it_is_given() -> None:
     """``--no-organisation-hint`` reaches answer() through run_check's ``config``."""
     seen: list[object] = []
+    speakers: list[object] = []
 
     class Answering:
         def answer(self, question: str, **kw: object) -> object:
             seen.append(kw.get("config"))
+            speakers.append(kw.get("speaker"))
             return type("A", (), {"text": "Novartis"})()
 
     check = {"kind": "answer", "question": "Where does Lena work?", "expect": ["novartis"]}
@@ -77,3 +79,5 @@ def test_an_answer_check_runs_with_the_config_it_is_given() -> None:
     assert evolving.run_check(Answering(), "lena", check, config=marker) == (True, "Novartis")
     assert evolving.run_check(Answering(), "lena", check) == (True, "Novartis")
     assert seen == [marker, None]
+    assert evolving.run_check(Answering(), "lena", check, speaker="Lena")[0]  # "I" in a question is Lena
+    assert speakers == [None, None, "Lena"]
