@@ -493,6 +493,7 @@ def test_a_season_dates_a_state_under_the_state_rules_only() -> None:
     ("I quit Costamare in July and started a master's at Aristotle University.", "Nikos", "Aristotle University", None),
     ("Aroha and I got married in 2017 and moved to Blenheim the year after.", "Nikos", "Blenheim", None),
     ("My sister and I work at Google.", "Olu", "Google", None),
+    ("Me and Tom moved to Paris last year.", "Ana", "Paris", None),
     ("I work at the Bank of America in New York.", "Ana", "New York", None),
     ("Mostly just chilling at home. Playing video games helps.", "Nate", "home", None),  # conv-42: no name
     ("I'm at Cloudy Bay, and they made me head winemaker.", "Nikos", "Cloudy Bay", None),

@@ -539,6 +539,8 @@ def line_owner(line: str, speaker: str, obj: str) -> str | None:
     if last.group("kin"):
         return ""  # "my mom still lives in Lagos": a relative's, unnamed here
     name = last.group("name")
+    if name and re.search(r"\b(?:[Mm]e|I|[Ww]e) (?:and|&) $", line[:last.start()]):
+        return None  # "Me and Tom moved to Paris": the speaker's too
     if name:
         return None if name == speaker else name
     named_subjects = {m.start("name") for m in subjects if m.group("name")}
