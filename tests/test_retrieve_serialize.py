@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from chronomem.model import Fact, Intent, Origin
 from chronomem.retrieve.anchoring import Anchor
 from chronomem.retrieve.beam import Path
-from chronomem.retrieve.serialize import CONTEXT_FORMAT, serialize
+from chronomem.retrieve.serialize import CONTEXT_FORMAT, content_id, serialize
 
 T0 = datetime(2024, 3, 1, tzinfo=timezone.utc)
 AS_OF = datetime(2024, 6, 1, tzinfo=timezone.utc)
@@ -40,7 +40,7 @@ def test_facts_that_read_differently_keep_their_own_lines_and_numbers() -> None:
     lines = ctx.text.splitlines()
     assert [ln.split()[0] for ln in lines if ln.startswith("  F")] == ["F1", "F2", "F3"]
     assert ctx.text.count(STATEMENT) == 2
-    assert CONTEXT_FORMAT == 4
+    assert CONTEXT_FORMAT == 5
     assert "Maya owns a bike" in ctx.text
     assert lines[-1] == "  (F1)"  # the same fact again
     assert ctx.fact_ids == ["aaaaaaaa01", "dddddddd04", "cccccccc03"]
@@ -65,7 +65,8 @@ def test_the_same_memory_under_other_ids_gives_the_same_context() -> None:
     lives2, works2 = replace(lives, id="0f1e2d3c4b"), replace(works, id="9a8b7c6d5e")
     again = serialize([path(lives2, works2), path(works2)], as_of=AS_OF, budget_tokens=500)
     assert first.text == again.text  # identical, character for character
-    assert "aaaaaaaa" not in first.text and "id:" not in first.text
+    assert "aaaaaaaa" not in first.text and "0f1e2d3c" not in again.text
+    assert f"id:{content_id(lives)}" in first.text and content_id(lives) == content_id(lives2)
     assert first.fact_ids == ["aaaaaaaa01", "bbbbbbbb02"]  # the caller still gets the stored ids
 
 
@@ -78,6 +79,7 @@ def test_a_derived_fact_names_its_supports_by_their_numbers_in_the_context() -> 
     lines = [ln.strip() for ln in ctx.text.splitlines() if ln.startswith("  F")]
     assert lines[0].startswith("F1 ") and lines[0].endswith("derived:symmetry from F2 src:m1")
     assert lines[1].startswith("F2 ") and "from" not in lines[1]
+    assert lines[1].endswith(f"id:{content_id(stored)} src:m1") and "id:" not in lines[0]
     assert outside[:8] not in ctx.text
 
 
@@ -100,3 +102,11 @@ def test_two_memories_of_the_same_facts_give_the_model_the_same_context(tmp_path
     assert "Berlin" in contexts[0] and "Rui" in contexts[0]
     assert ids[0] != ids[1]  # the stores' ids differ …
     assert contexts[0] == contexts[1]  # … and the model's context does not
+
+
+def test_a_content_id_follows_what_the_fact_says() -> None:
+    lives = fact("aaaaaaaa01", "lives_in", "Berlin", STATEMENT)
+    assert content_id(lives) == content_id(replace(lives, id="bbbbbbbb02", confidence=0.3, text="other words"))
+    assert len({content_id(lives), content_id(replace(lives, object="Bonn")),
+                content_id(replace(lives, valid_from=AS_OF)), content_id(replace(lives, source_ids=["m2"]))}) == 4
+    assert all(c in "0123456789abcdef" for c in content_id(lives)) and len(content_id(lives)) == 8

@@ -1,12 +1,13 @@
 """Serialisation: the chosen paths become a compact context under a token budget.
 
 Each fact is written once, numbered (``F1``, ``F2`` …), with its validity
-interval, confidence and source message ids; derived facts say which rule
-produced them and which facts of the context support them (by number).  A path
-that reuses a fact refers to its number.  Stored fact ids are not written:
-they are random, so two ingests of the same conversation would give the
-model two different prompts for the same memory (``Context.fact_ids`` keeps
-them for the caller).  Paths are added best first until
+interval, confidence, a short id and source message ids; derived facts say
+which rule produced them and which facts of the context support them (by
+number).  A path that reuses a fact refers to its number.  The short id is
+derived from what the fact says (:func:`content_id`), not the stored id:
+stored ids are random, so two ingests of the same conversation would give
+the model two different prompts for the same memory (``Context.fact_ids``
+keeps the stored ids for the caller).  Paths are added best first until
 the next one would exceed the budget.  Optionally (``SearchConfig.quote_sources``)
 the verbatim source turns of the included facts follow, in the order of the
 facts that cite them, while the budget lasts; then (``SearchConfig.search_turns``)
@@ -17,9 +18,9 @@ Example::
     Evidence (as of 1 June 2025; [from -> to), "now" = still holds; c = confidence):
     P1 Maya -> Rui -> Braga
       F1 Maya sibling of Rui [1 March 2017 -> now) c=0.95 derived:symmetry src:m2
-      F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 src:m3
+      F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 id:b9037df4 src:m3
     P2 Rui -> Maya
-      F3 Rui sibling of Maya [1 March 2017 -> now) c=0.95 src:m2
+      F3 Rui sibling of Maya [1 March 2017 -> now) c=0.95 id:78764a30 src:m2
 
     (F1 reads the stored F3 from Maya's side; it would say ``from F3`` had F3 come first.)
     Source turns:
@@ -28,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +46,9 @@ _TOKENS = re.compile(r"\w+|[^\w\s]")
 #: (3: a repeated statement written once; measured and reverted, BENCHMARKS.md.)
 #: 4: no stored fact ids (random per ingest: the same memory gave differing prompts); a derived
 #:    fact names its supports by their numbers in the context.
-CONTEXT_FORMAT = 4
+#: 5: format 2's layout again, deterministic: each stored fact carries ``id:`` + a short hash of what it
+#:    says (:func:`content_id`) — format 4 scored lower than format 2 on the same memories (BENCHMARKS.md).
+CONTEXT_FORMAT = 5
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
 SEARCH_HEADER = "Other turns that match the question:"
@@ -80,17 +84,27 @@ def short_id(message_id: str) -> str:
     return message_id[:8] if _GENERATED_ID.fullmatch(message_id) else message_id
 
 
-def fact_line(n: int, f: Fact, numbers: Mapping[str, int] | None = None) -> str:
-    """``F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 src:m3``.
+def content_id(f: Fact) -> str:
+    """Eight hex digits that depend only on what ``f`` says (subject, relation, object, start,
+    sources): the same memory ingested twice shows the model the same ids."""
+    key = "\x1f".join([f.subject, f.relation, f.object, str(f.valid_from), ",".join(f.source_ids)])
+    return hashlib.sha1(key.encode("utf-8")).hexdigest()[:8]
 
-    A derived fact adds ``from F3,F7``: those of its supporting facts that ``numbers``
-    (fact id -> number in this context) holds; supports outside the context are not named.
+
+def fact_line(n: int, f: Fact, numbers: Mapping[str, int] | None = None) -> str:
+    """``F2 Rui lives in Braga [1 March 2017 -> now) c=1.00 id:b9037df4 src:m3``.
+
+    A stored fact carries its :func:`content_id`.  A derived fact adds ``from F3,F7`` instead:
+    those of its supporting facts that ``numbers`` (fact id -> number in this context) holds;
+    supports outside the context are not named.
     """
     line = f"F{n} {render_fact(f)}"
     if f.origin == Origin.DERIVED and f.support_ids and numbers:
         refs = [f"F{numbers[i]}" for i in f.support_ids if i in numbers]
         if refs:
             line += " from " + ",".join(refs)
+    if f.origin != Origin.DERIVED:
+        line += f" id:{content_id(f)}"
     if f.source_ids:
         line += " src:" + ",".join(short_id(i) for i in f.source_ids[:4]) + ("…" if len(f.source_ids) > 4 else "")
     return line
