@@ -1147,11 +1147,11 @@ def postprocess_observations(
 
 #: rules 13/14: the states an ending in the statement closes even when the model said it goes on
 _ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "married_to", "partner_of", "job_title"})
-#: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
 #: a couple in other words than a marriage or an engagement (session 28)
 _DATING = re.compile(r"\b(?:going out|dating|seeing each other|been together|in a relationship)\b", re.IGNORECASE)
 #: the states whose owner the source line's clause decides (:func:`.states.line_owner`, session 28)
 _LINE_OWNED = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "job_title"})
+#: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
 _BEGUN = frozenset({"started", "starts", "start", "began", "begins", "joined", "joins"})
 _BROKE_UP = re.compile(r"\b(?:broke up|break up|breaking up|split up)\b", re.IGNORECASE)
 _DIVORCE = re.compile(r"\b(?:divorc\w*|ex-(?:wife|husband))\b", re.IGNORECASE)
