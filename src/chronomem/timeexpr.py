@@ -339,10 +339,12 @@ def _day_month(s: str, ref: datetime) -> Period | None:
 
 
 def _month_phrase(s: str, ref: datetime, which: str) -> Period | None:
-    m = re.fullmatch(rf"({_MONTH_RE})(?:,| of)? ?(\d{{4}})?", s)
+    m = re.fullmatch(rf"({_MONTH_RE})(?:,| of)? ?(\d{{4}}|(?:last|this|next) year)?", s)
     if not m:
         return None
     mon = _MONTHS[m.group(1)]
+    if m.group(2) and m.group(2).endswith(" year"):  # "march last year" (session 29)
+        return _month(ref.year + {"last": -1, "this": 0, "next": 1}[m.group(2).split()[0]], mon)
     year = _year_token(m.group(2), ref)
     if year is not None:
         return _month(year, mon)

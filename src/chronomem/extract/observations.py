@@ -397,11 +397,16 @@ _SEASON_PHRASE = re.compile(
     r"(?:(?: of)?,? (?:19|20)\d\d)?\b", re.IGNORECASE)
 
 
+_MONTH_LAST_YEAR = re.compile(rf"(?:in|since|during|from|by) {_MONTH} (?:last|this|next) year\b", re.IGNORECASE)
+
+
 def find_time_phrase(text: str, *, seasons: bool = False) -> str:
     """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``;
     ``seasons``: "in spring 2016" counts too."""
     ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
     found = [*_TIME_PHRASE.finditer(text), *(_SEASON_PHRASE.finditer(text) if seasons else ())]
+    if seasons:  # "in March last year" is March of last year, not the last March (session 29, state rules only)
+        found = [_MONTH_LAST_YEAR.match(text, m.start()) or m for m in found]
     for m in sorted(found, key=lambda m: m.start()):
         if timeexpr.resolve(m.group(0), ref) is not None:
             return m.group(0)
@@ -1016,6 +1021,8 @@ def postprocess_observations(
         if rules in RULES_11 and reaction(o.statement, subject, speakers):
             notes.append(f"dropped a reaction to the other speaker: {o.statement}")
             continue
+        if rules in STATE_RULES:
+            subject = states.plain_subject(subject, speakers)  # "Dr Hyejin" is Hyejin (session 29)
         obj = resolve_person(o.object, msg.speaker, other)
         generic = False
         if obj.lower().strip(" .") in _JUNK_OBJECTS or not object_grounded(obj, o.statement, found):
@@ -1037,6 +1044,8 @@ def postprocess_observations(
             notes.append(f"ended (the statement ends it): {o.statement}")
             o = o.model_copy(update={"ended": True})
         rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
+        if rules in STATE_RULES and rel in _PAIR_RELATIONS and states.pair_subject(subject, obj):
+            subject = states.pair_subject(subject, obj) or subject  # "Lucie and Radek married_to Radek" (session 29)
         if rules in STATE_RULES and rel == "studies_at" and states.employer_named(o.statement, obj):
             notes.append(f"studies_at → works_at (the statement names an employer): {o.statement}")
             rel = "works_at"
@@ -1149,6 +1158,8 @@ def postprocess_observations(
 _ENDABLE_STATES = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "married_to", "partner_of", "job_title"})
 #: a couple in other words than a marriage or an engagement (session 28)
 _DATING = re.compile(r"\b(?:going out|dating|seeing each other|been together|in a relationship)\b", re.IGNORECASE)
+#: relations between two people that a couple-as-subject ("Lucie and Radek") can be typed with
+_PAIR_RELATIONS = frozenset({"married_to", "partner_of", "friend_of", "sibling_of"})
 #: the states whose owner the source line's clause decides (:func:`.states.line_owner`, session 28)
 _LINE_OWNED = frozenset({"works_at", "lives_in", "moved_to", "studies_at", "job_title"})
 #: rules 13/14: relations the 1.5B model gives a job begun ("Tariq started St James's Hospital")
@@ -1176,20 +1187,48 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
     lines = [numbered[n] for n in sorted(numbered)]
     for i, msg in enumerate(lines):
         said = states.line_states(msg.text)
-        home = states.home_answered(lines[i - 1].text, msg.text) if i > 0 and lines[i - 1].speaker != msg.speaker else None
+        prev = lines[i - 1] if i > 0 and lines[i - 1].speaker != msg.speaker else None
+        home = states.home_answered(prev.text, msg.text) if prev is not None else None
         if home is not None:
             said.append(states.LineState("lives_in", home, msg.text.split(".")[0]))
+        if prev is not None:  # session 29: what an answer tells of a person or a place the question names
+            said += states.moved_here(prev.text, msg.text)
+            said += states.told_states(prev.text, prev.speaker, msg.text, msg.speaker)
+            job = states.job_answered(prev.text, msg.text,
+                                      who=states.asked_person(prev.text, prev.speaker, msg.speaker) or "")
+            said += [job] if job is not None else []
         for st in said:
+            subject = st.who or msg.speaker
             relation = canonical(st.relation)
             name = st.name.lower()
-            if any(f.subject == msg.speaker and f.relation == relation and (f.valid_to is not None) == st.ended
-                   and (name in f.object.lower() or f.object.lower() in name) for f in out):
+            same = [j for j, f in enumerate(out) if f.subject == subject and f.relation == relation
+                    and (name in f.object.lower() or f.object.lower() in name)]
+            time_text = st.time or (st.clause and find_time_phrase(st.clause, seasons=True)) \
+                or find_time_phrase(st.sentence, seasons=True)
+            text, resolved = with_date(st.statement(msg.speaker), time_text, msg.timestamp)
+            if st.time and resolved is not None and resolved.kind == "range":
+                if any(out[j].valid_to is not None for j in same):
+                    continue  # the model dated it already
+                # a past told with its years: the model's undated copy from this line ("Radek is sharing his
+                # experience of living in Dublin") said "now"; the line's years replace it
+                undated = {j for j in same if msg.id in out[j].source_ids and out[j].valid_to is None
+                           and out[j].valid_from == msg.timestamp}
+                if undated:
+                    notes.append(f"dated from {msg.id}: {', '.join(out[j].text for j in sorted(undated))}")
+                    out = [f for j, f in enumerate(out) if j not in undated]
+            elif any((out[j].valid_to is not None) == st.ended for j in same):
+                if (st.time or st.clause) and resolved is not None and not st.ended:
+                    # "since we moved here in spring 2018": the model's undated copy from this line takes the date
+                    for j in same:
+                        if msg.id in out[j].source_ids and out[j].valid_to is None and out[j].valid_from == msg.timestamp:
+                            start, _ = timeexpr.validity(resolved, msg.timestamp, ended=False)
+                            notes.append(f"dated from {msg.id} ({time_text}): {out[j].text}")
+                            out[j] = replace(out[j], valid_from=start)
                 continue
-            text, resolved = with_date(st.statement(msg.speaker), find_time_phrase(st.sentence, seasons=True), msg.timestamp)
             valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=st.ended)
             notes.append(f"{st.relation} read from {msg.id}: {text}")
             out.append(FactInput(
-                subject=msg.speaker, relation=relation, object=st.name, valid_from=valid_from, valid_to=valid_to,
+                subject=subject, relation=relation, object=st.name, valid_from=valid_from, valid_to=valid_to,
                 confidence=confidence.score("certain", msg.text, st.name, relation), intent=Intent.FACT,
                 source_ids=[msg.id], session_id=msg.session_id, text=text, origin=Origin.STATED,
                 subject_type="person"))

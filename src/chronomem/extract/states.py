@@ -51,7 +51,8 @@ _WHEN = rf"(?:(?:early|late|mid) )?(?:{_MONTH_OR_SEASON}(?: of)? )?(?:19|20)\d\d
 _RANGE = re.compile(
     rf"\b(?:(?:from|between) (?:the )?(?:{_WHEN}) (?:to|until|till|through|and|-|–) (?:the )?(?:{_WHEN})|"
     rf"(?:{_WHEN}) ?(?:-|–) ?(?:{_WHEN})|(?:until|till|up to) (?:{_WHEN})|"
-    rf"(?:{_MONTH_OR_SEASON} )?(?:19|20)\d\d (?:to|until|till|through) (?:{_MONTH_OR_SEASON} )?(?:19|20)\d\d)\b",
+    rf"(?:{_MONTH_OR_SEASON} )?(?:19|20)\d\d (?:to|until|till|through) (?:{_MONTH_OR_SEASON} )?(?:19|20)\d\d|"
+    r"in (?:19|20)\d\d and (?:19|20)\d\d)\b",  # session 29: "in 2006 and 2007", read as "between 2006 and 2007"
     re.IGNORECASE)
 
 
@@ -65,14 +66,19 @@ def range_phrase(text: str) -> str:
     '2012 to 2014'
     >>> range_phrase("Aga worked at Pixel Wolf from autumn 2009 to spring 2010.")
     'from autumn 2009 to spring 2010'
+    >>> range_phrase("Before uni, in 2006 and 2007, I lived in Dublin.")
+    'between 2006 and 2007'
     >>> range_phrase("Lena moved to Leeds in March.")
     ''
     """
     ref = datetime(2000, 1, 1, tzinfo=timezone.utc)
     for m in _RANGE.finditer(text):
-        r = timeexpr.resolve(m.group(0), ref)
+        phrase = m.group(0)
+        if phrase[:3].lower() == "in ":  # "in 2006 and 2007": both years
+            phrase = "between " + phrase[3:]
+        r = timeexpr.resolve(phrase, ref)
         if r is not None and r.kind in ("range", "until"):
-            return m.group(0)
+            return phrase
     return ""
 
 
@@ -127,7 +133,8 @@ def ending_governs(statement: str, obj: str, *, strong: bool = False) -> bool:
     return False
 
 
-_NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de |la )?[A-Z][\w'&-]*){0,3})"
+#: a capitalised name of up to four words; "I" ("Next time I'm in Prague I'll bring …") never continues one
+_NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de |la )?(?!I\b)[A-Z][\w'&-]*){0,3})"
 #: a clause of its own that moves someone or ends a named state; the relation of a "left X" clause is
 #: the one the model typed the statement with (left Sony: works_at; left Madrid: lives_in)
 _MOVED = re.compile(rf"\b(?:moved|moving|relocated|relocating) (?:back )?to {_NAME}")
@@ -135,7 +142,8 @@ _LEFT = re.compile(rf"\b(?:left|quit|resigned from|(?:was |got )?laid off from|m
 _JOINED = re.compile(rf"\bjoin(?:ed|s|ing)? {_NAME}(?: [a-z]+){{0,2}} as (?:an? |the )?\w+")
 #: a clause after any of these is no plain statement of fact ("might move to Paris")
 _NOT_PLAIN = re.compile(r"\b(?:no longer|not|n't|never|might|may|could|would|will|wants? to|plans? to|planning to|"
-                        r"hopes? to|thinking of|considering|[Ii]f|wish\w*|going to|about to|dream\w*)\b")
+                        r"hopes? to|thinking of|considering|[Ii]f|wish\w*|going to|about to|dream\w*|[Nn]ext time|[Ww]henever|"
+                        r"[Ee]very time)\b")
 _LEFT_RELATIONS = frozenset({"works_at", "lives_in", "moved_to", "studies_at"})
 
 
@@ -344,7 +352,8 @@ _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
 #: "I switched to Kakao in October, same role", "Now I'm at Allegro, working on their search": an
 #: employer only with a word of work in the line
 _SWITCHED = re.compile(rf"\bI {_ADV}(?:switched|changed) (?:jobs |companies )?to {_NAME}|"
-                       rf"\b(?:[Nn]ow|[Tt]hese days),? I(?:'m| am) {_ADV}(?:at|with) {_NAME}")
+                       rf"\b(?:[Nn]ow|[Tt]hese days),? I(?:'m| am) {_ADV}(?:at|with) {_NAME}|"
+                       rf"\bwhen I {_ADV}joined {_NAME}")  # session 29: "since we moved here in spring 2018, when I joined Zalando"
 _WORK_CUE = re.compile(r"\b(?:job|jobs|role|position|company|employer|work|working|team|office|hired|colleagues?)\b",
                        re.IGNORECASE)
 #: "I'm not at Central anymore", "I no longer work for Acme": the speaker's employer ended
@@ -396,13 +405,25 @@ class LineState:
     name: str
     sentence: str
     ended: bool = False
+    #: session 29: whose state it is when not the speaker's ("She moved to Miami", answering "And how is
+    #: Martina?"); the time phrase the line gives it ("between 2006 and 2007", "for three years now") when
+    #: the sentence's first one is not it; the clause it is said in (its own time words come first)
+    who: str = ""
+    time: str = ""
+    clause: str = ""
 
     def statement(self, speaker: str) -> str:
+        speaker = self.who or speaker
         if self.ended and self.relation == "works_at":
             return f"{speaker} no longer works at {self.name}."
+        if self.ended and self.relation == "lives_in":
+            return f"{speaker} no longer lives in {self.name}."
         if self.ended:
             verb = "divorced" if self.relation == "married_to" else "broke up"
             return f"{speaker} and {self.name} {verb}."
+        if self.time.lower().startswith(("between ", "from ")) or " to " in self.time:
+            verb = {"lives_in": "lived in", "works_at": "worked at", "studies_at": "studied at"}[self.relation]
+            return f"{speaker} {verb} {self.name}."
         verb = {"lives_in": "lives in", "works_at": "works at", "studies_at": "studies at",
                 "married_to": "is married to", "partner_of": "is engaged to"}[self.relation]
         return f"{speaker} {verb} {self.name}."
@@ -439,11 +460,82 @@ def line_states(text: str) -> list[LineState]:
         found = [(m, "works_at", True) for m in _NOT_AT.finditer(sentence)] + [
             (m, rel, ended) for m, rel, ended in found
             if not _NOT_PLAIN.search(sentence[:m.start()]) and not _NOT_PLAIN.search(m.group(0))]
-        for m, rel, ended in found:
-            name = next(g for g in m.groups() if g)
-            state = LineState(rel, name, sentence.strip(), ended)
+        timed = [(m, rel, ended, "", "") for m, rel, ended in found] + _told_late(sentence, studying)
+        for m, rel, ended, time, clause in timed:
+            name = _bare_name(m)
+            if ended and rel == "partner_of" and _DIVORCED.search(sentence):
+                rel = "married_to"  # "Lucie and I separated in 2021 and the divorce was finalised last year"
+            state = LineState(rel, name, sentence.strip(), ended, time=time, clause=clause)
             if name not in _NOT_NAMES and name not in _TIME_NAMES and state not in out:
                 out.append(state)
+    return out
+
+
+#: session 29: a place of work (or study) the speaker has been at a while ("I've been at Mercado Libre since
+#: January", "I've been at Avast for three years now")
+_BEEN_AT = re.compile(rf"\bI(?:'ve| have) {_ADV}been (?:at|with) {_NAME}(?=[^.!?]*\b(?:since|for|now|these days)\b)")
+_DURATION = re.compile(r"\bfor (?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|several|\d+) "
+                       r"(?:years?|months?)(?: now)?\b", re.IGNORECASE)
+#: a return home ("so I came back to Brno in early 2022"), not a trip ("came back to Rome for a week")
+_CAME_BACK = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:came|come) back (?:home )?to {_NAME}"
+                        r"(?![^.!?]*\bfor (?:a|an|the|one|two|three|\d+) (?:few )?(?:days?|nights?|weeks?|weekend|"
+                        r"holidays?|visit)\b)")
+#: a job lost in other words ("the layoffs at Avast got me in February", "Avast let me go")
+_LET_GO = (re.compile(rf"\blayoffs? at {_NAME} (?:got|hit|caught) me\b"),
+           re.compile(rf"{_NAME} (?:let me go|laid me off|made me redundant|fired me)\b(?! to\b)"))
+#: a past told with its years ("in 2006 and 2007, I lived in Dublin … and worked at a Dell call centre", "I spent
+#: 2008 to 2010 in Montevideo, working at Sabre's office there"): read only with a range in the sentence
+_PAST_STATES = (
+    (re.compile(rf"\bI {_ADV}(?:lived|was living|was based) in {_NAME}"), "lives_in"),
+    (re.compile(rf"\bI {_ADV}spent [^.!?]{{0,40}}? in {_NAME}"), "lives_in"),
+    (re.compile(rf"\b(?:worked|was working|working) (?:as (?:an? )?(?:[a-z]+ ){{0,2}})?(?:at|for) (?:an? )?{_NAME}"),
+     "works_at"),
+    (re.compile(rf"\b(?:I|and) was (?:an? |the )(?:[a-z]+ ){{1,3}}?(?:at|for|with) (?:an? )?{_NAME}"), "works_at"),
+)
+_DIVORCED = re.compile(r"\bdivorc", re.IGNORECASE)
+#: where the clause before a match begins: "I never told you this, but in 2006 I lived in Dublin" is plain
+_CLAUSE_START = re.compile(r".*(?:[,;:]|\bbut\b)", re.DOTALL)
+
+
+def _clause_before(sentence: str, at: int) -> str:
+    m = _CLAUSE_START.match(sentence[:at])
+    return sentence[m.end():at] if m else sentence[:at]
+
+
+_BRANCH = re.compile(r"\s+(?:[a-z]+\s+)?(?:office|offices|site|branch|headquarters|HQ|factory|plant|lab|store)\b")
+
+
+def _bare_name(m: re.Match[str]) -> str:
+    """The name a match holds; an employer's without the part of it that names a branch ("Sabre's office
+    there" → "Sabre", "Despegar's US office" → "Despegar"), never "McDonald's" or "St James's Hospital"."""
+    name = next(g for g in m.groups() if g)
+    if "'s" in name and _BRANCH.match(m.string, m.end()):
+        return re.sub(r"'s\b.*$", "", name) or name
+    return name
+
+
+def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, bool, str, str]]:
+    """Session 29's first-person states of a line, each with its own time: ``(match, relation, ended, time
+    phrase, clause)`` — a place been at "since" or "for three years", a return home and a job lost to layoffs
+    (the time words of their own clause: "separated in 2021 …, so I came back to Brno in early 2022"), and a
+    past told with its years."""
+    out: list[tuple[re.Match[str], str, bool, str, str]] = []
+    for m in _BEEN_AT.finditer(sentence):
+        if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+            duration = _DURATION.search(sentence, m.end())
+            out.append((m, "studies_at" if studying else "works_at", False, duration.group(0) if duration else "", ""))
+    for m in _CAME_BACK.finditer(sentence):
+        if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+            out.append((m, "lives_in", False, "", sentence[m.start():]))
+    out += [(m, "works_at", True, "", sentence[m.start():]) for rx in _LET_GO for m in rx.finditer(sentence)
+            if not _not_a_subject_name(_bare_name(m))]
+    past = range_phrase(sentence)
+    if past:
+        for rx, rel in _PAST_STATES:
+            for m in rx.finditer(sentence):
+                if (not _NOT_PLAIN.search(_clause_before(sentence, m.start()))
+                        and line_owner(sentence, "", m.group(1)) is None):
+                    out.append((m, rel, False, past, ""))
     return out
 
 
@@ -497,7 +589,7 @@ _SUBJECT_TOKEN = re.compile(
 #: capitalised words that open a sentence without naming anyone ("Mostly just chilling at home")
 _NOT_SUBJECT_NAMES = frozenset("""Today Tonight Yesterday Tomorrow Anyway Maybe Sometimes Still Then Later Lately
     Everyone Everybody Everything Nothing Nobody Someone Somebody Something Life Work Things It This That These Those
-    There Here Yes No Yeah Oh Well Thanks Sorry Please Ha Haha Wow""".split())
+    There Here Yes No Yeah Oh Well Thanks Sorry Please Ha Haha Wow Mine Yours Ours Hers Theirs""".split())
 
 
 def _not_a_subject_name(word: str) -> bool:
@@ -645,4 +737,193 @@ def kin_answered(question: str, asked: str, answer: str, answerer: str) -> KinMe
     return KinMention(answerer, KIN[word], name, word)
 
 
-__all__ = ["KIN", "KinMention", "employer_named", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+# ----------------------------------------------------------------- session 29: states told in answers
+
+#: words a question opens with that name nobody ("Does Petra know …?")
+_QUESTION_WORDS = frozenset("Do Does Did Any Anything Is Are Was Were Has Have Had Can Could Would Will How What "
+                            "Who Where When Why Which And So Still Happy Congratulations Congrats Even Really Nice "
+                            "Good Great Seriously Wait".split())
+_Q_NAME = re.compile(r"(?<![\w'])([A-Z][a-z][\w-]*)\b(?!')")
+#: a word before a name that makes it a place or an employer, not a person asked after ("still at Samsung",
+#: "still in Miami", "refusing to leave Munich")
+_NOT_PERSON_BEFORE = re.compile(r"\b(?:in|at|to|for|with|from|of|near|around|leave|leaving|left|visit|visiting|"
+                                r"the)\s+$", re.IGNORECASE)
+
+
+def asked_person(question: str, asker: str, answerer: str) -> str | None:
+    """The one person a question asks after by name: "Any news from Petra?", "How's Minho doing, still at
+    Samsung?", "Is Martina still in Miami?", "And Petra, is she still refusing to leave Munich?" → that
+    name; ``None`` when its question sentences name nobody else or more than one.  A name after "in",
+    "at", "to" … is a place or an employer (but "news from Petra" is a person).
+
+    >>> asked_person("Cute. Any news from Petra?", "Vesna", "Radek")
+    'Petra'
+    >>> asked_person("How's Minho doing, still at Samsung?", "Ingrid", "Hyejin")
+    'Minho'
+    """
+    names: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", question.strip()):
+        if not sentence.rstrip().endswith("?"):
+            continue
+        for m in _Q_NAME.finditer(sentence):
+            name, before = m.group(1), sentence[:m.start()]
+            if (name in (asker, answerer) or name in _QUESTION_WORDS or name.lower() in _NOT_A_NAME
+                    or _not_a_subject_name(name) or name in _TIME_NAMES):
+                continue
+            if _NOT_PERSON_BEFORE.search(before) and not re.search(r"\bnews (?:from|of)\s+$", before, re.IGNORECASE):
+                continue
+            if name not in names:
+                names.append(name)
+    return names[0] if len(names) == 1 else None
+
+
+_HE_SHE = re.compile(r"\b(?:[Hh]e|[Ss]he)\b")
+#: what an answer tells of the person asked after, in clauses whose subject is "he" or "she"
+#: (pattern, relation, ended, only when the question or answer speaks of work)
+_TOLD: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
+    (re.compile(rf"\b(?:moved|relocated) (?:back )?to {_NAME}"), "lives_in", False, False),
+    (re.compile(rf"\b(?:lives|living) in {_NAME}"), "lives_in", False, False),
+    (re.compile(rf"(?:'s| is) {_ADV}in {_NAME}(?![^.!?,]*\bfor (?:a|an|the|\d+) )"), "lives_in", False, False),
+    (re.compile(rf"\b(?:works|working) (?:at|for) {_NAME}"), "works_at", False, False),
+    (re.compile(rf"(?:'s| is) {_ADV}(?:at|with) {_NAME}"), "works_at", False, False),
+    (re.compile(rf"(?:'s| is) {_ADV}(?:an? |the )(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"), "works_at",
+     False, False),
+    (re.compile(rf"\b(?:joined|switched to) {_NAME}"), "works_at", False, False),
+    (re.compile(rf"\b(?:left|quit) {_NAME}"), "works_at", True, False),
+    (re.compile(rf"\bwent back to {_NAME}"), "works_at", False, True),
+)
+#: "they sent him to Austin": the person is the object
+_SENT = re.compile(rf"\b(?:sent|posted|transferred) (?:him|her) to {_NAME}")
+#: a question that speaks of work ("still at Naver?"), so "went back to Samsung" is a job
+_ASKED_WORK = re.compile(r"\b(?:still|now) (?:at|with|working)\b|\bwork(?:s|ing)? (?:at|for)\b|\bjob\b", re.IGNORECASE)
+
+
+def told_states(question: str, asker: str, answer: str, answerer: str) -> list[LineState]:
+    """Where the person a question asks after lives or works, as its answer tells it of "he" or "she":
+    "Any news from Petra?" — "She left Skoda last year and moved to Munich, she's with BMW now." →
+    Petra ``works_at`` Skoda (ended), ``lives_in`` Munich, ``works_at`` BMW, each with the time words
+    of its clause (the sentence's first ones when it has none).  "left X" is a job only beside another
+    job in the answer; "went back to X" only when the question or answer speaks of work.
+
+    >>> [(s.who, s.relation, s.name, s.ended) for s in told_states("Cute. Any news from Petra?", "Vesna",
+    ...     "She left Skoda last year and moved to Munich, she's with BMW now.", "Radek")]
+    [('Petra', 'works_at', 'Skoda', True), ('Petra', 'lives_in', 'Munich', False), ('Petra', 'works_at', 'BMW', False)]
+    """
+    who = asked_person(question, asker, answerer)
+    if who is None:
+        return []
+    work = bool(_ASKED_WORK.search(question) or _WORK_CUE.search(answer))
+    out: list[LineState] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
+        if sentence.rstrip().endswith("?"):
+            continue
+        subjects = [m for m in _SUBJECT_TOKEN.finditer(sentence)
+                    if not (m.group("name") and _not_a_subject_name(m.group("name")))]
+        found: list[tuple[int, str, str, bool]] = []
+        for rx, rel, ended, needs_work in _TOLD:
+            if needs_work and not work:
+                continue
+            for m in rx.finditer(sentence):
+                before = [t for t in subjects if t.start() < m.start()]
+                if not before or not before[-1].group("pronoun") or _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+                    continue
+                found.append((m.start(), rel, _bare_name(m), ended))
+        found += [(m.start(), "lives_in", _bare_name(m), False) for m in _SENT.finditer(sentence)]
+        jobs = {name for _, rel, name, ended in found if rel == "works_at" and not ended}
+        for at, rel, name, ended in sorted(found):
+            if ended and not jobs - {name}:
+                continue  # "left X" with no other job told: a home or a job, the answer does not say
+            if name in _NOT_NAMES or name in _TIME_NAMES or _not_a_subject_name(name) or name == who:
+                continue
+            state = LineState(rel, name, sentence.strip(), ended, who=who, clause=_clause_after(sentence, at))
+            if state not in out:
+                out.append(state)
+    return out
+
+
+def _clause_after(sentence: str, at: int) -> str:
+    """The clause that begins at ``at``: up to the next comma, semicolon or "and" + pronoun."""
+    m = re.search(r"[,;]|\band (?:he|she|they|I|we)\b", sentence[at:])
+    return sentence[at:at + m.start()] if m else sentence[at:]
+
+
+#: a place a question asks after ("How's Madrid?", "So how is Prague treating you?", "How are things in
+#: Buenos Aires?"): "here" in the answer is that place
+_PLACE_ASKED = re.compile(r"\bhow(?:'s| is| are things in| is life in|'s life in)\s+(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))"
+                          r"(?=\s*(?:\?|treating|in\b|these days|now|,))", re.IGNORECASE)
+_MOVED_HERE = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|relocated) (?:over )?here\b")
+
+
+def moved_here(question: str, answer: str) -> list[LineState]:
+    """"How's Madrid?" — "I moved here last September for the MBA": the answerer ``lives_in`` the place
+    the question names, from the time words of the clause that says it.
+
+    >>> [(s.relation, s.name) for s in moved_here("How's Madrid? Surviving the heat?", "Barely. I moved here last September.")]
+    [('lives_in', 'Madrid')]
+    """
+    q = _PLACE_ASKED.search(question)
+    if q is None or q.group(1).lower() in _NOT_A_NAME or q.group(1) in _QUESTION_WORDS:
+        return []
+    out = []
+    for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
+        for m in _MOVED_HERE.finditer(sentence):
+            if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+                out.append(LineState("lives_in", q.group(1), sentence.strip(), clause=sentence[m.start():]))
+    return out
+
+
+#: "Still at Glovo?", "Are you still with BMW?": the listener's job asked after
+_ASKED_STILL_AT = re.compile(r"(?:^|[.!?,]\s*|\bare you\s+|\byou(?:'re| are)\s+)still (?:at|with|working (?:at|for)) "
+                             rf"{_NAME}[^.!?]*\?", re.IGNORECASE)
+_NO = re.compile(r"\s*(?:no|nope|not anymore|not any more)\b(?![^.!?]*\bstill\b)", re.IGNORECASE)
+
+
+def job_answered(question: str, answer: str, who: str = "") -> LineState | None:
+    """"Still at Glovo?" answered "No, the layoffs got me in March last year." → ``works_at`` Glovo ended
+    (the answer's first sentence gives the time); ``None`` for any other answer.  ``who``: the person the
+    question asks after (:func:`asked_person`: "What about Emeka, still at LUTH?"), else the answerer."""
+    q = _ASKED_STILL_AT.search(question)
+    if q is None or _NO.match(answer) is None or _not_a_subject_name(q.group(1)):
+        return None
+    first = re.split(r"(?<=[.!?])\s+", answer.strip())[0]
+    return LineState("works_at", _bare_name(q), first, True, who=who, clause=first)
+
+
+#: a title before a speaker's name ("Dr Hyejin defended in February"): the subject is the speaker
+_HONORIFIC = re.compile(r"^(?:Dr|Mr|Mrs|Ms|Miss|Mx|Prof|Professor)\.?\s+(\S.*)$")
+
+
+def plain_subject(subject: str, speakers: list[str] | tuple[str, ...]) -> str:
+    """"Dr Hyejin" → "Hyejin" (a congratulation's title would split her facts in two, and "Dr Hyejin left
+    MIT" would not close "Hyejin works_at MIT"): a title before a speaker's name or a single first name;
+    else ``subject``.
+
+    >>> plain_subject("Mrs Adaeze", ["Malik", "Adaeze"])
+    'Adaeze'
+    """
+    m = _HONORIFIC.match(subject)
+    if m is None:
+        return subject
+    name = m.group(1)
+    return name if name in speakers or re.fullmatch(r"[A-Z][a-z][\w'-]*", name) else subject
+
+
+def pair_subject(subject: str, obj: str) -> str | None:
+    """"Lucie and Radek" ``married_to`` "Radek": the couple as subject and one of them as object — the
+    other one is the subject ("Lucie"); ``None`` when ``subject`` is no such pair.
+
+    >>> pair_subject("Lucie and Radek", "Radek")
+    'Lucie'
+    """
+    m = re.fullmatch(r"(.+?)\s+(?:and|&)\s+(.+)", subject.strip())
+    if m is None:
+        return None
+    first, second = m.group(1), m.group(2)
+    if second.lower() == obj.strip().lower():
+        return first
+    if first.lower() == obj.strip().lower():
+        return second
+    return None
+
+
+__all__ = ["KIN", "KinMention", "asked_person", "employer_named", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
