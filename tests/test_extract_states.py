@@ -688,3 +688,61 @@ def test_answers_about_a_relative_become_her_facts_with_their_own_times() -> Non
     facts, _ = run(numbered, (0, fact("Lucie and Radek got married last August.", "Lucie and Radek", "married_to",
                                       "Radek")))
     assert ("Lucie", "married_to", "Radek", False) in triples(facts)
+
+
+# ----------------------------------------------------------------- a rule that raises
+
+def test_a_failing_rule_step_costs_its_own_facts_not_the_chunk(monkeypatch: pytest.MonkeyPatch,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    from chronomem.extract.observations import RULE_FAILED
+
+    def broken(text: str) -> list:
+        raise KeyError("studies_at")  # session 28's bug: a line state's statement without its verb
+
+    monkeypatch.setattr(states, "line_states", broken)
+    numbered = {0: line(0, "Maya", "I work at Acme as a product manager."),
+                1: line(1, "Maya", "I moved to Lisbon last month.")}
+    with caplog.at_level("ERROR", logger="chronomem.extract.observations"):
+        facts, notes = run(numbered, (0, fact("Maya works at Acme as a product manager.", "Maya", "works_at", "Acme")),
+                           (1, fact("Maya moved to Lisbon last month.", "Maya", "moved_to", "Lisbon")))
+    assert ("Maya", "works_at", "Acme", False) in triples(facts)  # the model's facts are kept
+    assert ("Maya", "moved_to", "Lisbon", False) in triples(facts)
+    assert [n for n in notes if n.startswith(RULE_FAILED)] == [
+        f"{RULE_FAILED}: the line states step: KeyError: 'studies_at'"]
+    assert "KeyError" in caplog.text and caplog.records[0].exc_info is not None  # with its traceback
+
+
+def test_a_rule_that_raises_on_one_statement_drops_that_statement_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.extract.observations import RULE_FAILED
+
+    def broken(line: str, speaker: str, obj: str) -> str | None:
+        if obj == "Acme":
+            raise IndexError("list index out of range")
+        return None
+
+    monkeypatch.setattr(states, "line_owner", broken)
+    numbered = {0: line(0, "Maya", "I work at Acme as a product manager."),
+                1: line(1, "Maya", "I moved to Lisbon last month.")}
+    facts, notes = run(numbered, (0, fact("Maya works at Acme as a product manager.", "Maya", "works_at", "Acme")),
+                       (1, fact("Maya moved to Lisbon last month.", "Maya", "moved_to", "Lisbon")))
+    assert ("Maya", "moved_to", "Lisbon", False) in triples(facts)
+    assert not any(f.text.startswith("Maya works at Acme as") for f in facts)  # that statement's fact is gone
+    assert any(n.startswith(f"{RULE_FAILED}: the rules for the statement 'Maya works at Acme") for n in notes)
+
+
+def test_memory_add_reports_a_failing_rule_and_keeps_the_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem import Memory
+    from chronomem.extract.observations import RULE_FAILED
+
+    from test_extract_line_observations import MAYA, SlotLLM
+
+    def broken(text: str) -> list:
+        raise KeyError("studies_at")
+
+    monkeypatch.setattr(states, "line_states", broken)
+    with Memory(":memory:", llm=SlotLLM()) as mem:  # the default method (v10) runs the state rules
+        res = mem.add(MAYA, user_id="u1", session_id="s1", timestamp="2023-06-02T10:00:00Z")
+        assert res.ok and res.messages_extracted == 3 and not res.failed_chunks
+        assert any(w.startswith(RULE_FAILED) and "line states" in w for w in res.warnings)
+        assert {(f.relation, f.object) for f in mem.facts(user_id="u1", subject="Maya")} >= {
+            ("works_at", "Acme"), ("lives_in", "Lisbon")}

@@ -38,7 +38,7 @@ from ..timeutil import parse_time, to_micros, utcnow
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import POSTPROCESS_VERSION as V1_RULES, PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
 from .line_observations import LineObservationExtractor
-from .observations import ObservationExtractor
+from .observations import RULE_FAILED, ObservationExtractor
 
 if TYPE_CHECKING:
     from ..graph import GraphWriter
@@ -505,7 +505,7 @@ class WritePipeline:
                     progress(n, n + len(queue))
                 continue
             totals_add(totals, cres.usage)
-            result.warnings.extend(note for note in cres.notes if note.startswith(SUBJECT_NOT_GROUNDED))
+            result.warnings.extend(note for note in cres.notes if note.startswith((SUBJECT_NOT_GROUNDED, RULE_FAILED)))
             facts = self._valid(cres.candidates, result)
             try:
                 # the facts and the turns' "extracted" mark commit together: a crash between them
