@@ -746,3 +746,55 @@ def test_memory_add_reports_a_failing_rule_and_keeps_the_chunk(monkeypatch: pyte
         assert any(w.startswith(RULE_FAILED) and "line states" in w for w in res.warnings)
         assert {(f.relation, f.object) for f in mem.facts(user_id="u1", subject="Maya")} >= {
             ("works_at", "Acme"), ("lives_in", "Lisbon")}
+
+
+# ----------------------------------------------------------------- session 29, second cut: check11's failures
+
+@pytest.mark.parametrize("question, answer, place", [
+    ("Saw your photos from Liseberg, are you visiting Gothenburg?", "Not visiting, living. We moved back in June last year.",
+     "Gothenburg"),
+    ("Welcome home! How does Tashkent feel after all those years away?", "I came back in March last year.", "Tashkent"),
+    ("It's so nice having you back in Nairobi! Are you settling in?", "We've been back since January last year.", "Nairobi"),
+    ("Are you visiting Gothenburg?", "I came back from Oslo on Monday.", None),  # back from elsewhere
+    ("Are you in Rome or in Paris now?", "We moved back last year.", None),  # two places asked
+])
+def test_back_is_the_place_the_question_names(question: str, answer: str, place: str | None) -> None:
+    assert [s.name for s in states.moved_here(question, answer)] == ([place] if place else [])
+
+
+@pytest.mark.parametrize("question, answer, partner", [
+    ("And the tall girl from your photos?", "Femke! We got engaged in February on a frozen canal.", "Femke"),
+    ("Fame at last. And Felipe, anything to report?", "Well... he proposed on the beach at Zapallar in October!", "Felipe"),
+    ("'We'? So Frida came along?", "She did. And at Midsummer I finally asked her, and she said yes!", "Frida"),
+    ("How was the trip?", "We got engaged!", None),  # to whom, neither line says
+    ("And Felipe?", "He might propose at Christmas.", None),
+])
+def test_an_engagement_is_with_the_person_named(question: str, answer: str, partner: str | None) -> None:
+    got = states.engaged_to(question, "Asker", answer, "Teller")
+    assert [(s.relation, s.name) for s in got] == ([("partner_of", partner)] if partner else [])
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Before we met in 2008 I spent all of 2007 in Seoul as a trainee at Samsung.",
+     [("lives_in", "Seoul", "between 2007 and 2007"), ("works_at", "Samsung", "between 2007 and 2007")]),
+    ("In 2006, after my first year, I dropped out and lived in Arusha for a year.",
+     [("lives_in", "Arusha", "between 2006 and 2006")]),
+    ("I never told you I spent 2008 there studying forestry at the Universidad Austral.",
+     [("studies_at", "Universidad Austral", "between 2008 and 2008")]),
+    ("I lived in Leeds in 2015 and I still do.", []),  # it goes on
+    ("I never lived in Paris in 2008.", []),
+    ("No, I jumped to Barclays last year, I lead a fraud analytics team.", [("works_at", "Barclays", "")]),
+])
+def test_one_past_year_and_a_jump(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.time) for s in states.line_states(text)] == found
+
+
+def test_a_relative_sent_abroad_by_an_employer_and_a_job_taken() -> None:
+    got = states.told_states("Will Cristobal make it back?", "Ignacio",
+                             "He'd better, though BHP moved him to Perth in June.", "Catalina")
+    assert [(s.who, s.relation, s.name) for s in got] == [("Cristobal", "works_at", "BHP"),
+                                                          ("Cristobal", "lives_in", "Perth")]
+    got = states.told_states("How's Ebba, still in Uppsala forever?", "Henrik",
+                             "She took a cardiology job at Rikshospitalet and moved to Oslo last year.", "Oskar")
+    assert [(s.who, s.relation, s.name) for s in got] == [("Ebba", "works_at", "Rikshospitalet"),
+                                                          ("Ebba", "lives_in", "Oslo")]

@@ -1222,6 +1222,7 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
         if prev is not None:  # session 29: what an answer tells of a person or a place the question names
             said += states.moved_here(prev.text, msg.text)
             said += states.told_states(prev.text, prev.speaker, msg.text, msg.speaker)
+            said += states.engaged_to(prev.text, prev.speaker, msg.text, msg.speaker)
             job = states.job_answered(prev.text, msg.text,
                                       who=states.asked_person(prev.text, prev.speaker, msg.speaker) or "")
             said += [job] if job is not None else []

@@ -353,7 +353,7 @@ _LINE_STATES: tuple[tuple[re.Pattern[str], str], ...] = (
 #: employer only with a word of work in the line
 _SWITCHED = re.compile(rf"\bI {_ADV}(?:switched|changed) (?:jobs |companies )?to {_NAME}|"
                        rf"\b(?:[Nn]ow|[Tt]hese days),? I(?:'m| am) {_ADV}(?:at|with) {_NAME}|"
-                       rf"\bwhen I {_ADV}joined {_NAME}")  # session 29: "since we moved here in spring 2018, when I joined Zalando"
+                       rf"\bwhen I {_ADV}joined {_NAME}|\bI {_ADV}jumped (?:ship )?to {_NAME}")  # session 29: "since we moved here in spring 2018, when I joined Zalando"
 _WORK_CUE = re.compile(r"\b(?:job|jobs|role|position|company|employer|work|working|team|office|hired|colleagues?)\b",
                        re.IGNORECASE)
 #: "I'm not at Central anymore", "I no longer work for Acme": the speaker's employer ended
@@ -486,12 +486,20 @@ _LET_GO = (re.compile(rf"\blayoffs? at {_NAME} (?:got|hit|caught) me\b"),
 #: a past told with its years ("in 2006 and 2007, I lived in Dublin … and worked at a Dell call centre", "I spent
 #: 2008 to 2010 in Montevideo, working at Sabre's office there"): read only with a range in the sentence
 _PAST_STATES = (
-    (re.compile(rf"\bI {_ADV}(?:lived|was living|was based) in {_NAME}"), "lives_in"),
+    (re.compile(rf"\bI(?: {_ADV}| [a-z]+(?: [a-z]+)? and )(?:lived|was living|was based) in {_NAME}"), "lives_in"),
     (re.compile(rf"\bI {_ADV}spent [^.!?]{{0,40}}? in {_NAME}"), "lives_in"),
     (re.compile(rf"\b(?:worked|was working|working) (?:as (?:an? )?(?:[a-z]+ ){{0,2}})?(?:at|for) (?:an? )?{_NAME}"),
      "works_at"),
     (re.compile(rf"\b(?:I|and) was (?:an? |the )(?:[a-z]+ ){{1,3}}?(?:at|for|with) (?:an? )?{_NAME}"), "works_at"),
+    (re.compile(rf"\b(?:interning|training|volunteering) (?:at|for|with) {_NAME}"), "works_at"),
+    (re.compile(rf"\bas an? (?:[a-z]+ ){{0,2}}(?:trainee|intern|apprentice|{_ROLE}) (?:at|for|with) {_NAME}"), "works_at"),
+    (re.compile(rf"\bstudying (?:[a-z]+ ){{0,3}}at {_NAME}"), "studies_at"),
 )
+#: one past year ("I spent all of 2007 in Seoul", "in 2006 … I lived in Arusha for a year"): read as that whole
+#: year, and only with a past-tense state and nothing that says it goes on
+_PAST_YEAR = re.compile(r"\b(?:all of|throughout|during|spent) ((?:19|20)\d\d)\b(?! (?:to|and|until|till|through)\b)|"
+                        r"\bin ((?:19|20)\d\d)\b(?! (?:to|and|until|till|through)\b)", re.IGNORECASE)
+_GOES_ON = re.compile(r"\b(?:still|since|now|currently|these days)\b", re.IGNORECASE)
 _DIVORCED = re.compile(r"\bdivorc", re.IGNORECASE)
 #: where the clause before a match begins: "I never told you this, but in 2006 I lived in Dublin" is plain
 _CLAUSE_START = re.compile(r".*(?:[,;:]|\bbut\b)", re.DOTALL)
@@ -500,6 +508,23 @@ _CLAUSE_START = re.compile(r".*(?:[,;:]|\bbut\b)", re.DOTALL)
 def _clause_before(sentence: str, at: int) -> str:
     m = _CLAUSE_START.match(sentence[:at])
     return sentence[m.end():at] if m else sentence[:at]
+
+
+#: how a past told late is introduced ("I never told you I spent 2008 there …"): no negation of what follows
+_PREFACE = re.compile(r"\bI (?:never|didn't|did not)(?: really| ever)? (?:told|tell|mentioned|mention|said)"
+                      r"(?: (?:you|anyone|anybody|this|that|it|about it))*\b", re.IGNORECASE)
+
+
+def _plain_before(sentence: str, at: int) -> bool:
+    """No hedge, plan or negation in the clause before ``at``, a preface of a past told late aside."""
+    return not _NOT_PLAIN.search(_PREFACE.sub("", _clause_before(sentence, at)))
+
+
+def _own_past(sentence: str, name: str) -> bool:
+    """Is the state naming ``name`` the speaker's?  :func:`line_owner` takes "Seoul" in "in Seoul as a trainee
+    at Samsung" for a subject; a place the line puts the speaker "in" is none."""
+    owner = line_owner(sentence, "", name)
+    return owner is None or re.search(rf"\bin {re.escape(owner)}\b", sentence) is not None
 
 
 _BRANCH = re.compile(r"\s+(?:[a-z]+\s+)?(?:office|offices|site|branch|headquarters|HQ|factory|plant|lab|store)\b")
@@ -530,11 +555,16 @@ def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, 
     out += [(m, "works_at", True, "", sentence[m.start():]) for rx in _LET_GO for m in rx.finditer(sentence)
             if not _not_a_subject_name(_bare_name(m))]
     past = range_phrase(sentence)
+    years = [m.group(1) or m.group(2) for m in _PAST_YEAR.finditer(sentence)] \
+        if not past and not _GOES_ON.search(sentence) else []
+    whole = [m.group(1) for m in _PAST_YEAR.finditer(sentence) if m.group(1)]  # "all of 2007" before "in 2008"
+    if years:
+        year = (whole or years)[0]
+        past = f"between {year} and {year}"
     if past:
         for rx, rel in _PAST_STATES:
             for m in rx.finditer(sentence):
-                if (not _NOT_PLAIN.search(_clause_before(sentence, m.start()))
-                        and line_owner(sentence, "", m.group(1)) is None):
+                if _plain_before(sentence, m.start()) and _own_past(sentence, m.group(1)):
                     out.append((m, rel, False, past, ""))
     return out
 
@@ -789,11 +819,15 @@ _TOLD: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
     (re.compile(rf"(?:'s| is) {_ADV}(?:an? |the )(?:[a-z]+ ){{0,2}}(?:{_ROLE}) (?:at|for|with) {_NAME}"), "works_at",
      False, False),
     (re.compile(rf"\b(?:joined|switched to) {_NAME}"), "works_at", False, False),
+    (re.compile(rf"\b(?:took|got|accepted) (?:an? |the )?(?:[a-z]+ ){{0,2}}(?:job|post|position|role) (?:at|with) {_NAME}"),
+     "works_at", False, False),
     (re.compile(rf"\b(?:left|quit) {_NAME}"), "works_at", True, False),
     (re.compile(rf"\bwent back to {_NAME}"), "works_at", False, True),
 )
 #: "they sent him to Austin": the person is the object
-_SENT = re.compile(rf"\b(?:sent|posted|transferred) (?:him|her) to {_NAME}")
+_SENT = re.compile(rf"\b(?:sent|posted|transferred|moved) (?:him|her) to {_NAME}")
+#: "BHP moved him to Perth in June": the one who sent is the employer
+_SENT_BY = re.compile(rf"{_NAME} {_ADV}(?:sent|posted|transferred|moved) (?:him|her) to [A-Z]")
 #: a question that speaks of work ("still at Naver?"), so "went back to Samsung" is a job
 _ASKED_WORK = re.compile(r"\b(?:still|now) (?:at|with|working)\b|\bwork(?:s|ing)? (?:at|for)\b|\bjob\b", re.IGNORECASE)
 
@@ -829,6 +863,8 @@ def told_states(question: str, asker: str, answer: str, answerer: str) -> list[L
                     continue
                 found.append((m.start(), rel, _bare_name(m), ended))
         found += [(m.start(), "lives_in", _bare_name(m), False) for m in _SENT.finditer(sentence)]
+        found += [(m.start(), "works_at", _bare_name(m), False) for m in _SENT_BY.finditer(sentence)
+                  if not _not_a_subject_name(_bare_name(m)) and _bare_name(m) not in _QUESTION_WORDS]
         jobs = {name for _, rel, name, ended in found if rel == "works_at" and not ended}
         for at, rel, name, ended in sorted(found):
             if ended and not jobs - {name}:
@@ -848,27 +884,66 @@ def _clause_after(sentence: str, at: int) -> str:
 
 
 #: a place a question asks after ("How's Madrid?", "So how is Prague treating you?", "How are things in
-#: Buenos Aires?"): "here" in the answer is that place
-_PLACE_ASKED = re.compile(r"\bhow(?:'s| is| are things in| is life in|'s life in)\s+(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))"
-                          r"(?=\s*(?:\?|treating|in\b|these days|now|,))", re.IGNORECASE)
-_MOVED_HERE = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|relocated) (?:over )?here\b")
+#: Buenos Aires?", "How does Tashkent feel …?", "are you visiting Gothenburg?", "having you back in Nairobi!"):
+#: "here", or "back" with no place of its own, in the answer is that place
+_PLACE_ASKED = re.compile(r"(?:\bhow(?:'s| is| are things in| is life in|'s life in| does)\s+|"
+                          r"\b(?:in|to|visiting|visit)\s+)(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))",
+                          re.IGNORECASE)
+_MOVED_HERE = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|relocated) (?:over )?here\b|"
+                         rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|come|been) back\b"
+                         r"(?! (?:to|from|at|home|in [A-Z]|for)\b)")
 
 
 def moved_here(question: str, answer: str) -> list[LineState]:
-    """"How's Madrid?" — "I moved here last September for the MBA": the answerer ``lives_in`` the place
-    the question names, from the time words of the clause that says it.
+    """"How's Madrid?" — "I moved here last September for the MBA", "Are you visiting Gothenburg?" — "Not
+    visiting, living. We moved back in June last year": the answerer ``lives_in`` the one place the question
+    names, from the time words of the clause that says it (``[]`` when it names none or several).
 
     >>> [(s.relation, s.name) for s in moved_here("How's Madrid? Surviving the heat?", "Barely. I moved here last September.")]
     [('lives_in', 'Madrid')]
     """
-    q = _PLACE_ASKED.search(question)
-    if q is None or q.group(1).lower() in _NOT_A_NAME or q.group(1) in _QUESTION_WORDS:
+    places = {m.group(1) for m in _PLACE_ASKED.finditer(question)
+              if m.group(1).lower() not in _NOT_A_NAME and m.group(1) not in _QUESTION_WORDS
+              and not _not_a_subject_name(m.group(1))}
+    if len(places) != 1:
         return []
+    place = places.pop()
     out = []
     for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
         for m in _MOVED_HERE.finditer(sentence):
             if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
-                out.append(LineState("lives_in", q.group(1), sentence.strip(), clause=sentence[m.start():]))
+                out.append(LineState("lives_in", place, sentence.strip(), clause=sentence[m.start():]))
+    return out
+
+
+#: an engagement told without the partner's name in its clause: "Femke! We got engaged in February" (the
+#: line opens with the name), "he proposed on the beach in October!" or "I finally asked her, and she said
+#: yes!" (the question names them: "And Felipe, anything to report?")
+_GOT_ENGAGED = re.compile(r"\b(?:[Ww]e|I) (?:just |finally |recently )?got engaged\b|\b(?:[Hh]e|[Ss]he) "
+                      r"(?:just |finally )?proposed\b|\bI (?:just |finally )?(?:asked (?:her|him)|proposed)\b[^.!?]*"
+                      r"\b(?:she|he) said yes\b")
+_OPENING_NAME = re.compile(r"^\s*(?:(?:well|oh|yes|yeah)\W+)*(?-i:([A-Z][a-z][\w'-]*))\s*[!,.]", re.IGNORECASE)
+
+
+def engaged_to(question: str, asker: str, answer: str, answerer: str) -> list[LineState]:
+    """``partner_of`` the person an engagement in ``answer`` is with: the name the answer opens with, else
+    the one person the question asks after (:func:`asked_person`); each with its clause's time words.
+
+    >>> [(s.relation, s.name) for s in engaged_to("And the tall girl?", "Dilnoza", "Femke! We got engaged in February.", "Rustam")]
+    [('partner_of', 'Femke')]
+    """
+    opening = _OPENING_NAME.match(answer)
+    name = opening.group(1) if opening is not None else None
+    if name is None or name.lower() in _NOT_A_NAME or _not_a_subject_name(name) or name in _QUESTION_WORDS \
+            or name in (asker, answerer):
+        name = asked_person(question, asker, answerer)
+    if name is None:
+        return []
+    out = []
+    for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
+        for m in _GOT_ENGAGED.finditer(sentence):
+            if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+                out.append(LineState("partner_of", name, sentence.strip(), clause=sentence[m.start():]))
     return out
 
 
@@ -926,4 +1001,4 @@ def pair_subject(subject: str, obj: str) -> str | None:
     return None
 
 
-__all__ = ["KIN", "KinMention", "asked_person", "employer_named", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "asked_person", "employer_named", "engaged_to", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
