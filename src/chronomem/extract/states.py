@@ -484,7 +484,8 @@ _CAME_BACK = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:came|come) back 
 _LET_GO = (re.compile(rf"\blayoffs? at {_NAME} (?:got|hit|caught) me\b"),
            re.compile(rf"{_NAME} (?:let me go|laid me off|made me redundant|fired me)\b(?! to\b)"))
 #: a past told with its years ("in 2006 and 2007, I lived in Dublin … and worked at a Dell call centre", "I spent
-#: 2008 to 2010 in Montevideo, working at Sabre's office there"): read only with a range in the sentence
+#: 2008 to 2010 in Montevideo, working at Sabre's office there"): read only with a range or one past year
+#: (:data:`_PAST_YEAR`) in the sentence
 _PAST_STATES = (
     (re.compile(rf"\bI(?: {_ADV}| [a-z]+(?: [a-z]+)? and )(?:lived|was living|was based) in {_NAME}"), "lives_in"),
     (re.compile(rf"\bI {_ADV}spent [^.!?]{{0,40}}? in {_NAME}"), "lives_in"),
@@ -907,21 +908,23 @@ def moved_here(question: str, answer: str) -> list[LineState]:
               and not _not_a_subject_name(m.group(1))}
     if len(places) != 1:
         return []
-    place = places.pop()
-    out = []
-    for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
-        for m in _MOVED_HERE.finditer(sentence):
-            if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
-                out.append(LineState("lives_in", place, sentence.strip(), clause=sentence[m.start():]))
-    return out
+    return _said_in(answer, _MOVED_HERE, "lives_in", places.pop())
+
+
+def _said_in(answer: str, pattern: re.Pattern[str], relation: str, name: str) -> list[LineState]:
+    """A ``relation`` ``name`` state per plain clause of ``answer`` that ``pattern`` finds, each with its clause
+    (whose time words it takes)."""
+    return [LineState(relation, name, sentence.strip(), clause=sentence[m.start():])
+            for sentence in re.split(r"(?<=[.!?])\s+", answer.strip())
+            for m in pattern.finditer(sentence) if not _NOT_PLAIN.search(_clause_before(sentence, m.start()))]
 
 
 #: an engagement told without the partner's name in its clause: "Femke! We got engaged in February" (the
 #: line opens with the name), "he proposed on the beach in October!" or "I finally asked her, and she said
 #: yes!" (the question names them: "And Felipe, anything to report?")
 _GOT_ENGAGED = re.compile(r"\b(?:[Ww]e|I) (?:just |finally |recently )?got engaged\b|\b(?:[Hh]e|[Ss]he) "
-                      r"(?:just |finally )?proposed\b|\bI (?:just |finally )?(?:asked (?:her|him)|proposed)\b[^.!?]*"
-                      r"\b(?:she|he) said yes\b")
+                          r"(?:just |finally )?proposed\b|\bI (?:just |finally )?(?:asked (?:her|him)|proposed)\b"
+                          r"[^.!?]*\b(?:she|he) said yes\b")
 _OPENING_NAME = re.compile(r"^\s*(?:(?:well|oh|yes|yeah)\W+)*(?-i:([A-Z][a-z][\w'-]*))\s*[!,.]", re.IGNORECASE)
 
 
@@ -937,14 +940,7 @@ def engaged_to(question: str, asker: str, answer: str, answerer: str) -> list[Li
     if name is None or name.lower() in _NOT_A_NAME or _not_a_subject_name(name) or name in _QUESTION_WORDS \
             or name in (asker, answerer):
         name = asked_person(question, asker, answerer)
-    if name is None:
-        return []
-    out = []
-    for sentence in re.split(r"(?<=[.!?])\s+", answer.strip()):
-        for m in _GOT_ENGAGED.finditer(sentence):
-            if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
-                out.append(LineState("partner_of", name, sentence.strip(), clause=sentence[m.start():]))
-    return out
+    return [] if name is None else _said_in(answer, _GOT_ENGAGED, "partner_of", name)
 
 
 #: "Still at Glovo?", "Are you still with BMW?": the listener's job asked after
