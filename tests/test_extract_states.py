@@ -587,6 +587,7 @@ def test_a_course_read_from_the_line_is_a_school_and_going_out_is_a_couple() -> 
     ("Lucie and I separated in 2021 and the divorce was finalised last year, so I came back to Brno in early 2022.",
      [("married_to", "Lucie", True, ""), ("lives_in", "Brno", False, "")]),
     ("I came back to Rome for a week to see my parents.", []),  # a trip
+    ("I came back to Milan with three words of Spanish and a fan.", []),  # undated: a return told late
     ("Mine is less cheerful, the layoffs at Avast got me in February.", [("works_at", "Avast", True, "")]),
     ("Mom let me go to the party.", []),
     # "I'll" is no part of a name, and "next time" is no plain statement

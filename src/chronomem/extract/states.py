@@ -480,6 +480,10 @@ _DURATION = re.compile(r"\bfor (?:a|an|one|two|three|four|five|six|seven|eight|n
 _CAME_BACK = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:came|come) back (?:home )?to {_NAME}"
                         r"(?![^.!?]*\bfor (?:a|an|the|one|two|three|\d+) (?:few )?(?:days?|nights?|weeks?|weekend|"
                         r"holidays?|visit)\b)")
+#: a time word after a return ("… back to Brno in early 2022"): "I came back to Milan with three words of Spanish",
+#: told of an Erasmus semester fifteen years on, says nothing of where she lives now
+_DATED = re.compile(rf"\b(?:(?:19|20)\d\d|last|ago|since|this|{timeexpr.MONTH_ALTERNATION}|"
+                    rf"{timeexpr.SEASON_ALTERNATION})\b", re.IGNORECASE)
 #: a job lost in other words ("the layoffs at Avast got me in February", "Avast let me go")
 _LET_GO = (re.compile(rf"\blayoffs? at {_NAME} (?:got|hit|caught) me\b"),
            re.compile(rf"{_NAME} (?:let me go|laid me off|made me redundant|fired me)\b(?! to\b)"))
@@ -551,7 +555,7 @@ def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, 
             duration = _DURATION.search(sentence, m.end())
             out.append((m, "studies_at" if studying else "works_at", False, duration.group(0) if duration else "", ""))
     for m in _CAME_BACK.finditer(sentence):
-        if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+        if not _NOT_PLAIN.search(_clause_before(sentence, m.start())) and _DATED.search(sentence[m.end():]):
             out.append((m, "lives_in", False, "", sentence[m.start():]))
     out += [(m, "works_at", True, "", sentence[m.start():]) for rx in _LET_GO for m in rx.finditer(sentence)
             if not _not_a_subject_name(_bare_name(m))]
