@@ -799,3 +799,12 @@ def test_a_relative_sent_abroad_by_an_employer_and_a_job_taken() -> None:
                              "She took a cardiology job at Rikshospitalet and moved to Oslo last year.", "Oskar")
     assert [(s.who, s.relation, s.name) for s in got] == [("Ebba", "works_at", "Rikshospitalet"),
                                                           ("Ebba", "lives_in", "Oslo")]
+
+
+def test_someone_described_as_a_person_is_no_employer() -> None:
+    numbered = {0: line(0, "Emmi", "And Ville? Your mum mentioned a Ville."),
+                1: line(1, "Aino", "My mum talks too much. But yes, Ville. He's a carpenter and he fixed my cello case.")}
+    facts, notes = run(numbered, (1, fact("Aino mentioned Ville, who is a carpenter and fixed her cello case.", "Aino",
+                                          "works_at", "Ville")))
+    assert not any(f.relation == "works_at" for f in facts)
+    assert any("says who Ville is" in n for n in notes)

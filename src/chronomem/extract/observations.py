@@ -1123,6 +1123,9 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
         rel = "did"  # "Gina works_at Jon" for "Gina is there for Jon no matter what"
     if rel == "works_at" and not employer_like(obj, o.statement):
         rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
+    if rules in STATE_RULES and rel in ("works_at", "studies_at") and states.described_person(o.statement, obj):
+        notes.append(f"{rel} → did (the statement says who {obj} is): {o.statement}")
+        rel = "did"  # "Aino mentioned Ville, who is a carpenter": a person, not an employer (session 29)
     if rel == "studies_at" and not _SCHOOL.search(obj) and not re.search(r"\b[A-Z][a-z]", obj):
         rel = "did"
     if (typing_8 and not says_typed(_typed_as(rel, canonical) if rules in RULES_11 else rel, o.statement, rules)

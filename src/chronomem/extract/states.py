@@ -983,6 +983,17 @@ def plain_subject(subject: str, speakers: list[str] | tuple[str, ...]) -> str:
     return name if name in speakers or re.fullmatch(r"[A-Z][a-z][\w'-]*", name) else subject
 
 
+def described_person(statement: str, name: str) -> bool:
+    """Does ``statement`` describe ``name`` as someone ("Ville, who is a carpenter", "Ville who fixed my
+    case")?  Then a ``works_at`` or ``studies_at`` fact naming them names no employer or school.
+
+    >>> described_person("Aino mentioned Ville, who is a carpenter.", "Ville"), described_person(
+    ...     "Aino works at Nokia, which is in Espoo.", "Nokia")
+    (True, False)
+    """
+    return bool(name.strip()) and re.search(rf"\b{re.escape(name.strip())},? who\b", statement) is not None
+
+
 def pair_subject(subject: str, obj: str) -> str | None:
     """"Lucie and Radek" ``married_to`` "Radek": the couple as subject and one of them as object — the
     other one is the subject ("Lucie"); ``None`` when ``subject`` is no such pair.
@@ -1001,4 +1012,4 @@ def pair_subject(subject: str, obj: str) -> str | None:
     return None
 
 
-__all__ = ["KIN", "KinMention", "asked_person", "employer_named", "engaged_to", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "asked_person", "described_person", "employer_named", "engaged_to", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
