@@ -1268,17 +1268,16 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
                     continue  # the model dated it already
                 # a past told with its years: the model's undated copy from this line ("Radek is sharing his
                 # experience of living in Dublin") said "now"; the line's years replace it
-                undated = {j for j in same if msg.id in out[j].source_ids and out[j].valid_to is None
-                           and out[j].valid_from == msg.timestamp}
+                undated = {j for j in same if _undated_from(out[j], msg)}
                 if undated:
                     notes.append(f"dated from {msg.id}: {', '.join(out[j].text for j in sorted(undated))}")
                     out = [f for j, f in enumerate(out) if j not in undated]
             elif any((out[j].valid_to is not None) == st.ended for j in same):
                 if (st.time or st.clause) and resolved is not None and not st.ended:
                     # "since we moved here in spring 2018": the model's undated copy from this line takes the date
+                    start, _ = timeexpr.validity(resolved, msg.timestamp, ended=False)
                     for j in same:
-                        if msg.id in out[j].source_ids and out[j].valid_to is None and out[j].valid_from == msg.timestamp:
-                            start, _ = timeexpr.validity(resolved, msg.timestamp, ended=False)
+                        if _undated_from(out[j], msg):
                             notes.append(f"dated from {msg.id} ({time_text}): {out[j].text}")
                             out[j] = replace(out[j], valid_from=start)
                 continue
@@ -1290,6 +1289,11 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
                 source_ids=[msg.id], session_id=msg.session_id, text=text, origin=Origin.STATED,
                 subject_type="person"))
     return out
+
+
+def _undated_from(fact: FactInput, msg: Message) -> bool:
+    """Is ``fact`` the model's undated reading of line ``msg`` (open, and starting when the line was said)?"""
+    return msg.id in fact.source_ids and fact.valid_to is None and fact.valid_from == msg.timestamp
 
 
 def _with_kin(facts: list[FactInput], numbered: dict[int, Message], speakers: Sequence[str],

@@ -515,6 +515,11 @@ def _clause_before(sentence: str, at: int) -> str:
     return sentence[m.end():at] if m else sentence[:at]
 
 
+def _plain_clause(sentence: str, at: int) -> bool:
+    """No hedge, plan or negation (:data:`_NOT_PLAIN`) in the clause before ``at``."""
+    return not _NOT_PLAIN.search(_clause_before(sentence, at))
+
+
 #: how a past told late is introduced ("I never told you I spent 2008 there …"): no negation of what follows
 _PREFACE = re.compile(r"\bI (?:never|didn't|did not)(?: really| ever)? (?:told|tell|mentioned|mention|said)"
                       r"(?: (?:you|anyone|anybody|this|that|it|about it))*\b", re.IGNORECASE)
@@ -522,7 +527,7 @@ _PREFACE = re.compile(r"\bI (?:never|didn't|did not)(?: really| ever)? (?:told|t
 
 def _plain_before(sentence: str, at: int) -> bool:
     """No hedge, plan or negation in the clause before ``at``, a preface of a past told late aside."""
-    return not _NOT_PLAIN.search(_PREFACE.sub("", _clause_before(sentence, at)))
+    return not _NOT_PLAIN.search(_PREFACE.sub("", _clause_before(sentence, at)))  # _plain_clause, preface aside
 
 
 def _own_past(sentence: str, name: str) -> bool:
@@ -551,21 +556,21 @@ def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, 
     past told with its years."""
     out: list[tuple[re.Match[str], str, bool, str, str]] = []
     for m in _BEEN_AT.finditer(sentence):
-        if not _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+        if _plain_clause(sentence, m.start()):
             duration = _DURATION.search(sentence, m.end())
             out.append((m, "studies_at" if studying else "works_at", False, duration.group(0) if duration else "", ""))
     for m in _CAME_BACK.finditer(sentence):
-        if not _NOT_PLAIN.search(_clause_before(sentence, m.start())) and _DATED.search(sentence[m.end():]):
+        if _plain_clause(sentence, m.start()) and _DATED.search(sentence[m.end():]):
             out.append((m, "lives_in", False, "", sentence[m.start():]))
     out += [(m, "works_at", True, "", sentence[m.start():]) for rx in _LET_GO for m in rx.finditer(sentence)
             if not _not_a_subject_name(_bare_name(m))]
     past = range_phrase(sentence)
-    years = [m.group(1) or m.group(2) for m in _PAST_YEAR.finditer(sentence)] \
-        if not past and not _GOES_ON.search(sentence) else []
-    whole = [m.group(1) for m in _PAST_YEAR.finditer(sentence) if m.group(1)]  # "all of 2007" before "in 2008"
-    if years:
-        year = (whole or years)[0]
-        past = f"between {year} and {year}"
+    if not past and not _GOES_ON.search(sentence):
+        years = list(_PAST_YEAR.finditer(sentence))
+        whole = [m.group(1) for m in years if m.group(1)]  # "all of 2007" before "in 2008"
+        if years:
+            year = (whole or [years[0].group(2)])[0]
+            past = f"between {year} and {year}"
     if past:
         for rx, rel in _PAST_STATES:
             for m in rx.finditer(sentence):
@@ -812,7 +817,6 @@ def asked_person(question: str, asker: str, answerer: str) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-_HE_SHE = re.compile(r"\b(?:[Hh]e|[Ss]he)\b")
 #: what an answer tells of the person asked after, in clauses whose subject is "he" or "she"
 #: (pattern, relation, ended, only when the question or answer speaks of work)
 _TOLD: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
@@ -864,12 +868,12 @@ def told_states(question: str, asker: str, answer: str, answerer: str) -> list[L
                 continue
             for m in rx.finditer(sentence):
                 before = [t for t in subjects if t.start() < m.start()]
-                if not before or not before[-1].group("pronoun") or _NOT_PLAIN.search(_clause_before(sentence, m.start())):
+                if not before or not before[-1].group("pronoun") or not _plain_clause(sentence, m.start()):
                     continue
                 found.append((m.start(), rel, _bare_name(m), ended))
         found += [(m.start(), "lives_in", _bare_name(m), False) for m in _SENT.finditer(sentence)]
-        found += [(m.start(), "works_at", _bare_name(m), False) for m in _SENT_BY.finditer(sentence)
-                  if not _not_a_subject_name(_bare_name(m)) and _bare_name(m) not in _QUESTION_WORDS]
+        found += [(m.start(), "works_at", employer, False) for m in _SENT_BY.finditer(sentence)
+                  if not _not_a_subject_name(employer := _bare_name(m)) and employer not in _QUESTION_WORDS]
         jobs = {name for _, rel, name, ended in found if rel == "works_at" and not ended}
         for at, rel, name, ended in sorted(found):
             if ended and not jobs - {name}:
@@ -920,7 +924,7 @@ def _said_in(answer: str, pattern: re.Pattern[str], relation: str, name: str) ->
     (whose time words it takes)."""
     return [LineState(relation, name, sentence.strip(), clause=sentence[m.start():])
             for sentence in re.split(r"(?<=[.!?])\s+", answer.strip())
-            for m in pattern.finditer(sentence) if not _NOT_PLAIN.search(_clause_before(sentence, m.start()))]
+            for m in pattern.finditer(sentence) if _plain_clause(sentence, m.start())]
 
 
 #: an engagement told without the partner's name in its clause: "Femke! We got engaged in February" (the
