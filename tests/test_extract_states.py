@@ -771,7 +771,7 @@ def test_back_is_the_place_the_question_names(question: str, answer: str, place:
     ("And Felipe?", "He might propose at Christmas.", None),
 ])
 def test_an_engagement_is_with_the_person_named(question: str, answer: str, partner: str | None) -> None:
-    got = states.engaged_to(question, "Asker", answer, "Teller")
+    got = states.couple_answered(question, "Asker", answer, "Teller")
     assert [(s.relation, s.name) for s in got] == ([("partner_of", partner)] if partner else [])
 
 
@@ -808,3 +808,94 @@ def test_someone_described_as_a_person_is_no_employer() -> None:
                                           "works_at", "Ville")))
     assert not any(f.relation == "works_at" for f in facts)
     assert any("says who Ville is" in n for n in notes)
+
+
+# ----------------------------------------------------------------- session 30: check12's failures
+
+@pytest.mark.parametrize("text, found", [
+    ("Barely alive. Second year at the Politecnico di Milano is all models and no sleep.",
+     [("studies_at", "Politecnico", False)]),
+    ("Never. It's midterms at the American University in Cairo, I basically live in the library.",
+     [("studies_at", "American University", False)]),
+    ("My first year at Google was rough.", []),  # a year at a company is a job, not a school
+    ("So in January I opened my own studio. Studio Ardesia. It's me and a printer.",
+     [("works_at", "Studio Ardesia", False)]),
+    ("So in August I started my own thing online, Jousi Studio, cello lessons over video.",
+     [("works_at", "Jousi Studio", False)]),
+    ("I might open my own studio. Studio Ardesia, maybe.", []),  # a hedge
+    ("I quit! March was my last month there. I start at Tokopedia next Monday, product team.",
+     [("works_at", "Tokopedia", False)]),
+    ("I sold Brasa in 2020 and now I teach at a culinary school.", [("works_at", "Brasa", True)]),
+])
+def test_a_school_year_a_business_of_ones_own_a_start_and_a_sale(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended) for s in states.line_states(text)] == found
+
+
+def test_four_years_is_no_one_and_a_project_is_no_employer() -> None:
+    assert states.line_owner("Four years at Tokopedia was enough.", "Dewi", "Tokopedia") is None
+    assert states.a_project("a bridge project in Cairo") and not states.a_project("Project Lead Ltd")
+    numbered = {0: line(0, "Hossam", "Engineer Karim! How's Orascom?"),
+                1: line(1, "Karim", "Started at Orascom Construction in September, and now I'm on a bridge project "
+                                    "in Cairo.")}
+    facts, notes = run(numbered, (1, fact("Karim is on a bridge project in Cairo.", "Karim", "works_at",
+                                          "bridge project in Cairo")))
+    assert not any(f.relation == "works_at" and "project" in f.object for f in facts)
+    assert any("a project is no employer" in n for n in notes)
+
+
+@pytest.mark.parametrize("question, answer, place, start", [
+    ("How long have you been in Dubai now?", "Since May last year. Aramex, operations engineering.", "Dubai",
+     datetime(2021, 5, 1, tzinfo=timezone.utc)),
+    ("Are you two staying in Stockholm?", "For now, definitely. We've been here since January last year.",
+     "Stockholm", datetime(2021, 1, 1, tzinfo=timezone.utc)),
+    ("Are you visiting Gothenburg?", "Yes, we've been here for a week.", None, None),  # a stay, not a home
+    ("How long have you been in Dubai now?", "Too long, I want to leave.", None, None),
+])
+def test_how_long_here_answered_with_since(question: str, answer: str, place: str | None,
+                                           start: datetime | None) -> None:
+    got = states.moved_here(question, answer)
+    assert [s.name for s in got] == ([place] if place else [])
+    if place:
+        facts, _ = run({0: line(0, "Friend", question), 1: line(1, "Me", answer)})
+        assert [(f.subject, f.relation, f.object, f.valid_from) for f in facts] == [("Me", "lives_in", place, start)]
+
+
+@pytest.mark.parametrize("question, answer, told", [
+    ("Is it true Wayan sends memes to your whole family group now?",
+     "Every morning at 5. We've only been married since May last year and he outranks me.",
+     [("married_to", "Wayan", False)]),
+    ("How are you otherwise? After everything with Hendra.",
+     "Better. We separated in 2019 and the divorce was final in February last year.", [("married_to", "Hendra", True)]),
+    ("And Jonas?", "We split up in March.", [("partner_of", "Jonas", True)]),  # no divorce: a couple
+    ("How was the wedding?", "We got married in the rain!", []),  # to whom, neither line says
+])
+def test_a_marriage_or_a_separation_with_the_person_asked_after(question: str, answer: str, told: list) -> None:
+    got = states.couple_answered(question, "Asker", answer, "Teller")
+    assert [(s.relation, s.name, s.ended) for s in got] == told
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("Eighteen months, and she talks. Three years married and Laila still can't believe it.", "for Three years"),
+    ("Since last October, so yes, eight months of being Hendra's wife at every family event.", "since last October"),
+    ("We've been married for two years now.", "for two years"),
+    ("Three years at Aramex and I'm done.", ""),
+    ("Are you married since May?", ""),
+])
+def test_how_long_a_marriage_has_lasted(text: str, phrase: str) -> None:
+    assert states.marriage_length(text) == phrase
+
+
+def test_a_marriage_dated_by_its_length_and_a_home_by_an_earlier_line() -> None:
+    ts = datetime(2019, 10, 2, tzinfo=timezone.utc)
+    numbered = {0: line(0, "Hossam", "With a baby! Farida must be what, one?", ts),
+                1: line(1, "Karim", "Eighteen months. Three years married and Laila still can't believe it.", ts)}
+    facts, _ = run(numbered, (1, fact("Karim is married to Laila.", "Karim", "married_to", "Laila")))
+    assert [(f.object, f.valid_from) for f in facts if f.relation == "married_to"] == [
+        ("Laila", datetime(2016, 10, 2, tzinfo=timezone.utc))]
+    # "We've been in Manchester since 2012" dates the model's undated copy from a later line of the chunk
+    numbered = {0: line(0, "Kwame", "We've been in Manchester since 2012, when Arup hired me.", ts),
+                1: line(1, "Yaw", "And Efua?", ts),
+                2: line(2, "Kwame", "She moved banks. Manchester suits us, even the rain.", ts)}
+    facts, _ = run(numbered, (2, fact("Kwame lives in Manchester.", "Kwame", "lives_in", "Manchester")))
+    assert [(f.object, f.valid_from) for f in facts if f.relation == "lives_in"] == [
+        ("Manchester", datetime(2012, 1, 1, tzinfo=timezone.utc))]

@@ -1123,6 +1123,9 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
         rel = "did"  # "Gina works_at Jon" for "Gina is there for Jon no matter what"
     if rel == "works_at" and not employer_like(obj, o.statement):
         rel = "did"  # "Jon works_at biz plan" from "working on his biz plan": not an employer
+    if rules in STATE_RULES and rel == "works_at" and states.a_project(obj):
+        notes.append(f"works_at → did (a project is no employer): {o.statement}")
+        rel = "did"  # "Karim is on a bridge project in Cairo" (session 30)
     if rules in STATE_RULES and rel in ("works_at", "studies_at") and states.described_person(o.statement, obj):
         notes.append(f"{rel} → did (the statement says who {obj} is): {o.statement}")
         rel = "did"  # "Aino mentioned Ville, who is a carpenter": a person, not an employer (session 29)
@@ -1250,10 +1253,13 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
         if prev is not None:  # session 29: what an answer tells of a person or a place the question names
             said += states.moved_here(prev.text, msg.text)
             said += states.told_states(prev.text, prev.speaker, msg.text, msg.speaker)
-            said += states.engaged_to(prev.text, prev.speaker, msg.text, msg.speaker)
+            said += states.couple_answered(prev.text, prev.speaker, msg.text, msg.speaker)
             job = states.job_answered(prev.text, msg.text,
                                       who=states.asked_person(prev.text, prev.speaker, msg.speaker) or "")
             said += [job] if job is not None else []
+        if span := states.marriage_length(msg.text):  # session 30: "Three years married and Laila …"
+            said += [states.LineState("married_to", f.object, msg.text, time=span) for f in out
+                     if f.subject == msg.speaker and f.relation == canonical("married_to") and _undated_from(f, msg)]
         for st in said:
             subject = st.who or msg.speaker
             relation = canonical(st.relation)
@@ -1273,11 +1279,11 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
                     notes.append(f"dated from {msg.id}: {', '.join(out[j].text for j in sorted(undated))}")
                     out = [f for j, f in enumerate(out) if j not in undated]
             elif any((out[j].valid_to is not None) == st.ended for j in same):
-                if (st.time or st.clause) and resolved is not None and not st.ended:
+                if resolved is not None and not st.ended:
                     # "since we moved here in spring 2018": the model's undated copy from this line takes the date
                     start, _ = timeexpr.validity(resolved, msg.timestamp, ended=False)
-                    for j in same:
-                        if _undated_from(out[j], msg):
+                    for j in same:  # session 30: or a later line's ("… since 2012" then "Manchester suits us")
+                        if any(_undated_from(out[j], line) for line in lines[i:]):
                             notes.append(f"dated from {msg.id} ({time_text}): {out[j].text}")
                             out[j] = replace(out[j], valid_from=start)
                 continue

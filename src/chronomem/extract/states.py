@@ -396,6 +396,25 @@ _STUDIES = re.compile(
     rf"doctorate|MBA|MSc|MA|BA|BSc|degree|diploma)(?: (?:in|of))?)(?: [\w'-]+){{0,4}}? at {_NAME}")
 
 
+#: session 30: a year or a term at a school, or its exams ("Second year at the Politecnico di Milano is all
+#: models", "First term at the Sibelius Academy", "It's midterms at the American University in Cairo"): a
+#: school only when its name says so ("my first year at Google" is a job)
+_TERM_AT = re.compile(rf"\b(?i:(?:first|second|third|fourth|fifth|final) (?:year|term|semester)|midterms?|exams?) "
+                      rf"at {_NAME}")
+_SCHOOL_NAME = re.compile(r"\b(?:Universit\w*|Academy|Akademie|Politecnico|Polytechnic|College|School|Institute|"
+                          r"Conservato\w*)\b|^(?:TU|ETH|EPFL|MIT|UCL|LSE|NYU|UCLA)\b")
+#: session 30: a business of one's own and its name, in the same sentence or the next ("So in January I opened
+#: my own studio. Studio Ardesia.", "I started my own thing online, Jousi Studio, cello lessons")
+_OWN_BUSINESS = re.compile(
+    rf"\b(?:I|[Ww]e) {_ADV}(?:opened|started|founded|launched|registered|set up) (?:my|our) own "
+    r"(?:[a-z]+ )?(?:studio|company|business|firm|practice|shop|agency|startup|start-up|label|thing|clinic|"
+    rf"restaurant|bakery|caf[eé])(?: [a-z]+)?(?:[:,.!]| [-–—])\s+{_NAME}")
+#: session 30: a business sold ("I sold Brasa in 2020"), so no longer one's work
+_SOLD = re.compile(rf"\bI {_ADV}sold {_NAME}")
+#: session 30: a job that starts on a near date ("I start at Tokopedia next Monday")
+_STARTS_AT = re.compile(rf"\bI {_ADV}(?:start|begin) (?:work )?(?:at|with) {_NAME}(?= (?:next|on|this|tomorrow|in)\b)")
+
+
 @dataclass(frozen=True, slots=True)
 class LineState:
     """"I live in Leeds" in a line: the speaker ``relation`` ``name``; ``sentence`` is where it is
@@ -456,6 +475,10 @@ def line_states(text: str) -> list[LineState]:
                       for m in rx.finditer(sentence)]
         found += [(m, "studies_at", False) for m in _STUDIES.finditer(sentence)
                   if line_owner(sentence, "", m.group(1)) is None]  # not "my sister's master's at Oxford"
+        found += [(m, "studies_at", False) for m in _TERM_AT.finditer(sentence)
+                  if _SCHOOL_NAME.search(m.group(1)) and line_owner(sentence, "", m.group(1)) is None]
+        found += [(m, "works_at", False) for m in _STARTS_AT.finditer(sentence)]
+        found += [(m, "works_at", True) for m in _SOLD.finditer(sentence)]
         # "I'm not at Central anymore" is a negation on purpose; every other clause must be plain
         found = [(m, "works_at", True) for m in _NOT_AT.finditer(sentence)] + [
             (m, rel, ended) for m, rel, ended in found
@@ -468,6 +491,12 @@ def line_states(text: str) -> list[LineState]:
             state = LineState(rel, name, sentence.strip(), ended, time=time, clause=clause)
             if name not in _NOT_NAMES and name not in _TIME_NAMES and state not in out:
                 out.append(state)
+    for m in _OWN_BUSINESS.finditer(text):
+        sentence = re.split(r"(?<=[.!?])\s+", text[:m.start()])[-1] + text[m.start():m.end()]
+        at = len(sentence) - (m.end() - m.start())
+        state = LineState("works_at", _bare_name(m), sentence.strip(), clause=sentence)
+        if not _NOT_PLAIN.search(sentence[:at]) and state.name not in _NOT_NAMES and state not in out:
+            out.append(state)
     return out
 
 
@@ -629,7 +658,8 @@ _SUBJECT_TOKEN = re.compile(
 #: capitalised words that open a sentence without naming anyone ("Mostly just chilling at home")
 _NOT_SUBJECT_NAMES = frozenset("""Today Tonight Yesterday Tomorrow Anyway Maybe Sometimes Still Then Later Lately
     Everyone Everybody Everything Nothing Nobody Someone Somebody Something Life Work Things It This That These Those
-    There Here Yes No Yeah Oh Well Thanks Sorry Please Ha Haha Wow Mine Yours Ours Hers Theirs""".split())
+    There Here Yes No Yeah Oh Well Thanks Sorry Please Ha Haha Wow Mine Yours Ours Hers Theirs
+    One Two Three Four Five Six Seven Eight Nine Ten Eleven Twelve Twenty Thirty Forty Fifty Both Half Most""".split())
 
 
 def _not_a_subject_name(word: str) -> bool:
@@ -830,6 +860,8 @@ _TOLD: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
     (re.compile(rf"\b(?:joined|switched to) {_NAME}"), "works_at", False, False),
     (re.compile(rf"\b(?:took|got|accepted) (?:an? |the )?(?:[a-z]+ ){{0,2}}(?:job|post|position|role) (?:at|with) {_NAME}"),
      "works_at", False, False),
+    (re.compile(rf"\bfor (?:an? |the )(?:new )?(?:[a-z]+ ){{0,2}}(?:job|post|position|role) (?:at|with) {_NAME}"),
+     "works_at", False, False),  # session 30: "moved back to Helsinki for a job at Supercell"
     (re.compile(rf"\b(?:left|quit) {_NAME}"), "works_at", True, False),
     (re.compile(rf"\bwent back to {_NAME}"), "works_at", False, True),
 )
@@ -898,9 +930,15 @@ def _clause_after(sentence: str, at: int) -> str:
 _PLACE_ASKED = re.compile(r"(?:\bhow(?:'s| is| are things in| is life in|'s life in| does)\s+|"
                           r"\b(?:in|to|visiting|visit)\s+)(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))",
                           re.IGNORECASE)
-_MOVED_HERE = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|relocated) (?:over )?here\b|"
+_MOVED_HERE = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|relocated) (?:over |straight |right )?here\b|"
                          rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|come|been) back\b"
-                         r"(?! (?:to|from|at|home|in [A-Z]|for)\b)")
+                         r"(?! (?:to|from|at|home|in [A-Z]|for)\b)|"
+                         # session 30: "We've been here since January last year" (a stay, not "for a week")
+                         rf"\b(?:I|[Ww]e)(?:'ve| have) {_ADV}been here (?=since\b|for (?:a|an|one|two|three|four|five|"
+                         r"six|seven|eight|nine|ten|a few|several|many|\d+) (?:years?|months?)\b)")
+#: session 30: "How long have you been in Dubai now?" — "Since May last year."
+_HOW_LONG = re.compile(r"\bhow long have you been (?:living |based )?in\b", re.IGNORECASE)
+_SINCE_OPENING = re.compile(r"^\s*(?:(?:oh|well|yes|yeah|hmm)\W+)*since\b", re.IGNORECASE)
 
 
 def moved_here(question: str, answer: str) -> list[LineState]:
@@ -916,7 +954,11 @@ def moved_here(question: str, answer: str) -> list[LineState]:
               and not _not_a_subject_name(m.group(1))}
     if len(places) != 1:
         return []
-    return _said_in(answer, _MOVED_HERE, "lives_in", places.pop())
+    place = places.pop()
+    if _HOW_LONG.search(question) and _SINCE_OPENING.match(answer):
+        first = re.split(r"(?<=[.!?])\s+", answer.strip())[0]
+        return [LineState("lives_in", place, first, clause=first)]
+    return _said_in(answer, _MOVED_HERE, "lives_in", place)
 
 
 def _said_in(answer: str, pattern: re.Pattern[str], relation: str, name: str) -> list[LineState]:
@@ -927,28 +969,83 @@ def _said_in(answer: str, pattern: re.Pattern[str], relation: str, name: str) ->
             for m in pattern.finditer(sentence) if _plain_clause(sentence, m.start())]
 
 
-#: an engagement told without the partner's name in its clause: "Femke! We got engaged in February" (the
-#: line opens with the name), "he proposed on the beach in October!" or "I finally asked her, and she said
-#: yes!" (the question names them: "And Felipe, anything to report?")
+#: a couple told without the partner's name in its clause: "Femke! We got engaged in February" (the line opens
+#: with the name), "he proposed on the beach in October!" or "I finally asked her, and she said yes!" (the
+#: question names them: "And Felipe, anything to report?"); session 30: a marriage ("Is it true Wayan sends
+#: memes …?" — "We've only been married since May last year") and a separation ("After everything with
+#: Hendra." — "We separated in 2019 and the divorce was final in February last year")
 _GOT_ENGAGED = re.compile(r"\b(?:[Ww]e|I) (?:just |finally |recently )?got engaged\b|\b(?:[Hh]e|[Ss]he) "
                           r"(?:just |finally )?proposed\b|\bI (?:just |finally )?(?:asked (?:her|him)|proposed)\b"
                           r"[^.!?]*\b(?:she|he) said yes\b")
+_GOT_MARRIED = re.compile(r"\b[Ww]e(?:'ve| have)? (?:only |just |finally |recently )?(?:got|been) married\b")
+_SEPARATED = re.compile(r"\b[Ww]e (?:just |finally |recently )?(?:separated|split up|broke up|(?:got )?divorced)\b")
 _OPENING_NAME = re.compile(r"^\s*(?:(?:well|oh|yes|yeah)\W+)*(?-i:([A-Z][a-z][\w'-]*))\s*[!,.]", re.IGNORECASE)
 
 
-def engaged_to(question: str, asker: str, answer: str, answerer: str) -> list[LineState]:
-    """``partner_of`` the person an engagement in ``answer`` is with: the name the answer opens with, else
-    the one person the question asks after (:func:`asked_person`); each with its clause's time words.
+def couple_answered(question: str, asker: str, answer: str, answerer: str) -> list[LineState]:
+    """An engagement (``partner_of``), a marriage (``married_to``) or a separation (ended: ``married_to`` when its
+    sentence speaks of divorce, else ``partner_of``) that ``answer`` tells of "we" or "he/she", with the name the
+    answer opens with, else the one person the question asks after (:func:`asked_person`); each with its clause's
+    time words.
 
-    >>> [(s.relation, s.name) for s in engaged_to("And the tall girl?", "Dilnoza", "Femke! We got engaged in February.", "Rustam")]
+    >>> [(s.relation, s.name) for s in couple_answered("And the tall girl?", "Dilnoza", "Femke! We got engaged in February.", "Rustam")]
     [('partner_of', 'Femke')]
+    >>> [(s.relation, s.name, s.ended) for s in couple_answered("How are you? After everything with Hendra.", "Putri",
+    ...     "Better. We separated in 2019 and the divorce was final in February last year.", "Dewi")]
+    [('married_to', 'Hendra', True)]
     """
-    opening = _OPENING_NAME.match(answer)
-    name = opening.group(1) if opening is not None else None
-    if name is None or name.lower() in _NOT_A_NAME or _not_a_subject_name(name) or name in _QUESTION_WORDS \
-            or name in (asker, answerer):
-        name = asked_person(question, asker, answerer)
-    return [] if name is None else _said_in(answer, _GOT_ENGAGED, "partner_of", name)
+    name = asked_person(question, asker, answerer) or _one_name(question, (asker, answerer))
+    if name is None:
+        opening = _OPENING_NAME.match(answer)
+        name = opening.group(1) if opening is not None else None
+        if name is None or name.lower() in _NOT_A_NAME or _not_a_subject_name(name) or name in _QUESTION_WORDS \
+                or name in (asker, answerer):
+            return []
+    out = _said_in(answer, _GOT_ENGAGED, "partner_of", name) + _said_in(answer, _GOT_MARRIED, "married_to", name)
+    for st in _said_in(answer, _SEPARATED, "partner_of", name):
+        rel = "married_to" if _DIVORCED.search(st.sentence) else "partner_of"
+        out.append(LineState(rel, name, st.sentence, True, clause=_clause_after(st.clause, 0)))
+    return out
+
+
+def _one_name(line: str, speakers: tuple[str, ...]) -> str | None:
+    """The one name a line holds past the first word of its sentences ("How are you? After everything with
+    Hendra." → "Hendra"), not a speaker's; ``None`` for none or several."""
+    names = {m.group(1) for sentence in re.split(r"(?<=[.!?])\s+", line.strip())
+             for m in _Q_NAME.finditer(sentence, 1)
+             if m.group(1) not in speakers and m.group(1) not in _QUESTION_WORDS and m.group(1) not in _TIME_NAMES
+             and m.group(1).lower() not in _NOT_A_NAME and not _not_a_subject_name(m.group(1))}
+    return names.pop() if len(names) == 1 else None
+
+
+#: session 30: how long a marriage has lasted, said by one of the two ("Three years married and Laila still can't
+#: believe it", "married for eight months", "Since last October, so yes, eight months of being Hendra's wife")
+_NUMBER = r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several|\d+)"
+_MARRIED_FOR = re.compile(rf"\b({_NUMBER} (?:years?|months?|weeks?)) (?:married\b|of (?:being )?(?:married|"
+                          rf"marriage)\b)|\bmarried for ({_NUMBER} (?:years?|months?|weeks?))\b", re.IGNORECASE)
+_MARRIED_SINCE = re.compile(r"\b(?:married|wife|husband)\b", re.IGNORECASE)
+
+
+def marriage_length(text: str) -> str:
+    """The time phrase that dates the speaker's marriage in a line: "for three years" for "Three years married"
+    or "married for three years", or a "since …" phrase in a sentence that speaks of marriage; ``""`` when none.
+
+    >>> marriage_length("Eighteen months, and she talks. Three years married and Laila still can't believe it.")
+    'for Three years'
+    >>> marriage_length("Since last October, so yes, eight months of being Hendra's wife at every family event.")
+    'since last October'
+    """
+    for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
+        if sentence.rstrip().endswith("?"):
+            continue
+        since = re.search(r"\bsince ((?:last |early |late )?[A-Za-z]+(?: (?:last year|(?:19|20)\d\d))?)", sentence,
+                          re.IGNORECASE)
+        if since is not None and _MARRIED_SINCE.search(sentence) and not _NOT_PLAIN.search(sentence[:since.start()]):
+            return "since " + since.group(1)
+        m = _MARRIED_FOR.search(sentence)
+        if m is not None and not _NOT_PLAIN.search(sentence[:m.start()]):
+            return "for " + (m.group(1) or m.group(2))
+    return ""
 
 
 #: "Still at Glovo?", "Are you still with BMW?": the listener's job asked after
@@ -998,6 +1095,17 @@ def described_person(statement: str, name: str) -> bool:
     return bool(name.strip()) and re.search(rf"\b{re.escape(name.strip())},? who\b", statement) is not None
 
 
+def a_project(obj: str) -> bool:
+    """Is ``obj`` a project ("bridge project in Cairo", "the Riverside project"), which one works on, not for?
+    Then a ``works_at`` fact naming it names no employer (session 30: "started at Orascom Construction in
+    September, and now I'm on a bridge project in Cairo" closed Orascom).
+
+    >>> a_project("bridge project in Cairo"), a_project("Project Lead Ltd")
+    (True, False)
+    """
+    return re.match(r"(?:(?:an?|the|my|his|her|their|our)\s+)?(?:[\w-]+\s+){0,3}?projects?\b", obj.strip()) is not None
+
+
 def pair_subject(subject: str, obj: str) -> str | None:
     """"Lucie and Radek" ``married_to`` "Radek": the couple as subject and one of them as object — the
     other one is the subject ("Lucie"); ``None`` when ``subject`` is no such pair.
@@ -1016,4 +1124,4 @@ def pair_subject(subject: str, obj: str) -> str | None:
     return None
 
 
-__all__ = ["KIN", "KinMention", "asked_person", "described_person", "employer_named", "engaged_to", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "a_project", "asked_person", "couple_answered", "described_person", "employer_named", "job_answered", "moved_here", "pair_subject", "plain_subject", "told_states", "ending_governs", "engaged_only", "kin_mentions", "LineState", "marriage_length", "home_answered", "kin_answered", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
