@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 import pytest
 
 from chronomem.extract import states
+from chronomem.extract import replies
 from chronomem.extract.line_observations import parse_line_observations
 from chronomem.extract.observations import RULE_VERSIONS, STATE_RULES, postprocess_observations
 from chronomem.extract.pipeline import METHOD_RECIPES
@@ -185,12 +186,12 @@ def test_reported_owner() -> None:
 
 
 def test_kin_answered() -> None:
-    said = states.kin_answered("And your sister?", "Priya", "Carmen is still in Seville, she runs a cafe.", "Diego")
+    said = replies.kin_answered("And your sister?", "Priya", "Carmen is still in Seville, she runs a cafe.", "Diego")
     assert said == states.KinMention("Diego", "sibling_of", "Carmen", "sister")
-    assert states.kin_answered("How are your kids?", "Priya", "Yeah, they're fine.", "Diego") is None
-    assert states.kin_answered("Seen your friends?", "A", "Most of them moved away.", "B") is None
-    assert states.kin_answered("And your brother Felix?", "Omar", "Felix is fine.", "Lena") is None  # named: kin_mentions
-    assert states.kin_answered("And your sister?", "Priya", "Priya, she is fine.", "Diego") is None  # the asker's name
+    assert replies.kin_answered("How are your kids?", "Priya", "Yeah, they're fine.", "Diego") is None
+    assert replies.kin_answered("Seen your friends?", "A", "Most of them moved away.", "B") is None
+    assert replies.kin_answered("And your brother Felix?", "Omar", "Felix is fine.", "Lena") is None  # named: kin_mentions
+    assert replies.kin_answered("And your sister?", "Priya", "Priya, she is fine.", "Diego") is None  # the asker's name
 
 
 def test_line_states() -> None:
@@ -249,7 +250,7 @@ def test_line_states_of_couples_homes_and_employers(text: str, found: list) -> N
 def test_a_relatives_move_after_and_is_theirs() -> None:
     assert states.state_clauses("Olga's dad Anders finally retired and moved to Gotland.", "did", "retired") == [
         ("lives_in", "Gotland", False, "Anders")]
-    assert states.kin_answered("Is your brother here too?", "Sofia", "Kwame stayed in Accra.", "Nia") == (
+    assert replies.kin_answered("Is your brother here too?", "Sofia", "Kwame stayed in Accra.", "Nia") == (
         states.KinMention("Nia", "sibling_of", "Kwame", "brother"))
 
 
@@ -298,10 +299,10 @@ def test_line_states_of_switches_departures_and_homes(text: str, found: list) ->
 
 
 def test_home_answered() -> None:
-    assert states.home_answered("Hi Fatima, where are you based now?", "Toronto. I work for Shopify.") == "Toronto"
-    assert states.home_answered("Where do you live these days?", "Still in Lima, near the sea.") == "Lima"
-    assert states.home_answered("Where are you based now?", "Yes, why?") is None
-    assert states.home_answered("How is Toronto?", "Toronto. Cold.") is None  # not asked where they live
+    assert replies.home_answered("Hi Fatima, where are you based now?", "Toronto. I work for Shopify.") == "Toronto"
+    assert replies.home_answered("Where do you live these days?", "Still in Lima, near the sea.") == "Lima"
+    assert replies.home_answered("Where are you based now?", "Yes, why?") is None
+    assert replies.home_answered("How is Toronto?", "Toronto. Cold.") is None  # not asked where they live
 
 
 def test_a_bare_home_answer_is_a_residence() -> None:
@@ -368,12 +369,12 @@ def test_a_job_begun_is_an_employer_and_a_late_past_is_closed() -> None:
 
 
 def test_a_person_asked_after_by_name_and_answered_by_kin() -> None:
-    assert states.kin_answered("And Priya?", "Mei", "My wife just started her PhD at IISc.", "Ravi") == states.KinMention(
+    assert replies.kin_answered("And Priya?", "Mei", "My wife just started her PhD at IISc.", "Ravi") == states.KinMention(
         "Ravi", "married_to", "Priya", "wife")
-    assert states.kin_answered("How's Adam doing?", "Sam", "My brother is fine.", "Noor") == states.KinMention(
+    assert replies.kin_answered("How's Adam doing?", "Sam", "My brother is fine.", "Noor") == states.KinMention(
         "Noor", "sibling_of", "Adam", "brother")
-    assert states.kin_answered("And Adam?", "Sam", "Adam proposed in March!", "Noor") is None
-    assert states.kin_answered("And Priya?", "Mei", "My wife Anna is fine.", "Ravi") is None  # the wife is named otherwise
+    assert replies.kin_answered("And Adam?", "Sam", "Adam proposed in March!", "Noor") is None
+    assert replies.kin_answered("And Priya?", "Mei", "My wife Anna is fine.", "Ravi") is None  # the wife is named otherwise
 
 
 # ----------------------------------------------------------------- the fifth cut (check7's failures)
@@ -552,7 +553,7 @@ def test_line_states_of_homes_kept_hires_and_studies(text: str, found: list) -> 
     ("Still in Sapporo?", "Haha, where else would I be?", None),
 ])
 def test_a_home_asked_after_and_confirmed(question: str, answer: str, home: str | None) -> None:
-    assert states.home_answered(question, answer) == home
+    assert replies.home_answered(question, answer) == home
 
 
 def test_a_course_read_from_the_line_is_a_school_and_going_out_is_a_couple() -> None:
@@ -622,7 +623,7 @@ def test_what_an_answer_tells_of_the_person_asked_after(question: str, answer: s
 
 
 def told_states_of(question: str, answer: str) -> list:
-    return states.told_states(question, "Asker", answer, "Teller")
+    return replies.told_states(question, "Asker", answer, "Teller")
 
 
 @pytest.mark.parametrize("question, answer, place", [
@@ -634,16 +635,16 @@ def told_states_of(question: str, answer: str) -> list:
     ("Where are you?", "I moved here last year.", None),  # no place asked
 ])
 def test_here_is_the_place_the_question_names(question: str, answer: str, place: str | None) -> None:
-    assert [s.name for s in states.moved_here(question, answer)] == ([place] if place else [])
+    assert [s.name for s in replies.moved_here(question, answer)] == ([place] if place else [])
 
 
 def test_a_job_asked_after_and_denied() -> None:
-    st = states.job_answered("And you? Still at Glovo?", "No, the layoffs got me in March last year. I took a break.")
+    st = replies.job_answered("And you? Still at Glovo?", "No, the layoffs got me in March last year. I took a break.")
     assert (st.relation, st.name, st.ended, st.clause) == ("works_at", "Glovo", True,
                                                           "No, the layoffs got me in March last year.")
-    assert states.job_answered("Still at Glovo?", "No, still there, but thinking of leaving.") is None
-    assert states.job_answered("Still at Glovo?", "Yes, same desk.") is None
-    assert states.job_answered("What about Emeka, still at LUTH?", "No, he left.", who="Emeka").who == "Emeka"
+    assert replies.job_answered("Still at Glovo?", "No, still there, but thinking of leaving.") is None
+    assert replies.job_answered("Still at Glovo?", "Yes, same desk.") is None
+    assert replies.job_answered("What about Emeka, still at LUTH?", "No, he left.", who="Emeka").who == "Emeka"
 
 
 def test_titles_and_couples_as_subjects() -> None:
@@ -760,7 +761,7 @@ def test_memory_add_reports_a_failing_rule_and_keeps_the_chunk(monkeypatch: pyte
     ("Are you in Rome or in Paris now?", "We moved back last year.", None),  # two places asked
 ])
 def test_back_is_the_place_the_question_names(question: str, answer: str, place: str | None) -> None:
-    assert [s.name for s in states.moved_here(question, answer)] == ([place] if place else [])
+    assert [s.name for s in replies.moved_here(question, answer)] == ([place] if place else [])
 
 
 @pytest.mark.parametrize("question, answer, partner", [
@@ -771,7 +772,7 @@ def test_back_is_the_place_the_question_names(question: str, answer: str, place:
     ("And Felipe?", "He might propose at Christmas.", None),
 ])
 def test_an_engagement_is_with_the_person_named(question: str, answer: str, partner: str | None) -> None:
-    got = states.couple_answered(question, "Asker", answer, "Teller")
+    got = replies.couple_answered(question, "Asker", answer, "Teller")
     assert [(s.relation, s.name) for s in got] == ([("partner_of", partner)] if partner else [])
 
 
@@ -791,11 +792,11 @@ def test_one_past_year_and_a_jump(text: str, found: list) -> None:
 
 
 def test_a_relative_sent_abroad_by_an_employer_and_a_job_taken() -> None:
-    got = states.told_states("Will Cristobal make it back?", "Ignacio",
+    got = replies.told_states("Will Cristobal make it back?", "Ignacio",
                              "He'd better, though BHP moved him to Perth in June.", "Catalina")
     assert [(s.who, s.relation, s.name) for s in got] == [("Cristobal", "works_at", "BHP"),
                                                           ("Cristobal", "lives_in", "Perth")]
-    got = states.told_states("How's Ebba, still in Uppsala forever?", "Henrik",
+    got = replies.told_states("How's Ebba, still in Uppsala forever?", "Henrik",
                              "She took a cardiology job at Rikshospitalet and moved to Oslo last year.", "Oskar")
     assert [(s.who, s.relation, s.name) for s in got] == [("Ebba", "works_at", "Rikshospitalet"),
                                                           ("Ebba", "lives_in", "Oslo")]
@@ -853,7 +854,7 @@ def test_four_years_is_no_one_and_a_project_is_no_employer() -> None:
 ])
 def test_how_long_here_answered_with_since(question: str, answer: str, place: str | None,
                                            start: datetime | None) -> None:
-    got = states.moved_here(question, answer)
+    got = replies.moved_here(question, answer)
     assert [s.name for s in got] == ([place] if place else [])
     if place:
         facts, _ = run({0: line(0, "Friend", question), 1: line(1, "Me", answer)})
@@ -870,7 +871,7 @@ def test_how_long_here_answered_with_since(question: str, answer: str, place: st
     ("How was the wedding?", "We got married in the rain!", []),  # to whom, neither line says
 ])
 def test_a_marriage_or_a_separation_with_the_person_asked_after(question: str, answer: str, told: list) -> None:
-    got = states.couple_answered(question, "Asker", answer, "Teller")
+    got = replies.couple_answered(question, "Asker", answer, "Teller")
     assert [(s.relation, s.name, s.ended) for s in got] == told
 
 

@@ -42,6 +42,7 @@ from ..registry import statement_identity
 from . import confidence
 from . import speakers as speakers_12
 from . import states
+from . import replies
 from .chunking import Chunk
 from . import extractor as v1
 from .extractor import (
@@ -1247,15 +1248,15 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
     for i, msg in enumerate(lines):
         said = states.line_states(msg.text)
         prev = lines[i - 1] if i > 0 and lines[i - 1].speaker != msg.speaker else None
-        home = states.home_answered(prev.text, msg.text) if prev is not None else None
+        home = replies.home_answered(prev.text, msg.text) if prev is not None else None
         if home is not None:
             said.append(states.LineState("lives_in", home, msg.text.split(".")[0]))
         if prev is not None:  # session 29: what an answer tells of a person or a place the question names
-            said += states.moved_here(prev.text, msg.text)
-            said += states.told_states(prev.text, prev.speaker, msg.text, msg.speaker)
-            said += states.couple_answered(prev.text, prev.speaker, msg.text, msg.speaker)
-            job = states.job_answered(prev.text, msg.text,
-                                      who=states.asked_person(prev.text, prev.speaker, msg.speaker) or "")
+            said += replies.moved_here(prev.text, msg.text)
+            said += replies.told_states(prev.text, prev.speaker, msg.text, msg.speaker)
+            said += replies.couple_answered(prev.text, prev.speaker, msg.text, msg.speaker)
+            job = replies.job_answered(prev.text, msg.text,
+                                      who=replies.asked_person(prev.text, prev.speaker, msg.speaker) or "")
             said += [job] if job is not None else []
         if span := states.marriage_length(msg.text):  # session 30: "Three years married and Laila …"
             said += [states.LineState("married_to", f.object, msg.text, time=span) for f in out
@@ -1313,7 +1314,7 @@ def _with_kin(facts: list[FactInput], numbered: dict[int, Message], speakers: Se
         others = [s for s in speakers if s != msg.speaker]
         mentions = states.kin_mentions(msg.text, msg.speaker, others[0] if len(others) == 1 else None)
         if i > 0 and lines[i - 1].speaker != msg.speaker:
-            answered = states.kin_answered(lines[i - 1].text, lines[i - 1].speaker, msg.text, msg.speaker)
+            answered = replies.kin_answered(lines[i - 1].text, lines[i - 1].speaker, msg.text, msg.speaker)
             mentions += [answered] if answered is not None else []
         for k in mentions:
             relation = canonical(k.relation)
