@@ -231,3 +231,27 @@ def test_ending_that_reaches_further_back_keeps_the_earlier_part(mem: Memory) ->
     assert versions(mem) == [("Oslo", "2016-01-01", "2018-01-01"), ("Oslo", "2018-01-01", "2021-01-01")]
     assert [f.object for f in mem.facts(user_id=U, as_of="2017-01-01")] == ["Oslo"]
     assert mem.facts(user_id=U, as_of="2022-01-01") == []
+
+
+def test_an_ending_closes_the_one_open_fact_named_alike(mem: Memory) -> None:
+    # session 30: "I finally quit Asda" after "Asda offered me a role at their head office": the ending named the
+    # employer shorter; before, it became "works_at Asda" with an unknown start, placed before every known start
+    # (she "worked at Asda" before 2005)
+    work = [{"subject": "Maya", "relation": "works_at", "object": o, "valid_from": s}
+            for o, s in (("Shell", "2005-01-01"), ("Asda head office", "2013-06-01"))]
+    mem.add_facts(work, user_id=U)
+    rep = mem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Asda", "valid_to": "2019-10-30"}],
+                        user_id=U)
+    assert rep.added == [] and [f.object for f in rep.closed] == ["Asda head office"]
+    assert versions(mem, "works_at") == [("Shell", "2005-01-01", "2013-06-01"),
+                                         ("Asda head office", "2013-06-01", "2019-10-30")]
+    assert mem.facts(user_id=U, subject="Maya", relation="works_at", as_of="2004-01-01") == []
+
+
+def test_an_ending_named_unlike_the_open_fact_keeps_the_old_rule(mem: Memory) -> None:
+    lives(mem, "Porto North", "2012-01-01")
+    lives(mem, "Lisbon", "2015-01-01")
+    rep = lives(mem, "Porto", end="2014-06-01")  # alike the closed fact, not the open one: nothing to close
+    assert rep.closed == [] and rep.added[0].valid_from is None
+    lives(mem, "Braga", end="2019-01-01")  # named like nothing
+    assert [v for v in versions(mem) if v[0] == "Lisbon"] == [("Lisbon", "2015-01-01", None)]

@@ -4,7 +4,9 @@ Nothing here touches a database: :func:`plan_update` looks at one incoming
 fact and the stored facts it could interact with, and returns what to insert
 and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
 
-* an *ending* (incoming ``valid_to`` set) closes the matching open fact; if it
+* an *ending* (incoming ``valid_to`` set) closes the matching open fact (in a
+  single-valued slot where none matches, the open fact named alike:
+  :func:`named_alike`, "I quit Asda" ends "works_at Asda head office"); if it
   also says the stint began earlier than stored, that earlier part is inserted
   as its own fact, placed in order;
 * the *same fact again* (same key, same stability class, starting inside a
@@ -37,6 +39,7 @@ learned later (or a stored fact with a known start) orders them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -101,6 +104,25 @@ def _contains(f: Fact, when: datetime | None) -> bool:
     return (f.valid_from is None or f.valid_from <= when) and (f.valid_to is None or when < f.valid_to)
 
 
+_ARTICLE = re.compile(r"^(?:the|a|an|my|our|his|her|their)\s+", re.IGNORECASE)
+
+
+def _name_words(name: str) -> list[str]:
+    return [re.sub(r"'s$", "", w) for w in re.findall(r"[\w'&+-]+", _ARTICLE.sub("", name.strip()).lower())]
+
+
+def named_alike(a: str, b: str) -> bool:
+    """Does one name begin with the whole of the other, word by word ("Asda" and "Asda head office", "St
+    James's" and "St James's Hospital", "the Royal Swedish Opera" and "Royal Swedish Opera")?  Pure.
+
+    >>> named_alike("Asda", "Asda head office"), named_alike("Asda", "Tesco"), named_alike("Bank", "Bank Mandiri")
+    (True, False, True)
+    """
+    x, y = _name_words(a), _name_words(b)
+    short, long_ = sorted((x, y), key=len)
+    return bool(short) and long_[:len(short)] == short
+
+
 def in_slot(a: Fact, b: Fact, spec: RelationSpec, key: Callable[[Fact], Key]) -> bool:
     """Can stable facts ``a`` and ``b`` not both hold at once?"""
     if spec.single_valued:
@@ -132,9 +154,15 @@ def plan_update(
     stable = is_stable(new, theta)
     same = [f for f in stored if key(f) == k and is_stable(f, theta) == stable and not f.superseded]
 
-    # 1. an explicit ending closes the matching open fact
+    # 1. an explicit ending closes the matching open fact (or, in a one-valued slot, the one open fact
+    #    named alike: "I quit Asda" ends "works_at Asda head office")
     if new.valid_to is not None:
         open_ = [f for f in same if f.valid_to is None and _before(f.valid_from, new.valid_to)]
+        if not open_ and stable and spec.single_valued and not spec.symmetric:
+            alike = [f for f in stored if f.relation == new.relation and f.valid_to is None and _live(f, theta)
+                     and in_slot(new, f, spec, key) and _before(f.valid_from, new.valid_to)
+                     and named_alike(f.object, new.object)]
+            open_ = alike if len(alike) == 1 else []
         if open_:
             target = max(open_, key=lambda f: (f.valid_from is not None, f.valid_from or new.valid_to))
             changed = replace(
