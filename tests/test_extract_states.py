@@ -815,7 +815,7 @@ def test_someone_described_as_a_person_is_no_employer() -> None:
 
 @pytest.mark.parametrize("text, found", [
     ("Barely alive. Second year at the Politecnico di Milano is all models and no sleep.",
-     [("studies_at", "Politecnico", False)]),
+     [("studies_at", "Politecnico di Milano", False)]),
     ("Never. It's midterms at the American University in Cairo, I basically live in the library.",
      [("studies_at", "American University", False)]),
     ("My first year at Google was rough.", []),  # a year at a company is a job, not a school
@@ -900,3 +900,50 @@ def test_a_marriage_dated_by_its_length_and_a_home_by_an_earlier_line() -> None:
     facts, _ = run(numbered, (2, fact("Kwame lives in Manchester.", "Kwame", "lives_in", "Manchester")))
     assert [(f.object, f.valid_from) for f in facts if f.relation == "lives_in"] == [
         ("Manchester", datetime(2012, 1, 1, tzinfo=timezone.utc))]
+
+
+# ----------------------------------------------------------------- session 30, fourth cut: check13's failures
+
+@pytest.mark.parametrize("text, found", [
+    ("It is! so I came home that summer. Got a job at the Marine Institute out in Oranmore, which is what I wanted",
+     [("works_at", "Marine Institute", False)]),
+    ("Passed last November 🙏 Started at St. Luke's Medical Center in Quezon City in January. ER.",
+     [("works_at", "St. Luke's Medical Center", False)]),
+    ("Tudo. Work at Serra Azul Mineração is ok, lots of spreadsheets about iron ore.",
+     [("works_at", "Serra Azul Mineração", False)]),
+    ("Porto! I quit Serra Azul in August and started a master's in engineering management at the Universidade do "
+     "Porto. Two years", [("studies_at", "Universidade do Porto", False)]),
+    ("In March, yes. Zeit Online offered me a spot on their digital politics team here in Berlin.",
+     [("works_at", "Zeit Online", False)]),
+    ("Got to go, talk later!", []),  # no subject dropped that names a place or employer
+])
+def test_chat_that_drops_the_subject_and_names_in_other_languages(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended) for s in states.line_states(text)] == found
+
+
+def test_sentences_end_at_emoji_not_at_a_saints_name() -> None:
+    assert states.sentences("Passed 🙏 Started at St. Luke's. ER!") == ["Passed 🙏", "Started at St. Luke's.", "ER!"]
+    assert states.with_subject("Moved back in 2022 with Selin") == "I moved back in 2022 with Selin"
+    assert states.with_subject("Moving is hard") == "Moving is hard"
+
+
+@pytest.mark.parametrize("question, answer, home", [
+    ("Wait where ARE you??", "Porto! I quit Serra Azul in August.", "Porto"),
+    ("Jom! Long time. Still in Cebu?", "Still here lol, where else.", "Cebu"),
+    ("Where are you going tonight?", "Porto! The club.", None),  # not a home asked
+])
+def test_where_are_you_and_still_here(question: str, answer: str, home: str | None) -> None:
+    assert replies.home_answered(question, answer) == home
+
+
+def test_here_without_a_subject_and_a_job_asked_by_what_it_is() -> None:
+    got = replies.moved_here("How's Dubai? Hot?", "Hot is an understatement. Been here since March last year")
+    assert [(s.relation, s.name) for s in got] == [("lives_in", "Dubai")]
+    job = replies.job_named("Still at that consultancy in Dublin?", "Yep, Tidewell Consulting. Nearly three years.")
+    assert job is not None and (job.relation, job.name) == ("works_at", "Tidewell Consulting")
+    assert replies.job_named("Still at Tidewell?", "Yep, Tidewell Consulting.") is None  # named: job_answered's
+    assert replies.job_named("Still at that consultancy?", "No, Arup now.") is None
+    numbered = {0: line(0, "Declan", "Still at that consultancy in Dublin?"),
+                1: line(1, "Siobhan", "Yep, Tidewell Consulting. Nearly three years since I moved up.")}
+    facts, _ = run(numbered)
+    assert [(f.subject, f.relation, f.object) for f in facts] == [("Siobhan", "works_at", "Tidewell Consulting")]

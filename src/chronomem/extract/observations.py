@@ -1258,6 +1258,8 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
             job = replies.job_answered(prev.text, msg.text,
                                       who=replies.asked_person(prev.text, prev.speaker, msg.speaker) or "")
             said += [job] if job is not None else []
+            named = replies.job_named(prev.text, msg.text)
+            said += [named] if named is not None else []
         if span := states.marriage_length(msg.text):  # session 30: "Three years married and Laila …"
             said += [states.LineState("married_to", f.object, msg.text, time=span) for f in out
                      if f.subject == msg.speaker and f.relation == canonical("married_to") and _undated_from(f, msg)]

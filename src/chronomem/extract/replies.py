@@ -19,7 +19,8 @@ import re
 
 # the shared vocabulary of the state rules (private to the extract package)
 from .states import (KIN, KinMention, LineState, _ADV, _DIVORCED, _KIN_WORDS, _NAME, _NOT_NAMES, _ROLE,
-                     _SUBJECT_TOKEN, _TIME_NAMES, _WORK_CUE, _bare_name, _not_a_subject_name, _plain_clause)
+                     _SUBJECT_TOKEN, _TIME_NAMES, _WORK_CUE, _bare_name, _not_a_subject_name, _plain_clause,
+                     sentences, with_subject)
 
 _ASKED_KIN = re.compile(rf"\byour\s+(?:(?:little|big|older|younger|new)\s+)?({_KIN_WORDS})s?\b(?!,?\s+(?-i:[A-Z]))",
                         re.IGNORECASE)
@@ -34,7 +35,8 @@ _NOT_A_NAME = (frozenset(w.lower() for w in _NOT_NAMES) | frozenset(_INTERJECTIO
                   "great", "fine"})
 
 
-_ASKED_HOME = re.compile(r"\bwhere (?:are|do) you (?:based|living|live|staying)\b", re.IGNORECASE)
+_ASKED_HOME = re.compile(r"\bwhere (?:are|do) you (?:based|living|live|staying)\b|"
+                         r"\bwhere (?:are|r) you(?: now| these days)?\W*$", re.IGNORECASE)  # session 30: "Wait where ARE you??"
 _BARE_PLACE = re.compile(r"^\s*(?:(?:in|still in|now in)\s+)?(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))\s*[.!,]",
                          re.IGNORECASE)
 
@@ -50,6 +52,8 @@ _STILL_IN = re.compile(r"\s*(?:still\s+)?(?:(?:here\s+)?in\s+)?(?-i:([A-Z][a-z][
 def _still_there(place: str, answer: str) -> bool:
     """Does ``answer`` confirm "still in ``place``?": "Still in Athens, and …", "Yes, still in Prague.",
     "Yes! Snow up to my knees."; not "No, …", "Yes, but in Otaru now", nor another place."""
+    if re.match(r"\s*(?:(?:yes|yeah|yep)\W+)?still here\b", answer, re.IGNORECASE):
+        return True  # session 30: "Still in Cebu?" — "Still here lol, where else"
     yes = _YES.match(answer)
     rest = answer[yes.end():] if yes else answer
     if yes and re.search(r"[!.]", yes.group(1)):
@@ -269,7 +273,7 @@ def _said_in(answer: str, pattern: re.Pattern[str], relation: str, name: str) ->
     """A ``relation`` ``name`` state per plain clause of ``answer`` that ``pattern`` finds, each with its clause
     (whose time words it takes)."""
     return [LineState(relation, name, sentence.strip(), clause=sentence[m.start():])
-            for sentence in re.split(r"(?<=[.!?])\s+", answer.strip())
+            for sentence in map(with_subject, sentences(answer.strip()))
             for m in pattern.finditer(sentence) if _plain_clause(sentence, m.start())]
 
 
@@ -328,6 +332,25 @@ _ASKED_STILL_AT = re.compile(r"(?:^|[.!?,]\s*|\bare you\s+|\byou(?:'re| are)\s+)
 _NO = re.compile(r"\s*(?:no|nope|not anymore|not any more)\b(?![^.!?]*\bstill\b)", re.IGNORECASE)
 
 
+#: session 30: "Still at that consultancy in Dublin?" — "Yep, Tidewell Consulting.": the job asked after by what
+#: it is, named by the answer
+_ASKED_STILL_AT_ONE = re.compile(r"\bstill (?:at|with|working (?:at|for)) (?:that|the|your) [a-z]", re.IGNORECASE)
+_YES_NAME = re.compile(rf"^\s*(?:yes|yep|yeah|yup)\W+{_NAME}\s*[.!,]", re.IGNORECASE)
+
+
+def job_named(question: str, answer: str) -> LineState | None:
+    """"Still at that consultancy in Dublin?" answered "Yep, Tidewell Consulting." → the answerer ``works_at``
+    Tidewell Consulting; ``None`` for any other pair.
+
+    >>> job_named("Still at that consultancy in Dublin?", "Yep, Tidewell Consulting. Nearly three years.").name
+    'Tidewell Consulting'
+    """
+    m = _YES_NAME.match(answer)
+    if _ASKED_STILL_AT_ONE.search(question) is None or m is None or _not_a_subject_name(m.group(1)):
+        return None
+    return LineState("works_at", m.group(1), answer[:m.end()].strip())
+
+
 def job_answered(question: str, answer: str, who: str = "") -> LineState | None:
     """"Still at Glovo?" answered "No, the layoffs got me in March last year." → ``works_at`` Glovo ended
     (the answer's first sentence gives the time); ``None`` for any other answer.  ``who``: the person the
@@ -339,5 +362,5 @@ def job_answered(question: str, answer: str, who: str = "") -> LineState | None:
     return LineState("works_at", _bare_name(q), first, True, who=who, clause=first)
 
 
-__all__ = ["asked_person", "couple_answered", "home_answered", "job_answered", "kin_answered", "moved_here",
+__all__ = ["asked_person", "couple_answered", "home_answered", "job_answered", "job_named", "kin_answered", "moved_here",
            "told_states"]

@@ -135,7 +135,8 @@ def ending_governs(statement: str, obj: str, *, strong: bool = False) -> bool:
 
 
 #: a capitalised name of up to four words; "I" ("Next time I'm in Prague I'll bring …") never continues one
-_NAME = r"(?:the )?([A-Z][\w'&-]*(?: (?:of |de |la )?(?!I\b)[A-Z][\w'&-]*){0,3})"
+_NAME = (r"(?:the )?((?:(?:St|Mt|Ft)\. )?[A-Z][\w'&-]*(?: (?:of |de |la |do |da |dos |das |di |del |della |du |von |van )?"
+         r"(?!I\b)[A-Z][\w'&-]*){0,3})")
 #: a clause of its own that moves someone or ends a named state; the relation of a "left X" clause is
 #: the one the model typed the statement with (left Sony: works_at; left Madrid: lives_in)
 _MOVED = re.compile(rf"\b(?:moved|moving|relocated|relocating) (?:back )?to {_NAME}")
@@ -312,7 +313,7 @@ def kin_mentions(text: str, speaker: str, listener: str | None) -> list[KinMenti
 
 
 #: what names a job ("a developer job", "a lecturer post")
-_A_JOB = r"(?:job|position|post|role|contract)"
+_A_JOB = r"(?:job|position|post|role|contract|spot)"
 #: an offer turned down is no job
 _NOT_DECLINED = r"(?![^.!?]*\b(?:turned (?:it |them )?down|declined|refused|rejected|said no)\b)"
 #: first-person clauses of a line that state where the speaker lives or works, with a name
@@ -449,6 +450,43 @@ class LineState:
         return f"{speaker} {verb} {self.name}."
 
 
+#: session 30: a sentence of the speaker's with no subject ("Got a job at the Marine Institute", "Started at
+#: St. Luke's in January", "Been here since March last year", "Moved back in 2022"): chat drops the "I"
+_SUBJECTLESS = re.compile(r"^(?:(?:and|then|so|also|oh|yes|yep|yeah|haha)\W+)?"
+                          r"(?=(?:got|started|moved|joined|landed|took|found|been|came|quit|left)\b)", re.IGNORECASE)
+#: "Work at Serra Azul Mineração is ok": the speaker's work named as the sentence's subject
+_WORK_OPENING = re.compile(rf"^(?:[Ww]ork|[Mm]y (?:new )?job|[Tt]he (?:new )?job) (?:at|with|for) {_NAME}")
+
+
+#: where a chat line's sentences end: after . ! ? (not "St." or "Dr." before a name) or an emoji
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?])(?<!\bSt\.)(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMt\.)"
+                           r"|(?<=[\U0001F300-\U0001FAFF\u2600-\u27BF]))\s+")
+
+
+def sentences(text: str) -> list[str]:
+    """A chat line's sentences.
+
+    >>> sentences("Passed last November 🙏 Started at St. Luke's in January. ER.")
+    ['Passed last November 🙏', "Started at St. Luke's in January.", 'ER.']
+    """
+    return _SENTENCE_END.split(text)
+
+
+def with_subject(sentence: str) -> str:
+    """``sentence`` with "I" put back where chat dropped it ("Got a job at X" → "I got a job at X", "Been here
+    since May" → "I've been here since May"); else ``sentence``.
+
+    >>> with_subject("Got a job at the Marine Institute out in Oranmore"), with_subject("Been here since March.")
+    ('I got a job at the Marine Institute out in Oranmore', "I've been here since March.")
+    """
+    m = _SUBJECTLESS.match(sentence)
+    if m is None:
+        return sentence
+    rest = sentence[m.end():]
+    verb = rest[0].lower() + rest[1:]
+    return sentence[:m.end()] + ("I've " if verb.startswith("been") else "I ") + verb
+
+
 def line_states(text: str) -> list[LineState]:
     """Where the speaker of a line says they live or work, in a first-person clause that names the
     place or employer ("I'm sharing an apartment in Osaka", "I work at Ridgeway High", "we moved to
@@ -463,10 +501,12 @@ def line_states(text: str) -> list[LineState]:
     """
     out: list[LineState] = []
     switches = _WORK_CUE.search(text) is not None
-    for sentence in re.split(r"(?<=[.!?])\s+", text):
+    for sentence in sentences(text):
         if sentence.rstrip().endswith("?"):
             continue
+        sentence = with_subject(sentence)
         found = [(m, rel, False) for rx, rel in _LINE_STATES for m in rx.finditer(sentence)]
+        found += [(m, "works_at", False) for m in _WORK_OPENING.finditer(sentence)]
         found += [(m, rel, ended) for rx, rel, ended in _PAIRS for m in rx.finditer(sentence)]
         if switches:
             found += [(m, "works_at", False) for m in _SWITCHED.finditer(sentence)]
@@ -806,4 +846,4 @@ def pair_subject(subject: str, obj: str) -> str | None:
     return None
 
 
-__all__ = ["KIN", "KinMention", "a_project", "described_person", "employer_named", "pair_subject", "plain_subject", "ending_governs", "engaged_only", "kin_mentions", "LineState", "marriage_length", "line_owner", "line_states", "range_phrase", "reported_owner", "state_clauses"]
+__all__ = ["KIN", "KinMention", "a_project", "described_person", "employer_named", "pair_subject", "plain_subject", "ending_governs", "engaged_only", "kin_mentions", "LineState", "marriage_length", "line_owner", "sentences", "with_subject", "line_states", "range_phrase", "reported_owner", "state_clauses"]
