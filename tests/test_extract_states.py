@@ -947,3 +947,18 @@ def test_here_without_a_subject_and_a_job_asked_by_what_it_is() -> None:
                 1: line(1, "Siobhan", "Yep, Tidewell Consulting. Nearly three years since I moved up.")}
     facts, _ = run(numbered)
     assert [(f.subject, f.relation, f.object) for f in facts] == [("Siobhan", "works_at", "Tidewell Consulting")]
+
+
+def test_a_state_copied_to_the_asker_whose_line_never_names_it_goes() -> None:
+    numbered = {0: line(0, "Putri", "How's married life? Eight months already?"),
+                1: line(1, "Dewi", "Since last October, so yes, eight months of being Hendra's wife.")}
+    facts, notes = run(numbered,
+                       (0, fact("Putri is married to Hendra.", "Putri", "married_to", "Hendra")),
+                       (1, fact("Dewi is married to Hendra.", "Dewi", "married_to", "Hendra")))
+    assert [(f.subject, f.relation, f.object) for f in facts] == [("Dewi", "married_to", "Hendra")]
+    assert any("does not name Hendra" in n for n in notes)
+    # both lines name it: neither is a copy
+    numbered = {0: line(0, "Ines", "I moved to Montreal too!"), 1: line(1, "Hugo", "Montreal for me since May.")}
+    facts, _ = run(numbered, (0, fact("Ines lives in Montreal.", "Ines", "lives_in", "Montreal")),
+                   (1, fact("Hugo lives in Montreal.", "Hugo", "lives_in", "Montreal")))
+    assert {f.subject for f in facts} == {"Ines", "Hugo"}

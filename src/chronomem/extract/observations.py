@@ -952,6 +952,7 @@ def postprocess_observations(
         if fact is not None:
             out.append(fact)
     if rules in STATE_RULES:
+        out = _guarded("copies", lambda facts: _named_by_its_owner(facts, numbered, speakers, notes), out, notes)
         out = _guarded("kin", lambda facts: _with_kin(facts, numbered, speakers, canonical, notes), out, notes)
         out = _guarded("line states", lambda facts: _with_line_states(facts, numbered, canonical, notes), out, notes)
     return _one_speaker_per_turn_fact(_ended_wins(out, notes), numbered, speakers, notes), notes
@@ -1298,6 +1299,33 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
                 source_ids=[msg.id], session_id=msg.session_id, text=text, origin=Origin.STATED,
                 subject_type="person"))
     return out
+
+
+def _named_by_its_owner(facts: list[FactInput], numbered: dict[int, Message], speakers: Sequence[str],
+                        notes: list[str]) -> list[FactInput]:
+    """Session 30: one state given to both speakers, its object named in one speaker's own lines only
+    ("How's married life? Eight months already?" — "Since last October … being Hendra's wife": the model wrote
+    "Putri married_to Hendra" from the question as well): the copy whose line never names the object goes.
+    Its speaker then seemed married to Hendra too, which closed the speaker's real marriage."""
+    by_id = {m.id: m for m in numbered.values()}
+
+    def names(f: FactInput) -> bool:  # a line of the subject's own that cites the fact names its object
+        return any(f.object.lower() in by_id[i].text.lower() for i in f.source_ids
+                   if i in by_id and by_id[i].speaker == f.subject)
+
+    groups: dict[tuple[str, str], list[FactInput]] = {}
+    for f in facts:
+        if f.subject in speakers and f.relation in _ENDABLE_STATES:
+            groups.setdefault((f.relation, f.object.lower()), []).append(f)
+    drop: set[int] = set()
+    for group in groups.values():
+        if len({f.subject for f in group}) < 2 or not any(names(f) for f in group):
+            continue
+        for f in group:
+            if not names(f):
+                drop.add(id(f))
+                notes.append(f"dropped copy whose line does not name {f.object}: {f.text}")
+    return [f for f in facts if id(f) not in drop]
 
 
 def _undated_from(fact: FactInput, msg: Message) -> bool:
