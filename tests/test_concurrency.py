@@ -12,6 +12,8 @@ import multiprocessing as mp
 import random
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from chronomem import Memory
 
 USER = "racer"
@@ -101,3 +103,37 @@ def test_workers_starting_at_once_migrate_once(store_url: str) -> None:
     with Memory(store_url) as mem:
         (tea,) = mem.history(user_id=USER)  # the same fact three times: reinforced, not duplicated
         assert tea.object == "tea"
+
+
+class _LockedThen:
+    """A connection stand-in whose journal-mode switch is refused ``n`` times, as SQLite refuses it at once,
+    without its busy handler, while another process is switching the same new file."""
+
+    def __init__(self, n: int, error: str = "database is locked") -> None:
+        self.n, self.error, self.calls = n, error, 0
+
+    def execute(self, sql: str) -> None:
+        self.calls += 1
+        if self.calls <= self.n:
+            import sqlean
+
+            raise sqlean.OperationalError(self.error)
+
+
+def test_the_switch_to_wal_waits_out_a_lock_and_raises_anything_else(tmp_path) -> None:
+    from chronomem.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(tmp_path / "m.db")
+    try:
+        store._db, real = _LockedThen(3), store._db  # type: ignore[assignment]
+        store._enable_wal(5.0)  # three refusals, then it switches
+        assert store._db.calls == 4  # type: ignore[attr-defined]
+        store._db = _LockedThen(1, "disk I/O error")  # type: ignore[assignment]
+        with pytest.raises(Exception, match="disk I/O error"):
+            store._enable_wal(5.0)  # not a lock: no retry
+        store._db = _LockedThen(10**6)  # type: ignore[assignment]
+        with pytest.raises(Exception, match="locked"):
+            store._enable_wal(0.2)  # a lock that outlasts the timeout is reported
+    finally:
+        store._db = real  # type: ignore[assignment]
+        store.close()

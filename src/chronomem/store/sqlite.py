@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -56,7 +57,7 @@ class SQLiteStore(SQLStore):
                                        check_same_thread=False)
             self._vec = self._load_sqlite_vec()
             self._refuse_foreign()  # before any pragma that would rewrite the file header
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._enable_wal(timeout_s)
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA secure_delete = ON")  # forgotten data is zeroed in the file
@@ -66,6 +67,22 @@ class SQLiteStore(SQLStore):
         except sqlite3.DatabaseError as e:
             self._safe_close()
             raise CorruptDatabaseError(f"{self.path} is not a usable chronomem database: {e}") from e
+
+    def _enable_wal(self, timeout_s: float) -> None:
+        """Switch the file to WAL, waiting out other processes that hold it: the switch needs the file to
+        itself, and SQLite answers "database is locked" at once, without its busy handler, while another
+        process is creating or switching the same new file (workers started together)."""
+        deadline = time.monotonic() + timeout_s
+        pause = 0.01
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as e:
+                if ("locked" not in str(e) and "busy" not in str(e)) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
 
     def _safe_close(self) -> None:
         try:
