@@ -962,3 +962,28 @@ def test_a_state_copied_to_the_asker_whose_line_never_names_it_goes() -> None:
     facts, _ = run(numbered, (0, fact("Ines lives in Montreal.", "Ines", "lives_in", "Montreal")),
                    (1, fact("Hugo lives in Montreal.", "Hugo", "lives_in", "Montreal")))
     assert {f.subject for f in facts} == {"Ines", "Hugo"}
+
+
+# ----------------------------------------------------------------- session 30, fifth cut: check14's failures
+
+@pytest.mark.parametrize("text, found", [
+    ("Not anymore, we moved to Tema last month. Abena found a school there too.", [("lives_in", "Tema", False)]),
+    ("I don't think so, I never moved to Tema.", []),  # the negation is in the clause itself
+    ("So a former colleague and I have set up Sankofa Structures here in Accra. Registered it in August.",
+     [("works_at", "Sankofa Structures", False)]),
+    ("Guess who's back in Accra for good? We landed in June.", [("lives_in", "Accra", False)]),
+    ("Guess who I met in Accra?", []),
+])
+def test_an_earlier_clause_a_business_set_up_and_a_question_that_tells(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended) for s in states.line_states(text)] == found
+
+
+def test_moved_up_left_for_and_we_live_here() -> None:
+    got = replies.told_states("Ten years! And Akosua, still in London?", "Adjoa",
+                              "No, she moved up to Manchester last autumn, senior nurse at a hospital there.", "Kwabena")
+    assert [(s.who, s.relation, s.name) for s in got] == [("Akosua", "lives_in", "Manchester")]
+    got = replies.told_states("Bravo! Is Daniyar still in Almaty doing freight?", "Saule",
+                              "He left for Dubai last year, a logistics company hired him.", "Nurlan")
+    assert [(s.who, s.relation, s.name) for s in got] == [("Daniyar", "lives_in", "Dubai")]
+    got = replies.moved_here("Are you two on holiday in Almaty?", "Not a holiday, we live here now! We moved in February.")
+    assert [(s.relation, s.name) for s in got] == [("lives_in", "Almaty")]

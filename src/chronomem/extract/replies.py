@@ -158,7 +158,8 @@ def asked_person(question: str, asker: str, answerer: str) -> str | None:
 #: what an answer tells of the person asked after, in clauses whose subject is "he" or "she"
 #: (pattern, relation, ended, only when the question or answer speaks of work)
 _TOLD: tuple[tuple[re.Pattern[str], str, bool, bool], ...] = (
-    (re.compile(rf"\b(?:moved|relocated) (?:back )?to {_NAME}"), "lives_in", False, False),
+    (re.compile(rf"\b(?:moved|relocated) (?:back |up |down |over )?to {_NAME}"), "lives_in", False, False),
+    (re.compile(rf"\bleft for {_NAME}"), "lives_in", False, False),  # session 30: "He left for Dubai last year"
     (re.compile(rf"\b(?:lives|living) in {_NAME}"), "lives_in", False, False),
     (re.compile(rf"(?:'s| is) {_ADV}in {_NAME}(?![^.!?,]*\bfor (?:a|an|the|\d+) )"), "lives_in", False, False),
     (re.compile(rf"\b(?:works|working) (?:at|for) {_NAME}"), "works_at", False, False),
@@ -239,6 +240,7 @@ _PLACE_ASKED = re.compile(r"(?:\bhow(?:'s| is| are things in| is life in|'s life
                           r"\b(?:in|to|visiting|visit)\s+)(?-i:([A-Z][a-z][\w'-]*(?: [A-Z][a-z][\w'-]*)?))",
                           re.IGNORECASE)
 _MOVED_HERE = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|relocated) (?:over |straight |right )?here\b|"
+                         rf"\b(?:I|[Ww]e) {_ADV}live here\b|"  # session 30: "Not a holiday, we live here now!"
                          rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:moved|came|come|been) back\b"
                          r"(?! (?:to|from|at|home|in [A-Z]|for)\b)|"
                          # session 30: "We've been here since January last year" (a stay, not "for a week")

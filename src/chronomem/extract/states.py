@@ -411,6 +411,10 @@ _OWN_BUSINESS = re.compile(
     rf"\b(?:I|[Ww]e) {_ADV}(?:opened|started|founded|launched|registered|set up) (?:my|our) own "
     r"(?:[a-z]+ )?(?:studio|company|business|firm|practice|shop|agency|startup|start-up|label|thing|clinic|"
     rf"restaurant|bakery|caf[eé])(?: [a-z]+)?(?:[:,.!]| [-–—])\s+{_NAME}")
+#: session 30: a business set up by name ("a former colleague and I have set up Sankofa Structures here")
+_SET_UP = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:set up|founded|co-founded|launched|registered) {_NAME}")
+#: session 30: "Guess who's back in Accra for good?" (a question that tells)
+_GUESS_WHO = re.compile(rf"\b[Gg]uess who(?:'s| is) {_ADV}(?:back |living |based )?in {_NAME}")
 #: session 30: a business sold ("I sold Brasa in 2020"), so no longer one's work
 _SOLD = re.compile(rf"\bI {_ADV}sold {_NAME}")
 #: session 30: a job that starts on a near date ("I start at Tokopedia next Monday")
@@ -503,6 +507,8 @@ def line_states(text: str) -> list[LineState]:
     switches = _WORK_CUE.search(text) is not None
     for sentence in sentences(text):
         if sentence.rstrip().endswith("?"):
+            out += [LineState("lives_in", _bare_name(m), sentence.strip()) for m in _GUESS_WHO.finditer(sentence)
+                    if _bare_name(m) not in _NOT_NAMES]
             continue
         sentence = with_subject(sentence)
         found = [(m, rel, False) for rx, rel in _LINE_STATES for m in rx.finditer(sentence)]
@@ -520,10 +526,11 @@ def line_states(text: str) -> list[LineState]:
                   if _SCHOOL_NAME.search(m.group(1)) and line_owner(sentence, "", m.group(1)) is None]
         found += [(m, "works_at", False) for m in _STARTS_AT.finditer(sentence)]
         found += [(m, "works_at", True) for m in _SOLD.finditer(sentence)]
+        found += [(m, "works_at", False) for m in _SET_UP.finditer(sentence) if m.group(1) not in _TIME_NAMES]
         # "I'm not at Central anymore" is a negation on purpose; every other clause must be plain
         found = [(m, "works_at", True) for m in _NOT_AT.finditer(sentence)] + [
             (m, rel, ended) for m, rel, ended in found
-            if not _NOT_PLAIN.search(sentence[:m.start()]) and not _NOT_PLAIN.search(m.group(0))]
+            if _plain_clause(sentence, m.start()) and not _NOT_PLAIN.search(m.group(0))]
         timed = [(m, rel, ended, "", "") for m, rel, ended in found] + _told_late(sentence, studying)
         for m, rel, ended, time, clause in timed:
             name = _bare_name(m)
