@@ -987,3 +987,14 @@ def test_moved_up_left_for_and_we_live_here() -> None:
     assert [(s.who, s.relation, s.name) for s in got] == [("Daniyar", "lives_in", "Dubai")]
     got = replies.moved_here("Are you two on holiday in Almaty?", "Not a holiday, we live here now! We moved in February.")
     assert [(s.relation, s.name) for s in got] == [("lives_in", "Almaty")]
+
+
+def test_an_interjection_is_no_partner_and_a_job_that_pays_for_studies_is_no_school() -> None:
+    got = replies.couple_answered("Esteban must be so proud", "Lupita",
+                                  "Ay... we broke up in July. He got a scholarship to Spain.", "Xiomara")
+    assert [(s.relation, s.name, s.ended) for s in got] == [("partner_of", "Esteban", True)]
+    assert replies.couple_answered("Nice photos", "Lupita", "Ay... we broke up in July.", "Xiomara") == []
+    assert [(s.relation, s.name) for s in states.line_states(
+        "Still at Intel, they're paying half of the master's 🙏 What about work for you?")] == [("works_at", "Intel")]
+    assert [(s.relation, s.name) for s in states.line_states(
+        "I'm back at Dokuz Eylul for my third year of architecture.")] == [("studies_at", "Dokuz Eylul")]

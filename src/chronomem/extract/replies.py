@@ -24,7 +24,8 @@ from .states import (KIN, KinMention, LineState, _ADV, _DIVORCED, _KIN_WORDS, _N
 
 _ASKED_KIN = re.compile(rf"\byour\s+(?:(?:little|big|older|younger|new)\s+)?({_KIN_WORDS})s?\b(?!,?\s+(?-i:[A-Z]))",
                         re.IGNORECASE)
-_INTERJECTIONS = ("oh", "ah", "well", "yes", "yeah", "no", "haha", "ha", "hmm", "so", "actually", "honestly")
+_INTERJECTIONS = ("oh", "ah", "well", "yes", "yeah", "no", "haha", "ha", "hmm", "so", "actually", "honestly",
+                  "ay", "aw", "ugh", "uh", "um", "omg", "ooh", "lol", "wow")  # session 30: "Ay... we broke up in July"
 #: the answer opens with a name and what that person is or did ("Carmen is still in Seville")
 _OPENING = re.compile(rf"^\s*(?:(?:{'|'.join(_INTERJECTIONS)})\W+)*(?-i:([A-Z][a-z][\w'-]*))"
                       r"(?:'s|\s+(?:is|was|has|had|just|got|lives|works|finally|still|recently|(?-i:[a-z]+ed)))\b",
@@ -318,11 +319,15 @@ def couple_answered(question: str, asker: str, answer: str, answerer: str) -> li
     return out
 
 
+#: a sentence that opens with a name and its verb ("Esteban must be so proud"), unlike "After everything …"
+_NAME_THEN_VERB = re.compile(r"[A-Z][a-z][\w-]* (?:must|is|was|has|had|will|would|should|can|could|said|says|seems)\b")
+
+
 def _one_name(line: str, speakers: tuple[str, ...]) -> str | None:
     """The one name a line holds past the first word of its sentences ("How are you? After everything with
     Hendra." → "Hendra"), not a speaker's; ``None`` for none or several."""
     names = {m.group(1) for sentence in re.split(r"(?<=[.!?])\s+", line.strip())
-             for m in _Q_NAME.finditer(sentence, 1)
+             for m in _Q_NAME.finditer(sentence, 0 if _NAME_THEN_VERB.match(sentence) else 1)
              if m.group(1) not in speakers and m.group(1) not in _QUESTION_WORDS and m.group(1) not in _TIME_NAMES
              and m.group(1).lower() not in _NOT_A_NAME and not _not_a_subject_name(m.group(1))}
     return names.pop() if len(names) == 1 else None

@@ -491,6 +491,13 @@ def with_subject(sentence: str) -> str:
     return sentence[:m.end()] + ("I've " if verb.startswith("been") else "I ") + verb
 
 
+def _studied_there(sentence: str, m: re.Match[str]) -> bool:
+    """Does the clause of ``sentence`` that ``m`` opens speak of studies?"""
+    end = re.search(r"[,;]|\bbut\b", sentence[m.end():])
+    clause = sentence[m.start():m.end() + end.start()] if end else sentence[m.start():]
+    return _STUDY.search(clause) is not None or _STUDY_YEAR.search(clause) is not None
+
+
 def line_states(text: str) -> list[LineState]:
     """Where the speaker of a line says they live or work, in a first-person clause that names the
     place or employer ("I'm sharing an apartment in Osaka", "I work at Ridgeway High", "we moved to
@@ -518,8 +525,10 @@ def line_states(text: str) -> list[LineState]:
             found += [(m, "works_at", False) for m in _SWITCHED.finditer(sentence)]
         studying = _STUDY.search(sentence) is not None or _STUDY_YEAR.search(sentence) is not None
         if switches or studying:
-            found += [(m, "studies_at" if studying else "works_at", False) for rx in _AT_PLACE
-                      for m in rx.finditer(sentence)]
+            # session 30: studies only in the place's own clause ("Still at Intel, they're paying half of the
+            # master's" is a job that pays for one)
+            found += [(m, "studies_at" if _studied_there(sentence, m) else "works_at", False) for rx in _AT_PLACE
+                      for m in rx.finditer(sentence) if switches or _studied_there(sentence, m)]
         found += [(m, "studies_at", False) for m in _STUDIES.finditer(sentence)
                   if line_owner(sentence, "", m.group(1)) is None]  # not "my sister's master's at Oxford"
         found += [(m, "studies_at", False) for m in _TERM_AT.finditer(sentence)
