@@ -527,8 +527,11 @@ def line_states(text: str) -> list[LineState]:
         if switches or studying:
             # session 30: studies only in the place's own clause ("Still at Intel, they're paying half of the
             # master's" is a job that pays for one)
-            found += [(m, "studies_at" if _studied_there(sentence, m) else "works_at", False) for rx in _AT_PLACE
-                      for m in rx.finditer(sentence) if switches or _studied_there(sentence, m)]
+            for rx in _AT_PLACE:
+                for m in rx.finditer(sentence):
+                    studied = _studied_there(sentence, m)
+                    if switches or studied:
+                        found.append((m, "studies_at" if studied else "works_at", False))
         found += [(m, "studies_at", False) for m in _STUDIES.finditer(sentence)
                   if line_owner(sentence, "", m.group(1)) is None]  # not "my sister's master's at Oxford"
         found += [(m, "studies_at", False) for m in _TERM_AT.finditer(sentence)
