@@ -201,7 +201,7 @@ def test_a_reply_is_found_through_the_turn_it_answers(cmem: Memory) -> None:
     assert "context" not in cmem.export(user_id=U)["tables"]["messages"][0]
 
 
-def test_next_messages_are_the_following_turn_of_the_same_session_and_user(cmem: Memory) -> None:
+def test_next_and_previous_messages_are_the_adjacent_turns_of_the_same_session_and_user(cmem: Memory) -> None:
     for s in ("s1", "s2"):
         cmem.store.ensure_session(U, s)
     cmem.store.ensure_session(V, "s1")
@@ -216,6 +216,12 @@ def test_next_messages_are_the_following_turn_of_the_same_session_and_user(cmem:
     assert nxt["m1"].text == "An international company." and nxt["m1"].user_id == U
     assert cmem.store.next_messages(U, []) == {}
     assert cmem.store.next_messages(V, ["m2"]) == {}
+    prev = cmem.store.previous_messages(U, ["m7", "m3", "m1", "m5", "m3", "nope", "m2"])
+    assert {k: (m.id, m.speaker, m.session_id) for k, m in prev.items()} == {
+        "m7": ("m3", "Gina", "s1"), "m3": ("m1", "Maya", "s1")}  # m1, m5 open their session; m2 is bob's
+    assert prev["m3"].text == "Where is the internship?" and prev["m3"].user_id == U
+    assert cmem.store.previous_messages(U, []) == {}
+    assert cmem.store.previous_messages(V, ["m2"]) == {}
 
 
 def test_full_text_search_ignores_english_stopwords(cmem: Memory) -> None:

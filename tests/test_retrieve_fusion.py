@@ -13,7 +13,8 @@ from chronomem.errors import ModelError, ValidationError
 from chronomem.model import Message
 from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.retrieve import SearchConfig
-from chronomem.retrieve.fusion import pick_within_budget, reciprocal_rank_fusion
+from chronomem.retrieve.fusion import pick_groups_within_budget, pick_within_budget, reciprocal_rank_fusion
+from chronomem.retrieve.serialize import SEARCH_HEADER, approx_tokens, quote_line
 
 U = "u1"
 
@@ -115,6 +116,51 @@ def test_when_questions_get_the_dated_graph_evidence_first(mem: Memory) -> None:
 def test_fused_turns_without_graph_evidence_are_the_whole_context(mem: Memory) -> None:
     res = mem.search("Which vase or bowl was made at a class?", user_id=U, as_of=AS_OF, config=FUSED)
     assert res.quoted_ids and res.quoted_ids[0] == "m1"
+
+
+def test_turn_questions_show_a_reply_with_the_question_it_answers(mem: Memory) -> None:
+    q = "Which bowl was made at a class?"
+    plain = mem.search(q, user_id=U, as_of=AS_OF, config=FUSED)
+    asked = mem.search(q, user_id=U, as_of=AS_OF, config=replace(FUSED, turn_questions=True))
+    assert "m1" in plain.quoted_ids and "m0" not in plain.quoted_ids
+    # m1 replies to Rui's "What did you do on the weekend?": shown right before it, its id after the hits
+    assert asked.quoted_ids[0] == "m1" and "m0" in asked.quoted_ids
+    hits = [i for i in asked.quoted_ids if i != "m0"]
+    assert asked.quoted_ids == [*hits, "m0"] and hits == [i for i in plain.quoted_ids if i in hits]
+    lines = [ln for ln in asked.context.splitlines() if ln.startswith("[")]
+    at = next(k for k, ln in enumerate(lines) if " m1 " in ln)
+    assert " m0 Rui: What did you do on the weekend?" in lines[at - 1]
+
+
+def test_turn_questions_charge_the_pair_to_the_budget(mem: Memory) -> None:
+    """A reply whose question does not fit goes out with it; what fits alone may still come in."""
+    q = "Which bowl was made at a class?"
+    costs = {m.id: approx_tokens(quote_line(m)) + 1 for m in mem.store.messages(U)}
+    header = approx_tokens(SEARCH_HEADER)
+    tight = replace(FUSED, turn_questions=True, context_tokens=header + costs["m1"] + costs["m0"] - 1,
+                    fused_graph_tokens=0)
+    res = mem.search(q, user_id=U, as_of=AS_OF, config=tight)
+    assert "m1" not in res.quoted_ids and res.context_tokens <= tight.context_tokens
+    roomy = replace(tight, context_tokens=header + costs["m1"] + costs["m0"] + 2)
+    assert {"m0", "m1"} <= set(mem.search(q, user_id=U, as_of=AS_OF, config=roomy).quoted_ids)
+
+
+def test_a_turn_that_opens_its_session_comes_alone(mem: Memory) -> None:
+    res = mem.search("Where did Maya move in April?", user_id=U, as_of=AS_OF,
+                     config=replace(FUSED, turn_questions=True))
+    assert "m3" in res.quoted_ids
+    assert mem.store.previous_messages(U, ["m3"]) == {}
+    assert SearchConfig(turn_questions=True).turn_questions
+    with pytest.raises(ValidationError, match="turn_questions"):
+        SearchConfig(turn_questions="yes")  # type: ignore[arg-type]
+
+
+def test_pick_groups_takes_a_group_whole_or_not_at_all() -> None:
+    costs = {"q": 4, "a": 4, "b": 3, "c": 2}
+    assert pick_groups_within_budget([("q", "a"), ("b",), ("c",)], costs, budget=7, limit=5) == ["b", "c"]
+    assert pick_groups_within_budget([("q", "a"), ("q", "b")], costs, budget=11, limit=5) == ["q", "a", "b"]
+    assert pick_groups_within_budget([("q", "a"), ("b",), ("c",)], costs, budget=99, limit=2) == ["q", "a", "b"]
+    assert pick_groups_within_budget([], costs, budget=9, limit=2) == []
 
 
 # -- expand_query: a guessed reply searches the turns too ------------------------------------------

@@ -15,7 +15,7 @@ Pure functions here; the store access is in :mod:`.search`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T", bound=Hashable)
@@ -53,13 +53,43 @@ def pick_within_budget(ranked: Sequence[T], costs: Sequence[int], budget: int, l
 
     An item that does not fit is skipped and a cheaper later one may still be taken.
     """
-    out: list[T] = []
-    used = 0
-    for item, cost in zip(ranked, costs):
-        if len(out) >= limit:
+    return pick_groups_within_budget([(item,) for item in ranked], dict(zip(ranked, costs)), budget, limit)
+
+
+def pick_groups_within_budget(groups: Sequence[Sequence[T]], costs: Mapping[T, int], budget: int,
+                              limit: int) -> list[T]:
+    """The best-ranked groups whose items fit ``budget`` together, at most ``limit`` groups; their items
+    without repeats, group by group.
+
+    A group goes in whole or not at all (a reply and the question it answers); an item an earlier
+    group took costs nothing again.  A group that does not fit is skipped and a cheaper later one may
+    still be taken.
+
+    >>> pick_groups_within_budget([("q", "a"), ("b",), ("a", "c")], {"q": 2, "a": 3, "b": 9, "c": 1}, 7, 5)
+    ['q', 'a', 'c']
+    """
+    out: dict[T, None] = {}
+    used = taken = 0
+    for group in groups:
+        if taken >= limit:
             break
+        new = [item for item in dict.fromkeys(group) if item not in out]
+        cost = sum(costs[item] for item in new)
         if used + cost > budget:
             continue
-        out.append(item)
+        out.update(dict.fromkeys(new))
         used += cost
-    return out
+        taken += 1
+    return list(out)
+
+
+def asks(question: str, asker: str, reply_speaker: str) -> bool:
+    """Whether a turn said by ``asker`` is a question put to whoever said the next turn, ``reply_speaker``:
+    another speaker, and a question mark in it ("Nice! Where was that?").
+
+    >>> asks("Who were you engaged to before Jonas?", "Ana", "Lena")
+    True
+    >>> asks("Who knows.", "Ana", "Lena"), asks("Right?", "Lena", "Lena")
+    (False, False)
+    """
+    return asker != reply_speaker and "?" in question

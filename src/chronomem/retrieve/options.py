@@ -94,6 +94,11 @@ class SearchConfig:
         the turns get the rest; ``fused_weights`` (0.5, 1.0, 0.5) weigh the three
         rankings (graph sources, turn hits, fact hits).  "When" questions get the
         dated graph evidence first, other questions the turns first;
+        ``turn_questions`` (off): with ``fused_turns``, a turn that replies to a
+        question (the turn before it in its session, said by someone else, asks
+        something) is shown with that question, the two charged together to the
+        budget — "Femke! In February." says nothing without "Who were you engaged
+        to?";
         ``fused_turns_first`` (off): with ``fused_turns``, a question that turns
         neither on time nor on a changing state (not "when", no time window or
         change, no single-valued relation such as lives_in:
@@ -159,6 +164,7 @@ class SearchConfig:
     fused_graph_tokens: int = 400
     fused_weights: tuple[float, float, float] = (0.5, 1.0, 0.5)
     fused_turns_first: bool = False
+    turn_questions: bool = False
     expand_query: bool = False
     state_facts: int = 4
     organisation_hint: bool = True
@@ -185,7 +191,7 @@ class SearchConfig:
                 or not all(isinstance(x, (int, float)) and x >= 0 for x in w)):
             raise ValidationError("config.fused_weights", w, "must be three non-negative numbers "
                                   "(graph sources, turn hits, fact hits)")
-        for name in ("turn_replies", "expand_query", "fused_turns_first", "organisation_hint"):
+        for name in ("turn_replies", "expand_query", "fused_turns_first", "turn_questions", "organisation_hint"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"config.{name}", getattr(self, name), "must be True or False")
         unknown = set(self.rules) - cf.ALL_RULES

@@ -33,7 +33,7 @@ from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import QueryAnalysis, analyze, asks_time_or_state, intents_messages, parse_intents, INTENT_SCHEMA
-from .fusion import pick_within_budget, reciprocal_rank_fusion
+from .fusion import asks, pick_groups_within_budget, reciprocal_rank_fusion
 from .serialize import QUOTES_HEADER, SEARCH_HEADER, Context, append_quotes, approx_tokens, quote_line, serialize
 
 if TYPE_CHECKING:
@@ -387,7 +387,8 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
     ``graph_first`` puts the (dated) graph evidence before the turns, else after them.  ``guess``: a
     reply the model guessed (``expand_query``); the turn hits are then the rank fusion of the hits for
     the question and for the guess; ``header`` heads the turns (default: "Source turns:" when the graph
-    has sources, else the search header)."""
+    has sources, else the search header).  ``cfg.turn_questions``: a reply comes with the question it
+    answers (its id after the ranked ones)."""
     pool = 4 * cfg.fused_turns
     from_graph = source_turn_ids(store, user_id, graph_facts)
     from_turns = [i for i, _ in store.search_messages_text(user_id, query, limit=pool)]
@@ -401,7 +402,11 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
     turns = [m for m in _turns_in_order(store, user_id, ranked[:pool]) if m.timestamp <= when]
     header = header or (QUOTES_HEADER if from_graph else SEARCH_HEADER)
     room = cfg.context_tokens - ctx.tokens - approx_tokens(header)
-    picked = pick_within_budget(turns, [approx_tokens(quote_line(m)) + 1 for m in turns], room, cfg.fused_turns)
+    groups = _with_questions(store, user_id, turns) if cfg.turn_questions else [[m] for m in turns]
+    turn_by_id = {m.id: m for g in groups for m in g}
+    costs = {i: approx_tokens(quote_line(m)) + 1 for i, m in turn_by_id.items()}
+    chosen = pick_groups_within_budget([[m.id for m in g] for g in groups], costs, room, cfg.fused_turns)
+    picked = [turn_by_id[i] for i in chosen]
     said = sorted(picked, key=lambda m: (m.timestamp, m.session_id, m.seq))
     if graph_first or ctx.empty:
         out, _ = append_quotes(ctx, said, budget_tokens=cfg.context_tokens, header=header)
@@ -411,7 +416,18 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
     if picked:
         notes.append(f"{len(picked)} turns by rank fusion (graph sources {len(from_graph)}, "
                      f"turn hits {len(from_turns)}, fact hits {len(fact_hits)})")
-    return out, [m.id for m in picked]
+    shown = set(chosen)
+    hits = [m.id for m in turns if m.id in shown]  # in rank order; then the questions shown with them
+    ranked_shown = set(hits)
+    return out, hits + [i for i in chosen if i not in ranked_shown]
+
+
+def _with_questions(store: Store, user_id: str, turns: Sequence[Message]) -> list[list[Message]]:
+    """Each turn, after the question it replies to when the turn before it in its session asks one of
+    its speaker (``SearchConfig.turn_questions``)."""
+    before = store.previous_messages(user_id, [m.id for m in turns])
+    return [[q, m] if (q := before.get(m.id)) is not None and asks(q.text, q.speaker, m.speaker) else [m]
+            for m in turns]
 
 
 def _turns_then_graph(store: Store, user_id: str, query: str, when: datetime, cfg: SearchConfig,

@@ -66,6 +66,13 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def previous_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
+        """For each message id, the message that comes right before it in its session (by ``seq``), if any.
+
+        Ids that are unknown or open their session have no entry.
+        """
+
+    @abstractmethod
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None: ...
 
     # -- entities --------------------------------------------------------------

@@ -340,15 +340,23 @@ class SQLStore(Store):
         return [row_to_message(r) for r in self._all(sql, params)]
 
     def next_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
+        return self._adjacent_messages(user_id, ids, after=True)
+
+    def previous_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
+        return self._adjacent_messages(user_id, ids, after=False)
+
+    def _adjacent_messages(self, user_id: str, ids: Sequence[str], *, after: bool) -> dict[str, Message]:
+        """For each id, the turn right after (``after``) or right before it in its session, by ``seq``."""
         if not ids:
             return {}
         ids = list(dict.fromkeys(ids))
         cols = ", ".join(f"n.{c}" for c in MSG_COLS)
+        pick, cmp = ("MIN", ">") if after else ("MAX", "<")
         rows = self._all(
             f"SELECT m.id, {cols} FROM messages m JOIN messages n "
             "ON n.user_id = m.user_id AND n.session_id = m.session_id AND n.seq = ("
-            "SELECT MIN(x.seq) FROM messages x WHERE x.user_id = m.user_id AND x.session_id = m.session_id "
-            f"AND x.seq > m.seq) WHERE m.user_id = ? AND m.id IN {self._in(ids)}", (user_id, *ids))
+            f"SELECT {pick}(x.seq) FROM messages x WHERE x.user_id = m.user_id AND x.session_id = m.session_id "
+            f"AND x.seq {cmp} m.seq) WHERE m.user_id = ? AND m.id IN {self._in(ids)}", (user_id, *ids))
         return {r[0]: row_to_message(r[1:]) for r in rows}
 
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:

@@ -143,6 +143,10 @@ class TenantStore(Store):
         out = self.inner.next_messages(self._k(user_id), ids)
         return {k: self._out(m) for k, m in out.items()}
 
+    def previous_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
+        out = self.inner.previous_messages(self._k(user_id), ids)
+        return {k: self._out(m) for k, m in out.items()}
+
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:
         self.inner.mark_extracted(self._k(user_id), ids, state)
 
