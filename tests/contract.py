@@ -210,18 +210,16 @@ def test_next_and_previous_messages_are_the_adjacent_turns_of_the_same_session_a
                                 msg(3, "s1", "An international company.", speaker="Gina"),
                                 msg(7, "s1", "Congrats!")])
     cmem.store.add_messages(V, [msg(2, "s1", "bob's turn", user=V)])
-    nxt = cmem.store.next_messages(U, ["m1", "m3", "m5", "m7", "m1", "nope", "m2"])
-    assert {k: (m.id, m.speaker, m.session_id) for k, m in nxt.items()} == {
-        "m1": ("m3", "Gina", "s1"), "m3": ("m7", "Maya", "s1")}  # m5, m7 end their session; m2 is bob's
-    assert nxt["m1"].text == "An international company." and nxt["m1"].user_id == U
-    assert cmem.store.next_messages(U, []) == {}
-    assert cmem.store.next_messages(V, ["m2"]) == {}
-    prev = cmem.store.previous_messages(U, ["m7", "m3", "m1", "m5", "m3", "nope", "m2"])
-    assert {k: (m.id, m.speaker, m.session_id) for k, m in prev.items()} == {
-        "m7": ("m3", "Gina", "s1"), "m3": ("m1", "Maya", "s1")}  # m1, m5 open their session; m2 is bob's
-    assert prev["m3"].text == "Where is the internship?" and prev["m3"].user_id == U
-    assert cmem.store.previous_messages(U, []) == {}
-    assert cmem.store.previous_messages(V, ["m2"]) == {}
+    # m5, m7 end their session and m1, m5 open theirs; m2 is bob's; unknown and repeated ids are harmless
+    expected = {
+        "next": ({"m1": ("m3", "Gina", "s1"), "m3": ("m7", "Maya", "s1")}, "m1", "An international company."),
+        "previous": ({"m7": ("m3", "Gina", "s1"), "m3": ("m1", "Maya", "s1")}, "m3", "Where is the internship?")}
+    for way, (pairs, probe, text) in expected.items():
+        adjacent = getattr(cmem.store, f"{way}_messages")
+        got = adjacent(U, ["m1", "m3", "m5", "m7", "m1", "nope", "m2"])
+        assert {k: (m.id, m.speaker, m.session_id) for k, m in got.items()} == pairs, way
+        assert got[probe].text == text and got[probe].user_id == U
+        assert adjacent(U, []) == {} and adjacent(V, ["m2"]) == {}
 
 
 def test_full_text_search_ignores_english_stopwords(cmem: Memory) -> None:
