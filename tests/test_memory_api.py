@@ -121,6 +121,23 @@ def test_tenant_isolation(mem: Memory) -> None:
     assert [f.object for f in mem.facts(user_id="alice")] == ["Porto"]
 
 
+def test_adjacent_turns_stay_within_the_tenant(mem: Memory) -> None:
+    """Two tenants with the same user id and session id: each sees only its own neighbouring turns."""
+    from datetime import datetime, timezone
+
+    from chronomem.model import Message
+    other = mem.for_tenant("t2")
+    when = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    for m, tag in ((mem, "a"), (other, "b")):
+        m.store.ensure_session(U, "s1", started_at=when)
+        m.store.add_messages(U, [Message(id=f"{tag}{i}", user_id=U, session_id="s1", speaker="Rui",
+                                         text=f"{tag} {i}?", timestamp=when, recorded_at=when, seq=i)
+                                 for i in range(2)])
+    assert {k: v.id for k, v in mem.store.previous_messages(U, ["a1", "b1"]).items()} == {"a1": "a0"}
+    assert {k: v.id for k, v in other.store.next_messages(U, ["a0", "b0"]).items()} == {"b0": "b1"}
+    assert other.store.previous_messages(U, ["b1"])["b1"].user_id == U
+
+
 def test_entity_resolution_case_and_alias(mem: Memory) -> None:
     mem.add_facts([{"subject": "New York City", "relation": "located_in", "object": "USA"}], user_id=U)
     mem.alias("New York City", "NYC", user_id=U)
