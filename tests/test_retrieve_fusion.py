@@ -13,7 +13,7 @@ from chronomem.errors import ModelError, ValidationError
 from chronomem.model import Message
 from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.retrieve import SearchConfig
-from chronomem.retrieve.fusion import pick_groups_within_budget, pick_within_budget, reciprocal_rank_fusion
+from chronomem.retrieve.fusion import pick_groups_within_budget, reciprocal_rank_fusion
 from chronomem.retrieve.serialize import SEARCH_HEADER, approx_tokens, quote_line
 
 U = "u1"
@@ -36,9 +36,12 @@ def test_rrf_weights_and_repeats() -> None:
 
 
 def test_pick_within_budget_skips_what_does_not_fit() -> None:
-    assert pick_within_budget(["a", "b", "c", "d"], [5, 20, 4, 1], budget=10, limit=3) == ["a", "c", "d"]
-    assert pick_within_budget(["a", "b", "c"], [1, 1, 1], budget=10, limit=2) == ["a", "b"]
-    assert pick_within_budget([], [], budget=10, limit=2) == []
+    def pick(ranked: list[str], costs: list[int], budget: int, limit: int) -> list[str]:
+        return pick_groups_within_budget([(x,) for x in ranked], dict(zip(ranked, costs)), budget, limit)
+
+    assert pick(["a", "b", "c", "d"], [5, 20, 4, 1], budget=10, limit=3) == ["a", "c", "d"]
+    assert pick(["a", "b", "c"], [1, 1, 1], budget=10, limit=2) == ["a", "b"]
+    assert pick([], [], budget=10, limit=2) == []
 
 
 def test_fused_config_is_validated() -> None:

@@ -48,14 +48,6 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[T]], *, k: int = RRF_K,
     return sorted(score, key=lambda item: (-score[item], order[item]))
 
 
-def pick_within_budget(ranked: Sequence[T], costs: Sequence[int], budget: int, limit: int) -> list[T]:
-    """The best-ranked items whose costs fit ``budget`` together, at most ``limit`` of them.
-
-    An item that does not fit is skipped and a cheaper later one may still be taken.
-    """
-    return pick_groups_within_budget([(item,) for item in ranked], dict(zip(ranked, costs)), budget, limit)
-
-
 def pick_groups_within_budget(groups: Sequence[Sequence[T]], costs: Mapping[T, int], budget: int,
                               limit: int) -> list[T]:
     """The best-ranked groups whose items fit ``budget`` together, at most ``limit`` groups; their items
