@@ -491,11 +491,15 @@ def with_subject(sentence: str) -> str:
     return sentence[:m.end()] + ("I've " if verb.startswith("been") else "I ") + verb
 
 
+def _speaks_of_studies(text: str) -> bool:
+    """Does ``text`` speak of studies (a degree, a course, a school year)?"""
+    return _STUDY.search(text) is not None or _STUDY_YEAR.search(text) is not None
+
+
 def _studied_there(sentence: str, m: re.Match[str]) -> bool:
     """Does the clause of ``sentence`` that ``m`` opens speak of studies?"""
     end = re.search(r"[,;]|\bbut\b", sentence[m.end():])
-    clause = sentence[m.start():m.end() + end.start()] if end else sentence[m.start():]
-    return _STUDY.search(clause) is not None or _STUDY_YEAR.search(clause) is not None
+    return _speaks_of_studies(sentence[m.start():m.end() + end.start()] if end else sentence[m.start():])
 
 
 def line_states(text: str) -> list[LineState]:
@@ -523,7 +527,7 @@ def line_states(text: str) -> list[LineState]:
         found += [(m, rel, ended) for rx, rel, ended in _PAIRS for m in rx.finditer(sentence)]
         if switches:
             found += [(m, "works_at", False) for m in _SWITCHED.finditer(sentence)]
-        studying = _STUDY.search(sentence) is not None or _STUDY_YEAR.search(sentence) is not None
+        studying = _speaks_of_studies(sentence)
         if switches or studying:
             # session 30: studies only in the place's own clause ("Still at Intel, they're paying half of the
             # master's" is a job that pays for one)
