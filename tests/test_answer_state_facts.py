@@ -86,6 +86,11 @@ def test_the_question_window_is_the_asked_time_with_an_explicit_as_of(lena: tupl
     assert ans.text.startswith("- Lena works at a bakery in York [1 January 2014 -> 1 January 2017)")
     prompt = llm.prompts[-1]
     assert "Question: Where did Lena work?" in prompt and "as of 2 July 2015" in prompt
+    # one "as of" heads the prompt: the evidence below it, searched as of NOW, is not dated again
+    assert prompt.count("as of") == 1 and '\nEvidence ([from -> to), "now" = still holds' in prompt
+    assert "4 December 2026" not in prompt
+    plain = mem.answer("Where does Lena work now?", user_id="u1", as_of=NOW, method="real")
+    assert "Evidence (as of 4 December 2026;" in plain.context and llm.prompts[-1].count("as of 4 December 2026") == 2
 
 
 def test_a_past_question_without_a_time_gets_the_last_state_that_ended(lena: tuple[Memory, PromptLLM]) -> None:

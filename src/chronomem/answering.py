@@ -17,6 +17,7 @@ from .model import Fact
 from .retrieve.beam import SearchConfig
 from .retrieve.lookup import asks_the_past, render_state_facts, state_facts, state_relations
 from .retrieve.search import ANSWER_CONFIG, Trace, check_query, search
+from .retrieve.serialize import undate
 from .timeutil import parse_time, utcnow
 
 if TYPE_CHECKING:
@@ -133,6 +134,9 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
                           min_confidence=None if cfg.include_unstable else theta_stable,
                           past=asked == question and asks_the_past(question))
     context, context_tokens = res.context, res.context_tokens
+    if asked_at != when:  # one "as of" in the prompt: the asked time's
+        context = undate(context, when)
+        context_tokens += models.llm.count_tokens(context) - models.llm.count_tokens(res.context)
     for block in (render_state_facts(direct, asked_at), f"Summary of earlier conversations:\n{summary}" if summary else ""):
         if block:
             context = f"{block}\n\n{context}" if context.strip() else block

@@ -50,6 +50,8 @@ _TOKENS = re.compile(r"\w+|[^\w\s]")
 #:    says (:func:`content_id`) — format 4 scored lower than format 2 on the same memories (BENCHMARKS.md).
 CONTEXT_FORMAT = 5
 HEADER = 'Evidence (as of {as_of}; [from -> to), "now" = still holds; c = confidence):'
+#: the header of evidence shown below another "as of" (:func:`undate`)
+UNDATED_HEADER = 'Evidence ([from -> to), "now" = still holds; c = confidence):'
 QUOTES_HEADER = "Source turns:"
 SEARCH_HEADER = "Other turns that match the question:"
 #: longest quoted turn, in characters (a pasted document is cut, not dropped)
@@ -114,6 +116,23 @@ def path_title(n: int, p: Path) -> str:
     if not p.facts:
         return f"P{n} {p.root.name}"
     return f"P{n} " + " -> ".join(p.names)
+
+
+def undate(context: str, as_of: datetime) -> str:
+    """``context`` (serialised ``as_of``) with the "as of" taken out of its evidence header.  Pure.
+
+    ``answer()`` asks a question with a time window ("where did Maya live in 2020?") as of a point
+    in that window; the evidence was searched, and its header dated, as of the caller's time.  Two
+    dates would then head one prompt ("Memory (as of 1 July 2020)" above "Evidence (as of
+    4 December 2026; …)"), and a small model may take either; the prompt's own "as of" is the one
+    that answers the question.
+
+    >>> from datetime import datetime, timezone
+    >>> undate('Evidence (as of 1 June 2025; [from -> to), "now" = still holds; c = confidence):',
+    ...        datetime(2025, 6, 1, tzinfo=timezone.utc))
+    'Evidence ([from -> to), "now" = still holds; c = confidence):'
+    """
+    return context.replace(HEADER.format(as_of=fmt_time(as_of)), UNDATED_HEADER, 1)
 
 
 def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
