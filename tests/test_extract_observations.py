@@ -17,8 +17,6 @@ from chronomem.extract.observations import (
     OBSERVATION_SCHEMA,
     RELATIONS,
     Observation,
-    date_label,
-    find_time_phrase,
     max_statements,
     parse_observations,
     postprocess_observations as _postprocess,
@@ -30,6 +28,7 @@ from chronomem.extract.observations import (
     with_date,
 )
 from chronomem import timeexpr
+from chronomem.timewords import date_label, find_time_phrase
 from chronomem.model import Intent, Message
 from chronomem.providers.base import CallUsage, ChatResult
 

@@ -659,7 +659,7 @@ def test_titles_and_couples_as_subjects() -> None:
 
 def test_march_last_year_is_march_of_last_year() -> None:
     from chronomem import timeexpr
-    from chronomem.extract.observations import find_time_phrase
+    from chronomem.timewords import find_time_phrase
     said = datetime(2024, 9, 12, tzinfo=timezone.utc)
     assert timeexpr.resolve("in March last year", said).start == datetime(2023, 3, 1, tzinfo=timezone.utc)
     assert find_time_phrase("the layoffs got me in March last year.", seasons=True) == "in March last year"

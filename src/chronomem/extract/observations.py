@@ -10,8 +10,8 @@ deterministically and testably:
 
 * :func:`validate_turn` checks the cited turn id against the words of the
   statement and re-grounds it (or drops a statement no turn supports);
-* :func:`find_time_phrase` recovers a time phrase the model left in the
-  statement but not in ``time``; :func:`date_label` / :func:`with_date` write
+* :func:`~chronomem.timewords.find_time_phrase` recovers a time phrase the model left in the
+  statement but not in ``time``; :func:`~chronomem.timewords.date_label` / :func:`with_date` write
   the absolute date resolved by :mod:`chronomem.timeexpr` into the fact's text
   ("… yesterday (19 January 2023)");
 * :func:`type_job` keeps roles and employers apart (``job_title`` vs
@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .. import timeexpr
+from ..timewords import TIME_PHRASE, date_label, find_time_phrase
 from ..model import FactInput, Intent, Message, Origin
 from ..providers.base import LLM, Penalties
 from ..registry import statement_identity
@@ -279,7 +280,7 @@ def _evidence_words(text: str, speakers: Sequence[str]) -> set[str]:
     """Content words of ``text`` that can show where it came from: speaker names and time words
     ("yesterday", "last week") are no evidence of *what* was said."""
     names = {w for s in speakers for w in _words(s)}
-    return _words(_TIME_PHRASE.sub(" ", text)) - names - _TIME_WORDS
+    return _words(TIME_PHRASE.sub(" ", text)) - names - _TIME_WORDS
 
 
 def support_scores(obs: Observation, numbered: dict[int, Message], speakers: Sequence[str] = ()) -> dict[int, float]:
@@ -367,51 +368,10 @@ def source_turns(obs: Observation, numbered: dict[int, Message], speakers: Seque
 
 # ----------------------------------------------------------------- time
 
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
-_TIME_PHRASE = re.compile(
-    r"\b(?:"
-    r"(?:the )?day before yesterday|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
-    r"(?:last|next|this|past|this past) (?:(?:few|couple of|\w+) )?(?:week|weekend|month|year|summer|winter|spring|"
-    r"fall|autumn|night|days|weeks|months|years|" + _WEEKDAY + r")|"
-    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|few|several|\d+) "
-    r"(?:days?|weeks?|months?|years?|decades?) ago|"
-    r"(?:in|since|during|from) (?:(?:early|late|mid) )?(?:19|20)\d\d|"
-    r"(?:in|since|during|on|this|last|next) " + _MONTH + r"(?: \d{1,2}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?|"
-    r"on (?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH + r"(?:,? (?:19|20)\d\d)?|"
-    r"on " + _WEEKDAY +
-    r")\b",
-    re.IGNORECASE,
-)
-
-
 _TIME_WORDS = frozenset("""
     yesterday today tonight tomorrow last next this past week weeks weekend month months year years ago
     day days morning evening night summer winter spring fall autumn
 """.split())
-
-
-#: a season with a preposition ("in spring 2016", "in the spring", "since summer 2019"): read under the
-#: state rules only (session 28), so that the older rule sets replay as they were measured
-_SEASON_PHRASE = re.compile(
-    r"\b(?:in|since|during|from|by) (?:the )?(?:(?:early|late|mid)[ -])?(?:spring|summer|autumn|fall|winter)"
-    r"(?:(?: of)?,? (?:19|20)\d\d)?\b", re.IGNORECASE)
-
-
-_MONTH_LAST_YEAR = re.compile(rf"(?:in|since|during|from|by) {_MONTH} (?:last|this|next) year\b", re.IGNORECASE)
-
-
-def find_time_phrase(text: str, *, seasons: bool = False) -> str:
-    """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``;
-    ``seasons``: "in spring 2016" counts too."""
-    ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
-    found = [*_TIME_PHRASE.finditer(text), *(_SEASON_PHRASE.finditer(text) if seasons else ())]
-    if seasons:  # "in March last year" is March of last year, not the last March (session 29, state rules only)
-        found = [_MONTH_LAST_YEAR.match(text, m.start()) or m for m in found]
-    for m in sorted(found, key=lambda m: m.start()):
-        if timeexpr.resolve(m.group(0), ref) is not None:
-            return m.group(0)
-    return ""
 
 
 _LOOSE_TIME_WORDS = {"on", "in", "at", "the", "this"}
@@ -425,49 +385,11 @@ def line_time_phrase(phrase: str, lines: Sequence[Message]) -> str:
     if not said:
         return phrase
     for m in lines:
-        for found in _TIME_PHRASE.finditer(m.text):
+        for found in TIME_PHRASE.finditer(m.text):
             words = set(re.findall(r"[a-z]+", found.group(0).lower()))
             if said < words - _LOOSE_TIME_WORDS and timeexpr.resolve(found.group(0), m.timestamp) is not None:
                 return found.group(0)
     return phrase
-
-
-def _d(dt: datetime) -> str:
-    return f"{dt.day} {dt:%B %Y}"
-
-
-def date_label(r: timeexpr.Resolved) -> str:
-    """A human date for a resolved expression: "19 January 2023", "the week of 9 January 2023",
-    "January 2023", "2022", "summer 2022"; ranges and since/until say so."""
-
-    def period(start: datetime, gran: str) -> str:
-        if gran in ("day", "instant"):
-            return _d(start)
-        if gran == "week":
-            return f"the week of {_d(start)}"
-        if gran == "weekend":
-            return f"the weekend of {_d(start)}"
-        if gran == "month":
-            return f"{start:%B %Y}"
-        if gran == "season":
-            name = {12: "winter", 1: "winter", 2: "winter", 3: "spring", 6: "summer", 9: "autumn"}.get(start.month, "")
-            return f"{name} {start.year}".strip()
-        if gran == "decade":
-            return f"the {start.year}s"
-        return str(start.year)
-
-    approx = "about " if r.approximate and r.granularity not in ("year", "decade") else ""
-    if r.kind == "point" and r.start is not None:
-        return approx + period(r.start, r.granularity)
-    if r.kind == "since" and r.start is not None:
-        return "since " + approx + period(r.start, r.granularity)
-    if r.kind == "until" and r.end is not None:
-        return f"until {_d(r.end)}"
-    if r.kind == "range" and r.start is not None and r.end is not None:
-        return f"{_d(r.start)} to {_d(r.end)}"
-    if r.kind == "duration" and r.start is not None:
-        return f"since about {_d(r.start)}"
-    return ""
 
 
 def with_date(statement: str, time_text: str, ref: datetime) -> tuple[str, timeexpr.Resolved | None]:

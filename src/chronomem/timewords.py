@@ -1,0 +1,99 @@
+"""Time words in text: finding the phrases :mod:`chronomem.timeexpr` resolves, and writing their dates.
+
+The write path uses it to recover the time a statement says ("… yesterday") and to write the
+resolved date into a fact's text (:func:`date_label`).  Pure functions over a text and the time it
+was said.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from . import timeexpr
+
+_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
+#: a phrase :mod:`~chronomem.timeexpr` may resolve: "yesterday", "last summer", "two years ago",
+#: "in 2019", "in May", "on 8 May", "on Friday" (seasons with a preposition: :data:`SEASON_PHRASE`)
+TIME_PHRASE = re.compile(
+    r"\b(?:"
+    r"(?:the )?day before yesterday|yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening)|"
+    r"(?:last|next|this|past|this past) (?:(?:few|couple of|\w+) )?(?:week|weekend|month|year|summer|winter|spring|"
+    r"fall|autumn|night|days|weeks|months|years|" + _WEEKDAY + r")|"
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|few|several|\d+) "
+    r"(?:days?|weeks?|months?|years?|decades?) ago|"
+    r"(?:in|since|during|from) (?:(?:early|late|mid) )?(?:19|20)\d\d|"
+    r"(?:in|since|during|on|this|last|next) " + _MONTH + r"(?: \d{1,2}(?:st|nd|rd|th)?)?(?:,? (?:19|20)\d\d)?|"
+    r"on (?:the )?\d{1,2}(?:st|nd|rd|th)? (?:of )?" + _MONTH + r"(?:,? (?:19|20)\d\d)?|"
+    r"on " + _WEEKDAY +
+    r")\b",
+    re.IGNORECASE,
+)
+
+
+
+#: a season with a preposition ("in spring 2016", "in the spring", "since summer 2019"): read under the
+#: state rules only (session 28), so that the older rule sets replay as they were measured
+SEASON_PHRASE = re.compile(
+    r"\b(?:in|since|during|from|by) (?:the )?(?:(?:early|late|mid)[ -])?(?:spring|summer|autumn|fall|winter)"
+    r"(?:(?: of)?,? (?:19|20)\d\d)?\b", re.IGNORECASE)
+
+
+_MONTH_LAST_YEAR = re.compile(rf"(?:in|since|during|from|by) {_MONTH} (?:last|this|next) year\b", re.IGNORECASE)
+
+
+def _phrase_matches(text: str, seasons: bool) -> list[re.Match[str]]:
+    """The time phrases of ``text`` by position (overlaps possible; not yet checked to resolve)."""
+    found = [*TIME_PHRASE.finditer(text), *(SEASON_PHRASE.finditer(text) if seasons else ())]
+    if seasons:  # "in March last year" is March of last year, not the last March (session 29, state rules only)
+        found = [_MONTH_LAST_YEAR.match(text, m.start()) or m for m in found]
+    return sorted(found, key=lambda m: m.start())
+
+
+def find_time_phrase(text: str, *, seasons: bool = False) -> str:
+    """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``;
+    ``seasons``: "in spring 2016" counts too."""
+    ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
+    for m in _phrase_matches(text, seasons):
+        if timeexpr.resolve(m.group(0), ref) is not None:
+            return m.group(0)
+    return ""
+
+
+def _d(dt: datetime) -> str:
+    return f"{dt.day} {dt:%B %Y}"
+
+
+def date_label(r: timeexpr.Resolved) -> str:
+    """A human date for a resolved expression: "19 January 2023", "the week of 9 January 2023",
+    "January 2023", "2022", "summer 2022"; ranges and since/until say so."""
+
+    def period(start: datetime, gran: str) -> str:
+        if gran in ("day", "instant"):
+            return _d(start)
+        if gran == "week":
+            return f"the week of {_d(start)}"
+        if gran == "weekend":
+            return f"the weekend of {_d(start)}"
+        if gran == "month":
+            return f"{start:%B %Y}"
+        if gran == "season":
+            name = {12: "winter", 1: "winter", 2: "winter", 3: "spring", 6: "summer", 9: "autumn"}.get(start.month, "")
+            return f"{name} {start.year}".strip()
+        if gran == "decade":
+            return f"the {start.year}s"
+        return str(start.year)
+
+    approx = "about " if r.approximate and r.granularity not in ("year", "decade") else ""
+    if r.kind == "point" and r.start is not None:
+        return approx + period(r.start, r.granularity)
+    if r.kind == "since" and r.start is not None:
+        return "since " + approx + period(r.start, r.granularity)
+    if r.kind == "until" and r.end is not None:
+        return f"until {_d(r.end)}"
+    if r.kind == "range" and r.start is not None and r.end is not None:
+        return f"{_d(r.start)} to {_d(r.end)}"
+    if r.kind == "duration" and r.start is not None:
+        return f"since about {_d(r.start)}"
+    return ""
