@@ -28,7 +28,7 @@ from chronomem.extract.observations import (
     with_date,
 )
 from chronomem import timeexpr
-from chronomem.timewords import date_label, find_time_phrase
+from chronomem.timewords import date_label, dated_text, find_time_phrase
 from chronomem.model import Intent, Message
 from chronomem.providers.base import CallUsage, ChatResult
 
@@ -139,6 +139,19 @@ def test_with_date_appends_the_absolute_date() -> None:
     assert with_date("Gina lost her job this month", "this month", REF)[0] == "Gina lost her job this month (January 2023)."
     assert with_date("Jon likes jazz.", "", REF) == ("Jon likes jazz.", None)
     assert with_date("Jon went there recently.", "recently", REF) == ("Jon went there recently.", None)
+
+
+def test_dated_text_writes_what_relative_time_words_stand_for() -> None:
+    said = datetime(2024, 5, 18, 11, tzinfo=UTC)
+    assert dated_text("Joon-ho and I moved to Ulaanbaatar two years ago.", said) == (
+        "Joon-ho and I moved to Ulaanbaatar two years ago [about 18 May 2022].")
+    # "in January" is the last January by then; "last year" the calendar year before
+    assert dated_text("moved to santiago in january, we got married last year in cebu", said) == (
+        "moved to santiago in january [January 2024], we got married last year [2023] in cebu")
+    # words that name their date, mean the day it was said, or resolve to nothing stay as they are
+    for text in ("Our wedding was back in August 2022.", "I spent 2007 in Rome.", "Today I rest.",
+                 "I went there recently.", ""):
+        assert dated_text(text, said) == text
 
 
 def test_date_labels_by_granularity() -> None:

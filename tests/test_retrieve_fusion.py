@@ -158,6 +158,20 @@ def test_a_turn_that_opens_its_session_comes_alone(mem: Memory) -> None:
         SearchConfig(turn_questions="yes")  # type: ignore[arg-type]
 
 
+def test_date_quotes_write_the_date_a_turn_s_time_words_stand_for(mem: Memory) -> None:
+    q = "When did Maya move to Porto?"
+    plain = mem.search(q, user_id=U, as_of=AS_OF, config=FUSED)
+    dated = mem.search(q, user_id=U, as_of=AS_OF, config=replace(FUSED, date_quotes=True))
+    assert "Maya: I moved to Porto in April." in plain.context
+    assert "Maya: I moved to Porto in April [April 2023]." in dated.context  # said on 30 June 2023
+    assert dated.quoted_ids == plain.quoted_ids and dated.context_tokens > plain.context_tokens
+    # the layout without fusion (the facts' own source turns) dates them too
+    sources = replace(FUSED, fused_turns=0, quote_sources=2, date_quotes=True)
+    assert "in April [April 2023]." in mem.search(q, user_id=U, as_of=AS_OF, config=sources).context
+    with pytest.raises(ValidationError, match="date_quotes"):
+        SearchConfig(date_quotes="yes")  # type: ignore[arg-type]
+
+
 def test_pick_groups_takes_a_group_whole_or_not_at_all() -> None:
     costs = {"q": 4, "a": 4, "b": 3, "c": 2}
     assert pick_groups_within_budget([("q", "a"), ("b",), ("c",)], costs, budget=7, limit=5) == ["b", "c"]

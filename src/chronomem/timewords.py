@@ -1,8 +1,9 @@
 """Time words in text: finding the phrases :mod:`chronomem.timeexpr` resolves, and writing their dates.
 
 The write path uses it to recover the time a statement says ("… yesterday") and to write the
-resolved date into a fact's text (:func:`date_label`).  Pure functions over a text and the time it
-was said.
+resolved date into a fact's text (:func:`date_label`); the read path to date the time words of a
+quoted turn (:func:`dated_text`, ``SearchConfig.date_quotes``).  Pure functions over a text and the
+time it was said.
 """
 
 from __future__ import annotations
@@ -59,6 +60,37 @@ def find_time_phrase(text: str, *, seasons: bool = False) -> str:
         if timeexpr.resolve(m.group(0), ref) is not None:
             return m.group(0)
     return ""
+
+
+def dated_text(text: str, ref: datetime) -> str:
+    """``text`` (said at ``ref``) with the date each of its relative time phrases stands for written after
+    it, in brackets: "we got married in May last year [May 2016]".  Pure.
+
+    A small model reads the date a turn was said, not the date its words mean: asked "in what year
+    did Enkhjin move back?" over "[18 May 2024] Enkhjin: … moved to Ulaanbaatar two years ago" it
+    answers 2024.  Phrases that already name their date ("in 2007", "in August 2022") and those that
+    mean the day the turn was said ("today") are left as they are.
+
+    >>> from datetime import datetime, timezone
+    >>> said = datetime(2017, 9, 2, 20, tzinfo=timezone.utc)
+    >>> dated_text("We got married in May last year, and Temuulen moved in 2015.", said)
+    'We got married in May last year [May 2016], and Temuulen moved in 2015.'
+    >>> dated_text("I went yesterday, and today I rest.", said)
+    'I went yesterday [1 September 2017], and today I rest.'
+    """
+    out: list[str] = []
+    end = 0
+    today = _d(ref).lower()
+    for m in _phrase_matches(text, seasons=True):
+        if m.start() < end:
+            continue
+        r = timeexpr.resolve(m.group(0), ref)
+        label = date_label(r) if r is not None else ""
+        if not label or label.lower() in m.group(0).lower() or label.lower() == today:
+            continue
+        out.append(f"{text[end:m.end()]} [{label}]")
+        end = m.end()
+    return "".join(out) + text[end:]
 
 
 def _d(dt: datetime) -> str:

@@ -99,6 +99,10 @@ class SearchConfig:
         something) is shown with that question, the two charged together to the
         budget — "Femke! In February." says nothing without "Who were you engaged
         to?";
+        ``date_quotes`` (off): each quoted turn's relative time words carry the date they stand
+        for, resolved against the time the turn was said ("we got married in May last year
+        [May 2016]"; :func:`chronomem.timewords.dated_text`) — a small model otherwise answers
+        with the date the turn was said;
         ``fused_turns_first`` (off): with ``fused_turns``, a question that turns
         neither on time nor on a changing state (not "when", no time window or
         change, no single-valued relation such as lives_in:
@@ -165,6 +169,7 @@ class SearchConfig:
     fused_weights: tuple[float, float, float] = (0.5, 1.0, 0.5)
     fused_turns_first: bool = False
     turn_questions: bool = False
+    date_quotes: bool = False
     expand_query: bool = False
     state_facts: int = 4
     organisation_hint: bool = True
@@ -191,7 +196,8 @@ class SearchConfig:
                 or not all(isinstance(x, (int, float)) and x >= 0 for x in w)):
             raise ValidationError("config.fused_weights", w, "must be three non-negative numbers "
                                   "(graph sources, turn hits, fact hits)")
-        for name in ("turn_replies", "expand_query", "fused_turns_first", "turn_questions", "organisation_hint"):
+        for name in ("turn_replies", "expand_query", "fused_turns_first", "turn_questions", "date_quotes",
+                     "organisation_hint"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"config.{name}", getattr(self, name), "must be True or False")
         unknown = set(self.rules) - cf.ALL_RULES

@@ -355,7 +355,8 @@ def _quote_sources(store: Store, user_id: str, facts: list[Fact], cfg: SearchCon
     if not cfg.quote_sources or ctx.empty:
         return ctx, []
     ids = source_turn_ids(store, user_id, facts)[: cfg.quote_sources]
-    ctx, quoted = append_quotes(ctx, _turns_in_order(store, user_id, ids), budget_tokens=cfg.context_tokens)
+    ctx, quoted = append_quotes(ctx, _turns_in_order(store, user_id, ids), budget_tokens=cfg.context_tokens,
+                                dated=cfg.date_quotes)
     if len(quoted) < len(ids):
         notes.append(f"{len(ids) - len(quoted)} source turns not quoted (missing or over budget)")
     return ctx, quoted
@@ -371,7 +372,8 @@ def _search_turns(store: Store, user_id: str, query: str, when: datetime, cfg: S
     turns = [m for m in _turns_in_order(store, user_id, hits) if m.timestamp <= when][: cfg.search_turns]
     if cfg.turn_replies:
         turns = with_replies(store, user_id, turns, when, set(quoted), cfg.search_turns)
-    ctx, added = append_quotes(ctx, turns, budget_tokens=cfg.context_tokens, header=SEARCH_HEADER)
+    ctx, added = append_quotes(ctx, turns, budget_tokens=cfg.context_tokens, header=SEARCH_HEADER,
+                               dated=cfg.date_quotes)
     if added:
         notes.append(f"{len(added)} turns added by full-text search over the messages")
     return ctx, quoted + added
@@ -404,14 +406,15 @@ def _fused_turns(store: Store, user_id: str, query: str, when: datetime, cfg: Se
     room = cfg.context_tokens - ctx.tokens - approx_tokens(header)
     groups = _with_questions(store, user_id, turns) if cfg.turn_questions else [[m] for m in turns]
     turn_by_id = {m.id: m for g in groups for m in g}
-    costs = {i: approx_tokens(quote_line(m)) + 1 for i, m in turn_by_id.items()}
+    costs = {i: approx_tokens(quote_line(m, cfg.date_quotes)) + 1 for i, m in turn_by_id.items()}
     chosen = pick_groups_within_budget([[m.id for m in g] for g in groups], costs, room, cfg.fused_turns)
     picked = [turn_by_id[i] for i in chosen]
     said = sorted(picked, key=lambda m: (m.timestamp, m.session_id, m.seq))
     if graph_first or ctx.empty:
-        out, _ = append_quotes(ctx, said, budget_tokens=cfg.context_tokens, header=header)
+        out, _ = append_quotes(ctx, said, budget_tokens=cfg.context_tokens, header=header, dated=cfg.date_quotes)
     else:  # the turns first, then the graph evidence
-        turns_ctx, _ = append_quotes(Context("", 0, 0), said, budget_tokens=cfg.context_tokens, header=header)
+        turns_ctx, _ = append_quotes(Context("", 0, 0), said, budget_tokens=cfg.context_tokens, header=header,
+                                     dated=cfg.date_quotes)
         out = _turns_then(turns_ctx, ctx)
     if picked:
         notes.append(f"{len(picked)} turns by rank fusion (graph sources {len(from_graph)}, "

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ..model import Fact, Message, Origin
+from ..timewords import dated_text
 from .beam import Path
 from .render import fmt_time, render_fact
 
@@ -177,16 +178,19 @@ def serialize(paths: Sequence[Path], *, as_of: datetime, budget_tokens: int,
     return Context(text=text, tokens=count(text), paths=included, fact_ids=order, truncated=truncated)
 
 
-def quote_line(m: Message) -> str:
-    """``[20 January 2023] D1:4 Jon: I lost my job …``: one verbatim turn, dated, cut at MAX_QUOTE_CHARS."""
+def quote_line(m: Message, dated: bool = False) -> str:
+    """``[20 January 2023] D1:4 Jon: I lost my job …``: one verbatim turn, dated, cut at MAX_QUOTE_CHARS;
+    ``dated``: its relative time words followed by the dates they stand for (:func:`dated_text`)."""
     text = " ".join(m.text.split())
     if len(text) > MAX_QUOTE_CHARS:
         text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+    if dated:
+        text = dated_text(text, m.timestamp)
     return f"[{fmt_time(m.timestamp)}] {short_id(m.id)} {m.speaker}: {text}"
 
 
 def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int, header: str = QUOTES_HEADER,
-                  count_tokens: Callable[[str], int] | None = None) -> tuple[Context, list[str]]:
+                  count_tokens: Callable[[str], int] | None = None, dated: bool = False) -> tuple[Context, list[str]]:
     """Add the ``turns`` (in the given order) under ``header`` below ``ctx`` while ``budget_tokens`` allows.
 
     Returns the extended context and the ids of the turns quoted.  A turn that
@@ -200,7 +204,7 @@ def append_quotes(ctx: Context, turns: Sequence[Message], *, budget_tokens: int,
     lines: list[str] = []
     quoted: list[str] = []
     for m in turns:
-        line = quote_line(m)
+        line = quote_line(m, dated)
         cost = count(line)
         if used + cost > budget_tokens:
             continue
