@@ -148,6 +148,12 @@ def test_dated_text_writes_what_relative_time_words_stand_for() -> None:
     # "in January" is the last January by then; "last year" the calendar year before
     assert dated_text("moved to santiago in january, we got married last year in cebu", said) == (
         "moved to santiago in january [January 2024], we got married last year [2023] in cebu")
+    # a season whose year follows is dated by the year words, not as this year's season
+    assert dated_text("We've been together since spring last year.", datetime(2015, 5, 20, tzinfo=UTC)) == (
+        "We've been together since spring last year [2014].")
+    # words that count from a time the turn itself names are not dated from when it was said
+    told = "After Mikko and I separated in 2021 I came back in the autumn. The divorce went through the next year."
+    assert dated_text(told, said) == told
     # words that name their date, mean the day it was said, or resolve to nothing stay as they are
     for text in ("Our wedding was back in August 2022.", "I spent 2007 in Rome.", "Today I rest.",
                  "I went there recently.", ""):

@@ -168,6 +168,9 @@ def test_date_quotes_write_the_date_a_turn_s_time_words_stand_for(mem: Memory) -
     # the layout without fusion (the facts' own source turns) dates them too
     sources = replace(FUSED, fused_turns=0, quote_sources=2, date_quotes=True)
     assert "in April [April 2023]." in mem.search(q, user_id=U, as_of=AS_OF, config=sources).context
+    # a question that does not ask "when" keeps the turns as they were said
+    where = mem.search("Where did Maya move in April?", user_id=U, as_of=AS_OF, config=replace(FUSED, date_quotes=True))
+    assert "Maya: I moved to Porto in April." in where.context and "[April 2023]" not in where.context
     with pytest.raises(ValidationError, match="date_quotes"):
         SearchConfig(date_quotes="yes")  # type: ignore[arg-type]
 

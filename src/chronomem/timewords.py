@@ -62,14 +62,31 @@ def find_time_phrase(text: str, *, seasons: bool = False) -> str:
     return ""
 
 
+#: a year said after a season's name ("since spring last year"), which the resolver does not join to it
+_YEAR_AFTER = re.compile(r"\s+(?:of )?(?:last|this|next) year\b", re.IGNORECASE)
+_DEICTIC = re.compile(r"\b(?:last|this|next|past|ago|yesterday|today|tonight|tomorrow)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _anchored_elsewhere(text: str, m: re.Match[str]) -> bool:
+    """Whether the phrase ``m`` of ``text`` counts from a time the text names, not from when it was said:
+    "the next year" (the year after one just told), or a month, season or weekday without a year
+    after a year was named ("we separated in 2021 and I came back in the autumn")."""
+    if re.search(r"\bthe\s+$", text[: m.start()], re.IGNORECASE) and m.group(0).lower().startswith("next"):
+        return True
+    phrase = m.group(0)
+    return not _DEICTIC.search(phrase) and not _YEAR.search(phrase) and bool(_YEAR.search(text, 0, m.start()))
+
+
 def dated_text(text: str, ref: datetime) -> str:
     """``text`` (said at ``ref``) with the date each of its relative time phrases stands for written after
     it, in brackets: "we got married in May last year [May 2016]".  Pure.
 
     A small model reads the date a turn was said, not the date its words mean: asked "in what year
     did Enkhjin move back?" over "[18 May 2024] Enkhjin: … moved to Ulaanbaatar two years ago" it
-    answers 2024.  Phrases that already name their date ("in 2007", "in August 2022") and those that
-    mean the day the turn was said ("today") are left as they are.
+    answers 2024.  Phrases that already name their date ("in 2007", "in August 2022"), those that
+    mean the day the turn was said ("today") and those that count from a time the turn names ("the
+    next year"; "in the autumn" after "in 2021") are left as they are.
 
     >>> from datetime import datetime, timezone
     >>> said = datetime(2017, 9, 2, 20, tzinfo=timezone.utc)
@@ -83,6 +100,8 @@ def dated_text(text: str, ref: datetime) -> str:
     today = _d(ref).lower()
     for m in _phrase_matches(text, seasons=True):
         if m.start() < end:
+            continue
+        if _YEAR_AFTER.match(text, m.end()) or _anchored_elsewhere(text, m):
             continue
         r = timeexpr.resolve(m.group(0), ref)
         label = date_label(r) if r is not None else ""

@@ -185,6 +185,23 @@ def analyze(query: str, registry: RelationRegistry, *, now: datetime,
     )
 
 
+_DATE_ASKED = re.compile(r"\b(?:what|which) (?:year|month|date|day)\b|\bhow long ago\b", re.I)
+
+
+def asks_for_a_date(analysis: QueryAnalysis) -> bool:
+    """Does the question ask for a date — "when …", "in what year …", "which month …", "how long ago …"?
+    Pure.
+
+    >>> from datetime import datetime, timezone
+    >>> from chronomem.registry import RelationRegistry
+    >>> now, reg = datetime(2026, 1, 1, tzinfo=timezone.utc), RelationRegistry()
+    >>> [asks_for_a_date(analyze(q, reg, now=now)) for q in
+    ...  ("When did Mekdes marry Samuel?", "In what year did Ligaya marry Rafael?", "Where did Mekdes live in 2007?")]
+    [True, True, False]
+    """
+    return analysis.wh == "when" or bool(_DATE_ASKED.search(analysis.text))
+
+
 def asks_time_or_state(analysis: QueryAnalysis, registry: RelationRegistry) -> bool:
     """Does the question turn on time or on a state that changes — "when", a time window, a change
     ("used to", "moved"), or a single-valued relation ("where does Maya live", "is Maya married")?
