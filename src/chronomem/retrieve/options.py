@@ -99,12 +99,13 @@ class SearchConfig:
         something) is shown with that question, the two charged together to the
         budget — "Femke! In February." says nothing without "Who were you engaged
         to?";
-        ``date_quotes`` (off): for a question that asks for a date ("when …", "in what year …":
-        :func:`chronomem.retrieve.intents.asks_for_a_date`), each quoted turn's relative time words carry
-        the date they stand for, resolved against the time the turn was said ("we got married in May
-        last year [May 2016]"; :func:`chronomem.timewords.dated_text`) — a small model otherwise
-        answers with the date the turn was said.  Other questions' quotes stay verbatim: dated, they
-        lost single-hop answers on LoCoMo's tuning samples (BENCHMARKS.md);
+        ``date_quotes`` (off; on in ``answer()``'s ``ANSWER_CONFIG``): for a question that asks
+        for a date ("when …", "in what year …": :func:`chronomem.retrieve.intents.asks_for_a_date`),
+        each quoted turn's relative time words carry the date they stand for, resolved against the
+        time the turn was said ("we got married in May last year [May 2016]";
+        :func:`chronomem.timewords.dated_text`) — a small model otherwise answers with the date the
+        turn was said.  Other questions' quotes stay verbatim: dated, they lost single-hop answers on
+        LoCoMo's tuning samples (BENCHMARKS.md);
         ``fused_turns_first`` (off): with ``fused_turns``, a question that turns
         neither on time nor on a changing state (not "when", no time window or
         change, no single-valued relation such as lives_in:
