@@ -165,6 +165,7 @@ def test_date_quotes_write_the_date_a_turn_s_time_words_stand_for(mem: Memory) -
     assert "Maya: I moved to Porto in April." in plain.context
     assert "Maya: I moved to Porto in April [April 2023]." in dated.context  # said on 30 June 2023
     assert dated.quoted_ids == plain.quoted_ids and dated.context_tokens > plain.context_tokens
+    assert any("asks for a date" in n for n in dated.trace.notes)
     # the layout without fusion (the facts' own source turns) dates them too
     sources = replace(FUSED, fused_turns=0, quote_sources=2, date_quotes=True)
     assert "in April [April 2023]." in mem.search(q, user_id=U, as_of=AS_OF, config=sources).context

@@ -66,13 +66,14 @@ def find_time_phrase(text: str, *, seasons: bool = False) -> str:
 _YEAR_AFTER = re.compile(r"\s+(?:of )?(?:last|this|next) year\b", re.IGNORECASE)
 _DEICTIC = re.compile(r"\b(?:last|this|next|past|ago|yesterday|today|tonight|tomorrow)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_THE_BEFORE = re.compile(r"\bthe\s+$", re.IGNORECASE)  # "the next year": searched up to the phrase
 
 
 def _anchored_elsewhere(text: str, m: re.Match[str]) -> bool:
     """Whether the phrase ``m`` of ``text`` counts from a time the text names, not from when it was said:
     "the next year" (the year after one just told), or a month, season or weekday without a year
     after a year was named ("we separated in 2021 and I came back in the autumn")."""
-    if re.search(r"\bthe\s+$", text[: m.start()], re.IGNORECASE) and m.group(0).lower().startswith("next"):
+    if _THE_BEFORE.search(text, 0, m.start()) and m.group(0).lower().startswith("next"):
         return True
     phrase = m.group(0)
     return not _DEICTIC.search(phrase) and not _YEAR.search(phrase) and bool(_YEAR.search(text, 0, m.start()))

@@ -32,7 +32,8 @@ from ..providers.base import Embedder
 from ..timeutil import iso, parse_time, utcnow
 from . import anchoring
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
-from .intents import QueryAnalysis, analyze, asks_for_a_date, asks_time_or_state, intents_messages, parse_intents, INTENT_SCHEMA
+from .intents import (QueryAnalysis, analyze, asks_for_a_date, asks_time_or_state, intents_messages, parse_intents,
+                      INTENT_SCHEMA)
 from .fusion import asks, pick_groups_within_budget, reciprocal_rank_fusion
 from .serialize import QUOTES_HEADER, SEARCH_HEADER, Context, append_quotes, approx_tokens, quote_line, serialize
 
@@ -261,6 +262,8 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
     trace.analysis = analysis.as_dict()
     if cfg.date_quotes and not asks_for_a_date(analysis):  # the dates serve questions asking one; elsewhere they cost
         cfg = replace(cfg, date_quotes=False)
+    elif cfg.date_quotes:
+        trace.notes.append("the question asks for a date: quoted turns' time words dated")
     t1 = time.perf_counter()
 
     embedder = _resolve_embedder(models, cfg, trace.notes)
