@@ -33,7 +33,6 @@ TIME_PHRASE = re.compile(
 )
 
 
-
 #: a season with a preposition ("in spring 2016", "in the spring", "since summer 2019"): read under the
 #: state rules only (session 28), so that the older rule sets replay as they were measured
 SEASON_PHRASE = re.compile(
