@@ -28,7 +28,7 @@ from chronomem.extract.observations import (
     with_date,
 )
 from chronomem import timeexpr
-from chronomem.timewords import date_label, dated_text, find_time_phrase
+from chronomem.timewords import counts_from_a_named_year, date_label, dated_text, find_time_phrase
 from chronomem.model import Intent, Message
 from chronomem.providers.base import CallUsage, ChatResult
 
@@ -132,6 +132,34 @@ def test_find_time_phrase() -> None:
     assert find_time_phrase("Jon likes contemporary dance.") == ""
 
 
+def test_find_time_phrase_reads_chat_time_under_the_state_rules() -> None:
+    # short units, "couple", "X before last" and a season of last year (session 33): state rules only
+    assert find_time_phrase("he moved there last yr", seasons=True) == "last yr"
+    assert find_time_phrase("moved 2 yrs ago, right up in the hills", seasons=True) == "2 yrs ago"
+    assert find_time_phrase("moved 2 yrs ago, right up in the hills") == ""
+    assert find_time_phrase("we split up the summer before last", seasons=True) == "the summer before last"
+    assert find_time_phrase("We've been together since spring last year", seasons=True) == "since spring last year"
+    assert find_time_phrase("We've been together since spring last year") == "last year"
+
+
+def test_the_year_after_counts_from_the_year_named_before_it() -> None:
+    told = "Aroha and I got married in 2017 and moved to Blenheim the year after"
+    assert find_time_phrase(told, seasons=True) == "in 2017"  # the first phrase is the wedding's
+    assert find_time_phrase("moved to Blenheim the year after", seasons=True,
+                            before="Aroha and I got married in 2017 and ") == "in 2018"
+    assert find_time_phrase("The divorce went through the following year.", seasons=True,
+                            before="We separated in 2021.") == "in 2022"
+    # no year named: not the year after the one it was said in, so no time at all
+    assert find_time_phrase("The divorce went through the next year, quietly", seasons=True) == ""
+    assert counts_from_a_named_year("the next year") and not counts_from_a_named_year("next year")
+    # "that summer": the summer of the year named before it
+    assert find_time_phrase("that summer Clara and I moved to Braga", seasons=True,
+                            before="I left KPMG in the spring of 2021, and ") == "in summer 2021"
+    said = datetime(2023, 11, 18, tzinfo=UTC)
+    assert dated_text("I left KPMG in the spring of 2021, and that summer we moved to Braga.", said) == (
+        "I left KPMG in the spring of 2021, and that summer [summer 2021] we moved to Braga.")
+
+
 def test_with_date_appends_the_absolute_date() -> None:
     text, r = with_date("Jon lost his job as a banker yesterday.", "yesterday", REF)
     assert text == "Jon lost his job as a banker yesterday (19 January 2023)."
@@ -150,10 +178,17 @@ def test_dated_text_writes_what_relative_time_words_stand_for() -> None:
         "moved to santiago in january [January 2024], we got married last year [2023] in cebu")
     # a season whose year follows is dated by the year words, not as this year's season
     assert dated_text("We've been together since spring last year.", datetime(2015, 5, 20, tzinfo=UTC)) == (
-        "We've been together since spring last year [2014].")
+        "We've been together since spring last year [since spring 2014].")
+    assert dated_text("moved 2 yrs ago, right up in the hills", said) == (
+        "moved 2 yrs ago [about 18 May 2022], right up in the hills")
     # words that count from a time the turn itself names are not dated from when it was said
-    told = "After Mikko and I separated in 2021 I came back in the autumn. The divorce went through the next year."
+    told = "After Mikko and I separated in 2021 I came back in the autumn."
     assert dated_text(told, said) == told
+    # "the next year" is the year after the last one named (session 33), and left alone when none was
+    assert dated_text(told + " The divorce went through the next year.", said) == (
+        told + " The divorce went through the next year [2022].")
+    assert dated_text("The divorce went through the next year, quietly.", said) == (
+        "The divorce went through the next year, quietly.")
     # words that name their date, mean the day it was said, or resolve to nothing stay as they are
     for text in ("Our wedding was back in August 2022.", "I spent 2007 in Rome.", "Today I rest.",
                  "I went there recently.", ""):

@@ -74,6 +74,17 @@ def d(y: int, m: int, day: int) -> datetime:
         ("winter 2020", d(2020, 12, 1), d(2021, 3, 1), "season"),
         ("the summer of 2020", d(2020, 6, 1), d(2020, 9, 1), "season"),
         ("in the fall", d(2022, 9, 1), d(2022, 12, 1), "season"),
+        # a season of a year said relative to now: "spring last year" is not the last spring (session 33)
+        ("in spring last year", d(2022, 3, 1), d(2022, 6, 1), "season"),
+        ("the summer of last year", d(2022, 6, 1), d(2022, 9, 1), "season"),
+        ("winter this year", d(2023, 12, 1), d(2024, 3, 1), "season"),
+        # "X before last": the last X before the last one
+        ("the summer before last", d(2021, 6, 1), d(2021, 9, 1), "season"),
+        ("the year before last", d(2021, 1, 1), d(2022, 1, 1), "year"),
+        ("the week before last", d(2023, 4, 24), d(2023, 5, 1), "week"),
+        # units as typed in chat
+        ("last yr", d(2022, 1, 1), d(2023, 1, 1), "year"),
+        ("last wk", d(2023, 5, 1), d(2023, 5, 8), "week"),
     ],
 )
 def test_point_expressions(expr: str, start: datetime, end: datetime, gran: str) -> None:
@@ -94,12 +105,27 @@ def test_point_expressions(expr: str, start: datetime, end: datetime, gran: str)
         ("in 3 months", d(2023, 8, 10)),
         ("in two weeks", d(2023, 5, 24)),
         ("a year from now", d(2024, 5, 10)),
+        ("2 yrs ago", d(2021, 5, 10)),
+        ("couple years ago", d(2021, 5, 10)),
+        ("3 mos ago", d(2023, 2, 10)),
+        ("a yr ago", d(2022, 5, 10)),
     ],
 )
 def test_offsets_are_approximate_days(expr: str, day: datetime) -> None:
     r = resolve(expr, REF)
     assert r is not None and r.kind == "point"
     assert r.start == day and r.granularity == "day" and r.approximate
+
+
+def test_since_a_season_of_last_year() -> None:
+    r = resolve("since spring last year", REF)
+    assert r is not None and (r.kind, r.start, r.granularity) == ("since", d(2022, 3, 1), "season")
+
+
+def test_short_units_stand_alone_only() -> None:
+    # "mo" / "yr" are read as units only as whole words: a name that contains them is not a time
+    assert resolve("Mosul", REF) is None
+    assert resolve("yrs", REF) is None
 
 
 def test_last_weekday_said_on_that_weekday_is_a_week_ago() -> None:

@@ -143,7 +143,7 @@ _NUMBERS = {
     "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
     "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17,
     "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
-    "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3,
+    "a couple of": 2, "a couple": 2, "couple of": 2, "couple": 2, "a few": 3, "few": 3, "several": 3,
 }  # fmt: skip
 _UNITS = {
     "day": "days", "days": "days", "week": "weeks", "weeks": "weeks",
@@ -253,12 +253,17 @@ _LEADING = re.compile(
 _TRAILING = re.compile(r"\s+(?:morning|afternoon|evening|night|now|or so|ish)$")
 
 
+#: the short forms of units typed in chat ("2 yrs ago", "last yr", "3 wks"), spelled out
+_UNIT_SHORT = {"yr": "year", "yrs": "years", "wk": "week", "wks": "weeks", "mos": "months", "mo": "month"}
+_UNIT_SHORT_RE = re.compile(r"\b(" + "|".join(_UNIT_SHORT) + r")\b")
+
+
 def _normalise(text: str) -> str:
     s = text.strip().lower()
     s = s.replace("–", "-").replace("—", "-").replace("’", "'")
     s = re.sub(r"[.!?;]+$", "", s)
     s = re.sub(r"\s+", " ", s).strip()
-    return s
+    return _UNIT_SHORT_RE.sub(lambda m: _UNIT_SHORT[m.group(1)], s)
 
 
 def _strip_modifiers(s: str) -> str:
@@ -354,10 +359,12 @@ def _month_phrase(s: str, ref: datetime, which: str) -> Period | None:
 
 
 def _season_phrase(s: str, ref: datetime, which: str) -> Period | None:
-    m = re.fullmatch(rf"({_SEASON_RE})(?:,| of)? ?(\d{{4}})?", s)
+    m = re.fullmatch(rf"({_SEASON_RE})(?:,| of)? ?(\d{{4}}|(?:last|this|next) year)?", s)
     if not m:
         return None
     first = _SEASONS[m.group(1)]
+    if m.group(2) and m.group(2).endswith(" year"):  # "spring last year": the spring of last year
+        return _season(ref.year + {"last": -1, "this": 0, "next": 1}[m.group(2).split()[0]], first)
     year = _year_token(m.group(2), ref)
     if year is not None:
         return _season(year, first)
@@ -451,6 +458,12 @@ def _point(text: str, ref: datetime) -> Period | None:
                 datetime(y, 1, 1, tzinfo=UTC), datetime(y + 10, 1, 1, tzinfo=UTC), "decade"
             )
         return None
+
+    # "the summer before last": the last summer before the last one
+    m = re.fullmatch(r"(.+) before last", s)
+    if m:
+        last = _point(f"last {m.group(1)}", ref)
+        return None if last is None else _point(f"last {m.group(1)}", last.start)
 
     # "last/this/next/past/coming X"
     which = "bare"

@@ -40,25 +40,95 @@ SEASON_PHRASE = re.compile(
     r"(?:(?: of)?,? (?:19|20)\d\d)?\b", re.IGNORECASE)
 
 
-_MONTH_LAST_YEAR = re.compile(rf"(?:in|since|during|from|by) {_MONTH} (?:last|this|next) year\b", re.IGNORECASE)
+#: "in March last year", "since spring last year": the month or season of last year, not the last one
+#: (months: session 29; seasons: session 33)
+_MONTH_LAST_YEAR = re.compile(
+    rf"(?:in|since|during|from|by) (?:the )?(?:{_MONTH}|{timeexpr.SEASON_ALTERNATION})(?: of)? (?:last|this|next) year\b",
+    re.IGNORECASE)
+
+_UNIT = r"(?:days?|weeks?|wks?|months?|mos|years?|yrs?|decades?)"
+#: time as it is typed in chat, read with the seasons (state rules only, session 33): short units ("2 yrs
+#: ago", "last yr"), "couple years ago", "the summer before last"
+CHAT_TIME_PHRASE = re.compile(
+    r"\b(?:"
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|(?:a )?couple(?: of)?|few|several|\d+) "
+    + _UNIT + r" ago|"
+    r"(?:last|next|this|past) (?:yr|wk)|"
+    r"(?:(?:in|since|during|from) )?(?:the )?(?:week|month|year|yr|summer|winter|spring|fall|autumn|weekend|"
+    + _WEEKDAY + r") before last"
+    r")\b",
+    re.IGNORECASE,
+)
+
+#: "the next year", "the year after", "that summer": a time counted from a year the text names, not from
+#: when it was said
+_COUNTED_YEAR = re.compile(r"\bthe (?:next|following) year\b|\bthe year after\b|"
+                           r"\bthat (?:year|spring|summer|autumn|fall|winter)\b", re.IGNORECASE)
+
+
+def _counted_label(phrase: str, year: int) -> str:
+    """What a counted phrase stands for, given the year named before it: "the year after" → "2018" (for
+    2017), "that summer" → "summer 2017"."""
+    words = phrase.lower().split()
+    if words[0] == "that":
+        return str(year) if words[1] == "year" else f"{words[1]} {year}"
+    return str(year + 1)
+
+
+def counts_from_a_named_year(phrase: str) -> bool:
+    """Whether ``phrase`` is "the next year" / "the following year" / "the year after": a year counted from
+    one said before it, which the time a line was said cannot resolve."""
+    return bool(_COUNTED_YEAR.search(phrase))
 
 
 def _phrase_matches(text: str, seasons: bool) -> list[re.Match[str]]:
     """The time phrases of ``text`` by position (overlaps possible; not yet checked to resolve)."""
-    found = [*TIME_PHRASE.finditer(text), *(SEASON_PHRASE.finditer(text) if seasons else ())]
+    found = [*TIME_PHRASE.finditer(text)]
     if seasons:  # "in March last year" is March of last year, not the last March (session 29, state rules only)
+        found += [*SEASON_PHRASE.finditer(text), *CHAT_TIME_PHRASE.finditer(text)]
         found = [_MONTH_LAST_YEAR.match(text, m.start()) or m for m in found]
-    return sorted(found, key=lambda m: m.start())
+        found += [*_COUNTED_YEAR.finditer(text)]
+    # the longest phrase first where two start together ("2 yrs ago" over nothing, "in spring last year" over "in spring")
+    return sorted(found, key=lambda m: (m.start(), -m.end()))
 
 
-def find_time_phrase(text: str, *, seasons: bool = False) -> str:
+def find_time_phrase(text: str, *, seasons: bool = False, before: str = "") -> str:
     """The first time expression in ``text`` that :mod:`~chronomem.timeexpr` resolves, else ``""``;
-    ``seasons``: "in spring 2016" counts too."""
+    ``seasons``: "in spring 2016", "2 yrs ago" and "the year after" count too.
+
+    "The next year", "the year after" and "that summer" count from the last year named before them, in
+    ``text`` or in ``before`` (what the line said before ``text``); they come back as the time they stand
+    for ("in 2018", "in summer 2017"), and are skipped when no year was named (the year after the one the
+    line was said in is not what they mean).
+
+    >>> find_time_phrase("we moved to Blenheim the year after", seasons=True, before="we got married in 2017 and")
+    'in 2018'
+    >>> find_time_phrase("he moved there 2 yrs ago", seasons=True)
+    '2 yrs ago'
+    """
     ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
     for m in _phrase_matches(text, seasons):
+        if seasons and _counted(text, m):
+            year = _year_before(before + " " + text[:m.start()])
+            if year is not None and _COUNTED_YEAR.fullmatch(m.group(0)):
+                return f"in {_counted_label(m.group(0), year)}"
+            continue
         if timeexpr.resolve(m.group(0), ref) is not None:
             return m.group(0)
     return ""
+
+
+def _counted(text: str, m: re.Match[str]) -> bool:
+    """Whether the phrase ``m`` counts a year from one named before it: "the next year", "the year
+    after" (and the "next year" inside "the next year")."""
+    return bool(_COUNTED_YEAR.fullmatch(m.group(0))) or (
+        bool(_THE_BEFORE.search(text, 0, m.start())) and m.group(0).lower().startswith(("next", "following")))
+
+
+def _year_before(text: str) -> int | None:
+    """The last year ``text`` names ("… in 2017 and"), else ``None``."""
+    years = _YEAR.findall(text)
+    return int(years[-1]) if years else None
 
 
 #: a year said after a season's name ("since spring last year"), which the resolver does not join to it
@@ -72,7 +142,7 @@ def _anchored_elsewhere(text: str, m: re.Match[str]) -> bool:
     """Whether the phrase ``m`` of ``text`` counts from a time the text names, not from when it was said:
     "the next year" (the year after one just told), or a month, season or weekday without a year
     after a year was named ("we separated in 2021 and I came back in the autumn")."""
-    if _THE_BEFORE.search(text, 0, m.start()) and m.group(0).lower().startswith("next"):
+    if _counted(text, m):
         return True
     phrase = m.group(0)
     return not _DEICTIC.search(phrase) and not _YEAR.search(phrase) and bool(_YEAR.search(text, 0, m.start()))
@@ -84,9 +154,11 @@ def dated_text(text: str, ref: datetime) -> str:
 
     A small model reads the date a turn was said, not the date its words mean: asked "in what year
     did Enkhjin move back?" over "[18 May 2024] Enkhjin: … moved to Ulaanbaatar two years ago" it
-    answers 2024.  Phrases that already name their date ("in 2007", "in August 2022"), those that
-    mean the day the turn was said ("today") and those that count from a time the turn names ("the
-    next year"; "in the autumn" after "in 2021") are left as they are.
+    answers 2024.  "The next year" / "the year after" count from the last year the turn names ("in 2017
+    … the year after [2018]").  Phrases that already name their date ("in 2007", "in August 2022"), those
+    that mean the day the turn was said ("today") and those that count from a time the turn names
+    without a year of their own ("in the autumn" after "in 2021"; "the next year" when no year was
+    named) are left as they are.
 
     >>> from datetime import datetime, timezone
     >>> said = datetime(2017, 9, 2, 20, tzinfo=timezone.utc)
@@ -101,8 +173,14 @@ def dated_text(text: str, ref: datetime) -> str:
     for m in _phrase_matches(text, seasons=True):
         if m.start() < end:
             continue
+        if _COUNTED_YEAR.fullmatch(m.group(0)) and (year := _year_before(text[:m.start()])) is not None:
+            out.append(f"{text[end:m.end()]} [{_counted_label(m.group(0), year)}]")  # "in 2017 … the year after [2018]"
+            end = m.end()
+            continue
         if _YEAR_AFTER.match(text, m.end()) or _anchored_elsewhere(text, m):
             continue
+        if _YEAR.search(m.group(0)) and not _DEICTIC.search(m.group(0)):
+            continue  # "in the spring of 2021" names its date
         r = timeexpr.resolve(m.group(0), ref)
         label = date_label(r) if r is not None else ""
         if not label or label.lower() in m.group(0).lower() or label.lower() == today:

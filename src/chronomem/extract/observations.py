@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .. import timeexpr
-from ..timewords import TIME_PHRASE, date_label, find_time_phrase
+from ..timewords import TIME_PHRASE, counts_from_a_named_year, date_label, find_time_phrase
 from ..model import FactInput, Intent, Message, Origin
 from ..providers.base import LLM, Penalties
 from ..registry import statement_identity
@@ -1096,7 +1096,8 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
     # the time comes from the statement's own words: a separate "time" field was copied
     # across statements by the 1.5B model ("yesterday" on every fact of a turn)
     time_text = (find_time_phrase(o.statement, seasons=rules in STATE_RULES)
-                 or (o.time if o.time and o.time.lower() in o.statement.lower() else ""))
+                 or (o.time if o.time and o.time.lower() in o.statement.lower()
+                     and not (rules in STATE_RULES and counts_from_a_named_year(o.time)) else ""))
     if rules in STATE_RULES:
         time_text = states.range_phrase(o.statement) or time_text  # "from 2014 to 2016": both ends
     if typing_8 and time_text:
@@ -1192,7 +1193,8 @@ def _with_line_states(facts: list[FactInput], numbered: dict[int, Message], cano
             name = st.name.lower()
             same = [j for j, f in enumerate(out) if f.subject == subject and f.relation == relation
                     and (name in f.object.lower() or f.object.lower() in name)]
-            time_text = st.time or (st.clause and find_time_phrase(st.clause, seasons=True)) \
+            before = st.sentence[:st.sentence.find(st.clause)] if st.clause and st.clause in st.sentence else ""
+            time_text = st.time or (st.clause and find_time_phrase(st.clause, seasons=True, before=before)) \
                 or find_time_phrase(st.sentence, seasons=True)
             text, resolved = with_date(st.statement(msg.speaker), time_text, msg.timestamp)
             if st.time and resolved is not None and resolved.kind == "range":
