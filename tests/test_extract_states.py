@@ -998,3 +998,36 @@ def test_an_interjection_is_no_partner_and_a_job_that_pays_for_studies_is_no_sch
         "Still at Intel, they're paying half of the master's 🙏 What about work for you?")] == [("works_at", "Intel")]
     assert [(s.relation, s.name) for s in states.line_states(
         "I'm back at Dokuz Eylul for my third year of architecture.")] == [("studies_at", "Dokuz Eylul")]
+
+
+# ----------------------------------------------------------------- session 33: check16's failures
+
+@pytest.mark.parametrize("text, found", [
+    # a question that tells a past: read with its years, and only with them
+    ("Funny story: did I ever tell you I spent all of 2008 in Vancouver working as an au pair?",
+     [("lives_in", "Vancouver", False, "between 2008 and 2008")]),
+    ("Did I ever tell you that I spent 1999 in Macau? I worked for a Portuguese trading house there.",
+     [("lives_in", "Macau", False, "between 1999 and 1999")]),
+    ("Did I ever tell you I did a part-time MBA at Prasetiya Mulya?", []),  # when: the next sentence says
+    ("Did you ever live in Rome?", []),
+    # a business of one's own after another verb, or named by "called"
+    ("I left Aecon and opened my own firm, Meskel Bridge Consulting — small, just three of us for now.",
+     [("works_at", "Meskel Bridge Consulting", False, "")]),
+    ("I used the time to start my own thing — an online shop for Mongolian cashmere called Steppe Thread.",
+     [("works_at", "Steppe Thread", False, "")]),
+    ("I might start my own company, Tiffin Labs.", []),  # a plan
+    # a partner introduced by name
+    ("Her name is Clara; we have been together for a little over a year.", [("partner_of", "Clara", False, "")]),
+    ("His name is Tomas and we've been dating since May.", [("partner_of", "Tomas", False, "")]),
+    ("Her name is Clara, she teaches piano.", []),
+])
+def test_a_question_that_tells_a_business_of_ones_own_and_a_partner_by_name(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.ended, s.time) for s in states.line_states(text)] == found
+
+
+def test_a_dash_ends_the_clause_a_negation_governs() -> None:
+    told = told_states_of("Perfect match, haha. Does Hiwot know? Is she still in Nairobi?",
+                          "She was the first to know! But she's not in Nairobi anymore — she moved to London "
+                          "last year and works for Vodafone now.")
+    assert [(s.who, s.relation, s.name, s.ended) for s in told] == [
+        ("Hiwot", "lives_in", "London", False), ("Hiwot", "works_at", "Vodafone", False)]

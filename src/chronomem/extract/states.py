@@ -375,6 +375,9 @@ _PAIRS: tuple[tuple[re.Pattern[str], str, bool], ...] = (
      "married_to", False),
     (re.compile(r"\bI(?:'m| am)? (?:just |finally |recently |now )?(?:got )?engaged to (?-i:([A-Z][a-z][\w'-]*))()",
                 re.IGNORECASE), "partner_of", False),
+    # session 33: "Her name is Clara; we have been together for a little over a year"
+    (re.compile(r"\b(?:her|his) name is (?-i:([A-Z][a-z][\w'-]*))\s*(?:[;,:—–-]\s*|and )(?:and )?we(?:'ve| have)? "
+                r"(?:been )?(?:together|dating|seeing each other|a couple)\b()", re.IGNORECASE), "partner_of", False),
 )
 
 
@@ -406,15 +409,22 @@ _TERM_AT = re.compile(rf"\b(?i:(?:first|second|third|fourth|fifth|final) (?:year
 _SCHOOL_NAME = re.compile(r"\b(?:Universit\w*|Academy|Akademie|Politecnico|Polytechnic|College|School|Institute|"
                           r"Conservato\w*)\b|^(?:TU|ETH|EPFL|MIT|UCL|LSE|NYU|UCLA)\b")
 #: session 30: a business of one's own and its name, in the same sentence or the next ("So in January I opened
-#: my own studio. Studio Ardesia.", "I started my own thing online, Jousi Studio, cello lessons")
+#: my own studio. Studio Ardesia.", "I started my own thing online, Jousi Studio, cello lessons"); session 33:
+#: after another verb ("I left Aecon and opened my own firm, Meskel Bridge Consulting", "I used the time to
+#: start my own thing — an online shop for cashmere called Steppe Thread")
 _OWN_BUSINESS = re.compile(
-    rf"\b(?:I|[Ww]e) {_ADV}(?:opened|started|founded|launched|registered|set up) (?:my|our) own "
+    rf"\b(?:I|[Ww]e)\b(?: {_ADV}| [^.!?]{{0,40}}? (?:and |to ))(?:opened|started|founded|launched|registered|set up|"
+    r"open|start|found|launch|register) (?:my|our) own "
     r"(?:[a-z]+ )?(?:studio|company|business|firm|practice|shop|agency|startup|start-up|label|thing|clinic|"
-    rf"restaurant|bakery|caf[eé])(?: [a-z]+)?(?:[:,.!]| [-–—])\s+{_NAME}")
+    rf"restaurant|bakery|caf[eé])(?: [a-z]+)?(?:[:,.!]| [-–—])\s+(?:[^.!?]{{0,60}}? (?:called|named) )?{_NAME}")
 #: session 30: a business set up by name ("a former colleague and I have set up Sankofa Structures here")
 _SET_UP = re.compile(rf"\b(?:I|[Ww]e)(?:'ve| have)? {_ADV}(?:set up|founded|co-founded|launched|registered) {_NAME}")
 #: session 30: "Guess who's back in Accra for good?" (a question that tells)
 _GUESS_WHO = re.compile(rf"\b[Gg]uess who(?:'s| is) {_ADV}(?:back |living |based )?in {_NAME}")
+#: session 33: a question that tells ("Funny story: did I ever tell you I spent all of 2008 in Vancouver?",
+#: "Have I told you that I worked at Nokia?"): what follows it is read as said
+_TELLING_ASKED = re.compile(r"\b(?:[Dd]id|[Hh]ave|[Hh]ad) I (?:ever |already )?(?:tell|told|mention|mentioned) you"
+                            r"(?: (?:about )?(?:that|how))? (?=I\b)")
 #: session 30: a business sold ("I sold Brasa in 2020"), so no longer one's work
 _SOLD = re.compile(rf"\bI {_ADV}sold {_NAME}")
 #: session 30: a job that starts on a near date ("I start at Tokopedia next Monday")
@@ -517,6 +527,9 @@ def line_states(text: str) -> list[LineState]:
     out: list[LineState] = []
     switches = _WORK_CUE.search(text) is not None
     for sentence in sentences(text):
+        told = _TELLING_ASKED.search(sentence) if sentence.rstrip().endswith("?") else None
+        if told:  # "Did I ever tell you I spent 1999 in Macau?": a past told late, read with its years only
+            sentence = sentence[told.end():].rstrip(" ?") + "."
         if sentence.rstrip().endswith("?"):
             out += [LineState("lives_in", _bare_name(m), sentence.strip()) for m in _GUESS_WHO.finditer(sentence)
                     if _bare_name(m) not in _NOT_NAMES]
@@ -548,6 +561,8 @@ def line_states(text: str) -> list[LineState]:
             (m, rel, ended) for m, rel, ended in found
             if _plain_clause(sentence, m.start()) and not _NOT_PLAIN.search(m.group(0))]
         timed = [(m, rel, ended, "", "") for m, rel, ended in found] + _told_late(sentence, studying)
+        if told:
+            timed = [t for t in timed if t[3]]
         for m, rel, ended, time, clause in timed:
             name = _bare_name(m)
             if ended and rel == "partner_of" and _DIVORCED.search(sentence):
@@ -599,8 +614,9 @@ _PAST_YEAR = re.compile(r"\b(?:all of|throughout|during|spent) ((?:19|20)\d\d)\b
                         r"\bin ((?:19|20)\d\d)\b(?! (?:to|and|until|till|through)\b)", re.IGNORECASE)
 _GOES_ON = re.compile(r"\b(?:still|since|now|currently|these days)\b", re.IGNORECASE)
 _DIVORCED = re.compile(r"\bdivorc", re.IGNORECASE)
-#: where the clause before a match begins: "I never told you this, but in 2006 I lived in Dublin" is plain
-_CLAUSE_START = re.compile(r".*(?:[,;:]|\bbut\b)", re.DOTALL)
+#: where the clause before a match begins: "I never told you this, but in 2006 I lived in Dublin" is plain, and
+#: so is "she's not in Nairobi anymore — she moved to London" (a dash, session 33)
+_CLAUSE_START = re.compile(r".*(?:[,;:—–]|\s-\s|\bbut\b)", re.DOTALL)
 
 
 def _clause_before(sentence: str, at: int) -> str:
