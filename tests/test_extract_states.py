@@ -1031,3 +1031,49 @@ def test_a_dash_ends_the_clause_a_negation_governs() -> None:
                           "last year and works for Vodafone now.")
     assert [(s.who, s.relation, s.name, s.ended) for s in told] == [
         ("Hiwot", "lives_in", "London", False), ("Hiwot", "works_at", "Vodafone", False)]
+
+
+# ----------------------------------------------------------------- session 33: check17's failures
+
+@pytest.mark.parametrize("question, answer, name", [
+    ("so where r u working now", "Coastline Logistics, im an operations analyst. lots of spreadsheets lol", "Coastline Logistics"),
+    ("and u started somewhere new right?", "yep Pelagic Robotics since january.", "Pelagic Robotics"),
+    ("Still at that consultancy in Dublin?", "Yep, Tidewell Consulting. Nearly three years.", "Tidewell Consulting"),
+    ("so where r u working now", "Berlin, at a startup.", None),  # one word: as likely a town
+    ("how's the new flat?", "Coastline Logistics, im an operations analyst.", None),  # no job asked
+    ("and the job?", "Not great, honestly.", None),
+])
+def test_a_job_asked_after_and_named_by_the_answer(question: str, answer: str, name: str | None) -> None:
+    named = replies.job_named(question, answer)
+    assert (named.name if named else None) == name
+
+
+def test_a_lowercase_word_after_still_at_is_no_employer() -> None:
+    # "still at her place?": the name in the question keeps its case (the flag once reached it)
+    assert replies.job_answered("finally! and leonie? still at her place?", "nope we moved in together") is None
+    assert replies.job_named("still at the port?", "yep, the port.") is None
+
+
+@pytest.mark.parametrize("text, found", [
+    ("crazy busy. almost a year at Kestrel Consulting now, joined last july as an associate.",
+     [("works_at", "Kestrel Consulting", "for a year now")]),
+    ("Two years at Google now and I love it.", [("works_at", "Google", "for Two years now")]),
+    ("Four years at Tokopedia was enough.", []),  # not "now": over
+    ("My sister has been five years at Siemens now.", []),  # hers
+])
+def test_time_at_a_place_said_with_now(text: str, found: list) -> None:
+    assert [(s.relation, s.name, s.time) for s in states.line_states(text)] == found
+
+
+def test_a_company_is_no_home_and_no_partner() -> None:
+    assert states.organisation_named("Clover Systems") and states.organisation_named("Gulfstar Telecom")
+    assert not states.organisation_named("Cork") and not states.organisation_named("Santa Cruz")
+    numbered = {0: line(0, "Diego", "so i left brightwater, been at Clover Systems since last summer, actual dev role"),
+                1: line(1, "Anjali", "no he moved to dubai in spring last year, he's with Gulfstar Telecom now.")}
+    facts, _ = run(numbered,
+                   (0, fact("Diego left Brightwater and moved to Clover Systems since last summer.", "Diego", "lives_in",
+                            "Clover Systems")),
+                   (1, fact("Anjali is with Gulfstar Telecom now.", "Anjali", "partner_of", "Gulfstar Telecom")))
+    assert ("Diego", "works_at", "Clover Systems", False) in triples(facts)
+    assert not any(f.relation in ("lives_in", "partner_of") and f.object in ("Clover Systems", "Gulfstar Telecom")
+                   for f in facts)

@@ -335,25 +335,44 @@ def _one_name(line: str, speakers: tuple[str, ...]) -> str | None:
 
 #: "Still at Glovo?", "Are you still with BMW?": the listener's job asked after
 _ASKED_STILL_AT = re.compile(r"(?:^|[.!?,]\s*|\bare you\s+|\byou(?:'re| are)\s+)still (?:at|with|working (?:at|for)) "
-                             rf"{_NAME}[^.!?]*\?", re.IGNORECASE)
+                             rf"(?-i:{_NAME})[^.!?]*\?", re.IGNORECASE)  # the name keeps its case: not "her place"
 _NO = re.compile(r"\s*(?:no|nope|not anymore|not any more)\b(?![^.!?]*\bstill\b)", re.IGNORECASE)
 
 
 #: session 30: "Still at that consultancy in Dublin?" — "Yep, Tidewell Consulting.": the job asked after by what
 #: it is, named by the answer
 _ASKED_STILL_AT_ONE = re.compile(r"\bstill (?:at|with|working (?:at|for)) (?:that|the|your) [a-z]", re.IGNORECASE)
-_YES_NAME = re.compile(rf"^\s*(?:yes|yep|yeah|yup)\W+{_NAME}\s*[.!,]", re.IGNORECASE)
+_YES_NAME = re.compile(rf"^\s*(?:yes|yep|yeah|yup)\W+(?-i:{_NAME})\s*[.!,]", re.IGNORECASE)
+
+
+#: session 33: the listener's work asked after ("so where r u working now", "and the job?", "u started somewhere
+#: new right?", "where do you work these days?")
+_ASKED_JOB = re.compile(r"\bwhere (?:are|r) (?:you|u) working\b|\bwhere do (?:you|u) work\b|"
+                        r"\bwhere(?:'s| is) (?:your|ur) (?:new )?job\b|\b(?:the|your|ur) (?:new )?job\s*\?|"
+                        r"\bstarted somewhere new\b|\bwho (?:are|r) (?:you|u) working for\b", re.IGNORECASE)
+#: an answer that opens with the name ("Coastline Logistics, im an operations analyst", "yep Pelagic Robotics
+#: since january")
+_NAME_OPENS = re.compile(rf"^\s*(?:(?:yes|yep|yeah|yup|ya)\W+)?(?-i:{_NAME})(?=\s*(?:[.!,;:(]|[-–—]|since\b|now\b|$))",
+                         re.IGNORECASE)
 
 
 def job_named(question: str, answer: str) -> LineState | None:
     """"Still at that consultancy in Dublin?" answered "Yep, Tidewell Consulting." → the answerer ``works_at``
-    Tidewell Consulting; ``None`` for any other pair.
+    Tidewell Consulting; so is "where r u working now" answered "Coastline Logistics, im an operations
+    analyst" (session 33: a name of two words or more, which a town's seldom is); ``None`` for any other pair.
 
     >>> job_named("Still at that consultancy in Dublin?", "Yep, Tidewell Consulting. Nearly three years.").name
     'Tidewell Consulting'
+    >>> job_named("so where r u working now", "Coastline Logistics, im an operations analyst.").name
+    'Coastline Logistics'
+    >>> job_named("so where r u working now", "Berlin, at a startup.") is None
+    True
     """
     m = _YES_NAME.match(answer)
-    if _ASKED_STILL_AT_ONE.search(question) is None or m is None or _not_a_subject_name(m.group(1)):
+    if _ASKED_STILL_AT_ONE.search(question) is not None and m is not None and not _not_a_subject_name(m.group(1)):
+        return LineState("works_at", m.group(1), answer[:m.end()].strip())
+    m = _NAME_OPENS.match(answer)
+    if _ASKED_JOB.search(question) is None or m is None or " " not in m.group(1) or _not_a_subject_name(m.group(1)):
         return None
     return LineState("works_at", m.group(1), answer[:m.end()].strip())
 

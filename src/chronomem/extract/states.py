@@ -658,6 +658,15 @@ def _bare_name(m: re.Match[str]) -> str:
     return name
 
 
+#: session 33: how long the speaker has been at a place, said as the clause's subject ("almost a year at Kestrel
+#: Consulting now, joined last july"): ongoing only with "now"
+_TIME_AT = re.compile(r"(?:^|[,;.!]\s+|\b(?:and|but|so) )(?:(?:almost|nearly|over|about|just over|more than) )?"
+                      r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (?:years?|months?) "
+                      rf"(?:at|with) (?-i:{_NAME}) now\b", re.IGNORECASE)
+_SPAN = re.compile(r"\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (?:years?|months?)\b",
+                   re.IGNORECASE)
+
+
 def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, bool, str, str]]:
     """Session 29's first-person states of a line, each with its own time: ``(match, relation, ended, time
     phrase, clause)`` — a place been at "since" or "for three years", a return home and a job lost to layoffs
@@ -668,6 +677,10 @@ def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, 
         if _plain_clause(sentence, m.start()):
             duration = _DURATION.search(sentence, m.end())
             out.append((m, "studies_at" if studying else "works_at", False, duration.group(0) if duration else "", ""))
+    for m in _TIME_AT.finditer(sentence):
+        span = _SPAN.search(m.group(0))
+        if span and _plain_clause(sentence, m.start()) and line_owner(sentence, "", m.group(1)) is None:
+            out.append((m, "studies_at" if studying else "works_at", False, f"for {span.group(0)} now", ""))
     for m in _CAME_BACK.finditer(sentence):
         if _plain_clause(sentence, m.start()) and _DATED.search(sentence[m.end():]):
             out.append((m, "lives_in", False, "", sentence[m.start():]))
@@ -854,6 +867,24 @@ def described_person(statement: str, name: str) -> bool:
     (True, False)
     """
     return bool(name.strip()) and re.search(rf"\b{re.escape(name.strip())},? who\b", statement) is not None
+
+
+#: the last word of a company's name ("Clover Systems", "Lumen Retail Group", "Gulfstar Telecom")
+_COMPANY_WORD = re.compile(
+    r"\b(?:Systems|Group|Games|Labs?|Consulting|Consultancy|Analytics|Mobility|Robotics|Telecom|Capital|Logistics|"
+    r"Software|Insurance|Energy|Technolog(?:y|ies)|Tech|Solutions|Partners|Holdings|Inc|Ltd|LLC|GmbH|AG|"
+    r"Corp(?:oration)?|Media|Ventures|Industries|Pharma(?:ceuticals)?|Motors|Airlines?|Chemicals|Engineering|"
+    r"Construction|Contracting|Infotech|Bank|Pay)\.?$")
+
+
+def organisation_named(obj: str) -> bool:
+    """Does ``obj`` end as a company's name does ("Clover Systems", "Gulfstar Telecom")?  Then it is no home
+    and no partner (session 33: "left Brightwater and moved to Clover Systems" typed ``lives_in``).
+
+    >>> organisation_named("Clover Systems"), organisation_named("Lumen Retail Group"), organisation_named("Cork")
+    (True, True, False)
+    """
+    return " " in obj.strip() and _COMPANY_WORD.search(obj.strip()) is not None
 
 
 def a_project(obj: str) -> bool:
