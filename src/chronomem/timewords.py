@@ -43,8 +43,8 @@ SEASON_PHRASE = re.compile(
 #: "in March last year", "since spring last year": the month or season of last year, not the last one
 #: (months: session 29; seasons: session 33)
 _MONTH_LAST_YEAR = re.compile(
-    rf"(?:in|since|during|from|by) (?:the )?(?:{_MONTH}|{timeexpr.SEASON_ALTERNATION})(?: of)? (?:last|this|next) year\b",
-    re.IGNORECASE)
+    rf"(?:in|since|during|from|by) (?:the )?(?:{_MONTH}|{timeexpr.SEASON_ALTERNATION})(?: of)? "
+    r"(?:last|this|next) year\b", re.IGNORECASE)
 
 _UNIT = r"(?:days?|weeks?|wks?|months?|mos|years?|yrs?|decades?)"
 #: time as it is typed in chat, read with the seasons (state rules only, session 33): short units ("2 yrs
@@ -76,8 +76,8 @@ def _counted_label(phrase: str, year: int) -> str:
 
 
 def counts_from_a_named_year(phrase: str) -> bool:
-    """Whether ``phrase`` is "the next year" / "the following year" / "the year after": a year counted from
-    one said before it, which the time a line was said cannot resolve."""
+    """Whether ``phrase`` holds "the next year", "the year after", "that summer" …: a time counted from a
+    year said before it, which the time a line was said cannot resolve."""
     return bool(_COUNTED_YEAR.search(phrase))
 
 
@@ -88,7 +88,7 @@ def _phrase_matches(text: str, seasons: bool) -> list[re.Match[str]]:
         found += [*SEASON_PHRASE.finditer(text), *CHAT_TIME_PHRASE.finditer(text)]
         found = [_MONTH_LAST_YEAR.match(text, m.start()) or m for m in found]
         found += [*_COUNTED_YEAR.finditer(text)]
-    # the longest phrase first where two start together ("2 yrs ago" over nothing, "in spring last year" over "in spring")
+    # where two start together, the longest first ("in spring last year" before "in spring")
     return sorted(found, key=lambda m: (m.start(), -m.end()))
 
 
@@ -131,7 +131,8 @@ def _year_before(text: str) -> int | None:
     return int(years[-1]) if years else None
 
 
-#: a year said after a season's name ("since spring last year"), which the resolver does not join to it
+#: a year said after a phrase that does not take it in ("in early spring last year"; "since spring last year"
+#: is one phrase since session 33): dated by neither
 _YEAR_AFTER = re.compile(r"\s+(?:of )?(?:last|this|next) year\b", re.IGNORECASE)
 _DEICTIC = re.compile(r"\b(?:last|this|next|past|ago|yesterday|today|tonight|tomorrow)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?:19|20)\d\d\b")

@@ -1036,7 +1036,8 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
     if rules in STATE_RULES and rel in (*_PLACE_RELATIONS, *_PERSON_RELATIONS) and states.organisation_named(obj):
         # session 33: "left Brightwater and moved to Clover Systems" typed lives_in; "he's with Gulfstar Telecom"
         # typed partner_of: a company is no home and no partner (a move to one is a job)
-        moved = rel in _PLACE_RELATIONS and re.search(rf"\b(?:moved|switched|went) (?:over )?to {re.escape(obj)}", o.statement)
+        moved = rel in _PLACE_RELATIONS and re.search(rf"\b(?:moved|switched|went) (?:over )?to {re.escape(obj)}",
+                                                      o.statement)
         notes.append(f"{rel} → {'works_at' if moved else 'did'} ({obj} is a company): {o.statement}")
         rel = "works_at" if moved else "did"
     if rel in _PERSON_RELATIONS and not person_like(obj, speakers):
