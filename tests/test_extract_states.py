@@ -1077,3 +1077,16 @@ def test_a_company_is_no_home_and_no_partner() -> None:
     assert ("Diego", "works_at", "Clover Systems", False) in triples(facts)
     assert not any(f.relation in ("lives_in", "partner_of") and f.object in ("Clover Systems", "Gulfstar Telecom")
                    for f in facts)
+
+
+@pytest.mark.parametrize("statement, subject, obj, owner", [
+    # session 33: the model's reported speech without "that", and congratulations: the news is the other's
+    ("Tomasz said Pawel left Portova and moved to Gdynia in the spring.", "Tomasz", "Gdynia", "Pawel"),
+    ("Diego said Lucia moved to Lisbon two years ago.", "Diego", "Lisbon", "Lucia"),
+    ("Tomasz congratulated Kenji on his new job at Ferrowick Engineering.", "Tomasz", "Ferrowick Engineering", "Kenji"),
+    ("Tomasz said he moved to Poznan in February.", "Tomasz", "Poznan", None),
+    ("Ana said Pawel left, and she moved to Gdynia.", "Ana", "Gdynia", None),  # a new subject before the object
+])
+def test_reported_speech_without_that_and_congratulations(statement: str, subject: str, obj: str,
+                                                          owner: str | None) -> None:
+    assert states.reported_owner(statement, subject, obj) == owner

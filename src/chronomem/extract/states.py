@@ -707,6 +707,12 @@ _REPORTED = re.compile(r"\b(?:telling|tells|told|talking|talks|talked|saying|say
 
 _REPORTED_THAT = re.compile(r"\b(?:telling|tells|told|saying|says|said|mention\w*|explain\w*|inform\w*)(?: \w+)? that "
                             r"([A-Z][a-z][\w-]*)\b(?!')")
+#: session 33: "Tomasz said Pawel left Portova and moved to Gdynia": "that" left out, the name then its verb
+_REPORTED_BARE = re.compile(r"\b(?:saying|says|said|mention(?:s|ed|ing)|explain(?:s|ed|ing)|add(?:s|ed|ing))(?: that)? "
+                            r"([A-Z][a-z][\w-]*) (?:has |had |is |was )?(?:now |also |just |finally |recently )?"
+                            r"(?:left|moved|lives|lived|works|worked|got|started|joined|quit|is|was|has)\b")
+#: session 33: "Tomasz congratulated Kenji on his new job at Ferrowick Engineering": the news is Kenji's
+_CONGRATULATED = re.compile(r"\bcongratulat(?:es|ed|ing) ([A-Z][a-z][\w-]*) on\b")
 #: fifth cut: "telling Sipho about Lwazi finishing his degree and getting a job at …": what Lwazi did
 _REPORTED_ABOUT = re.compile(r"\b(?:telling|tells|told|talking|talks|talked|inform\w*|updat(?:ing|es|ed))(?: \w+)? about "
                              r"([A-Z][a-z][\w-]*) [a-z]+ing\b")
@@ -718,7 +724,8 @@ def reported_owner(statement: str, subject: str, obj: str) -> str | None:
     """Whose state a reported statement gives: "Diego is telling Priya about Carmen's living
     situation in Seville" speaks of Carmen's home, and "Olga told Tess that Anders retired and moved
     to Gotland" of Anders's, not the teller's.  The name after a verb of telling ("'s" after it, or
-    "that" before it), when it is not ``subject`` and ``obj`` follows it in its clause; else ``None``.
+    "that" before it, or the name and its verb right after it: "said Pawel left …"), when it is not
+    ``subject`` and ``obj`` follows it in its clause; else ``None``.
 
     >>> reported_owner("Diego is telling Priya about Carmen's living situation in Seville.", "Diego", "Seville")
     'Carmen'
@@ -726,13 +733,15 @@ def reported_owner(statement: str, subject: str, obj: str) -> str | None:
     'Anders'
     >>> reported_owner("Jon moved into Gina's old flat in Berlin.", "Jon", "Berlin") is None
     True
+    >>> reported_owner("Tomasz said Pawel left Portova and moved to Gdynia in the spring.", "Tomasz", "Gdynia")
+    'Pawel'
     """
     m = _REPORTED.search(statement)
     if m is not None and m.group(1) != subject and m.group(1) not in _NOT_NAMES:
         at = statement.find(obj, m.end()) if obj else -1
         if at >= 0 and not _CLAUSE_BREAK.search(statement[m.end():at]) and len(statement[m.end():at].split()) <= 8:
             return m.group(1)
-    for rx in (_REPORTED_THAT, _REPORTED_ABOUT):
+    for rx in (_REPORTED_THAT, _REPORTED_ABOUT, _REPORTED_BARE, _CONGRATULATED):
         m = rx.search(statement)
         if m is not None and m.group(1) != subject and m.group(1) not in _NOT_NAMES:
             at = statement.find(obj, m.end()) if obj else -1
