@@ -42,7 +42,7 @@ SEASON_PHRASE = re.compile(
 
 #: "in March last year", "since spring last year": the month or season of last year, not the last one
 #: (months: session 29; seasons: session 33)
-_MONTH_LAST_YEAR = re.compile(
+_OF_LAST_YEAR = re.compile(
     rf"(?:in|since|during|from|by) (?:the )?(?:{_MONTH}|{timeexpr.SEASON_ALTERNATION})(?: of)? "
     r"(?:last|this|next) year\b", re.IGNORECASE)
 
@@ -86,7 +86,7 @@ def _phrase_matches(text: str, seasons: bool) -> list[re.Match[str]]:
     found = [*TIME_PHRASE.finditer(text)]
     if seasons:  # "in March last year" is March of last year, not the last March (session 29, state rules only)
         found += [*SEASON_PHRASE.finditer(text), *CHAT_TIME_PHRASE.finditer(text)]
-        found = [_MONTH_LAST_YEAR.match(text, m.start()) or m for m in found]
+        found = [_OF_LAST_YEAR.match(text, m.start()) or m for m in found]
         found += [*_COUNTED_YEAR.finditer(text)]
     # where two start together, the longest first ("in spring last year" before "in spring")
     return sorted(found, key=lambda m: (m.start(), -m.end()))

@@ -660,11 +660,11 @@ def _bare_name(m: re.Match[str]) -> str:
 
 #: session 33: how long the speaker has been at a place, said as the clause's subject ("almost a year at Kestrel
 #: Consulting now, joined last july"): ongoing only with "now"
+_SPAN_WORDS = r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (?:years?|months?)"
 _TIME_AT = re.compile(r"(?:^|[,;.!]\s+|\b(?:and|but|so) )(?:(?:almost|nearly|over|about|just over|more than) )?"
-                      r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (?:years?|months?) "
-                      rf"(?:at|with) (?-i:{_NAME}) now\b", re.IGNORECASE)
-_SPAN = re.compile(r"\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (?:years?|months?)\b",
-                   re.IGNORECASE)
+                      rf"{_SPAN_WORDS} (?:at|with) (?-i:{_NAME}) now\b", re.IGNORECASE)
+#: the span inside a :data:`_TIME_AT` match ("a year" of "almost a year at Kestrel Consulting now")
+_SPAN = re.compile(rf"\b{_SPAN_WORDS}\b", re.IGNORECASE)
 
 
 def _told_late(sentence: str, studying: bool) -> list[tuple[re.Match[str], str, bool, str, str]]:
