@@ -195,6 +195,20 @@ def test_dated_text_writes_what_relative_time_words_stand_for() -> None:
         assert dated_text(text, said) == text
 
 
+def test_time_words_said_as_a_figure_of_speech_give_no_date() -> None:
+    said = datetime(2024, 5, 18, 11, tzinfo=UTC)
+    for text in ("5 years already! feels like just yesterday I put this dress on!", "it seems like only yesterday",
+                 "as if it was yesterday that we met"):
+        assert dated_text(text, said) == text
+        assert find_time_phrase(text, seasons=True) == ""
+    # the same word said plainly, in the same line, is still dated
+    assert dated_text("I moved in march last year, feels like yesterday", said) == (
+        "I moved in march last year [March 2023], feels like yesterday")
+    assert dated_text("as if it was yesterday we met, and I left yesterday", said) == (
+        "as if it was yesterday we met, and I left yesterday [17 May 2024]")
+    assert find_time_phrase("I went yesterday, like I said") == "yesterday"
+
+
 def test_date_labels_by_granularity() -> None:
     def label(expr: str) -> str:
         r = timeexpr.resolve(expr, REF)

@@ -88,8 +88,20 @@ def _phrase_matches(text: str, seasons: bool) -> list[re.Match[str]]:
         found += [*SEASON_PHRASE.finditer(text), *CHAT_TIME_PHRASE.finditer(text)]
         found = [_OF_LAST_YEAR.match(text, m.start()) or m for m in found]
         found += [*_COUNTED_YEAR.finditer(text)]
+    found = [m for m in found if not _figurative(text, m)]
     # where two start together, the longest first ("in spring last year" before "in spring")
     return sorted(found, key=lambda m: (m.start(), -m.end()))
+
+
+#: "feels like (just) yesterday", "as if it was only yesterday": a way of saying time flew, not a date
+_LIKE_BEFORE = re.compile(r"\b(?:like|as if|as though)\s+(?:it\s+(?:was|were|is)\s+)?(?:just\s+|only\s+)?$",
+                          re.IGNORECASE)
+_FIGURATIVE_WORD = re.compile(r"(?:yesterday|today|tomorrow)", re.IGNORECASE)
+
+
+def _figurative(text: str, m: re.Match[str]) -> bool:
+    """Whether the phrase ``m`` of ``text`` is a figure of speech ("it feels like yesterday")."""
+    return bool(_FIGURATIVE_WORD.fullmatch(m.group(0))) and bool(_LIKE_BEFORE.search(text, 0, m.start()))
 
 
 def find_time_phrase(text: str, *, seasons: bool = False, before: str = "") -> str:
