@@ -21,7 +21,7 @@ from typing import Any
 from .errors import ConfigError, ValidationError
 
 #: The write path's extraction methods (:data:`chronomem.extract.pipeline.METHODS`).
-EXTRACTION_METHODS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12")
+EXTRACTION_METHODS = ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13")
 
 #: How Rsum's memory updates are generated (:data:`chronomem.summarize.rsum.MEMORY_DECODINGS`).
 RSUM_DECODINGS = (1, 2, 3)

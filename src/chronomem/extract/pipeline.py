@@ -35,6 +35,7 @@ from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
 from ..validation import check_id, check_name, check_text, check_user
 from ..timeutil import parse_time, to_micros, utcnow
+from . import casing
 from .chunking import DEFAULT_CHUNK_SIZE, DEFAULT_CONTEXT, Chunk, chunk_turns
 from .extractor import POSTPROCESS_VERSION as V1_RULES, PROMPT_VERSION, SUBJECT_NOT_GROUNDED, Extractor, canonical_relation
 from .line_observations import LineObservationExtractor
@@ -65,6 +66,7 @@ class MethodRecipe:
     extractor: type[Extractor]
     prompt: str
     rules: int  # the post-processing rule set (v1: extractor.POSTPROCESS_VERSION, fixed)
+    casing: bool = False  # turns typed in lowercase read through a cased copy (:mod:`.casing`)
 
 
 #: Extraction methods (``Config.extraction`` names the same ones): "v1" = one call writes
@@ -83,7 +85,9 @@ class MethodRecipe:
 #: "v10" / "v11" = v4 / v9 with the state rules (rules 13 / 14, :mod:`.states`: ranges told late, endings
 #: that reach their object, moves and departures in a second clause, employers typed as schools, kin
 #: named in a line); "v12" = v11 whose check of an employer against its statement reads the ways people
-#: say where they work (rules 15: "teaches at", "a designer at", "flies for", "retired from").
+#: say where they work (rules 15: "teaches at", "a designer at", "flies for", "retired from"); "v13" = v10
+#: reading each turn typed in lowercase through a cased copy ("moved to berlin" → "moved to Berlin":
+#: :mod:`.casing`).
 METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v1": MethodRecipe(Extractor, PROMPT_VERSION, V1_RULES),
     "v2": MethodRecipe(ObservationExtractor, ObservationExtractor.default_prompt, 6),
@@ -97,6 +101,7 @@ METHOD_RECIPES: dict[str, MethodRecipe] = {
     "v10": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 13),
     "v11": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 14),
     "v12": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 15),
+    "v13": MethodRecipe(LineObservationExtractor, LineObservationExtractor.default_prompt, 13, casing=True),
 }
 METHODS = EXTRACTION_METHODS
 assert tuple(METHOD_RECIPES) == METHODS, "config.EXTRACTION_METHODS and METHOD_RECIPES must name the same methods"
@@ -446,6 +451,13 @@ class WritePipeline:
                 chunks.append(Chunk(context=ctx, turns=ch.turns))
         return chunks
 
+    def known_names(self, user_id: str, todo: Sequence[Message]) -> casing.Names | None:
+        """The names a lowercase turn is read with (:mod:`.casing`): place names and those the user's
+        memory holds; ``None`` when the method reads turns as typed or none of ``todo`` is uncased."""
+        if not METHOD_RECIPES[self.method].casing or not any(casing.uncased(m.text) for m in todo):
+            return None
+        return casing.places().learned(e.name for e in self.store.entities(user_id, with_aliases=False))
+
     def _extract(
         self,
         user_id: str,
@@ -463,6 +475,7 @@ class WritePipeline:
             result.warnings.append(f"no extraction model available ({e}); messages stored, extraction pending")
             return
         report = UpdateReport()
+        names = self.known_names(user_id, todo)
         queue = deque(chunks)
         n = 0
         while queue:
@@ -471,7 +484,7 @@ class WritePipeline:
             ids = [m.id for m in chunk.turns]
             result.chunks += 1
             try:
-                cres = extractor.run(chunk)
+                cres = extractor.run(casing.reading_copy(chunk, names) if names is not None else chunk)
             except TruncatedOutputError as e:
                 totals_add(totals, getattr(e, "usage", None))
                 if len(chunk.turns) > 1:  # the reply did not fit: ask again about half the turns at a time
