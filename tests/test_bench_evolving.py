@@ -14,7 +14,7 @@ from chronomem.timeutil import parse_time
 
 evolving = load_script("bench_evolving")
 SETS = ("tune", "check", "check2", "check3", "check4", "check5", "check6", "check7", "check8", "check9", "check10", "check11",
-        "check12", "check13", "check14", "check15", "check16", "check17", "check18", "check19", "check20")
+        "check12", "check13", "check14", "check15", "check16", "check17", "check18", "check19", "check20", "check21")
 
 
 def test_the_bench_offers_every_set() -> None:
