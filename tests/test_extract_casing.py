@@ -39,6 +39,7 @@ def test_places_months_i_and_sentence_starts_are_capitalised() -> None:
                     names) == "Humid af. Kuala Lumpur is basically Dhaka with better roads, been here since January"
     assert truecase("im moving to rio de janeiro on monday, ive got the flat", names) == (
         "I'm moving to Rio de Janeiro on Monday, I've got the flat")
+    assert truecase("zurück aus berlin, im Sommer wieder", names) == "Zurück aus Berlin, im Sommer wieder"
     # accents as typed or left out; only the case changes
     assert truecase("marta moved back to gdansk", names) == "Marta moved back to Gdansk"
     assert truecase("she loves gdańsk", names) == "She loves Gdańsk"

@@ -36,6 +36,7 @@ _ALWAYS = {w.lower(): w for w in (
 _MONTH_WORD = {"may": "May", "march": "March"}
 _TIME_BEFORE = re.compile(r"\b(?:in|since|until|till|by|from|last|next|this|early|late|mid|of|through|every|"
                           r"before|after|around|end)\s+$", re.IGNORECASE)
+_CAPITAL_NEXT = re.compile(r"\s+[A-Z]")
 _DAY_OR_YEAR_AFTER = re.compile(r"\s+(?:\d{1,2}(?:st|nd|rd|th)?\b|(?:19|20)\d\d\b)")
 #: where a sentence starts: the line's start, or after . ! ? and spaces
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)$")
@@ -61,10 +62,10 @@ class Names:
     """Names by their lowercase words: ``("kuala", "lumpur") → ("Kuala", "Lumpur")``."""
 
     spelled: dict[tuple[str, ...], tuple[str, ...]] = field(default_factory=dict)
+    longest: int = field(init=False, default=0)  # words in the longest name
 
-    @property
-    def longest(self) -> int:
-        return max((len(k) for k in self.spelled), default=0)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "longest", max((len(k) for k in self.spelled), default=0))
 
     def with_names(self, names: Iterable[str]) -> Names:
         """These names added (each as written: "Halden Bank", "Gdańsk"); earlier spellings win."""
@@ -140,8 +141,8 @@ def truecase(text: str, names: Names) -> str:
         word = m.group(0)
         cased = word
         if word.islower():
-            if word in _PRONOUN:
-                cased = _PRONOUN[word]
+            if word in _PRONOUN and not (word == "im" and _CAPITAL_NEXT.match(text, m.end())):
+                cased = _PRONOUN[word]  # "im Sommer" is German
             elif word in _ALWAYS:
                 cased = _ALWAYS[word]
             elif word in _MONTH_WORD and (_TIME_BEFORE.search(text, 0, m.start())
