@@ -69,7 +69,8 @@ class Config:
     # extraction method of the write path: "v1" sextuples, "v2" observation-first, "v3" one slot per line,
     # "v4" v3 with post-processing rules 7, "v5" with rules 8, "v6" with rules 9, "v7" with rules 10,
     # "v8" with rules 11, "v9" with rules 12, "v10" = v4 with the state rules (rules 13), "v11" = v9 with them
-    # (rules 14), "v12" = v11 reading more ways of saying where one works (rules 15) (chronomem.extract.pipeline.METHOD_RECIPES, chronomem.extract.states)
+    # (rules 14), "v12" = v11 reading more ways of saying where one works (rules 15), "v13" = v10 reading
+    # lowercase turns through a cased copy (chronomem.extract.pipeline.METHOD_RECIPES, .states, .casing)
     extraction: str = "v10"
     # how the recursive summary is updated at end_session: 2 rewrites it each session (the default),
     # 3 appends what a session adds and rewrites only when it is full (chronomem.summarize.rsum)

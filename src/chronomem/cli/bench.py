@@ -129,7 +129,7 @@ def locomo(
                                      help="SearchConfig change for the REAL methods, e.g. fused_weights=0,1,0 "
                                           "(repeatable; part of their result keys)"),
     extraction: str = typer.Option("v1", "--extraction",
-                                   help="extraction method of the memory methods' write path: v1 … v12 "
+                                   help="extraction method of the memory methods' write path: v1 … v13 "
                                         "(default v1, as BENCHMARKS.md's commands ran; the library's default is v10)"),
     verbose: bool = typer.Option(False, "--verbose", "-v"),
 ) -> None:
