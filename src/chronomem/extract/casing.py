@@ -148,19 +148,12 @@ def truecase(text: str, names: Names) -> str:
             elif word in _MONTH_WORD and (_TIME_BEFORE.search(text, 0, m.start())
                                           or _DAY_OR_YEAR_AFTER.match(text, m.end())):
                 cased = _MONTH_WORD[word]
-            elif _SENTENCE_START.search(text, 0, m.start()) is not None and _only_punctuation_before(text, m):
+            elif _SENTENCE_START.search(text, 0, m.start()) is not None:
                 cased = word[0].upper() + word[1:]
         out.append(text[end:m.start()] + cased)
         end = m.end()
         i += 1
     return "".join(out) + text[end:]
-
-
-def _only_punctuation_before(text: str, m: re.Match[str]) -> bool:
-    """Whether nothing but spaces, quotes or brackets stands between the sentence's start and ``m``."""
-    before = text[:m.start()]
-    cut = max(before.rfind("."), before.rfind("!"), before.rfind("?"))
-    return not re.search(r"\w", before[cut + 1:])
 
 
 def chunk_names(chunk: Chunk[Message], known: Names) -> Names:
