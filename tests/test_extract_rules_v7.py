@@ -130,7 +130,7 @@ def test_an_unknown_rule_set_is_refused() -> None:
 
 
 def test_methods_are_frozen_recipes_and_the_default_is_v10() -> None:
-    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12")
+    assert METHODS == tuple(METHOD_RECIPES) == ("v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13")
     assert method_versions("v3") == ("observe_lines_v1", 6)  # as #21's held-out run writes its memories
     assert method_versions("v4") == ("observe_lines_v1", 7)
     assert method_versions("v5") == ("observe_lines_v1", 8)
@@ -141,6 +141,14 @@ def test_methods_are_frozen_recipes_and_the_default_is_v10() -> None:
     assert method_versions("v10") == ("observe_lines_v1", 13)
     assert method_versions("v11") == ("observe_lines_v1", 14)
     assert method_versions("v12") == ("observe_lines_v1", 15)
+    # v13 is v10's prompt and rules reading lowercase turns cased: a benchmark memory of its own all the same
+    assert method_versions("v13") == method_versions("v10") and METHOD_RECIPES["v13"].casing
+    assert not any(r.casing for m, r in METHOD_RECIPES.items() if m != "v13")
+
+    class Named:
+        name = "local:qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+    assert IngestConfig.for_llm(Named(), "v13").key() != IngestConfig.for_llm(Named(), "v10").key()  # type: ignore[arg-type]
     assert DEFAULT_METHOD == Config().extraction == "v10"  # v4 with the state rules (rules 13)
     with pytest.raises(Exception, match="unknown extraction method"):
         method_versions("v99")
