@@ -1,8 +1,9 @@
 """The model's reading copy of a turn typed in lowercase: names written with their capitals.
 
-People type to friends in lowercase ("moved to berlin in april, been at quellwerk since"), and the 1.5B
-extraction model reads such a line worse than the same line cased: it writes fewer statements, gives a
-sister's move to the teller, and the state rules, which look for capitalised names, find none.  Before a
+People type to friends in lowercase ("moved to berlin in april, been at quellwerk since"); the 1.5B
+extraction model writes fewer and wronger statements from such chats, and the state rules look for
+capitalised names.  Extraction v13 tries casing as the remedy — measured in sample 13 checks won, 7 lost;
+on two sets written blind after it, level (BENCHMARKS.md "Lowercase chat"), so it is opt-in.  Before a
 chunk goes to the extractor, each turn that looks typed without capitals (:func:`uncased`) is given a
 cased copy (:func:`truecase`): "I" and its contractions, sentence starts, month and weekday names, the
 speakers' names, place names (GeoNames' cities of 15,000 people or more, countries and US states, less
