@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import gzip
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
@@ -105,7 +105,7 @@ def places() -> Names:
 def uncased(text: str) -> bool:
     """Whether ``text`` looks typed without capitals: "i" in lowercase, or most of its sentences
     starting with a lowercase letter."""
-    if any(w in _PRONOUN and w != "I" and not w[0].isupper() for w in _WORD.findall(text)):
+    if any(w in _PRONOUN for w in _WORD.findall(text)):  # its keys are the lowercase spellings
         return True
     starts = [m.group(1) for m in re.finditer(r"(?:^|[.!?]\s+)[^\w]*([^\W\d_])", text)]
     return bool(starts) and 2 * sum(c.islower() for c in starts) > len(starts)
@@ -122,7 +122,7 @@ def truecase(text: str, names: Names) -> str:
     while i < len(words):
         m = words[i]
         # the longest name starting here, its words separated by one space or hyphen
-        hit = 0
+        hit: tuple[str, ...] = ()
         for n in range(min(longest, len(words) - i), 0, -1):
             span = words[i:i + n]
             if any(not w.group(0).islower() for w in span):
@@ -131,13 +131,13 @@ def truecase(text: str, names: Names) -> str:
                 continue
             key = tuple(w.group(0) for w in span)
             if key in names.spelled:
-                hit = n
+                hit = key
                 break
         if hit:
-            for w, cased in zip(words[i:i + hit], names.spelled[tuple(w.group(0) for w in words[i:i + hit])]):
+            for w, cased in zip(words[i:i + len(hit)], names.spelled[hit]):
                 out.append(text[end:w.start()] + cased)
                 end = w.end()
-            i += hit
+            i += len(hit)
             continue
         word = m.group(0)
         cased = word
@@ -172,14 +172,12 @@ _CAPITALISED_RUN = re.compile(r"\b[A-Z][^\W\d_]+(?:[ -](?:(?:of|de|da|del|la|van
 
 def reading_copy(chunk: Chunk[Message], known: Names) -> Chunk[Message]:
     """``chunk`` with each uncased turn's text truecased (same ids, speakers and times)."""
-    if not any(uncased(m.text) for m in chunk.all):
+    typed = [uncased(m.text) for m in chunk.all]
+    if not any(typed):
         return chunk
     names = chunk_names(chunk, known)
-
-    def cased(msgs: Sequence[Message]) -> tuple[Message, ...]:
-        return tuple(replace(m, text=truecase(m.text, names)) if uncased(m.text) else m for m in msgs)
-
-    return Chunk(context=cased(chunk.context), turns=cased(chunk.turns))
+    read = tuple(replace(m, text=truecase(m.text, names)) if low else m for m, low in zip(chunk.all, typed))
+    return Chunk(context=read[:len(chunk.context)], turns=read[len(chunk.context):])
 
 
 __all__ = ["MAX_NAME_WORDS", "Names", "chunk_names", "common_words", "places", "reading_copy", "truecase",
