@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from test_extract_pipeline import ScriptedLLM, conv
 
-from chronomem import Memory, ValidationError
+from chronomem import Memory, NotFoundError, ValidationError
 from chronomem.providers.base import CallUsage, ChatResult
 
 
@@ -132,6 +132,58 @@ def test_buffered_mode_uses_real_redis_when_configured(tmp_path, monkeypatch) ->
         with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as other_worker:
             other_worker.end_session(user_id=user, session_id="s1")  # another process flushes it
         assert [f.object for f in mem.facts(user_id=user)] == ["Munich"]
+
+
+def _buffered_turns_forgotten(mem: Memory, user: str) -> None:
+    """A session half stored (ended once, then more turns buffered), one only buffered, and another
+    user's buffered session: forgetting drops the waiting turns too, and nothing comes back."""
+    mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"), user_id=user, session_id="s1")
+    mem.end_session(user_id=user, session_id="s1", ended_at="2023-01-10T11:00:00Z")
+    mem.add(conv("I moved to Munich last week.", prefix="b", ts="2023-01-10T10:30:00Z"),
+            user_id=user, session_id="s1")
+    mem.add(conv("My dog Pixel is the best.", prefix="c", ts="2023-02-10T10:00:00Z"), user_id=user, session_id="s2")
+    other = f"{user}-other"
+    mem.add(conv("I live in Paris.", prefix="d", ts="2023-02-10T10:00:00Z"), user_id=other, session_id="s2")
+
+    res = mem.forget(user_id=user, session_id="s1")  # one stored turn, one waiting
+    assert (res.messages_deleted, res.sessions_deleted) == (2, 1)
+    assert mem.store.messages(user, session_id="s1") == []
+
+    res = mem.forget(user_id=user, session_id="s2")  # only in the buffer: no NotFoundError
+    assert (res.messages_deleted, res.sessions_deleted) == (1, 1)
+    mem.add(conv("My dog Pixel is the best.", prefix="c", ts="2023-02-10T10:00:00Z"), user_id=user, session_id="s2")
+    res = mem.forget(user_id=user, everything=True)
+    assert (res.messages_deleted, res.sessions_deleted) == (1, 1)
+    sweep = mem.end_idle_sessions(now="2100-01-01T00:00:00Z", idle_seconds=60)  # would write waiting turns
+    assert mem.store.messages(user) == [] and mem.facts(user_id=user) == [] and mem.store.sessions(user) == []
+    assert sweep.ended == [(other, "s2")]  # the other user's is kept
+    assert [f.object for f in mem.facts(user_id=other)] == ["Paris"]
+    with pytest.raises(NotFoundError, match="no session"):
+        mem.forget(user_id=user, session_id="s2")
+
+
+def test_forgetting_drops_turns_waiting_in_the_session_buffer(tmp_path) -> None:
+    with Memory(tmp_path / "b.db", llm=SessionLLM(), embedder=False, buffer=True) as mem:
+        _buffered_turns_forgotten(mem, "u1")
+
+
+def test_forgetting_drops_turns_waiting_in_redis(tmp_path, monkeypatch) -> None:
+    import uuid
+
+    import redis
+
+    client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
+    try:
+        client.ping()
+    except redis.RedisError as e:  # .ci/run starts the server; a missing one is a real failure
+        pytest.fail(f"Redis on 127.0.0.1:6379 is not reachable: {e}")
+    monkeypatch.setenv("CHRONOMEM_REDIS_URL", "redis://127.0.0.1:6379/0")
+    user = f"u-{uuid.uuid4().hex}"
+    with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as mem:
+        assert type(mem._buffer).__name__ == "RedisSessionBuffer"
+        _buffered_turns_forgotten(mem, user)
+    left = [k for k in client.scan_iter(match=f"*{user}*") if f"{user}-other".encode() not in k]
+    assert left == []  # no key of the forgotten user stays in Redis
 
 
 def test_config_rsum_decoding_3_appends_each_session_to_the_summary(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

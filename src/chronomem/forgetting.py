@@ -1,6 +1,8 @@
 """Forgetting for real: a fact, a session (its turns, facts and summaries) or a whole user.
 
-Nothing forgotten stays in search indexes or vectors.  Facts that a forgotten
+Nothing forgotten stays in search indexes, vectors or the session buffer (turns of an
+active session that wait there, in process or in Redis, for ``end_session``: left
+behind, they would be written back when the session ends).  Facts that a forgotten
 fact had closed hold again, as if it had never been said (the graph writer
 replays the update rules over them), and Rsum checkpoints written after a
 forgotten session are recomputed without it.  ``Memory.forget`` validates its
@@ -18,6 +20,7 @@ from .model import Fact
 
 if TYPE_CHECKING:
     from .graph import GraphWriter
+    from .summarize.buffer import SessionBuffer
     from .store.base import Store
     from .summarize.rsum import RsumMemory
 
@@ -29,7 +32,7 @@ class ForgetResult:
     """What one :func:`forget` deleted and repaired."""
 
     facts_deleted: int = 0
-    messages_deleted: int = 0
+    messages_deleted: int = 0  # stored turns and turns still waiting in the session buffer
     sessions_deleted: int = 0
     entities_deleted: int = 0
     reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
@@ -39,11 +42,14 @@ class ForgetResult:
 
 def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, user_id: str,
            fact_id: str | None = None, session_id: str | None = None,
-           everything: bool = False) -> ForgetResult:
+           everything: bool = False, buffer: SessionBuffer | None = None) -> ForgetResult:
     """Delete one of: the fact ``fact_id``, the session ``session_id``, or (``everything``) the user.
 
     ``rsum`` is called only when later summaries must be replayed without a
-    forgotten session (it may load the chat model).  Raises
+    forgotten session (it may load the chat model).  ``buffer``: the memory's
+    session buffer, whose waiting turns of the session (or of every session of
+    the user) are dropped first, so a failure of the store afterwards leaves
+    nothing that a later ``end_session`` could write back.  Raises
     :class:`~chronomem.errors.ValidationError` unless exactly one target is
     given, :class:`~chronomem.errors.NotFoundError` for an unknown one.
     """
@@ -53,11 +59,16 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                                          "everything": everything},
                               "give exactly one of fact_id, session_id or everything=True")
     res = ForgetResult()
+    buffered: dict[str, int] = {}  # session id -> turns dropped from the buffer
+    if buffer is not None and (everything or session_id is not None):
+        for sid in [session_id] if session_id is not None else buffer.active_sessions(user_id):
+            buffered[sid] = buffer.discard(user_id, sid)
     with store.transaction(user_id):
         if everything:
+            stored_sessions = {s.id for s in store.sessions(user_id)}
             res.facts_deleted = store.count_facts(user_id)
-            res.messages_deleted = len(store.messages(user_id))
-            res.sessions_deleted = len(store.sessions(user_id))
+            res.messages_deleted = len(store.messages(user_id)) + sum(buffered.values())
+            res.sessions_deleted = len(stored_sessions | {s for s, n in buffered.items() if n})
             res.entities_deleted = len(store.entities(user_id))
             store.delete_user(user_id)
             return res
@@ -69,7 +80,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
         else:
             msgs = store.messages(user_id, session_id=session_id)
             if not msgs and not any(s.id == session_id for s in store.sessions(user_id)) \
-                    and not store.facts(user_id, session_id=session_id, limit=1):  # add_facts(session_id=…)
+                    and not store.facts(user_id, session_id=session_id, limit=1) \
+                    and not sum(buffered.values()):  # add_facts(session_id=…) / buffered only
                 raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
             msg_ids = {m.id for m in msgs}
             doomed, trimmed = [], []
@@ -80,7 +92,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                     f.source_ids = [s for s in f.source_ids if s not in msg_ids]
                     trimmed.append(f)
             store.update_facts(user_id, trimmed)
-            res.messages_deleted = len(msgs)
+            res.messages_deleted = len(msgs) + sum(buffered.values())
             res.sessions_deleted = 1
         doomed_ids = {f.id for f in doomed}
         touched = {x for f in doomed for x in (f.subject_id, f.object_id) if x is not None}

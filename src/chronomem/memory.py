@@ -545,7 +545,8 @@ class Memory:
                session_id: str | None = None, everything: bool = False) -> ForgetResult:
         """Delete for real: a fact, a session (its messages, facts, summaries) or the whole user.
 
-        Nothing forgotten stays in search indexes or vectors.  Facts that a
+        Nothing forgotten stays in search indexes, vectors or the session buffer
+        (a buffered session's waiting turns are dropped, never written).  Facts that a
         forgotten fact had closed hold again, as if it had never been said.
         """
         user_id = check_user(user_id)
@@ -553,7 +554,7 @@ class Memory:
             if value is not None:
                 check_id(name, value)  # e.g. a non-string id, which PostgreSQL would refuse raw
         return forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
-                      fact_id=fact_id, session_id=session_id, everything=everything)
+                      fact_id=fact_id, session_id=session_id, everything=everything, buffer=self._buffer)
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, *, user_id: str) -> dict[str, Any]:
