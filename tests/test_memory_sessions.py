@@ -156,7 +156,8 @@ def _buffered_turns_forgotten(mem: Memory, user: str) -> None:
     assert (res.messages_deleted, res.sessions_deleted) == (1, 1)
     sweep = mem.end_idle_sessions(now="2100-01-01T00:00:00Z", idle_seconds=60)  # would write waiting turns
     assert mem.store.messages(user) == [] and mem.facts(user_id=user) == [] and mem.store.sessions(user) == []
-    assert sweep.ended == [(other, "s2")]  # the other user's is kept
+    # the other user's session is kept (a shared Redis may hold other tests' sessions too)
+    assert [e for e in sweep.ended if e[0] in (user, other)] == [(other, "s2")]
     assert [f.object for f in mem.facts(user_id=other)] == ["Paris"]
     with pytest.raises(NotFoundError, match="no session"):
         mem.forget(user_id=user, session_id="s2")

@@ -207,6 +207,9 @@ class AsyncMemory:
         return await self._run(self._mem.forget, user_id=user_id, fact_id=fact_id, session_id=session_id,
                                everything=everything)
 
+    async def purge_model_cache(self, *, user_id: str) -> int:
+        return await self._run(self._mem.purge_model_cache, user_id=user_id)
+
     async def export(self, *, user_id: str) -> dict[str, Any]:
         return await self._run(self._mem.export, user_id=user_id)
 

@@ -37,6 +37,7 @@ class ForgetResult:
     entities_deleted: int = 0
     reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
     summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
+    cache_entries_deleted: int = 0  # model replies and vectors of the user dropped from the opt-in caches
     warnings: list[str] = field(default_factory=list)
 
 

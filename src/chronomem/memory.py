@@ -8,12 +8,14 @@ delegates.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .config import Config
 from .extract.entities import FuzzyEntityResolver
@@ -22,6 +24,7 @@ from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
 from .model import Entity, Fact, FactInput, Message, Session, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
+from .providers.cache import cache_owner
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
 from .jobs.model import Job, JobStatus
@@ -50,6 +53,24 @@ EXPORT_FORMAT = "chronomem.export"
 EXPORT_VERSION = 1
 
 __all__ = ["EXPORT_FORMAT", "EXPORT_VERSION", "ForgetResult", "Memory"]
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _user_calls(method: Callable[Concatenate[Memory, _P], _R]) -> Callable[Concatenate[Memory, _P], _R]:
+    """Tag the model-cache entries a method writes or reads with its ``user_id`` (and the tenant),
+    so that forgetting the user purges them (:mod:`chronomem.providers.cache`)."""
+
+    @functools.wraps(method)
+    def tagged(self: Memory, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        user = kwargs.get("user_id")
+        if not isinstance(user, str):
+            return method(self, *args, **kwargs)
+        with cache_owner(self._cache_owner(user)):
+            return method(self, *args, **kwargs)
+
+    return tagged
 
 
 def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
@@ -164,6 +185,7 @@ class Memory:
         return self.registry.define(name, **props)
 
     # -- writing structured facts ------------------------------------------------------------
+    @_user_calls
     def add_facts(self, facts: Sequence[Mapping[str, Any] | FactInput], *, user_id: str,
                   session_id: str | None = None, agent_id: str | None = None) -> UpdateReport:
         """Add structured facts through the non-destructive update rules.
@@ -183,6 +205,7 @@ class Memory:
         return self.graph.apply(user_id, facts, session_id=session_id, agent_id=agent_id)
 
     # -- writing conversations (REAL write path: chronomem.extract) ------------------------------
+    @_user_calls
     def add(self, messages: Any, *, user_id: str, session_id: str | None = None,
             timestamp: datetime | str | None = None, agent_id: str | None = None,
             progress: Callable[[int, int], None] | None = None) -> AddResult:
@@ -215,6 +238,7 @@ class Memory:
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
         return result
 
+    @_user_calls
     def extract_pending(self, *, user_id: str, session_id: str | None = None,
                         message_ids: Sequence[str] | None = None,
                         progress: Callable[[int, int], None] | None = None) -> AddResult:
@@ -353,6 +377,7 @@ class Memory:
                             min_confidence=None if include_unstable else self.config.theta_stable,
                             other_side=other_side)
 
+    @_user_calls
     def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
         """Correct a stored fact non-destructively: returns the new version (origin ``corrected``).
 
@@ -379,6 +404,7 @@ class Memory:
     def entities(self, *, user_id: str) -> list[Entity]:
         return self.store.entities(check_user(user_id))
 
+    @_user_calls
     def alias(self, name: str, alias: str, *, user_id: str) -> Entity:
         """Record that ``alias`` names the same entity as ``name`` ("NYC" → "New York City")."""
         from .entities import normalize_name
@@ -396,6 +422,7 @@ class Memory:
         return self.store.entities(user_id, ids=[ent.id])[0]
 
     # -- retrieval (REAL read path: chronomem.retrieve) ----------------------------------------
+    @_user_calls
     def search(self, query: str, *, user_id: str, as_of: datetime | str | None = None,
                top_k: int = 10, options: SearchOptions | None = None, config: SearchConfig | None = None,
                speaker: str | None = None) -> SearchResult:
@@ -420,6 +447,7 @@ class Memory:
                       theta_stable=self.config.theta_stable, as_of=when, top_k=top_k, config=config,
                       speaker=speaker)
 
+    @_user_calls
     def answer(self, question: str, *, user_id: str, as_of: datetime | str | None = None,
                method: str = "real+rsum", top_k: int = 10, options: SearchOptions | None = None,
                config: SearchConfig | None = None, speaker: str | None = None, max_tokens: int = 64) -> Answer:
@@ -463,6 +491,7 @@ class Memory:
             self._rsum = RsumMemory(self.store, self.models.llm, decoding=self.config.rsum_decoding)
         return self._rsum
 
+    @_user_calls
     def end_session(self, *, user_id: str, session_id: str | None = None,
                     ended_at: datetime | str | None = None) -> SessionEnd:
         """Close a session: flush its buffered turns, extract what is left, update the summary.
@@ -503,7 +532,8 @@ class Memory:
                 turns += self._buffer.read(user_id, session_id)
             ended_at = max((m.timestamp for m in turns), default=when)
             try:
-                self._lifecycle().end(user_id, session_id, ended_at=ended_at)
+                with cache_owner(self._cache_owner(user_id)):
+                    self._lifecycle().end(user_id, session_id, ended_at=ended_at)
             except ChronomemError as e:
                 log.warning("idle session %r of user %r not ended: %s", session_id, user_id, e)
                 sweep.failed[(user_id, session_id)] = str(e)
@@ -515,6 +545,7 @@ class Memory:
         """The user's recursive summary after the last session ended by ``as_of`` ("" before any)."""
         return self.rsum.summary(check_user(user_id), as_of)
 
+    @_user_calls
     def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str,
                 budget_tokens: int = 2048, strategy: str = "token_budget",
                 keep_turns: int = 6) -> list[dict[str, Any]]:
@@ -541,6 +572,7 @@ class Memory:
         return self._session_lifecycle
 
     # -- forgetting ------------------------------------------------------------------------------
+    @_user_calls
     def forget(self, *, user_id: str, fact_id: str | None = None,
                session_id: str | None = None, everything: bool = False) -> ForgetResult:
         """Delete for real: a fact, a session (its messages, facts, summaries) or the whole user.
@@ -553,8 +585,25 @@ class Memory:
         for name, value in (("fact_id", fact_id), ("session_id", session_id)):
             if value is not None:
                 check_id(name, value)  # e.g. a non-string id, which PostgreSQL would refuse raw
-        return forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
-                      fact_id=fact_id, session_id=session_id, everything=everything, buffer=self._buffer)
+        res = forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
+                     fact_id=fact_id, session_id=session_id, everything=everything, buffer=self._buffer)
+        try:
+            res.cache_entries_deleted = self.purge_model_cache(user_id=user_id)
+        except Exception as e:  # the store is already forgotten: say what is left, do not undo it
+            log.warning("forget: purging the model cache failed: %s", e)
+            res.warnings.append(f"the memory is forgotten but the model cache still holds this user's replies "
+                                f"or vectors: purging it failed ({e}); call purge_model_cache(user_id=…) again")
+        return res
+
+    def purge_model_cache(self, *, user_id: str) -> int:
+        """Delete the user's entries from the opt-in model caches (``CHRONOMEM_LLM_CACHE``,
+        ``CHRONOMEM_EMBEDDER_CACHE``): every reply and vector made or reused while serving them,
+        even if another user's identical prompt shares it.  :meth:`forget` calls it; returns how
+        many entries went.  No model is loaded."""
+        return self.models.purge_cached(self._cache_owner(check_user(user_id)))
+
+    def _cache_owner(self, user_id: str) -> str:
+        return json.dumps([self.tenant, user_id])
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, *, user_id: str) -> dict[str, Any]:

@@ -12,6 +12,13 @@ workers, say — can read and write it at once.  Writes are single
 - :class:`EmbeddingCache` maps (embedder name, sha256 of the text) to a
   float32 vector and records its dimension.
 
+Entries written or read inside :func:`cache_owner` are tagged with that owner
+(``Memory`` tags each call with its tenant and user), and ``purge_owner``
+deletes every entry an owner touched, zeroing the freed pages
+(``secure_delete``) and truncating the WAL: ``Memory.forget`` leaves no reply
+or vector of a forgotten user in the cache.  Untagged entries (benchmarks)
+are never purged.
+
 Default location: ``$CHRONOMEM_CACHE_DIR/model-cache.sqlite`` or
 ``~/.cache/chronomem/model-cache.sqlite``.
 """
@@ -23,6 +30,9 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +59,35 @@ CREATE TABLE IF NOT EXISTS embeddings (
     vec BLOB NOT NULL,
     PRIMARY KEY (model, text_hash)
 );
+CREATE TABLE IF NOT EXISTS response_owners (
+    owner TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (owner, key)
+);
+CREATE TABLE IF NOT EXISTS embedding_owners (
+    owner TEXT NOT NULL,
+    model TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    PRIMARY KEY (owner, model, text_hash)
+);
 """
+
+_OWNER: ContextVar[str | None] = ContextVar("chronomem_cache_owner", default=None)
+
+
+@contextmanager
+def cache_owner(owner: str | None) -> Iterator[None]:
+    """Tag the cache entries written or read inside the block (in this thread or task) with ``owner``."""
+    token = _OWNER.set(owner)
+    try:
+        yield
+    finally:
+        _OWNER.reset(token)
+
+
+def current_cache_owner() -> str | None:
+    """The owner set by the innermost :func:`cache_owner` block, or None."""
+    return _OWNER.get()
 
 
 def default_cache_path() -> Path:
@@ -74,6 +112,7 @@ class _SQLiteFile:
             conn.execute("PRAGMA busy_timeout=30000")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")  # a purged entry's bytes are overwritten, not left free
             conn.executescript(_SCHEMA)
             self._conn, self._pid = conn, os.getpid()
         return self._conn
@@ -83,15 +122,31 @@ class _SQLiteFile:
             return self._connect().execute(sql, params).fetchall()
 
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        self.write([(sql, rows)])
+
+    def write(self, batches: list[tuple[str, list[tuple[Any, ...]]]]) -> list[int]:
+        """Run each ``(sql, rows)`` in one transaction; returns the rows each changed."""
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany(sql, rows)
+                changed = []
+                for sql, rows in batches:
+                    before = conn.total_changes
+                    conn.executemany(sql, rows)
+                    changed.append(int(conn.total_changes - before))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+            return changed
+
+    def purge(self, batches: list[tuple[str, list[tuple[Any, ...]]]]) -> list[int]:
+        """:meth:`write` the deletions, then truncate the WAL so no copy of a deleted page stays in it."""
+        changed = self.write(batches)
+        with self._lock:
+            self._connect().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        return changed
 
     def close(self) -> None:
         with self._lock:
@@ -168,29 +223,50 @@ class ResponseCache:
         return CachedResponse(text, json.loads(data) if data is not None else None, pt, ct, lat)
 
     def put(self, key: str, model: str, resp: CachedResponse) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO responses (key, model, created_at, text, data, prompt_tokens, completion_tokens,"
-            " latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                model,
-                time.time(),
-                resp.text,
-                None if resp.data is None else json.dumps(resp.data, ensure_ascii=False),
-                resp.prompt_tokens,
-                resp.completion_tokens,
-                resp.latency_s,
-            ),
+        row = (
+            key,
+            model,
+            time.time(),
+            resp.text,
+            None if resp.data is None else json.dumps(resp.data, ensure_ascii=False),
+            resp.prompt_tokens,
+            resp.completion_tokens,
+            resp.latency_s,
         )
+        self._db.write([
+            ("INSERT OR REPLACE INTO responses (key, model, created_at, text, data, prompt_tokens, completion_tokens,"
+             " latency_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [row]),
+            *self._owned([key]),
+        ])
+
+    def own(self, key: str) -> None:
+        """Tag the entry ``key`` (a hit) with the current :func:`cache_owner`, if any."""
+        if current_cache_owner() is not None:
+            self._db.write(self._owned([key]))
+
+    @staticmethod
+    def _owned(keys: list[str]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        owner = current_cache_owner()
+        if owner is None:
+            return []
+        return [("INSERT OR IGNORE INTO response_owners (owner, key) VALUES (?, ?)", [(owner, k) for k in keys])]
+
+    def purge_owner(self, owner: str) -> int:
+        """Delete every reply ``owner`` wrote or read (whoever else did too); returns how many."""
+        mine = "SELECT key FROM response_owners WHERE owner = ?"
+        return self._db.purge([(f"DELETE FROM responses WHERE key IN ({mine})", [(owner,)]),
+                               (f"DELETE FROM response_owners WHERE key IN ({mine})", [(owner,)])])[0]
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM responses")[0][0])
 
     def clear(self, model: str | None = None) -> None:
         if model is None:
-            self._db.execute("DELETE FROM responses")
+            self._db.write([("DELETE FROM responses", [()]), ("DELETE FROM response_owners", [()])])
         else:
-            self._db.execute("DELETE FROM responses WHERE model = ?", (model,))
+            self._db.write([("DELETE FROM response_owners WHERE key IN (SELECT key FROM responses WHERE model = ?)",
+                             [(model,)]),
+                            ("DELETE FROM responses WHERE model = ?", [(model,)])])
 
     def close(self) -> None:
         self._db.close()
@@ -235,9 +311,30 @@ class EmbeddingCache:
             (model, text_hash(t), len(v), np.asarray(v, dtype=np.float32).tobytes()) for t, v in items
         ]
         if rows:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vec) VALUES (?, ?, ?, ?)", rows
-            )
+            self._db.write([
+                ("INSERT OR REPLACE INTO embeddings (model, text_hash, dim, vec) VALUES (?, ?, ?, ?)", rows),
+                *self._owned(model, [r[1] for r in rows]),
+            ])
+
+    def own(self, model: str, hashes: list[str]) -> None:
+        """Tag the vectors of ``hashes`` (hits) with the current :func:`cache_owner`, if any."""
+        if current_cache_owner() is not None and hashes:
+            self._db.write(self._owned(model, hashes))
+
+    @staticmethod
+    def _owned(model: str, hashes: list[str]) -> list[tuple[str, list[tuple[Any, ...]]]]:
+        owner = current_cache_owner()
+        if owner is None:
+            return []
+        return [("INSERT OR IGNORE INTO embedding_owners (owner, model, text_hash) VALUES (?, ?, ?)",
+                 [(owner, model, h) for h in dict.fromkeys(hashes)])]
+
+    def purge_owner(self, owner: str) -> int:
+        """Delete every vector ``owner`` wrote or read (whoever else did too); returns how many."""
+        mine = "SELECT model, text_hash FROM embedding_owners WHERE owner = ?"
+        return self._db.purge([(f"DELETE FROM embeddings WHERE (model, text_hash) IN ({mine})", [(owner,)]),
+                               (f"DELETE FROM embedding_owners WHERE (model, text_hash) IN ({mine})",
+                                [(owner,)])])[0]
 
     def __len__(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM embeddings")[0][0])

@@ -139,6 +139,13 @@ class CachedEmbedder:
     def dim(self) -> int:
         return self.inner.dim
 
+    def purge_owner(self, owner: str) -> int:
+        """Delete the vectors ``owner`` wrote or read from the disk cache (returns how many) and
+        empty the in-memory one, which does not know owners."""
+        with self._lock:
+            self._mem.clear()
+        return self.disk.purge_owner(owner) if self.disk is not None else 0
+
     def embed(self, texts: list[str]) -> list[list[float]]:
         hashes = [text_hash(t) for t in texts]
         found: dict[str, list[float]] = {}
@@ -161,6 +168,9 @@ class CachedEmbedder:
                 found[text_hash(t)] = v
             if self.disk is not None:
                 self.disk.put_many(self.name, new)
+        if self.disk is not None:  # hits: a user whose text it is shares the entry
+            fresh = {text_hash(t) for t, _ in new}
+            self.disk.own(self.name, [h for h in hashes if h not in fresh])
         with self._lock:
             self.misses += len(set(missing))
             self.hits += len(texts) - len(missing)

@@ -10,10 +10,12 @@ instances to inject your own (any object following :class:`~.base.LLM` /
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol
 
 from ..errors import ConfigError
 from .base import LLM, Embedder, UsageTracker
+from .cache import EmbeddingCache, ResponseCache, default_cache_path
 
 __all__ = ["LLMSource", "ModelSet", "ModelSource"]
 
@@ -109,3 +111,41 @@ class ModelSet:
             return made
         assert not isinstance(self._embedder, bool | str)
         return self._embedder
+
+    def purge_cached(self, owner: str) -> int:
+        """Delete ``owner``'s entries from the model caches this set uses (see :mod:`.cache`),
+        without creating a model: a spec not used yet is resolved to its cache setting only."""
+        deleted = 0
+        if self.llm_enabled:
+            if self._llm is None or isinstance(self._llm, bool | str):
+                from .settings import resolve_llm_settings
+
+                path = resolve_llm_settings(self._llm if isinstance(self._llm, str) else self.default_llm).cache
+                deleted += _purge_file(ResponseCache, path, owner)
+            elif isinstance(cache := getattr(self._llm, "cache", None), ResponseCache):
+                deleted += cache.purge_owner(owner)
+        if self.embeddings_enabled:
+            if self._embedder is None or isinstance(self._embedder, bool | str):
+                from .settings import resolve_embedder_settings
+
+                path = resolve_embedder_settings(self._embedder if isinstance(self._embedder, str)
+                                                 else self.default_embedder).cache
+                deleted += _purge_file(EmbeddingCache, path, owner)
+            elif callable(purge := getattr(self._embedder, "purge_owner", None)):
+                deleted += int(purge(owner))
+        return deleted
+
+
+def _purge_file(kind: type[ResponseCache] | type[EmbeddingCache], setting: str | None, owner: str) -> int:
+    """Purge ``owner`` from the cache file a setting names (``None``: no cache; ``"default"``); a
+    file that does not exist holds nothing and is not created."""
+    if setting is None:
+        return 0
+    path = default_cache_path() if setting == "default" else Path(setting).expanduser()
+    if not path.exists():
+        return 0
+    cache = kind(path)
+    try:
+        return cache.purge_owner(owner)
+    finally:
+        cache.close()

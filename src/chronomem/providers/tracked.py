@@ -62,6 +62,7 @@ class TrackedLLM(LLMWrapper):
             )
             hit = self.cache.get(key)
             if hit is not None:
+                self.cache.own(key)  # a user whose prompt it is shares the entry: forgetting them drops it
                 data = out.validate(hit.data) if out is not None and hit.data is not None else hit.data
                 usage = CallUsage(
                     prompt_tokens=hit.prompt_tokens,

@@ -158,6 +158,7 @@ class ForgetOut(BaseModel):
     entities_deleted: int = 0
     reopened: int = 0
     summaries_rebuilt: int = 0
+    cache_entries_deleted: int = 0
     warnings: list[str] = []
 
 
