@@ -288,6 +288,25 @@ def test_forget_fact_reopens_what_it_closed_and_leaves_no_trace(cmem: Memory) ->
         cmem.forget(user_id=U, fact_id=lisbon)
 
 
+def test_forgetting_a_correction_forgets_the_versions_it_replaced(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01")
+    rep = lives(cmem, "Lisbn", "2021-03-01", text="Maya moved to Lisbn")  # closes Porto
+    fixed = cmem.correct(rep.added[0].id, user_id=U, object="Lisbon")
+    again = cmem.correct(fixed.id, user_id=U, confidence=0.9)
+    assert [v[0] for v in versions(cmem)] == ["Porto", "Lisbn", "Lisbon", "Lisbon"]
+    res = cmem.forget(user_id=U, fact_id=again.id)
+    assert res.facts_deleted == 3 and res.reopened == 1  # every version went; Porto holds again
+    assert versions(cmem) == [("Porto", "2018-01-01", None)]
+    assert "lisbn" not in json.dumps(everything_of(cmem, U)).lower()
+
+
+def test_forgetting_a_corrected_version_keeps_its_correction(cmem: Memory) -> None:
+    rep = lives(cmem, "Lisbn", "2021-03-01")
+    fixed = cmem.correct(rep.added[0].id, user_id=U, object="Lisbon")
+    assert cmem.forget(user_id=U, fact_id=rep.added[0].id).facts_deleted == 1
+    assert [(f.id, f.object) for f in cmem.history(user_id=U)] == [(fixed.id, "Lisbon")]
+
+
 def test_forget_session_removes_its_messages_facts_and_checkpoints(cmem: Memory) -> None:
     st = cmem.store
     st.ensure_session(U, "s1", started_at=dt("2024-01-01"))

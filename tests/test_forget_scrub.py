@@ -66,6 +66,18 @@ def forget_session(mem: Memory, marker: str) -> None:
     assert mem.store.search_messages_text(U, marker) == []
 
 
+def forget_corrected_fact(mem: Memory, marker: str) -> None:
+    """The marker was a misspelling that a correction replaced; forgetting the correction forgets it."""
+    rep = mem.add_facts([{"subject": "Maya", "relation": "likes", "object": marker,
+                          "text": f"Maya likes {marker}"}], user_id=U)
+    fixed = mem.correct(rep.added[0].id, user_id=U, object="tea", text="Maya likes tea")
+    again = mem.correct(fixed.id, user_id=U, confidence=0.9)
+    assert [f.object for f in mem.history(user_id=U, subject="Maya") if f.id in
+            (rep.added[0].id, fixed.id, again.id)] == [marker, "tea", "tea"]
+    res = mem.forget(user_id=U, fact_id=again.id)
+    assert res.facts_deleted == 3 and res.reopened == 0
+
+
 def forget_user(mem: Memory, marker: str) -> None:
     fill(mem, user="victim")
     mem.add_facts([{"subject": marker, "relation": "lives_in", "object": "Porto"}], user_id="victim")
@@ -75,6 +87,7 @@ def forget_user(mem: Memory, marker: str) -> None:
 
 
 @pytest.mark.parametrize("forget, marker", [(forget_fact, "Qorvexfact7731"),
+                                            (forget_corrected_fact, "Plorbcorrect2269"),
                                             (forget_session, "Wyrmsession4412"),
                                             (forget_user, "Jaxuser9050")])
 def test_forget_leaves_no_bytes_in_db_wal_or_shm(tmp_path: Path, forget, marker: str) -> None:

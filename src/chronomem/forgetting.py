@@ -2,7 +2,8 @@
 
 Nothing forgotten stays in search indexes, vectors or the session buffer (turns of an
 active session that wait there, in process or in Redis, for ``end_session``: left
-behind, they would be written back when the session ends).  Facts that a forgotten
+behind, they would be written back when the session ends).  Forgetting a
+correction forgets the versions it replaced (:func:`replaced_versions`).  Facts that a forgotten
 fact had closed hold again, as if it had never been said (the graph writer
 replays the update rules over them), and Rsum checkpoints written after a
 forgotten session are recomputed without it.  ``Memory.forget`` validates its
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import ChronomemError, NotFoundError, ValidationError
-from .model import Fact
+from .model import Fact, Origin
 
 if TYPE_CHECKING:
     from .graph import GraphWriter
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from .store.base import Store
     from .summarize.rsum import RsumMemory
 
-__all__ = ["ForgetResult", "forget"]
+__all__ = ["ForgetResult", "forget", "replaced_versions"]
 
 
 @dataclass(slots=True)
@@ -78,6 +79,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             doomed = store.facts(user_id, ids=[fact_id])
             if not doomed:
                 raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
+            doomed += replaced_versions(store, user_id, doomed[0])
         else:
             msgs = store.messages(user_id, session_id=session_id)
             if not msgs and not any(s.id == session_id for s in store.sessions(user_id)) \
@@ -97,7 +99,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             res.sessions_deleted = 1
         doomed_ids = {f.id for f in doomed}
         touched = {x for f in doomed for x in (f.subject_id, f.object_id) if x is not None}
-        affected = [f for f in store.facts(user_id, touching=list(touched)) if f.closed_by in doomed_ids]
+        affected = [f for f in store.facts(user_id, touching=list(touched))
+                    if f.closed_by in doomed_ids and f.id not in doomed_ids]
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         if session_id is not None:
             store.delete_session(user_id, session_id)
@@ -111,3 +114,19 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             res.warnings.append(f"the session is deleted but later summaries still mention it: "
                                 f"replaying them failed ({e}); call mem.rsum.replay(user_id) again")
     return res
+
+
+def replaced_versions(store: Store, user_id: str, fact: Fact) -> list[Fact]:
+    """The versions ``fact`` replaced by correction, back to the first one said.
+
+    :meth:`~chronomem.Memory.correct` keeps the corrected version in the history, closed by
+    its correction with confidence 0: forgetting the correction forgets those versions too,
+    or the wrong spelling of what the user asked to forget would stay behind.
+    """
+    out: list[Fact] = []
+    frontier = [fact]
+    while frontier:
+        ids = [f.id for f in frontier if f.origin is Origin.CORRECTED]
+        frontier = [f for f in store.facts(user_id, closed_by=ids) if f.confidence == 0.0] if ids else []
+        out += frontier
+    return out

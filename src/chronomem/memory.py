@@ -578,7 +578,8 @@ class Memory:
         """Delete for real: a fact, a session (its messages, facts, summaries) or the whole user.
 
         Nothing forgotten stays in search indexes, vectors or the session buffer
-        (a buffered session's waiting turns are dropped, never written).  Facts that a
+        (a buffered session's waiting turns are dropped, never written).  A corrected
+        fact goes with the versions its corrections replaced.  Facts that a
         forgotten fact had closed hold again, as if it had never been said.
         """
         user_id = check_user(user_id)

@@ -105,10 +105,12 @@ class Store(ABC):
               subject_ids: Sequence[str] | None = None, object_ids: Sequence[str] | None = None,
               touching: Sequence[str] | None = None, relations: Sequence[str] | None = None,
               as_of: datetime | None = None, min_confidence: float | None = None,
-              session_id: str | None = None, limit: int | None = None) -> list[Fact]:
+              session_id: str | None = None, limit: int | None = None,
+              closed_by: Sequence[str] | None = None) -> list[Fact]:
         """Facts matching every given filter, oldest ``valid_from`` first.
 
-        ``as_of`` keeps facts valid at that instant; ``touching`` matches either endpoint.
+        ``as_of`` keeps facts valid at that instant; ``touching`` matches either endpoint;
+        ``closed_by`` keeps facts closed (or corrected) by one of those fact ids.
         """
 
     @abstractmethod

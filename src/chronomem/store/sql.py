@@ -420,11 +420,12 @@ class SQLStore(Store):
               subject_ids: Sequence[str] | None = None, object_ids: Sequence[str] | None = None,
               touching: Sequence[str] | None = None, relations: Sequence[str] | None = None,
               as_of: datetime | None = None, min_confidence: float | None = None,
-              session_id: str | None = None, limit: int | None = None) -> list[Fact]:
+              session_id: str | None = None, limit: int | None = None,
+              closed_by: Sequence[str] | None = None) -> list[Fact]:
         sql = f"SELECT {', '.join(FACT_COLS)} FROM facts WHERE user_id = ?"
         params: list[Any] = [user_id]
         for col, values in (("id", ids), ("subject_id", subject_ids), ("object_id", object_ids),
-                            ("relation", relations)):
+                            ("relation", relations), ("closed_by", closed_by)):
             if values is not None:
                 if not values:
                     return []
