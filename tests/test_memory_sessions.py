@@ -100,6 +100,34 @@ def test_forgetting_a_session_replays_later_summaries(mem: Memory) -> None:
     assert [c.session_id for c in mem.store.checkpoints("u1")] == ["s2"]
 
 
+class CarryLLM(SessionLLM):
+    """Rsum as a real model writes it: each memory names every city its prompt (the memory so far
+    and the new turns) names."""
+
+    def chat(self, messages: list[dict[str, str]], *, purpose: str = "", **kw: Any) -> ChatResult:
+        if purpose != "rsum":
+            return super().chat(messages, purpose=purpose, **kw)
+        text = "\n".join(m["content"] for m in messages)
+        cities = [c for c in ("Berlin", "Munich") if c in text]
+        return ChatResult(text="Maya mentioned " + ", ".join(cities) + ".", usage=CallUsage(purpose=purpose))
+
+
+def test_forgetting_a_session_drops_job_results_quoting_later_summaries(tmp_path) -> None:
+    from chronomem.jobs import JobStatus
+
+    with Memory(tmp_path / "m.db", llm=CarryLLM(), embedder=False) as mem:
+        mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
+        mem.wait(mem.submit_end_session(user_id="u1", session_id="s1", ended_at="2023-01-10T11:00:00Z"))
+        mem.add(conv("I moved to Munich last week.", prefix="b", ts="2023-06-10T10:00:00Z"),
+                user_id="u1", session_id="s2")
+        later = mem.wait(mem.submit_end_session(user_id="u1", session_id="s2", ended_at="2023-06-10T11:00:00Z"))
+        assert later.result["summary"] == "Maya mentioned Berlin, Munich."
+        assert mem.forget(user_id="u1", session_id="s1").summaries_rebuilt == 1
+        assert mem.summary(user_id="u1") == "Maya mentioned Munich."
+        [job] = mem.jobs(user_id="u1")
+        assert job.id == later.id and job.status is JobStatus.DONE and job.result is None
+
+
 def test_buffered_session_extracts_at_end(tmp_path) -> None:
     llm = SessionLLM()
     with Memory(tmp_path / "b.db", llm=llm, embedder=False, buffer=True) as mem:

@@ -529,7 +529,19 @@ class SQLStore(Store):
                            created_at=_dt(r[4]), session_time=_dt(r[5])) for r in rows]  # type: ignore[arg-type]
 
     def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
-        return self._exec(user_id, "DELETE FROM checkpoints WHERE user_id = ? AND seq >= ?", (user_id, from_seq))
+        with self.transaction(user_id):
+            self._forget_summaries_in_job_results(user_id, from_seq)
+            return self._exec(user_id, "DELETE FROM checkpoints WHERE user_id = ? AND seq >= ?",
+                              (user_id, from_seq))
+
+    def _forget_summaries_in_job_results(self, user_id: str, from_seq: int) -> None:
+        """Drop the results of ``end_session`` jobs that quote a summary being deleted or replaced (a
+        summary written after a session that is now forgotten still tells it; the job's status stays)."""
+        rows = self._all("SELECT id, result FROM jobs WHERE user_id = ? AND kind = ? AND result IS NOT NULL",
+                         (user_id, JobKind.END_SESSION.value))
+        hits = [(job_id,) for job_id, result in rows
+                if (seq := json.loads(result).get("checkpoint_seq")) is not None and seq >= from_seq]
+        self._many(user_id, "UPDATE jobs SET result = NULL WHERE id = ?", hits)
 
     # -- forgetting ---------------------------------------------------------------------------------------
     def delete_session(self, user_id: str, session_id: str) -> None:
