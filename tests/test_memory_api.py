@@ -160,6 +160,19 @@ def test_forget_fact_reopens_what_it_closed(mem: Memory) -> None:
     assert mem.store.search_facts_text(U, "Lisbon") == []
 
 
+def test_forget_drops_the_memoised_names_and_terms(mem: Memory) -> None:
+    """Memos of name normalisation and term sets would keep forgotten words referenced in the process."""
+    from chronomem.entities import normalize_name
+    from chronomem.retrieve.scoring import _terms, stem
+
+    mem.add_facts([{**MAYA, "object": "Rua Augusta 17"}], user_id=U)
+    mem.search("Where does Maya live?", user_id=U)
+    memos = (normalize_name, _terms, stem)
+    assert [f.cache_info().currsize > 0 for f in memos] == [True] * 3  # type: ignore[attr-defined]
+    mem.forget(user_id=U, everything=True)
+    assert [f.cache_info().currsize for f in memos] == [0, 0, 0]  # type: ignore[attr-defined]
+
+
 def test_forget_session_removes_its_facts_and_provenance(mem: Memory) -> None:
     from chronomem.model import Message
     from chronomem.timeutil import utcnow

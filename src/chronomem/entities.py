@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 import unicodedata
 import os
-from functools import lru_cache
 from collections.abc import Sequence
 from typing import Protocol
 
 from .errors import ValidationError
+from .memo import text_memo
 from .model import Entity
 from .store.base import Store
 from .timeutil import utcnow
@@ -25,7 +25,7 @@ _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = "\"'`.,;:!?()[]{}<>"
 
 
-@lru_cache(maxsize=65536)
+@text_memo(maxsize=65536)
 def normalize_name(name: str) -> str:
     """Case- and spacing-insensitive form of a spelling: ``" New  York "`` → ``"new york"``."""
     text = unicodedata.normalize("NFKC", name).casefold().strip().strip(_EDGE_PUNCT).strip()

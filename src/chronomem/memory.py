@@ -31,6 +31,7 @@ from .jobs.model import Job, JobStatus
 from .jobs.queue import JobQueue
 from .jobs.service import JobService
 from .keys import DEFAULT_TENANT
+from .memo import clear_text_memos
 from .store import Store, open_store
 from .store.tenant import TenantStore
 from .timeutil import iso, parse_time, utcnow
@@ -588,6 +589,7 @@ class Memory:
                 check_id(name, value)  # e.g. a non-string id, which PostgreSQL would refuse raw
         res = forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
                      fact_id=fact_id, session_id=session_id, everything=everything, buffer=self._buffer)
+        clear_text_memos()  # memoised names and term sets would keep the forgotten words referenced
         try:
             res.cache_entries_deleted = self.purge_model_cache(user_id=user_id)
         except Exception as e:  # the store is already forgotten: say what is left, do not undo it

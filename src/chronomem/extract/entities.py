@@ -28,9 +28,9 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from ..entities import ExactResolver, normalize_name
+from ..memo import text_memo
 from ..model import Entity
 from ..providers.base import Embedder
 from ..store.base import Store
@@ -42,7 +42,7 @@ _NON_WORD = re.compile(r"[^0-9a-z\u00c0-\uffff]+")
 _STOP = {"the", "of", "and", "a", "an", "de", "la", "le"}
 
 
-@lru_cache(maxsize=65536)
+@text_memo(maxsize=65536)
 def variant_key(name: str) -> str:
     """Article-free, punctuation-free, order-free form: "The New-York City" → "city new york"."""
     norm = _ARTICLE.sub("", normalize_name(name))
@@ -50,7 +50,7 @@ def variant_key(name: str) -> str:
     return " ".join(sorted(words))
 
 
-@lru_cache(maxsize=65536)
+@text_memo(maxsize=65536)
 def acronym(name: str) -> str | None:
     """"New York City" → "nyc"; ``None`` for names of fewer than two significant words."""
     words = [w for w in _NON_WORD.split(_ARTICLE.sub("", normalize_name(name))) if w and w not in _STOP]
@@ -65,7 +65,7 @@ def is_acronym_of(short: str, long: str) -> bool:
     return bool(acr) and 2 <= len(s) <= 6 and s == acr and normalize_name(short) != normalize_name(long)
 
 
-@lru_cache(maxsize=65536)
+@text_memo(maxsize=65536)
 def numbers(name: str) -> tuple[str, ...]:
     """The digit runs of a name, in order: names with different numbers never merge."""
     return tuple(re.findall(r"\d+", normalize_name(name)))

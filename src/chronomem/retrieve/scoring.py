@@ -25,9 +25,9 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime
 
+from ..memo import text_memo
 from ..model import Fact
 from ..temporal import overlaps
 
@@ -46,7 +46,7 @@ tell know say said please currently current now today right
 WH_WORDS = ("where", "when", "who", "whom", "whose", "what", "which", "why", "how")
 
 
-@lru_cache(maxsize=1 << 16)
+@text_memo(maxsize=1 << 16)
 def stem(word: str) -> str:
     """A tiny suffix stripper: ``lives``/``living``/``lived`` → ``liv``, ``married`` → ``marry``.
 
@@ -83,7 +83,7 @@ def terms(text: str) -> set[str]:
     return set(_terms(text))
 
 
-@lru_cache(maxsize=1 << 14)
+@text_memo(maxsize=1 << 14)
 def _terms(text: str) -> frozenset[str]:
     # pure and called for the same names, renderings and answers on every step of every search:
     # a bounded memo makes the lexical scoring several times cheaper (benchmarks/bench_search.py)
