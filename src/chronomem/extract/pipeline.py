@@ -524,14 +524,18 @@ class WritePipeline:
                 # the facts and the turns' "extracted" mark commit together: a crash between them
                 # would re-extract the turns and reinforce their facts a second time
                 with self.store.transaction(user_id):
+                    facts, gone = self._sourced(user_id, ids, facts)
                     rep = self.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
-                    self.store.mark_extracted(user_id, ids, EXTRACTED)
+                    self.store.mark_extracted(user_id, [i for i in ids if i not in gone], EXTRACTED)
             except ChronomemError as e:
                 log.warning("graph update failed for %d turn(s): %s", len(ids), e)
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
                 result.warnings.append(f"graph update failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
                 self.store.mark_extracted(user_id, ids, FAILED)
                 continue
+            if gone:
+                result.warnings.append(f"{len(gone)} of turns {ids[0]}..{ids[-1]} were forgotten while the model "
+                                       "read them; nothing they said was written")
             report.merge(rep)
             log.info("chunk %d/%d (%d turns): %d candidate(s) → +%d closed %d reinforced %d; %s",
                      n, n + len(queue), len(ids), len(facts), len(rep.added), len(rep.closed),
@@ -543,6 +547,29 @@ class WritePipeline:
         result.closed.extend(report.closed)
         result.reinforced.extend(report.reinforced)
         result.usage = totals.as_dict()
+
+    def _sourced(self, user_id: str, ids: Sequence[str],
+                 facts: list[FactInput]) -> tuple[list[FactInput], set[str]]:
+        """``facts`` less what turns forgotten during the model call said, and the chunk's forgotten turns.
+
+        Run inside the write transaction, which a ``forget`` of the same user cannot interleave
+        with: a fact keeps the cited turns that still exist and goes when none does (or when the
+        whole chunk went and it cites nothing), so a forget racing an extraction stays done.
+        """
+        cited = {s for f in facts for s in f.source_ids}
+        alive = {m.id for m in self.store.messages(user_id, ids=sorted(cited | set(ids)))}
+        gone = {i for i in ids if i not in alive}
+        if not gone and cited <= alive:
+            return facts, gone
+        kept = []
+        for f in facts:
+            if f.source_ids:
+                f.source_ids = [s for s in f.source_ids if s in alive]
+                if f.source_ids:
+                    kept.append(f)
+            elif len(gone) < len(ids):
+                kept.append(f)
+        return kept, gone
 
     def _valid(self, cands: Sequence[FactInput], result: AddResult) -> list[FactInput]:
         """Drop extracted facts the graph would reject, so one bad fact cannot sink the chunk."""

@@ -119,7 +119,10 @@ def ensure_entity_vectors(store: Store, user_id: str, embedder: Embedder) -> int
         return 0
     texts = [e.name if not e.type else f"{e.name} ({e.type})" for e in missing]
     vecs = embedder.embed(texts)
-    store.put_vectors(user_id, ENTITY_KIND, [(e.id, v) for e, v in zip(missing, vecs)], embedder.name)
+    with store.transaction(user_id):  # an entity forgotten while it was embedded gets no vector
+        alive = {e.id for e in store.entities(user_id, ids=[e.id for e in missing])}
+        store.put_vectors(user_id, ENTITY_KIND, [(e.id, v) for e, v in zip(missing, vecs) if e.id in alive],
+                          embedder.name)
     return len(missing)
 
 

@@ -250,7 +250,10 @@ class Relevance:
             if f.origin != Origin.DERIVED and f.id not in self._have:
                 stored.append((f.id, v))
         if stored:
-            self.store.put_vectors(self.user_id, FACT_KIND, stored, self.embedder.name)
+            with self.store.transaction(self.user_id):  # a fact forgotten while it was embedded gets no vector
+                alive = {f.id for f in self.store.facts(self.user_id, ids=[i for i, _ in stored])}
+                stored = [(i, v) for i, v in stored if i in alive]
+                self.store.put_vectors(self.user_id, FACT_KIND, stored, self.embedder.name)
             self._have.update(i for i, _ in stored)
             self.stats["embedded_facts"] = self.stats.get("embedded_facts", 0) + len(stored)
 

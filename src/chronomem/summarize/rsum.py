@@ -671,11 +671,14 @@ class RsumMemory:
         """Replace ``chain[k:]`` by ``new`` in one transaction, unless the stored chain is no longer
         ``chain``: each memory is computed from the one before it, so a checkpoint another writer
         added meanwhile (a racing ``end_session``) would otherwise be overwritten or skipped.
-        Returns False, writing nothing, when the chain changed."""
+        Returns False, writing nothing, when the chain changed or a new checkpoint's session lost
+        its turns (forgotten meanwhile)."""
         transaction = getattr(self.store, "transaction", None)
         with transaction(user_id) if callable(transaction) else nullcontext():
             if _chain_key(self.store.checkpoints(user_id)) != _chain_key(chain):
                 return False
+            if any(not self.store.messages(user_id, session_id=cp.session_id) for cp in new):
+                return False  # a session was forgotten while its memory was written: the caller retries
             if k < len(chain):
                 self.store.delete_checkpoints(user_id, chain[k].seq)
             for cp in new:
