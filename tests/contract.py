@@ -328,6 +328,43 @@ def test_forget_session_removes_its_messages_facts_and_checkpoints(cmem: Memory)
         cmem.forget(user_id=U, session_id="nope")
 
 
+def test_forgetting_the_turn_that_ended_a_fact_reopens_it(cmem: Memory) -> None:
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "I left Porto in June"),
+                        msg(3, "s3", "I moved out of Porto, as I said")])
+    lives(cmem, "Porto", "2018-01-01", session_id="s1", source_ids=["m1"])
+    lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"])  # ends the open fact in place
+    [porto] = cmem.history(user_id=U)
+    assert porto.ended_by == ["m2"] and versions(cmem) == [("Porto", "2018-01-01", "2023-06-01")]
+    exported = cmem.export(user_id=U)
+    res = cmem.forget(user_id=U, session_id="s2")
+    assert (res.facts_deleted, res.reopened) == (0, 1)
+    assert versions(cmem) == [("Porto", "2018-01-01", None)]  # as if the ending had never been said
+    [porto] = cmem.history(user_id=U)
+    assert porto.source_ids == ["m1"] and porto.ended_by == [] and porto.stated_to is None
+    cmem.import_(exported, user_id="u-copy")  # the ending's turns survive an export round trip
+    assert [f.ended_by for f in cmem.history(user_id="u-copy")] == [["m2"]]
+
+
+def test_an_ending_said_twice_holds_while_one_of_its_turns_does(cmem: Memory) -> None:
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "I left Porto in June"),
+                        msg(3, "s3", "I moved out of Porto in June, as I said")])
+    lives(cmem, "Porto", "2018-01-01", session_id="s1", source_ids=["m1"])
+    lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"])
+    lives(cmem, "Porto", end="2023-06-01", session_id="s3", source_ids=["m3"])
+    assert [f.ended_by for f in cmem.history(user_id=U)] == [["m2", "m3"]]
+    assert cmem.forget(user_id=U, session_id="s2").reopened == 0
+    assert versions(cmem) == [("Porto", "2018-01-01", "2023-06-01")]
+    assert [f.ended_by for f in cmem.history(user_id=U)] == [["m3"]]
+    assert cmem.forget(user_id=U, session_id="s3").reopened == 1
+    assert versions(cmem) == [("Porto", "2018-01-01", None)]
+
+
 def test_forget_everything_leaves_nothing(cmem: Memory) -> None:
     st = cmem.store
     st.ensure_session(U, "s1")

@@ -3,7 +3,8 @@
 Nothing forgotten stays in search indexes, vectors or the session buffer (turns of an
 active session that wait there, in process or in Redis, for ``end_session``: left
 behind, they would be written back when the session ends).  Forgetting a
-correction forgets the versions it replaced (:func:`replaced_versions`).  Facts that a forgotten
+correction forgets the versions it replaced (:func:`replaced_versions`).  A fact that
+a forgotten turn ended in place ("we had to rehome Pixel") holds again.  Facts that a forgotten
 fact had closed hold again, as if it had never been said (the graph writer
 replays the update rules over them), and Rsum checkpoints written after a
 forgotten session are recomputed without it.  ``Memory.forget`` validates its
@@ -36,7 +37,7 @@ class ForgetResult:
     messages_deleted: int = 0  # stored turns and turns still waiting in the session buffer
     sessions_deleted: int = 0
     entities_deleted: int = 0
-    reopened: int = 0  # facts that had been closed by a forgotten fact and hold again
+    reopened: int = 0  # facts that a forgotten fact had closed, or a forgotten turn ended, and hold again
     summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
     cache_entries_deleted: int = 0  # model replies and vectors of the user dropped from the opt-in caches
     warnings: list[str] = field(default_factory=list)
@@ -75,6 +76,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             store.delete_user(user_id)
             return res
         doomed: list[Fact]
+        unended: list[Fact] = []  # facts a forgotten turn had ended in place
         if fact_id is not None:
             doomed = store.facts(user_id, ids=[fact_id])
             if not doomed:
@@ -93,6 +95,11 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                     doomed.append(f)
                 elif msg_ids & set(f.source_ids):
                     f.source_ids = [s for s in f.source_ids if s not in msg_ids]
+                    if f.ended_by and set(f.ended_by) <= msg_ids:  # only forgotten turns ended it
+                        f.ended_by, f.stated_to = [], None  # as if never said: its slot is replayed below
+                        unended.append(f)
+                    else:
+                        f.ended_by = [s for s in f.ended_by if s not in msg_ids]
                     trimmed.append(f)
             store.update_facts(user_id, trimmed)
             res.messages_deleted = len(msgs) + sum(buffered.values())
@@ -100,7 +107,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
         doomed_ids = {f.id for f in doomed}
         touched = {x for f in doomed for x in (f.subject_id, f.object_id) if x is not None}
         affected = [f for f in store.facts(user_id, touching=list(touched))
-                    if f.closed_by in doomed_ids and f.id not in doomed_ids]
+                    if f.closed_by in doomed_ids and f.id not in doomed_ids] + unended
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         if session_id is not None:
             store.delete_session(user_id, session_id)

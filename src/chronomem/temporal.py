@@ -169,6 +169,7 @@ def plan_update(
                 target,
                 valid_to=new.valid_to,
                 stated_to=new.valid_to,
+                ended_by=list(new.source_ids),  # forgetting these turns reopens it (chronomem.forgetting)
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 confidence=reinforce_confidence(target.confidence, new.confidence, theta),
             )
@@ -196,6 +197,8 @@ def plan_update(
             changed = replace(
                 f,
                 source_ids=merge_ids(f.source_ids, new.source_ids),
+                # an ending said again: forgetting one of the two sayings must not reopen the fact
+                ended_by=merge_ids(f.ended_by, new.source_ids) if f.ended_by and new.valid_to else f.ended_by,
                 confidence=reinforce_confidence(f.confidence, new.confidence, theta),
                 text=f.text or new.text,
             )
