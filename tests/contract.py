@@ -365,6 +365,41 @@ def test_an_ending_said_twice_holds_while_one_of_its_turns_does(cmem: Memory) ->
     assert versions(cmem) == [("Porto", "2018-01-01", None)]
 
 
+def test_forgetting_the_turns_that_taught_an_alias_forgets_it(cmem: Memory) -> None:
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01"), ("s4", "2024-04-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I live in New York City"), msg(2, "s2", "I flew back to NYC"),
+                        msg(3, "s3", "I visited the Big Apple"), msg(4, "s4", "Back in NYC again")])
+
+    def said(obj: str, sid: str, mid: str) -> None:
+        cmem.add_facts([{"subject": "Maya", "relation": "visited", "object": obj, "source_ids": [mid]}],
+                       user_id=U, session_id=sid)
+
+    cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "New York City", "source_ids": ["m1"]}],
+                   user_id=U, session_id="s1")
+    said("NYC", "s2", "m2")
+    said("NYC", "s4", "m4")  # the same alias said again
+    cmem.alias("New York City", "The Big Apple", user_id=U)  # given by hand
+    said("The Big Apple", "s3", "m3")
+
+    def aliases() -> list[str]:
+        return sorted(a for e in cmem.entities(user_id=U) if e.name == "New York City" for a in e.aliases)
+
+    assert aliases() == ["NYC", "The Big Apple"]
+    exported = cmem.export(user_id=U)
+    cmem.forget(user_id=U, session_id="s2")
+    assert aliases() == ["NYC", "The Big Apple"]  # s4 still says it
+    cmem.forget(user_id=U, session_id="s4")
+    assert aliases() == ["The Big Apple"]  # no turn says "NYC" any more
+    assert "nyc" not in json.dumps(everything_of(cmem, U)).lower()
+    cmem.forget(user_id=U, session_id="s3")
+    assert aliases() == ["The Big Apple"]  # an alias given by hand is the user's own, kept
+    cmem.import_(exported, user_id="u-copy")  # what taught each alias survives an export round trip
+    learned = {r["alias"]: r["learned_from"] for r in everything_of(cmem, "u-copy")["entity_names"]}
+    assert learned["NYC"] == '["m2", "m4"]' and learned["The Big Apple"] is None
+
+
 def test_forget_everything_leaves_nothing(cmem: Memory) -> None:
     st = cmem.store
     st.ensure_session(U, "s1")

@@ -23,15 +23,16 @@ def undo_contextual_message_index(db: Any) -> None:
                "(messages_fts, rowid, speaker, text) VALUES ('delete', old.rowid, old.speaker, old.text); END")
 
 
-def undo_fact_endings(db: Any) -> None:
-    """Migration 0008 in reverse: facts without the turns that ended them in place."""
+def undo_forgetting_provenance(db: Any) -> None:
+    """Migration 0008 in reverse: no turns that ended a fact or taught an alias."""
     db.execute("ALTER TABLE facts DROP COLUMN ended_by")
+    db.execute("ALTER TABLE entity_names DROP COLUMN learned_from")
 
 
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
     if version < 8:
-        undo_fact_endings(db)
+        undo_forgetting_provenance(db)
     if version < 7:
         undo_contextual_message_index(db)
     db.execute("UPDATE chronomem_meta SET value = ? WHERE key = 'schema_version'", (str(version),))

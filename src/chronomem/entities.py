@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from .errors import ValidationError
@@ -39,8 +39,11 @@ def new_id() -> str:
 
 class Resolver(Protocol):
     def resolve_many(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
-                     create: bool = True) -> dict[str, Entity]:
-        """Resolve ``(spelling, type)`` pairs; returns spelling → entity (missing ones absent if not create)."""
+                     create: bool = True, sources: Mapping[str, Sequence[str]] | None = None) -> dict[str, Entity]:
+        """Resolve ``(spelling, type)`` pairs; returns spelling → entity (missing ones absent if not create).
+
+        ``sources``: spelling → the turns that used it, recorded with an alias the resolver learns
+        (``Store.add_alias``), so that forgetting those turns forgets the alias."""
         ...
 
 
@@ -57,8 +60,8 @@ class ExactResolver:
         return {n: found[v] for n, v in norms.items() if v in found}
 
     def resolve_many(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
-                     create: bool = True) -> dict[str, Entity]:
-        spellings = _check_spellings(names)
+                     create: bool = True, sources: Mapping[str, Sequence[str]] | None = None) -> dict[str, Entity]:
+        spellings = _check_spellings(names)  # learns no alias: ``sources`` is not needed
         known = self.lookup(user_id, spellings)
         ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())), with_aliases=False)}
         out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}

@@ -321,9 +321,13 @@ class GraphWriter:
             check = FactValidator(self.registry, now=now, default_origin=default_origin,
                                   default_session=session_id, default_agent=agent_id)
             inputs = [check(f, i) for i, f in enumerate(facts)]
+            used: dict[str, dict[str, None]] = {}  # spelling -> the turns that said it (a learned alias keeps them)
+            for f in inputs:
+                for name in (f.subject, f.object):
+                    used.setdefault(name, {}).update(dict.fromkeys(f.source_ids))
             ents = self.resolver.resolve_many(
                 user_id, [(f.subject, f.subject_type) for f in inputs] +
-                [(f.object, f.object_type) for f in inputs])
+                [(f.object, f.object_type) for f in inputs], sources={n: list(ids) for n, ids in used.items()})
             batch = self._load_batch(user_id, inputs, ents)
             for i, fi in enumerate(inputs):
                 s, o = ents[fi.subject], ents[fi.object]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..entities import ExactResolver, normalize_name
@@ -122,10 +122,14 @@ class FuzzyEntityResolver:
         return self.resolve_many(user_id, [(name, type)], create=create).get(name)
 
     def resolve_many(
-        self, user_id: str, names: Sequence[tuple[str, str | None]], *, create: bool = True
+        self, user_id: str, names: Sequence[tuple[str, str | None]], *, create: bool = True,
+        sources: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, Entity]:
         spellings = list(dict.fromkeys(n for n, _ in names))
         out = self.exact.resolve_many(user_id, [(n, t) for n, t in names], create=False)
+        again = {normalize_name(n): sources[n] for n in out if sources and sources.get(n)}
+        if again:  # a learned alias said again: forgetting one of its turns must not drop it
+            self.store.add_alias_sources(user_id, again)
         missing = [n for n in spellings if n not in out]
         candidates = self.store.entities(user_id) if missing else []
         if candidates:  # a user with no entities yet has nothing to match against
@@ -133,7 +137,8 @@ class FuzzyEntityResolver:
                 match = self._match(n, candidates)
                 if match is not None:
                     log.debug("entity %r joined %r (user %s) as an alias", n, match.name, user_id)
-                    self.store.add_alias(user_id, match.id, n.strip(), normalize_name(n))
+                    self.store.add_alias(user_id, match.id, n.strip(), normalize_name(n),
+                                         learned_from=(sources or {}).get(n))
                     out[n] = match
         still = [(n, t) for n, t in names if n not in out]
         if still and create:  # looked up above and matched nothing: create without a second lookup

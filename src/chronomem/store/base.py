@@ -10,7 +10,7 @@ holds the one query layer, and pass the same contract tests.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -90,7 +90,15 @@ class Store(ABC):
         """Insert new entities, each with the normalised form of its canonical name."""
 
     @abstractmethod
-    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None: ...
+    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str,
+                  learned_from: Sequence[str] | None = None) -> None:
+        """Record ``alias`` (normalised ``norm``) for the entity.  ``learned_from``: the turns that used
+        it, when extraction learned it (forgetting them all drops it); None for an alias given by hand."""
+
+    @abstractmethod
+    def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
+        """Record more turns that used learned aliases (normalised spelling → turn ids); names given by
+        hand and canonical names are left alone."""
 
     # -- facts -------------------------------------------------------------------
     @abstractmethod

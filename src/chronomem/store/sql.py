@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from importlib import resources
@@ -32,7 +32,7 @@ MSG_COLS = ("user_id", "id", "session_id", "agent_id", "seq", "speaker", "text",
 ENT_COLS = ("user_id", "id", "name", "type", "created_at")
 SESSION_COLS = ("user_id", "id", "agent_id", "started_at", "ended_at")
 CP_COLS = ("user_id", "seq", "session_id", "memory", "created_at", "session_time")
-NAME_COLS = ("user_id", "norm", "entity_id", "alias")
+NAME_COLS = ("user_id", "norm", "entity_id", "alias", "learned_from")
 VEC_COLS = ("user_id", "kind", "item_id", "model", "dim", "vec")
 JOB_COLS = ("id", "tenant", "user_id", "kind", "session_id", "status", "payload", "result", "error",
             "attempts", "worker", "lease_until", "created_at", "sent_at", "started_at", "finished_at",
@@ -402,10 +402,20 @@ class SQLStore(Store):
             self._many(user_id, self._upsert_ignore("entities", ENT_COLS),
                        [(user_id, e.id, e.name, e.type, _us(e.created_at) or 0) for e, _ in entities])
             self._many(user_id, self._upsert_ignore("entity_names", NAME_COLS),
-                       [(user_id, norm, e.id, e.name) for e, norm in entities])
+                       [(user_id, norm, e.id, e.name, None) for e, norm in entities])
 
-    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None:
-        self._exec(user_id, self._upsert_ignore("entity_names", NAME_COLS), (user_id, norm, entity_id, alias))
+    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str,
+                  learned_from: Sequence[str] | None = None) -> None:
+        with self.transaction(user_id):
+            rows = self._all("SELECT entity_id, learned_from FROM entity_names WHERE user_id = ? AND norm = ?",
+                             (user_id, norm))
+            if not rows:
+                self._exec(user_id, f"INSERT INTO entity_names ({', '.join(NAME_COLS)}) VALUES (?, ?, ?, ?, ?)",
+                           (user_id, norm, entity_id, alias, json.dumps(list(learned_from)) if learned_from else None))
+            elif rows[0][0] == entity_id and rows[0][1] is not None:  # learned before: now from these turns too
+                merged = list(dict.fromkeys([*json.loads(rows[0][1]), *(learned_from or [])]))
+                self._exec(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
+                           (json.dumps(merged) if learned_from else None, user_id, norm))
 
     # -- facts ----------------------------------------------------------------------------------
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
@@ -556,10 +566,42 @@ class SQLStore(Store):
                 chunk = ids[i:i + 500]
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'message' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
+            self._forget_learned_aliases(user_id, set(ids))
             self._exec(user_id, "DELETE FROM messages WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             self._exec(user_id, "DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?",
                        (user_id, session_id))
             self._exec(user_id, "DELETE FROM sessions WHERE user_id = ? AND id = ?", (user_id, session_id))
+
+    def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
+        norms = [n for n, ids in sources.items() if ids]
+        with self.transaction(user_id):
+            rows = []
+            for i in range(0, len(norms), 500):
+                chunk = norms[i:i + 500]
+                rows += self._all(f"SELECT norm, learned_from FROM entity_names WHERE user_id = ? AND "
+                                  f"learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
+            updates = []
+            for norm, learned in rows:
+                old = json.loads(learned)
+                merged = list(dict.fromkeys([*old, *sources[norm]]))
+                if len(merged) > len(old):
+                    updates.append((json.dumps(merged), user_id, norm))
+            self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?", updates)
+
+    def _forget_learned_aliases(self, user_id: str, message_ids: set[str]) -> None:
+        """Drop the aliases only these turns taught; the others forget them as a source."""
+        rows = self._all("SELECT norm, learned_from FROM entity_names WHERE user_id = ? AND learned_from IS NOT NULL",
+                         (user_id,))
+        gone, kept = [], []
+        for norm, learned in rows:
+            ids = json.loads(learned)
+            left = [i for i in ids if i not in message_ids]
+            if not left:
+                gone.append((user_id, norm))
+            elif len(left) < len(ids):
+                kept.append((json.dumps(left), user_id, norm))
+        self._many(user_id, "DELETE FROM entity_names WHERE user_id = ? AND norm = ?", gone)
+        self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?", kept)
 
     def delete_orphan_entities(self, user_id: str) -> int:
         orphan = ("SELECT id FROM entities e WHERE e.user_id = ? AND NOT EXISTS (SELECT 1 FROM facts f "

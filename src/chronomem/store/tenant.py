@@ -16,7 +16,7 @@ refused rather than forwarded unscoped.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -161,8 +161,12 @@ class TenantStore(Store):
     def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
         self.inner.insert_entities(self._k(user_id), [(self._in(e), n) for e, n in entities])
 
-    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str) -> None:
-        self.inner.add_alias(self._k(user_id), entity_id, alias, norm)
+    def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str,
+                  learned_from: Sequence[str] | None = None) -> None:
+        self.inner.add_alias(self._k(user_id), entity_id, alias, norm, learned_from)
+
+    def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
+        self.inner.add_alias_sources(self._k(user_id), sources)
 
     # -- facts ---------------------------------------------------------------------------------------
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
