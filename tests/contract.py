@@ -328,13 +328,17 @@ def test_forget_session_removes_its_messages_facts_and_checkpoints(cmem: Memory)
         cmem.forget(user_id=U, session_id="nope")
 
 
-def test_forgetting_the_turn_that_ended_a_fact_reopens_it(cmem: Memory) -> None:
-    st = cmem.store
+def porto_sessions(cmem: Memory) -> None:
+    """Three sessions of one turn each: Maya lives in Porto (s1), left it (s2), left it, again (s3)."""
     for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01")):
-        st.ensure_session(U, sid, started_at=dt(start))
-    st.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "I left Porto in June"),
-                        msg(3, "s3", "I moved out of Porto, as I said")])
+        cmem.store.ensure_session(U, sid, started_at=dt(start))
+    cmem.store.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "I left Porto in June"),
+                                msg(3, "s3", "I moved out of Porto in June, as I said")])
     lives(cmem, "Porto", "2018-01-01", session_id="s1", source_ids=["m1"])
+
+
+def test_forgetting_the_turn_that_ended_a_fact_reopens_it(cmem: Memory) -> None:
+    porto_sessions(cmem)
     lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"])  # ends the open fact in place
     [porto] = cmem.history(user_id=U)
     assert porto.ended_by == ["m2"] and versions(cmem) == [("Porto", "2018-01-01", "2023-06-01")]
@@ -349,12 +353,7 @@ def test_forgetting_the_turn_that_ended_a_fact_reopens_it(cmem: Memory) -> None:
 
 
 def test_an_ending_said_twice_holds_while_one_of_its_turns_does(cmem: Memory) -> None:
-    st = cmem.store
-    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01")):
-        st.ensure_session(U, sid, started_at=dt(start))
-    st.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "I left Porto in June"),
-                        msg(3, "s3", "I moved out of Porto in June, as I said")])
-    lives(cmem, "Porto", "2018-01-01", session_id="s1", source_ids=["m1"])
+    porto_sessions(cmem)
     lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"])
     lives(cmem, "Porto", end="2023-06-01", session_id="s3", source_ids=["m3"])
     assert [f.ended_by for f in cmem.history(user_id=U)] == [["m2", "m3"]]

@@ -143,16 +143,23 @@ def test_buffered_session_extracts_at_end(tmp_path) -> None:
         assert sorted(f.object for f in mem.facts(user_id="u1")) == ["Acme", "Berlin"]
 
 
-def test_buffered_mode_uses_real_redis_when_configured(tmp_path, monkeypatch) -> None:
-    import uuid
-
+@pytest.fixture
+def redis_client(monkeypatch):  # type: ignore[no-untyped-def]
+    """The machine's Redis, configured as the session buffer (CHRONOMEM_REDIS_URL)."""
     import redis
 
+    client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
     try:
-        redis.Redis.from_url("redis://127.0.0.1:6379/0").ping()
+        client.ping()
     except redis.RedisError as e:  # .ci/run starts the server; a missing one is a real failure
         pytest.fail(f"Redis on 127.0.0.1:6379 is not reachable: {e}")
     monkeypatch.setenv("CHRONOMEM_REDIS_URL", "redis://127.0.0.1:6379/0")
+    return client
+
+
+def test_buffered_mode_uses_real_redis_when_configured(tmp_path, redis_client) -> None:  # type: ignore[no-untyped-def]
+    import uuid
+
     user = f"u-{uuid.uuid4().hex}"
     with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as mem:
         assert type(mem._buffer).__name__ == "RedisSessionBuffer"
@@ -196,22 +203,14 @@ def test_forgetting_drops_turns_waiting_in_the_session_buffer(tmp_path) -> None:
         _buffered_turns_forgotten(mem, "u1")
 
 
-def test_forgetting_drops_turns_waiting_in_redis(tmp_path, monkeypatch) -> None:
+def test_forgetting_drops_turns_waiting_in_redis(tmp_path, redis_client) -> None:  # type: ignore[no-untyped-def]
     import uuid
 
-    import redis
-
-    client = redis.Redis.from_url("redis://127.0.0.1:6379/0")
-    try:
-        client.ping()
-    except redis.RedisError as e:  # .ci/run starts the server; a missing one is a real failure
-        pytest.fail(f"Redis on 127.0.0.1:6379 is not reachable: {e}")
-    monkeypatch.setenv("CHRONOMEM_REDIS_URL", "redis://127.0.0.1:6379/0")
     user = f"u-{uuid.uuid4().hex}"
     with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as mem:
         assert type(mem._buffer).__name__ == "RedisSessionBuffer"
         _buffered_turns_forgotten(mem, user)
-    left = [k for k in client.scan_iter(match=f"*{user}*") if f"{user}-other".encode() not in k]
+    left = [k for k in redis_client.scan_iter(match=f"*{user}*") if f"{user}-other".encode() not in k]
     assert left == []  # no key of the forgotten user stays in Redis
 
 
