@@ -163,9 +163,88 @@ def test_conversation_turns_meet_the_same_limits_before_any_model_call(smem: Mem
     (lambda m: m.add_facts([MAYA], user_id=U, session_id="s" * (MAX_ID_CHARS + 1)), "session_id"),
     (lambda m: m.search("where \ud800", user_id=U), "query"),
     (lambda m: m.end_session(user_id=U, session_id="s\ud800"), "session_id"),
+    (lambda m: m.messages(user_id=U, session_id=5), "session_id"),
+    (lambda m: m.messages(user_id=U, session_id="\ud800"), "session_id"),
+    (lambda m: m.correct(5, user_id=U, object="Braga"), "fact_id"),
+    (lambda m: m.correct("a\x00b", user_id=U, object="Braga"), "fact_id"),
+    (lambda m: m.job("\ud800"), "job_id"),
+    (lambda m: m.jobs(user_id=U, limit=-1), "limit"),
+    (lambda m: m.jobs(user_id=U, limit="x"), "limit"),
+    (lambda m: m.jobs(user_id=U, offset=10**30), "offset"),
+    (lambda m: m.wait("j1", timeout="x"), "timeout"),
+    (lambda m: m.extract_pending(user_id=U, session_id="a\x00"), "session_id"),
+    (lambda m: m.search("Where does Maya live?", user_id=U, speaker="\ud800"), "speaker"),
+    (lambda m: m.forget(user_id=U, everything="no"), "everything"),
+    (lambda m: m.add_facts([{**MAYA, "valid_from": "9999-12-31T23:00:00-05:00"}], user_id=U), "facts[0].valid_from"),
+    (lambda m: m.facts(user_id=U, as_of="0001-01-01T00:00:00+05:00"), "as_of"),
+    (lambda m: m.add([{"speaker": "Maya", "text": "hi", "timestamp": "9999-12-31T23:00:00-05:00"}],
+                     user_id=U, session_id="s1"), "messages[0].timestamp"),
 ])
 def test_ids_and_filters_are_checked_at_the_edge(smem: Memory, call, field: str) -> None:
     smem.add_facts([MAYA], user_id=U)
+    before = smem.export(user_id=U)["tables"]
     with pytest.raises(ValidationError) as e:
         call(smem)
     assert e.value.field == field
+    assert smem.export(user_id=U)["tables"] == before  # forget(everything="no") deleted the user once
+
+
+def test_an_id_taken_by_any_stored_fact_is_refused_naming_it(smem: Memory) -> None:
+    smem.add_facts([{**MAYA, "id": "F1"}], user_id=U)
+    with pytest.raises(ValidationError) as e:  # another relation and entities: not in the batch's neighbourhood
+        smem.add_facts([{"subject": "Tom", "relation": "likes", "object": "chess"},
+                        {"subject": "C", "relation": "likes", "object": "D", "id": "F1"}], user_id=U)
+    assert e.value.field == "facts[1].id" and [f.id for f in smem.history(user_id=U)] == ["F1"]
+    smem.add_facts([{**MAYA, "id": "F1"}], user_id="someone-else")  # ids are per user
+
+
+def test_an_import_of_a_time_that_cannot_be_read_back_is_refused(smem: Memory) -> None:
+    data = exported(smem)
+    bad = copy.deepcopy(data)
+    bad["tables"]["facts"][0]["valid_from"] = 2**62
+    with pytest.raises(ValidationError) as e:
+        smem.import_(bad)
+    assert e.value.field == "data.tables.facts[0].valid_from" and smem.history(user_id=U) == []
+    bad = copy.deepcopy(data)
+    bad["tables"]["entities"][0]["created_at"] = -2**62
+    with pytest.raises(ValidationError, match="between the years 1 and 9999"):
+        smem.import_(bad)
+
+
+def test_a_fact_corrected_before_it_began_round_trips_through_an_export(smem: Memory) -> None:
+    [f] = smem.add_facts([{**MAYA, "valid_from": "2090-01-01"}], user_id=U).added
+    smem.correct(f.id, user_id=U, object="Braga")
+    old = next(x for x in smem.history(user_id=U) if x.id == f.id)
+    assert old.valid_to is None and old.closed_by is not None and old.confidence == 0.0  # superseded
+    data = smem.export(user_id=U)
+    smem.import_(data, user_id="copy")
+
+    def rows(tables: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k != "user_id"} for r in tables["facts"]]
+
+    assert rows(smem.export(user_id="copy")["tables"]) == rows(data["tables"])
+
+
+def test_a_correction_error_names_the_field_not_a_batch_position(smem: Memory) -> None:
+    [f] = smem.add_facts([MAYA], user_id=U).added
+    with pytest.raises(ValidationError) as e:
+        smem.correct(f.id, user_id=U, valid_to="1900-01-01")
+    assert e.value.field == "valid_to"
+
+
+@pytest.mark.parametrize("props, field", [
+    ({"synonyms": "abc"}, "relation.synonyms"),
+    ({"bogus": 1}, "relation.bogus"),
+    ({"single_valued": "yes"}, "relation.single_valued"),
+    ({"inverse": 5}, "relation.inverse"),
+])
+def test_relation_definitions_are_checked(props: dict[str, Any], field: str) -> None:
+    mem = Memory(":memory:", llm=False, embedder=False)
+    with pytest.raises(ValidationError) as e:
+        mem.define_relation("xrel", **props)
+    assert e.value.field == field
+    assert mem.registry.canonical("a") == "a"  # no letter of "abc" became a synonym
+    with pytest.raises(ValidationError):
+        mem.define_relation(5)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="mapping"):
+        Memory(":memory:", llm=False, embedder=False, relations=["q"])  # type: ignore[list-item]

@@ -56,3 +56,43 @@ def test_unstorable_text_over_rest_is_422_naming_the_field(mem: Memory, body: st
         assert r.status_code == 422 and r.json()["field"] == field
         r = c.get("/v1/users/u1/facts", params={"subject": "Ma\x00ya"})
         assert r.status_code == 422 and r.json()["field"] == "subject"
+
+
+@pytest.mark.parametrize("method, path, params", [
+    ("get", "/v1/users/u1/facts/a%00b", {}),
+    ("get", "/v1/users/u1/facts/a%00b/provenance", {}),
+    ("patch", "/v1/users/u1/facts/a%00b", {}),
+    ("get", "/v1/jobs/a%00b", {}),
+    ("get", "/v1/users/u1/messages", {"session_id": "a\x00"}),
+    ("get", "/v1/users/u1/graph", {"entity": "Ma\x00ya"}),
+    ("get", "/v1/users/u%00/graph", {"entity": "Maya"}),
+    ("get", "/v1/users/u%00/checkpoints", {}),
+    ("delete", "/v1/users/u1/sessions/s%00", {}),
+])
+def test_an_id_the_store_cannot_hold_is_422_not_a_store_error(mem: Memory, method: str, path: str,
+                                                               params: dict[str, str]) -> None:
+    mem.add_facts([FACT], user_id="u1")
+    with TestClient(create_app(mem)) as c:
+        kwargs: dict[str, object] = {"params": params}
+        if method == "patch":
+            kwargs["json"] = {"object": "Braga"}
+        r = getattr(c, method)(path, **kwargs)
+        assert r.status_code == 422, r.text
+        assert r.json()["error"] == "ValidationError"
+    assert [f.object for f in mem.history(user_id="u1")] == ["Porto"]
+
+
+def test_a_naive_as_of_on_the_graph_reads_as_utc(mem: Memory) -> None:
+    mem.add_facts([FACT], user_id="u1")
+    with TestClient(create_app(mem)) as c:
+        r = c.get("/v1/users/u1/graph", params={"entity": "Maya", "as_of": "2020-01-01T00:00:00"})
+        assert r.status_code == 200 and [e["fact"]["object"] for e in r.json()["edges"]] == ["Porto"]
+
+
+def test_a_cursor_past_any_list_is_refused(mem: Memory) -> None:
+    import base64
+
+    far = base64.urlsafe_b64encode(json.dumps({"o": 10**30}).encode()).decode().rstrip("=")
+    with TestClient(create_app(mem)) as c:
+        r = c.get("/v1/users/u1/jobs", params={"cursor": far})
+        assert r.status_code == 422 and r.json()["field"] == "cursor"

@@ -18,7 +18,7 @@ from .entities import new_id
 from .graph import FactValidator
 from .model import Fact, Origin
 from .timeutil import utcnow
-from .validation import check_user
+from .validation import check_id, check_user
 
 if TYPE_CHECKING:
     from .memory import Memory
@@ -31,6 +31,7 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
                  changes: Mapping[str, Any]) -> tuple[Fact, Fact]:
     """Apply ``changes`` to fact ``fact_id`` as a new version: ``(old, new)``."""
     user_id = check_user(user_id)
+    check_id("fact_id", fact_id)
     if not isinstance(changes, Mapping) or not changes:
         raise ValidationError("changes", changes, f"give at least one of {sorted(CORRECTABLE)}")
     unknown = sorted(set(changes) - CORRECTABLE)
@@ -57,7 +58,11 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
         draft.update(changes)
         if draft["valid_from"] is None and "valid_from" not in changes:
             draft.pop("valid_from")
-        fi = FactValidator(mem.registry, now=now, default_origin=Origin.CORRECTED)(draft, 0)
+        try:
+            fi = FactValidator(mem.registry, now=now, default_origin=Origin.CORRECTED)(draft, 0)
+        except ValidationError as e:  # the validator speaks of a batch ("facts[0].valid_to"): name the change
+            field = e.field.removeprefix("facts[0].")
+            raise ValidationError(field, e.value, e.reason) from None
         ents = mem.resolver.resolve_many(user_id, [(fi.subject, fi.subject_type), (fi.object, fi.object_type)])
         s, o = ents[fi.subject], ents[fi.object]
         new = Fact(id=new_id(), user_id=user_id, subject=s.name, relation=fi.relation, object=o.name,
@@ -67,7 +72,9 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
                    subject_id=s.id, object_id=o.id)
         store.insert_facts(user_id, [new])
         if old.valid_to is None or old.valid_to > now:
-            old.valid_to = now if old.valid_from is None else max(now, old.valid_from)
+            # corrected before it began: superseded (closed_by set, valid_to None, never valid), as the
+            # tie rule writes it, not an empty interval an import would read as that anyway
+            old.valid_to = now if old.valid_from is None or old.valid_from < now else None
         old.closed_by, old.confidence = new.id, 0.0
         store.update_facts(user_id, [old])
     return old, new

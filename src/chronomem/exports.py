@@ -14,12 +14,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
 from .model import Intent, Origin
 from .store.sql import TABLES, TIME_COLS
+from .timeutil import to_micros
 from .validation import text_problem
 
 __all__ = ["check_tables"]
@@ -48,6 +50,8 @@ INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
 VECTOR_KINDS = frozenset({"entity", "fact", "message"})
 _BIG = 2**63 - 1
+_FIRST_US = to_micros(datetime.min.replace(tzinfo=timezone.utc))  # what a stored time can be read back as
+_LAST_US = to_micros(datetime.max.replace(tzinfo=timezone.utc))
 
 
 def _string(where: str, v: Any, col: str) -> str:
@@ -67,6 +71,8 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
         if isinstance(v, bool) or not isinstance(v, int) or not -_BIG <= v <= _BIG:
             raise ValidationError(where, v, "must be an integer" + (" (microseconds since the epoch)"
                                                                    if col in TIME_COLS else ""))
+        if col in TIME_COLS and not _FIRST_US <= v <= _LAST_US:
+            raise ValidationError(where, v, "out of range: a time must fall between the years 1 and 9999")
         if col == "extracted" and v not in (-1, 0, 1):
             raise ValidationError(where, v, "must be -1 (failed), 0 (pending) or 1 (done)")
         if col == "dim" and v < 1:

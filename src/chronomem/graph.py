@@ -321,6 +321,11 @@ class GraphWriter:
             check = FactValidator(self.registry, now=now, default_origin=default_origin,
                                   default_session=session_id, default_agent=agent_id)
             inputs = [check(f, i) for i, f in enumerate(facts)]
+            given = {fi.id: i for i, fi in enumerate(inputs) if fi.id}
+            if given:  # an id of any stored fact, not only of the ones this batch can touch
+                for taken in self.store.facts(user_id, ids=list(given)):
+                    raise ValidationError(f"facts[{given[taken.id]}].id", taken.id,
+                                          "a fact with this id already exists")
             used: dict[str, dict[str, None]] = {}  # spelling -> the turns that said it (a learned alias keeps them)
             for f in inputs:
                 for name in (f.subject, f.object):

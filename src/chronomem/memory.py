@@ -140,7 +140,7 @@ class Memory:
             if isinstance(r, RelationSpec):
                 self.registry.define(r)
             else:
-                self.registry.update([dict(r)])
+                self.registry.update([r])  # checks that it is a mapping
         self.usage = UsageTracker()
         self.resolver = FuzzyEntityResolver(self.store)
         self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)
@@ -245,6 +245,13 @@ class Memory:
                         progress: Callable[[int, int], None] | None = None) -> AddResult:
         """Extract stored turns not extracted yet (buffered, or whose chunk failed before);
         ``message_ids`` limits it to those turns."""
+        if session_id is not None:
+            check_id("session_id", session_id)
+        if message_ids is not None:
+            if isinstance(message_ids, str) or not isinstance(message_ids, Sequence):
+                raise ValidationError("message_ids", message_ids, "must be a list of message ids")
+            for i, mid in enumerate(message_ids):
+                check_id(f"message_ids[{i}]", mid)
         return self.pipeline.extract_pending(check_user(user_id), session_id, message_ids=message_ids,
                                              progress=progress)
 
@@ -383,8 +390,8 @@ class Memory:
         """Correct a stored fact non-destructively: returns the new version (origin ``corrected``).
 
         ``changes``: any of subject, relation, object, valid_from, valid_to, confidence, intent,
-        text.  The old version stays in :meth:`history`, closed, with ``closed_by`` pointing at
-        the correction and confidence 0 (see :mod:`chronomem.correction`).
+        text, subject_type, object_type.  The old version stays in :meth:`history`, closed, with
+        ``closed_by`` pointing at the correction and confidence 0 (see :mod:`chronomem.correction`).
         """
         from .correction import correct_fact
 
@@ -400,6 +407,8 @@ class Memory:
 
     def messages(self, *, user_id: str, session_id: str | None = None) -> list[Message]:
         """The user's stored turns (of one session when given), in conversation order."""
+        if session_id is not None:
+            check_id("session_id", session_id)
         return self.store.messages(check_user(user_id), session_id=session_id)
 
     def entities(self, *, user_id: str) -> list[Entity]:
@@ -587,6 +596,8 @@ class Memory:
         for name, value in (("fact_id", fact_id), ("session_id", session_id)):
             if value is not None:
                 check_id(name, value)  # e.g. a non-string id, which PostgreSQL would refuse raw
+        if not isinstance(everything, bool):  # everything="no" must not delete the whole user
+            raise ValidationError("everything", everything, "must be True or False")
         res = forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
                      fact_id=fact_id, session_id=session_id, everything=everything, buffer=self._buffer)
         clear_text_memos()  # memoised names and term sets would keep the forgotten words referenced

@@ -11,8 +11,9 @@ closed by a relation the registry does not know.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 from functools import lru_cache
 
 from .errors import ValidationError
@@ -105,6 +106,36 @@ BUILTIN_RELATIONS: tuple[RelationSpec, ...] = (
 )
 
 
+_FLAGS = ("single_valued", "symmetric", "by_statement")
+_NAMES = ("inverse", "object_type")
+
+
+def _checked_props(name: str, props: Mapping[str, object]) -> dict[str, Any]:
+    """``define``'s keyword properties checked: known names, the right types (``synonyms`` a list of
+    names, not one string whose letters would each become a synonym)."""
+    unknown = sorted(set(props) - {*_FLAGS, *_NAMES, "description", "synonyms"})
+    if unknown:
+        raise ValidationError(f"relation.{unknown[0]}", props[unknown[0]],
+                              f"unknown property of relation {name!r}; known: "
+                              f"{sorted((*_FLAGS, *_NAMES, 'description', 'synonyms'))}")
+    out: dict[str, Any] = dict(props)
+    for key in _FLAGS:
+        if key in out and not isinstance(out[key], bool):
+            raise ValidationError(f"relation.{key}", out[key], "must be true or false")
+    for key in _NAMES:
+        if key in out and out[key] is not None and not (isinstance(out[key], str) and out[key].strip()):
+            raise ValidationError(f"relation.{key}", out[key], "must be a non-empty string or None")
+    if "description" in out and not isinstance(out["description"], str):
+        raise ValidationError("relation.description", out["description"], "must be a string")
+    if "synonyms" in out:
+        given = out["synonyms"]
+        syns = () if isinstance(given, str) or not isinstance(given, Iterable) else tuple(given)
+        if not syns and given or not all(isinstance(x, str) and x.strip() for x in syns):
+            raise ValidationError("relation.synonyms", given, "must be a list of relation names")
+        out["synonyms"] = syns
+    return out
+
+
 @dataclass
 class RelationRegistry:
     """Canonical relations and their properties; copy-on-construct, per ``Memory``.
@@ -132,7 +163,9 @@ class RelationRegistry:
         if isinstance(spec, str):
             name = normalize_relation(spec)
             base = self.specs.get(name) or default_spec(name)
-            spec = replace(base, **props)  # type: ignore[arg-type]
+            spec = replace(base, **_checked_props(name, props))
+        elif not isinstance(spec, RelationSpec):
+            raise ValidationError("relation", spec, "must be a relation name or a RelationSpec")
         name = normalize_relation(spec.name)
         if name != spec.name:
             spec = replace(spec, name=name)
@@ -151,19 +184,16 @@ class RelationRegistry:
                 self._synonyms.setdefault(inv, inv)
         return spec
 
-    def update(self, definitions: Iterable[dict[str, object]]) -> None:
+    def update(self, definitions: Iterable[Mapping[str, object]]) -> None:
         """Define relations from plain dicts (config files): ``{"name": ..., "single_valued": ...}``."""
         for d in definitions:
+            if not isinstance(d, Mapping):
+                raise ValidationError("relation", d, 'a relation definition is a mapping like {"name": "mentor_of"}')
             d = dict(d)
             name = d.pop("name", None)
-            if not name:
+            if not isinstance(name, str) or not name.strip():
                 raise ValidationError("relation.name", name, "every relation definition needs a name")
-            if "synonyms" in d:
-                d["synonyms"] = tuple(d["synonyms"])  # type: ignore[arg-type]
-            unknown = set(d) - {f for f in RelationSpec.__dataclass_fields__} - {"name"}
-            if unknown:
-                raise ValidationError("relation", name, f"unknown properties {sorted(unknown)}")
-            self.define(str(name), **d)
+            self.define(name, **d)
 
     # -- lookup -------------------------------------------------------------
     def canonical(self, name: str) -> str:

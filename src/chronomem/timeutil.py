@@ -44,7 +44,11 @@ def parse_time(value: Any, field: str = "time") -> datetime:
         raise ValidationError(field, value, "expected a datetime, date or ISO-8601 string")
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
+    try:
+        return dt.astimezone(UTC)
+    except OverflowError:  # "9999-12-31T23:00:00-05:00" is past datetime's last instant in UTC
+        raise ValidationError(field, value, "out of range: the time must fall between the years 1 and 9999 "
+                                            "in UTC") from None
 
 
 def parse_optional_time(value: Any, field: str) -> datetime | None:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ChronomemError, NotFoundError, ValidationError
 from ..timeutil import iso, parse_time, utcnow
 from ..validation import check_id, check_user
+
+MAX_JOBS = 2**31 - 1  # a limit or offset any store takes (PostgreSQL's bigint, SQLite's integers)
 from .model import Job, JobKind, JobStatus
 from .queue import BrokerQueue, JobQueue, LocalQueue, queue_url
 from .runner import add_result_json
@@ -131,8 +133,9 @@ class JobService:
 
     def get(self, job_id: str, *, user_id: str | None = None) -> Job:
         """The job (of ``user_id`` when given); NotFoundError for unknown ids and other tenants' jobs."""
-        if not isinstance(job_id, str) or not job_id:
-            raise ValidationError("job_id", job_id, "must be a non-empty string")
+        check_id("job_id", job_id)
+        if user_id is not None:
+            check_user(user_id)
         job = self.mem.store.job(self.mem.tenant, job_id)
         if job is None or (user_id is not None and job.user_id != user_id):
             raise NotFoundError(f"no job {job_id!r}")
@@ -146,11 +149,20 @@ class JobService:
                 wanted = JobStatus(status)
             except ValueError:
                 raise ValidationError("status", status, f"one of {[s.value for s in JobStatus]}") from None
+        if user_id is not None:
+            check_user(user_id)
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_JOBS):
+            raise ValidationError("limit", limit, f"must be a whole number from 1 to {MAX_JOBS}, or None for all")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_JOBS:
+            raise ValidationError("offset", offset, f"must be a whole number from 0 to {MAX_JOBS}")
         return self.mem.store.jobs(self.mem.tenant, user_id=user_id, status=wanted, limit=limit, offset=offset)
 
     def wait(self, job: Job | str, *, timeout: float | None = 300.0, poll_s: float = 0.05) -> Job:
         """Poll until the job is done or failed; :class:`JobTimeoutError` after ``timeout`` seconds."""
         job_id = job.id if isinstance(job, Job) else job
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                    or not 0 <= timeout < float("inf")):
+            raise ValidationError("timeout", timeout, "must be a number of seconds (or None to wait for good)")
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = poll_s
         while True:

@@ -30,6 +30,7 @@ from ..model import Fact, Intent, Message
 from ..prompts import load_template
 from ..providers.base import Embedder
 from ..timeutil import iso, parse_time, utcnow
+from ..validation import check_name
 from . import anchoring
 from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import (QueryAnalysis, analyze, asks_for_a_date, asks_time_or_state, intents_messages, parse_intents,
@@ -250,6 +251,8 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
     hint = speaker if speaker is not None else user_entity
     if hint is not None and (not isinstance(hint, str) or not hint.strip()):
         raise ValidationError("speaker", hint, "must be a non-empty string (an entity name, alias or id)")
+    if hint is not None:
+        check_name("speaker", hint)  # no NUL or lone surrogate reaches the store
     trace = Trace(query=query, user_id=user_id, as_of=iso(when))
     stats: dict[str, int] = {}
     budget = Budget(cfg.max_llm_calls, cfg.max_llm_tokens)

@@ -10,17 +10,19 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
+from pydantic import AfterValidator
 
 from .. import __version__
 from ..errors import NotFoundError
+from ..validation import check_name
 from ..memory import Memory
 from ..model import Fact
 from ..retrieve.neighbourhood import MAX_DEPTH, neighbourhood
-from ..timeutil import utcnow
+from ..timeutil import parse_time, utcnow
 from . import pagination
 from .explorer_schemas import CheckpointOut, GraphOut, ProvenanceOut, SettingsOut
 from .schemas import Page
-from .routes import ERRORS, Cursor, FactId, Limit, Mem, UserId, fact_out, paged
+from .routes import ERRORS, Cursor, FactId, Limit, Mem, SessionQ, UserId, fact_out, paged
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["explorer"])
 
@@ -38,7 +40,8 @@ def settings(mem: Mem) -> dict[str, Any]:
 
 @router.get("/users/{user_id}/graph", response_model=GraphOut)
 def graph(user_id: UserId, mem: Mem,
-          entity: Annotated[str, Query(min_length=1, max_length=500, description="name or alias of the centre")],
+          entity: Annotated[str, Query(min_length=1, max_length=500, description="name or alias of the centre"),
+                            AfterValidator(lambda v: check_name("entity", v))],
           as_of: datetime | None = None,
           depth: Annotated[int, Query(ge=1, le=MAX_DEPTH, description="hops from the centre")] = 1,
           max_edges: Annotated[int, Query(ge=1, le=1000)] = 300) -> dict[str, Any]:
@@ -48,7 +51,7 @@ def graph(user_id: UserId, mem: Mem,
     centre = mem.store.entities(user_id, ids=[found], with_aliases=False) if found else []
     if not centre:
         raise NotFoundError(f"user {user_id!r} has no entity named {entity!r}")
-    when = as_of or utcnow()
+    when = parse_time(as_of, "as_of") if as_of is not None else utcnow()  # a naive time reads as UTC
     hood = neighbourhood(mem.store, mem.registry, user_id, centre[0], as_of=when,
                          theta=mem.config.theta_stable, depth=depth, max_edges=max_edges)
 
@@ -69,7 +72,7 @@ def graph(user_id: UserId, mem: Mem,
 
 @router.get("/users/{user_id}/checkpoints", response_model=Page[CheckpointOut])
 def checkpoints(user_id: UserId, mem: Mem,
-                session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+                session_id: SessionQ = None,
                 limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """Rsum checkpoints, oldest first: the recursive summary written at the end of each session."""
     cps = [c for c in mem.store.checkpoints(user_id) if session_id is None or c.session_id == session_id]

@@ -13,6 +13,7 @@ from ..errors import ValidationError
 T = TypeVar("T")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+MAX_OFFSET = 2**31 - 1  # more items than any list holds; a database takes it as an OFFSET
 
 
 def encode(offset: int) -> str:
@@ -28,7 +29,7 @@ def decode(cursor: str | None) -> int:
         offset = json.loads(raw)["o"]
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
         raise ValidationError("cursor", cursor[:60], "not a cursor returned by this API") from None
-    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
         raise ValidationError("cursor", cursor[:60], "not a cursor returned by this API")
     return offset
 

@@ -8,8 +8,10 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
+from pydantic import AfterValidator
 
 from ..errors import NotFoundError
+from ..validation import check_id
 from ..jobs.model import Job
 from ..memory import Memory
 from ..model import Fact
@@ -27,7 +29,16 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorOut, "description": "the model or the store is unavailable"},
 }
 
-UserId = Annotated[str, Path(min_length=1, max_length=200, description="the user, inside your tenant")]
+def _valid_id(value: str | None) -> str | None:
+    """An id in a path or query as the library takes it (no NUL, no lone surrogate, not blank): a 422
+    naming the parameter, rather than the database refusing it."""
+    return None if value is None else check_id("id", value)
+
+
+ValidId = AfterValidator(_valid_id)
+UserId = Annotated[str, Path(min_length=1, max_length=200, description="the user, inside your tenant"), ValidId]
+SessionId = Annotated[str, Path(min_length=1, max_length=200), ValidId]
+SessionQ = Annotated[str | None, Query(min_length=1, max_length=200, description="only this session's"), ValidId]
 Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items per page")]
 Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
 WaitQ = Annotated[bool, Query(description="block until the job finished (or `timeout` passed)")]
@@ -94,7 +105,7 @@ def post_messages(user_id: UserId, body: AddIn, mem: Mem, response: Response, ba
 
 @router.post("/users/{user_id}/sessions/{session_id}/end", response_model=JobOut, status_code=202,
              tags=["ingestion"], responses={200: {"model": JobOut, "description": "finished (wait=true)"}})
-def end_session(user_id: UserId, session_id: Annotated[str, Path(min_length=1, max_length=200)], mem: Mem,
+def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
                 response: Response, background: BackgroundTasks, body: EndSessionIn | None = None,
                 wait: WaitQ = False,
                 timeout: TimeoutQ = 300.0) -> dict[str, Any]:
@@ -105,7 +116,7 @@ def end_session(user_id: UserId, session_id: Annotated[str, Path(min_length=1, m
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
-def get_job(job_id: Annotated[str, Path(min_length=1, max_length=200)], mem: Mem) -> dict[str, Any]:
+def get_job(job_id: Annotated[str, Path(min_length=1, max_length=200), ValidId], mem: Mem) -> dict[str, Any]:
     """A job's status and, once finished, its result or error."""
     return job_out(mem.job(job_id))
 
@@ -136,7 +147,7 @@ def list_sessions(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_L
 
 
 @router.get("/users/{user_id}/messages", response_model=Page[StoredMessageOut], tags=["users"])
-def list_messages(user_id: UserId, mem: Mem, session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+def list_messages(user_id: UserId, mem: Mem, session_id: SessionQ = None,
                   limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """Stored turns, verbatim, in conversation order."""
     return paged([{"id": m.id, "session_id": m.session_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
@@ -200,7 +211,7 @@ def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
     return found[0]
 
 
-FactId = Annotated[str, Path(min_length=1, max_length=200)]
+FactId = Annotated[str, Path(min_length=1, max_length=200), ValidId]
 
 
 @router.get("/users/{user_id}/facts/{fact_id}", response_model=FactOut, tags=["facts"])
@@ -248,7 +259,7 @@ def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
 
 # -- forgetting, export, import -------------------------------------------------------------------------------------
 @router.delete("/users/{user_id}/sessions/{session_id}", response_model=ForgetOut, tags=["forget"])
-def forget_session(user_id: UserId, session_id: Annotated[str, Path(min_length=1, max_length=200)],
+def forget_session(user_id: UserId, session_id: SessionId,
                    mem: Mem) -> dict[str, Any]:
     return asdict(mem.forget(user_id=user_id, session_id=session_id))
 
