@@ -40,6 +40,7 @@ def files(tmp_path: Path) -> dict[str, str]:
     (tmp_path / "badrows.json").write_text(json.dumps(
         {"format": "chronomem.export", "version": 1, "user_id": "u",
          "tables": {"facts": [{"id": "f1", "subject": None}]}}))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     (tmp_path / "adir").mkdir()
     return {p.name: str(p) for p in tmp_path.iterdir()} | {"db": str(tmp_path / "m.db"),
                                                            "tmp": str(tmp_path)}
@@ -54,6 +55,8 @@ def files(tmp_path: Path) -> dict[str, str]:
     (("import", "{tmp}/missing.json", "--db", "{db}"), ("missing.json",)),
     (("add-facts", "{empty.json}", "--user", "u", "--db", "{db}"), ("holds no facts",)),
     (("add-facts", "{adir}", "--user", "u", "--db", "{db}"), ("cannot be read",)),
+    (("add-facts", "{deep.json}", "--user", "u", "--db", "{db}"), ("deep.json", "nested too deeply")),
+    (("import", "{deep.json}", "--db", "{db}"), ("deep.json", "nested too deeply")),
     (("export", "--user", "u", "-o", "{adir}", "--db", "{db}"), ("--out", "is a directory")),
     (("export", "--user", "u", "-o", "{tmp}/no/such/dir/u.json", "--db", "{db}"), ("--out", "cannot be written")),
     (("export", "--user", "u", "-o", "/proc/u.json", "--db", "{db}"), ("--out", "cannot be written")),

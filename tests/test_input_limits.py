@@ -175,6 +175,7 @@ def test_conversation_turns_meet_the_same_limits_before_any_model_call(smem: Mem
     (lambda m: m.extract_pending(user_id=U, session_id="a\x00"), "session_id"),
     (lambda m: m.search("Where does Maya live?", user_id=U, speaker="\ud800"), "speaker"),
     (lambda m: m.forget(user_id=U, everything="no"), "everything"),
+    (lambda m: m.end_idle_sessions(idle_seconds=1e18), "idle_seconds"),
     (lambda m: m.add_facts([{**MAYA, "valid_from": "9999-12-31T23:00:00-05:00"}], user_id=U), "facts[0].valid_from"),
     (lambda m: m.facts(user_id=U, as_of="0001-01-01T00:00:00+05:00"), "as_of"),
     (lambda m: m.add([{"speaker": "Maya", "text": "hi", "timestamp": "9999-12-31T23:00:00-05:00"}],

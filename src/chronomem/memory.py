@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # the write and read paths are imported on first use
 
 log = logging.getLogger(__name__)
 
+MAX_IDLE_SECONDS = 100 * 365.25 * 86400  # an idle timeout past which no time arithmetic holds
 EXPORT_FORMAT = "chronomem.export"
 EXPORT_VERSION = 1
 
@@ -532,8 +533,9 @@ class Memory:
         if idle is None:
             raise ConfigError("no idle timeout: set CHRONOMEM_SESSION_IDLE (or session_idle in the config), "
                               "or pass idle_seconds")
-        if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < float("inf"):
-            raise ValidationError("idle_seconds", idle, "must be a positive number of seconds")
+        if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle <= MAX_IDLE_SECONDS:
+            raise ValidationError("idle_seconds", idle, f"must be a positive number of seconds, at most "
+                                                        f"{MAX_IDLE_SECONDS:.0f} (100 years)")
         when = utcnow() if now is None else parse_time(now, "now")
         sweep = IdleSweep(now=when, idle_seconds=float(idle))
         for user_id, session_id in find_idle_sessions([self.store, self._buffer], when, float(idle)):

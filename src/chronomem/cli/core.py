@@ -35,6 +35,8 @@ def read_records(path: Path) -> list[Any]:
             data = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValidationError("file", str(path), f"is not valid JSON/JSONL: {e}") from None
+    except RecursionError:
+        raise ValidationError("file", str(path), "is nested too deeply to be a chronomem file") from None
     return data if isinstance(data, list) else [data]
 
 
