@@ -63,6 +63,22 @@ def test_export_import_and_forget(tmp_path: Path) -> None:
     assert json.loads(run("facts", "--user", "u9", "--json", "--db", db2).output) == []
 
 
+def test_forget_takes_the_short_id_the_tables_show(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps([{"subject": "Maya", "relation": "likes", "object": "jazz", "id": "abcd1234ffff"},
+                             {"subject": "Maya", "relation": "likes", "object": "tea", "id": "abcd1234eeee"},
+                             {"subject": "Maya", "relation": "likes", "object": "chess", "id": "99990000aaaa"}]))
+    run("add-facts", str(f), "--user", "u1", "--db", db)
+    assert "99990000" in run("facts", "--user", "u1", "--db", db).output  # the table's short id
+    r = run("forget", "--user", "u1", "--fact", "99990000", "--db", db)
+    assert r.exit_code == 0 and "facts_deleted=1" in r.output
+    r = runner.invoke(app, ["forget", "--user", "u1", "--fact", "abcd1234", "--db", db])
+    assert r.exit_code != 0 and "names 2 facts" in str(r.exception)  # ambiguous: nothing deleted
+    r = run("facts", "--user", "u1", "--json", "--db", db)
+    assert sorted(x["object"] for x in json.loads(r.output)) == ["jazz", "tea"]
+
+
 def test_bad_input_gives_message_and_nonzero_exit(tmp_path: Path) -> None:
     import subprocess
     import sys

@@ -46,6 +46,8 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         ("local:0.5b", {"provider": "local", "model": "0.5b"}),
         ("local:/m/x.gguf", {"provider": "local", "model": "/m/x.gguf"}),
         ("openai:gpt-4o-mini", {"provider": "openai", "model": "gpt-4o-mini"}),
+        ("none", {"provider": "none"}),
+        ("None", {"provider": "none"}),
         (
             "openai:qwen2.5:7b@http://host:11434/v1",
             {"provider": "openai", "model": "qwen2.5:7b", "base_url": "http://host:11434/v1"},
@@ -60,6 +62,29 @@ def test_parse_spec(spec: str, expected: dict) -> None:
 def test_parse_spec_rejects(spec: str) -> None:
     with pytest.raises(ConfigError):
         parse_spec(spec)
+
+
+def test_none_is_no_model_in_every_place_that_reads_a_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from chronomem import Memory
+    from chronomem.cli.models import app
+
+    monkeypatch.setenv("CHRONOMEM_LLM", "none")
+    monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
+    assert resolve_llm_settings().spec == "none" and resolve_embedder_settings().spec == "none"
+    with pytest.raises(ConfigError, match="no chat model"):
+        make_llm()
+    r = CliRunner().invoke(app, ["check"])
+    assert r.exit_code == 0 and "LLM: none configured" in r.output and "embedder: none configured" in r.output
+    r = CliRunner().invoke(app, ["show"])
+    assert r.exit_code == 0 and "LLM: none" in r.output
+    with Memory(":memory:") as mem:  # structured facts, search and the stored summary need no model
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+        assert [f.object for f in mem.search("Where does Maya live?", user_id="u1").facts] == ["Porto"]
+        assert mem.summary(user_id="u1") == ""
+        with pytest.raises(ConfigError, match="no chat model"):
+            mem.answer("Where does Maya live?", user_id="u1")
 
 
 def test_defaults() -> None:

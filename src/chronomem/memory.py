@@ -318,7 +318,8 @@ class Memory:
                        prompt_version: str | None = None, method: str | None = None) -> WritePipeline:
         """A write path over this memory's store, registry, graph writer and models, with its own
         chunking (``chunk_size`` turns per LLM call, ``context`` preceding turns), prompt version
-        or extraction ``method`` (``"v1"``/``"v2"``/``"v3"``; default: ``Config.extraction``)."""
+        or extraction ``method`` (``"v1"`` … ``"v13"``, :data:`chronomem.config.EXTRACTION_METHODS`; default:
+        ``Config.extraction``, ``"v10"``)."""
         from .extract.pipeline import WritePipeline
 
         opts: dict[str, Any] = {k: v for k, v in (("chunk_size", chunk_size), ("context", context),
@@ -555,7 +556,10 @@ class Memory:
 
     def summary(self, *, user_id: str, as_of: datetime | str | None = None) -> str:
         """The user's recursive summary after the last session ended by ``as_of`` ("" before any)."""
-        return self.rsum.summary(check_user(user_id), as_of)
+        from .summarize.rsum import checkpoint_at
+
+        cp = checkpoint_at(self.store, check_user(user_id), as_of)  # reading it needs no chat model
+        return cp.memory if cp else ""
 
     @_user_calls
     def context(self, messages: Sequence[Mapping[str, Any]], *, user_id: str,

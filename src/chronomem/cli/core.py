@@ -93,8 +93,21 @@ def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fac
     if everything and not yes:
         typer.confirm(f"Delete everything stored for {user}?", abort=True)
     with Memory(db) as mem:
+        if fact is not None:
+            fact = full_fact_id(mem, user, fact)
         res = mem.forget(user_id=user, fact_id=fact, session_id=session, everything=everything)
     console.print(res)
+
+
+def full_fact_id(mem: Memory, user: str, given: str) -> str:
+    """The fact id ``given`` names: itself, or the one stored id it begins (``facts`` and ``history``
+    show the first 8 characters); an ambiguous or unknown prefix is left for forget to refuse."""
+    if len(given) < 4 or mem.store.facts(user, ids=[given]):
+        return given
+    matches = [f.id for f in mem.history(user_id=user, other_side=False) if f.id.startswith(given)]
+    if len(matches) > 1:
+        raise ValidationError("--fact", given, f"names {len(matches)} facts; give more of the id")
+    return matches[0] if matches else given
 
 
 def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
@@ -151,7 +164,10 @@ def demo_graph(mem: Memory, user: str = "demo") -> None:
                               "How Maya's employer evolved", theta))
 
 
-def demo_cmd(db: DbOpt = None) -> None:
+DemoDbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or URL (default: ./.chronomem/demo.db)")]
+
+
+def demo_cmd(db: DemoDbOpt = None) -> None:
     """Run the demo on the embedded default (SQLite, local model; no key, no server)."""
     path = db or str(Path(".chronomem") / "demo.db")
     with Memory(path) as mem:

@@ -148,40 +148,61 @@ def check(
     embedder: str | None = typer.Option(None, "--embedder", help="embedder spec (default: configured)"),
     skip_embedder: bool = typer.Option(False, "--no-embedder", help="only check the LLM"),
 ) -> None:
-    """One tiny chat and one tiny embedding, with timings."""
-    from ..providers import make_embedder, make_llm
+    """One tiny chat and one tiny embedding, with timings (a model configured as 'none' is skipped)."""
+    from ..providers.settings import NONE, resolve_embedder_settings, resolve_llm_settings
 
     failed = False
+    if resolve_llm_settings(llm).provider == NONE:
+        console.print("LLM: none configured (spec 'none'), not checked")
+    else:
+        failed |= not _check_llm(llm)
+    if skip_embedder:
+        pass
+    elif resolve_embedder_settings(embedder).provider == NONE:
+        console.print("embedder: none configured (spec 'none'), not checked")
+    else:
+        failed |= not _check_embedder(embedder)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _check_llm(spec: str | None) -> bool:
+    from ..providers import make_llm
+
     t0 = time.perf_counter()
     try:
-        model = make_llm(llm, cache=False)
+        model = make_llm(spec, cache=False)
         if hasattr(model.inner, "load"):
             load_s = model.inner.load()
             console.print(f"LLM {model.name}: loaded in {load_s:.1f}s")
         r = model.chat(
             [{"role": "user", "content": "Reply with the single word: ready"}], max_tokens=8, purpose="check"
         )
-        console.print(
-            f"LLM {model.name}: [green]ok[/] {r.text.strip()!r} — {r.usage.prompt_tokens} prompt + "
-            f"{r.usage.completion_tokens} completion tokens in {r.usage.latency_s:.2f}s "
-            f"(total {time.perf_counter() - t0:.1f}s)"
-        )
     except ChronomemError as e:
         console.print(f"LLM: [red]failed[/] {e}")
-        failed = True
-    if not skip_embedder:
-        t0 = time.perf_counter()
-        try:
-            emb = make_embedder(embedder, cache=False)
-            vecs = emb.embed(["chronomem health check"])
-            t1 = time.perf_counter()
-            emb.embed(["a second sentence", "and a third one"])
-            console.print(
-                f"embedder {emb.name}: [green]ok[/] dim {len(vecs[0])}, first call {t1 - t0:.2f}s "
-                f"(includes loading), next batch {time.perf_counter() - t1:.3f}s"
-            )
-        except ChronomemError as e:
-            console.print(f"embedder: [red]failed[/] {e}")
-            failed = True
-    if failed:
-        raise typer.Exit(1)
+        return False
+    console.print(
+        f"LLM {model.name}: [green]ok[/] {r.text.strip()!r} — {r.usage.prompt_tokens} prompt + "
+        f"{r.usage.completion_tokens} completion tokens in {r.usage.latency_s:.2f}s "
+        f"(total {time.perf_counter() - t0:.1f}s)"
+    )
+    return True
+
+
+def _check_embedder(spec: str | None) -> bool:
+    from ..providers import make_embedder
+
+    t0 = time.perf_counter()
+    try:
+        emb = make_embedder(spec, cache=False)
+        vecs = emb.embed(["chronomem health check"])
+        t1 = time.perf_counter()
+        emb.embed(["a second sentence", "and a third one"])
+    except ChronomemError as e:
+        console.print(f"embedder: [red]failed[/] {e}")
+        return False
+    console.print(
+        f"embedder {emb.name}: [green]ok[/] dim {len(vecs[0])}, first call {t1 - t0:.2f}s "
+        f"(includes loading), next batch {time.perf_counter() - t1:.3f}s"
+    )
+    return True

@@ -24,7 +24,9 @@ from typing import Any
 from .base import LLM, CallUsage, ChatResult, Embedder, Messages, Penalties, UsageTotals, UsageTracker
 from .cache import EmbeddingCache, ResponseCache
 from .embeddings import CachedEmbedder
+from ..errors import ConfigError
 from .settings import (
+    NONE,
     EmbedderSettings,
     LLMSettings,
     parse_spec,
@@ -66,6 +68,8 @@ def _response_cache(setting: str | None) -> ResponseCache | None:
 
 def build_llm(settings: LLMSettings) -> LLM:
     """The bare provider for resolved settings (no usage tracking, no cache)."""
+    if settings.provider == NONE:
+        raise ConfigError("no chat model is configured (spec 'none'); choose 'local' or an 'openai:MODEL' spec")
     if settings.provider == "local":
         from .local_llama import LocalLlamaLLM
 
@@ -120,6 +124,8 @@ def make_llm(
 
 def build_embedder(settings: EmbedderSettings) -> Embedder:
     """The bare embedder for resolved settings (no caching)."""
+    if settings.provider == NONE:
+        raise ConfigError("embeddings are turned off (spec 'none'); choose 'local' or an 'openai:MODEL' spec")
     if settings.provider == "local":
         from .embeddings import LocalEmbedder
 

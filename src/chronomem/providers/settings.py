@@ -73,6 +73,7 @@ from ..errors import ConfigError
 from .openai_compat import DEFAULT_OPENAI_BASE_URL
 
 PROVIDERS = ("local", "openai")
+NONE = "none"  # the spec of no model: Memory(llm=False) / embeddings off
 
 
 def parse_spec(spec: str, *, what: str = "llm") -> dict[str, Any]:
@@ -80,12 +81,15 @@ def parse_spec(spec: str, *, what: str = "llm") -> dict[str, Any]:
     spec = spec.strip()
     if not spec:
         raise ConfigError(f"empty {what} spec")
+    if spec.lower() == NONE:  # no model at all (Memory(llm=False)): nothing to resolve
+        return {"provider": NONE}
     provider, _, rest = spec.partition(":")
     provider = provider.lower()
     if provider not in PROVIDERS:
+        local = "'local:<1.5b|0.5b|path>'" if what == "llm" else "'local:<sentence-transformers folder>'"
         raise ConfigError(
-            f"unknown {what} spec {spec!r}: expected 'local', 'local:<1.5b|0.5b|path>', 'openai:MODEL' "
-            "or 'openai:MODEL@URL'"
+            f"unknown {what} spec {spec!r}: expected 'local', {local}, 'openai:MODEL', "
+            "'openai:MODEL@URL' or 'none'"
         )
     out: dict[str, Any] = {"provider": provider}
     if provider == "local":
@@ -133,6 +137,8 @@ class LLMSettings:
 
     @property
     def spec(self) -> str:
+        if self.provider == NONE:
+            return NONE
         if self.provider == "local":
             return f"local:{self.model}" if self.model else "local"
         return f"openai:{self.model}@{self.base_url or DEFAULT_OPENAI_BASE_URL}"
@@ -155,6 +161,8 @@ class EmbedderSettings:
 
     @property
     def spec(self) -> str:
+        if self.provider == NONE:
+            return NONE
         if self.provider == "local":
             return f"local:{self.model}" if self.model else "local"
         return f"openai:{self.model}@{self.base_url or DEFAULT_OPENAI_BASE_URL}"

@@ -466,6 +466,17 @@ def _full_allowance(max_sentences: int) -> int:
 # --------------------------------------------------------------------------- stateful
 
 
+def checkpoint_at(store: RsumStore, user_id: str, as_of: datetime | str | None = None) -> Checkpoint | None:
+    """The checkpoint valid at ``as_of`` (see :meth:`RsumMemory.checkpoint`); reading needs no model."""
+    check_id("user_id", user_id)
+    chain = store.checkpoints(user_id)
+    if as_of is None:
+        return chain[-1] if chain else None
+    when = parse_time(as_of, "as_of")
+    valid = [c for c in chain if (c.session_time or c.created_at) <= when]
+    return max(valid, key=lambda c: c.seq) if valid else None
+
+
 class RsumMemory:
     """Rsum over a long-term store: one checkpoint ``M_i`` per ended session.
 
@@ -583,13 +594,7 @@ class RsumMemory:
         timestamp; the creation time when unknown); at ``as_of`` the valid one
         is the latest in the chain among those already valid.
         """
-        check_id("user_id", user_id)
-        chain = self.store.checkpoints(user_id)
-        if as_of is None:
-            return chain[-1] if chain else None
-        when = parse_time(as_of, "as_of")
-        valid = [c for c in chain if (c.session_time or c.created_at) <= when]
-        return max(valid, key=lambda c: c.seq) if valid else None
+        return checkpoint_at(self.store, user_id, as_of)
 
     def summary(self, user_id: str, as_of: datetime | str | None = None) -> str:
         """The memory text valid at ``as_of`` (default now); ``""`` before the first session."""
