@@ -249,3 +249,22 @@ def test_relation_definitions_are_checked(props: dict[str, Any], field: str) -> 
         mem.define_relation(5)  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="mapping"):
         Memory(":memory:", llm=False, embedder=False, relations=["q"])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("buffered", [False, True])
+def test_a_turn_id_reused_for_other_words_is_refused_and_nothing_written(kind: str, url_factory, buffered) -> None:
+    from test_memory_sessions import SessionLLM
+
+    with Memory(url_factory(kind), llm=SessionLLM(), embedder=False, buffer=buffered) as mem:
+        mem.add([{"id": "m1", "speaker": "Maya", "text": "I live in Berlin and work at Acme."}],
+                user_id=U, session_id="s1")
+        mem.end_session(user_id=U, session_id="s1")
+        again = mem.add([{"id": "m1", "speaker": "Maya", "text": "I live in Berlin and work at Acme."}],
+                        user_id=U, session_id="s1")
+        assert again.messages_skipped == 1  # the same turn re-sent: a no-op
+        before = mem.export(user_id=U)["tables"]
+        with pytest.raises(ValidationError) as e:
+            mem.add([{"id": "m2", "speaker": "Maya", "text": "hello"},
+                     {"id": "m1", "speaker": "Maya", "text": "I moved to Munich."}], user_id=U, session_id="s2")
+        assert e.value.field == "messages[1].id" and "s1" in str(e.value)
+        assert mem.export(user_id=U)["tables"] == before and [s.id for s in mem.sessions(user_id=U)] == ["s1"]

@@ -235,6 +235,9 @@ class Memory:
         known = 0 if sid is None else len(self._buffer.read(user_id, sid)) + len(in_store)
         result, msgs = self.pipeline.prepare(messages, user_id=user_id, session_id=sid,
                                              timestamp=timestamp, agent_id=agent_id, next_seq=known)
+        from .extract.pipeline import refuse_id_clashes
+
+        refuse_id_clashes(self.store, user_id, msgs)
         result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
         result.messages_skipped = len(msgs) - result.messages_stored
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")

@@ -53,7 +53,7 @@ def add_command(
                                                                          "(default 8, CHRONOMEM_CHUNK_SIZE)")] = None,
     llm: Annotated[Optional[str], typer.Option("--llm", help="Model spec (default: configured)")] = None,
     db: Annotated[Optional[str], typer.Option("--db", help="Database path or URL")] = None,
-    no_extract: Annotated[bool, typer.Option("--no-extract", help="Store only; extract later")] = False,
+    no_extract: Annotated[bool, typer.Option("--no-extract", help="Store only; extract later with `chronomem session end` (or Memory.extract_pending)")] = False,
 ) -> None:
     """Store a conversation verbatim and extract its facts (one LLM call per chunk of turns).
 

@@ -375,6 +375,7 @@ class WritePipeline:
         sid = result.session_id
         assert sid is not None
         with store.transaction(user_id):
+            refuse_id_clashes(store, user_id, msgs)
             existing = store.messages(user_id, session_id=sid)
             next_seq = max((m.seq for m in existing), default=-1) + 1
             for i, m in enumerate(msgs):
@@ -588,3 +589,16 @@ class WritePipeline:
 def totals_add(totals: UsageTotals, usage: CallUsage | None) -> None:
     if usage is not None:
         totals.add(usage)
+
+
+def refuse_id_clashes(store: Store, user_id: str, msgs: Sequence[Message]) -> None:
+    """A ValidationError when a turn's id is stored already for another turn (another session,
+    speaker or text): ids name turns, so re-sending one is a no-op, and reusing one for new words
+    must not lose them silently.  Nothing is written."""
+    stored = {m.id: m for m in store.messages(user_id, ids=[m.id for m in msgs])}
+    for i, m in enumerate(msgs):
+        old = stored.get(m.id)
+        if old is not None and (old.session_id, old.speaker, old.text) != (m.session_id, m.speaker, m.text):
+            raise ValidationError(f"messages[{i}].id", m.id,
+                                  f"is the id of another stored turn (session {old.session_id!r}, "
+                                  f"{old.speaker}: {old.text[:40]!r}); give this turn its own id")
