@@ -364,6 +364,17 @@ def test_an_ending_said_twice_holds_while_one_of_its_turns_does(cmem: Memory) ->
     assert versions(cmem) == [("Porto", "2018-01-01", None)]
 
 
+def test_forgetting_the_turn_that_gave_a_fact_its_words_takes_them_back(cmem: Memory) -> None:
+    porto_sessions(cmem)  # s1's fact has no statement of its own: lives(...) gives no text
+    lives(cmem, "Porto", "2018-01-01", session_id="s2", source_ids=["m2"], text="Maya said she lives in Porto")
+    [porto] = cmem.history(user_id=U)
+    assert porto.text == "Maya said she lives in Porto" and porto.text_from == ["m2"]
+    cmem.forget(user_id=U, session_id="s2")
+    [porto] = cmem.history(user_id=U)
+    assert porto.text == "" and porto.text_from == [] and porto.source_ids == ["m1"]
+    assert "said she lives" not in json.dumps(everything_of(cmem, U))
+
+
 def test_forgetting_the_turns_that_taught_an_alias_forgets_it(cmem: Memory) -> None:
     st = cmem.store
     for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01"), ("s4", "2024-04-01")):

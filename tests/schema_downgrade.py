@@ -26,6 +26,7 @@ def undo_contextual_message_index(db: Any) -> None:
 def undo_forgetting_provenance(db: Any) -> None:
     """Migration 0008 in reverse: no turns that ended a fact or taught an alias."""
     db.execute("ALTER TABLE facts DROP COLUMN ended_by")
+    db.execute("ALTER TABLE facts DROP COLUMN text_from")
     db.execute("ALTER TABLE entity_names DROP COLUMN learned_from")
 
 

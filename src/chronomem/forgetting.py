@@ -100,6 +100,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                         unended.append(f)
                     else:
                         f.ended_by = [s for s in f.ended_by if s not in msg_ids]
+                    if f.text_from and set(f.text_from) <= msg_ids:  # its words were the forgotten turns'
+                        f.text, f.text_from = "", []
                     trimmed.append(f)
             store.update_facts(user_id, trimmed)
             res.messages_deleted = len(msgs) + sum(buffered.values())

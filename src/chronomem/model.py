@@ -58,6 +58,7 @@ class Fact:
     closed_by: str | None = None  # id of the fact whose arrival closed this one
     stated_to: datetime | None = None  # the end as its source stated it, before any closure
     ended_by: list[str] = field(default_factory=list)  # turns whose statement ended it in place
+    text_from: list[str] = field(default_factory=list)  # turns whose statement gave it its text later
     rule: str | None = None  # for derived facts: the rule that produced it
     support_ids: list[str] = field(default_factory=list)  # for derived facts
     subject_id: str | None = None  # entity ids of the endpoints (set by the store)
@@ -118,6 +119,7 @@ class Fact:
             closed_by=d.get("closed_by"),
             stated_to=parse_optional_time(d.get("stated_to"), "stated_to"),
             ended_by=list(d.get("ended_by") or []),
+            text_from=list(d.get("text_from") or []),
             rule=d.get("rule"),
             support_ids=list(d.get("support_ids") or []),
             subject_id=d.get("subject_id"),

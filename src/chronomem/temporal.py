@@ -201,6 +201,8 @@ def plan_update(
                 ended_by=merge_ids(f.ended_by, new.source_ids) if f.ended_by and new.valid_to else f.ended_by,
                 confidence=reinforce_confidence(f.confidence, new.confidence, theta),
                 text=f.text or new.text,
+                # a fact stored without words takes the repetition's: forgetting its turns takes them back
+                text_from=list(new.source_ids) if not f.text and new.text else f.text_from,
             )
             return Plan(changed=[changed], reinforced=changed)
 
