@@ -2,8 +2,8 @@
 
 The file is SQLite through ``sqlean`` (the project's drop-in ``sqlite3``) in
 WAL mode with a busy timeout, so several processes — parallel benchmark
-workers, say — can read and write it at once.  Writes are single
-``INSERT OR REPLACE`` statements, so a crash never leaves half an entry.
+workers, say — can read and write it at once.  Each write (an entry and its
+owner) is one transaction, so a crash never leaves half an entry.
 
 - :class:`ResponseCache` maps a hash of (model name, messages, schema,
   max_tokens, temperature, stop and, only when any is set, the repetition
