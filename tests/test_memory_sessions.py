@@ -66,6 +66,15 @@ def test_end_session_is_repeatable(mem: Memory) -> None:
     assert [c.session_id for c in mem.store.checkpoints("u1")] == ["s1", "s2"]
 
 
+def test_ending_a_session_never_seen_or_forgotten_writes_nothing(mem: Memory) -> None:
+    end = mem.end_session(user_id="u1", session_id="never")
+    assert end.stored == [] and end.checkpoint is None and mem.sessions(user_id="u1") == []
+    two_sessions(mem)
+    mem.forget(user_id="u1", session_id="s1")
+    mem.end_session(user_id="u1", session_id="s1")  # a client ends what it just forgot
+    assert [s.id for s in mem.sessions(user_id="u1")] == ["s2"]
+
+
 def test_end_session_needs_a_session(mem: Memory) -> None:
     with pytest.raises(ValidationError, match="session_id"):
         mem.end_session(user_id="u1")

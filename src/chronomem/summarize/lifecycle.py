@@ -102,7 +102,8 @@ class SessionLifecycle:
         stored: list[Message] = []
         flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
         extraction = self.extract(user_id, session_id) if self.extract is not None else None
-        self.store.ensure_session(user_id, session_id)
+        if flushed or self.store.messages(user_id, session_id=session_id):
+            self.store.ensure_session(user_id, session_id)  # a session never seen (or forgotten) gets no row
         checkpoint = self.rsum.update(user_id, session_id)
         # marked ended last: a session whose summary update failed stays open, so the next
         # end_session (or idle sweep) finds it and finishes the job
