@@ -96,3 +96,18 @@ def test_a_cursor_past_any_list_is_refused(mem: Memory) -> None:
     with TestClient(create_app(mem)) as c:
         r = c.get("/v1/users/u1/jobs", params={"cursor": far})
         assert r.status_code == 422 and r.json()["field"] == "cursor"
+
+
+def test_a_session_id_with_a_slash_can_be_ended_and_forgotten(mem: Memory) -> None:
+    from test_memory_sessions import SessionLLM
+
+    mem.use_models(llm=SessionLLM())
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/messages", params={"wait": "true"}, json={
+            "session_id": "chat/2024-05", "messages": [{"speaker": "Maya", "text": "I live in Berlin and work at Acme."}]})
+        assert r.status_code == 200 and r.json()["status"] == "done"
+        r = c.post("/v1/users/u1/sessions/chat%2F2024-05/end", params={"wait": "true"})
+        assert r.status_code == 200 and r.json()["session_id"] == "chat/2024-05"
+        r = c.delete("/v1/users/u1/sessions/chat/2024-05")
+        assert r.status_code == 200 and r.json()["sessions_deleted"] == 1
+    assert mem.sessions(user_id="u1") == [] and mem.facts(user_id="u1") == []

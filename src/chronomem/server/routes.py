@@ -103,7 +103,7 @@ def post_messages(user_id: UserId, body: AddIn, mem: Mem, response: Response, ba
     return _job_reply(mem, job, wait, timeout, response, background)
 
 
-@router.post("/users/{user_id}/sessions/{session_id}/end", response_model=JobOut, status_code=202,
+@router.post("/users/{user_id}/sessions/{session_id:path}/end", response_model=JobOut, status_code=202,
              tags=["ingestion"], responses={200: {"model": JobOut, "description": "finished (wait=true)"}})
 def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
                 response: Response, background: BackgroundTasks, body: EndSessionIn | None = None,
@@ -258,7 +258,7 @@ def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
 
 
 # -- forgetting, export, import -------------------------------------------------------------------------------------
-@router.delete("/users/{user_id}/sessions/{session_id}", response_model=ForgetOut, tags=["forget"])
+@router.delete("/users/{user_id}/sessions/{session_id:path}", response_model=ForgetOut, tags=["forget"])
 def forget_session(user_id: UserId, session_id: SessionId,
                    mem: Mem) -> dict[str, Any]:
     return asdict(mem.forget(user_id=user_id, session_id=session_id))
