@@ -268,3 +268,21 @@ def test_a_turn_id_reused_for_other_words_is_refused_and_nothing_written(kind: s
                      {"id": "m1", "speaker": "Maya", "text": "I moved to Munich."}], user_id=U, session_id="s2")
         assert e.value.field == "messages[1].id" and "s1" in str(e.value)
         assert mem.export(user_id=U)["tables"] == before and [s.id for s in mem.sessions(user_id=U)] == ["s1"]
+
+
+def test_an_import_whose_facts_name_no_entity_is_refused(smem: Memory) -> None:
+    data = exported(smem)
+    bad = copy.deepcopy(data)
+    bad["tables"]["facts"][0]["subject_id"] = "no-such-entity"
+    with pytest.raises(ValidationError) as e:
+        smem.import_(bad)
+    assert e.value.field == "data.tables.facts[0].subject_id" and smem.history(user_id=U) == []
+    bad = copy.deepcopy(data)
+    bad["tables"]["entity_names"][0]["entity_id"] = "no-such-entity"
+    with pytest.raises(ValidationError, match="names no entity"):
+        smem.import_(bad)
+    smem.import_(data)  # entities already stored count: the same export again adds nothing and is fine
+    assert smem.import_({**data, "tables": {"facts": data["tables"]["facts"]}})["already_present"] == 3
+    for version in (True, 1.0, "1"):
+        with pytest.raises(ValidationError, match="version"):
+            smem.import_({**data, "version": version})

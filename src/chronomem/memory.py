@@ -646,16 +646,33 @@ class Memory:
         if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
             raise ValidationError("data.format", data.get("format") if isinstance(data, Mapping) else data,
                                   f"not a chronomem export (expected format {EXPORT_FORMAT!r})")
-        if data.get("version") != EXPORT_VERSION:
-            raise ValidationError("data.version", data.get("version"),
+        version = data.get("version")
+        if isinstance(version, bool) or not isinstance(version, int) or version != EXPORT_VERSION:
+            raise ValidationError("data.version", version,
                                   f"unsupported export version (this chronomem reads {EXPORT_VERSION})")
         tables = data.get("tables")
         if not isinstance(tables, Mapping):
             raise ValidationError("data.tables", tables, "missing or not a mapping")
         target = check_user(user_id if user_id is not None else data.get("user_id"))
         rows = check_tables(tables)  # every row checked before the store sees one
+        self._check_entity_references(target, rows)
         stored = self.store.load_user(target, rows)
         return {**stored, "already_present": sum(len(r) for r in rows.values()) - sum(stored.values())}
+
+    def _check_entity_references(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Every entity id a fact or an alias row names is in the import or already the user's: a fact
+        pointing at no entity would be found by history() and by no query on its subject."""
+        refs = [(f"data.tables.facts[{i}].{col}", r[col]) for i, r in enumerate(rows.get("facts", []))
+                for col in ("subject_id", "object_id")]
+        refs += [(f"data.tables.entity_names[{i}].entity_id", r["entity_id"])
+                 for i, r in enumerate(rows.get("entity_names", []))]
+        have = {r["id"] for r in rows.get("entities", [])}
+        missing = sorted({v for _, v in refs if v not in have})
+        if missing:
+            have |= {e.id for e in self.store.entities(user_id, ids=missing, with_aliases=False)}
+        for where, value in refs:
+            if value not in have:
+                raise ValidationError(where, value, "names no entity of this export or of the user")
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:

@@ -49,6 +49,8 @@ class LifecycleStore(Protocol):
 
     def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]: ...
 
+    def messages(self, user_id: str, *, session_id: str | None = None) -> list[Message]: ...
+
 
 @dataclass(slots=True)
 class SessionEnd:
