@@ -535,13 +535,13 @@ class WritePipeline:
                 self.store.mark_extracted(user_id, ids, FAILED)
                 continue
             if gone:
-                result.warnings.append(f"{len(gone)} of turns {ids[0]}..{ids[-1]} were forgotten while the model "
-                                       "read them; nothing they said was written")
+                result.warnings.append(f"{len(gone)} of turns {ids[0]}..{ids[-1]} were forgotten or extracted by "
+                                       "another call while the model read them; nothing was written for them")
             report.merge(rep)
             log.info("chunk %d/%d (%d turns): %d candidate(s) → +%d closed %d reinforced %d; %s",
                      n, n + len(queue), len(ids), len(facts), len(rep.added), len(rep.closed),
                      len(rep.reinforced), cres.usage)
-            result.messages_extracted += len(ids)
+            result.messages_extracted += len(ids) - len(gone)
             if progress:
                 progress(n, n + len(queue))
         result.added.extend(report.added)
@@ -551,26 +551,28 @@ class WritePipeline:
 
     def _sourced(self, user_id: str, ids: Sequence[str],
                  facts: list[FactInput]) -> tuple[list[FactInput], set[str]]:
-        """``facts`` less what turns forgotten during the model call said, and the chunk's forgotten turns.
+        """``facts`` less what another writer settled during the model call, and the chunk's turns it settled.
 
-        Run inside the write transaction, which a ``forget`` of the same user cannot interleave
-        with: a fact keeps the cited turns that still exist and goes when none does (or when the
-        whole chunk went and it cites nothing), so a forget racing an extraction stays done.
+        Run inside the write transaction, which no other writer of the same user interleaves with.
+        A chunk turn is settled when it was forgotten meanwhile, or extracted meanwhile by a racing
+        call (``add`` beside ``end_session``, a job run again after its lease ran out): its facts are
+        then gone or already written, and writing them again would resurrect or reinforce them twice.
+        A fact keeps the cited turns that still exist and goes when the chunk turns it cites are all
+        settled (or, citing none of them, when the whole chunk is).
         """
         cited = {s for f in facts for s in f.source_ids}
         alive = {m.id for m in self.store.messages(user_id, ids=sorted(cited | set(ids)))}
-        gone = {i for i in ids if i not in alive}
-        if not gone and cited <= alive:
-            return facts, gone
+        fresh = {m.id for m in self.store.messages(user_id, ids=list(ids), pending_only=True)}
+        settled = {i for i in ids if i not in fresh}
+        if not settled and cited <= alive:
+            return facts, settled
         kept = []
         for f in facts:
-            if f.source_ids:
+            mine = [s for s in f.source_ids if s in ids]
+            if (any(s in fresh for s in mine) if mine else bool(fresh)):
                 f.source_ids = [s for s in f.source_ids if s in alive]
-                if f.source_ids:
-                    kept.append(f)
-            elif len(gone) < len(ids):
                 kept.append(f)
-        return kept, gone
+        return kept, settled
 
     def _valid(self, cands: Sequence[FactInput], result: AddResult) -> list[FactInput]:
         """Drop extracted facts the graph would reject, so one bad fact cannot sink the chunk."""

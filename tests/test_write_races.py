@@ -1,13 +1,16 @@
-"""A forget that lands while another call of the same user waits on a model stays done.
+"""Writes that race a call of the same user waiting on a model.
 
 Extraction, search and the session summary each call a model between reading the user's data and
-writing what they made of it; a ``forget`` (another request, another worker) can land in between.
-Each test double here runs that forget from inside the model call, deterministically, and checks
-that nothing of the forgotten data is written back: no fact, no vector, no checkpoint.
+writing what they made of it.  A ``forget`` (another request, another worker) can land in between:
+each test double here runs it from inside the model call, deterministically, and checks that nothing
+of the forgotten data is written back (no fact, no vector, no checkpoint).  Two extractions of the
+same turns can run at once (``add`` beside ``end_session``, a job run again after its lease ran
+out): the later one must not write the facts a second time.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -55,7 +58,7 @@ def test_extraction_writes_nothing_of_a_session_forgotten_while_the_model_read_i
         mem.add(conv("My dog Pixel is the best."), user_id="u1", session_id="s0")
         llm.hook = lambda: mem.forget(user_id="u1", session_id="s1")
         res = mem.add(conv("I live in Berlin and work at Acme.", prefix="b"), user_id="u1", session_id="s1")
-        assert res.added == [] and "forgotten while the model read them" in res.warnings[-1]
+        assert res.added == [] and "forgotten or extracted by another call" in res.warnings[-1]
         assert [(f.object, f.session_id) for f in mem.history(user_id="u1")] == [("Pixel", "s0")]
         assert {e.name for e in mem.entities(user_id="u1")} == {"Maya", "Pixel"}
         assert [m.session_id for m in mem.messages(user_id="u1")] == ["s0"]
@@ -80,3 +83,41 @@ def test_the_summary_of_a_session_forgotten_while_it_was_written_is_not_stored()
         end = mem.end_session(user_id="u1", session_id="s1")
         assert end.checkpoint is None and mem.store.checkpoints("u1") == []
         assert mem.summary(user_id="u1") == "" and mem.sessions(user_id="u1") == []
+
+
+class TwoAtOnceLLM(SessionLLM):
+    """Holds each extraction call until a second one has arrived: two extractions of the same turns
+    are in their model calls at the same time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.both = threading.Barrier(2, timeout=10)
+
+    def chat(self, messages: list[dict[str, str]], *, purpose: str = "", **kw: Any) -> ChatResult:
+        if purpose == "extract":
+            self.both.wait()
+        return super().chat(messages, purpose=purpose, **kw)
+
+
+def test_two_extractions_of_the_same_turns_write_their_facts_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "m.db", llm=TwoAtOnceLLM(), embedder=False) as mem:
+        turns = conv("I live in Berlin and work at Acme.", "Nice!", "My dog Pixel is the best.")
+        results: dict[str, Any] = {}
+
+        def add() -> None:
+            results["add"] = mem.add(turns, user_id="u1", session_id="s1")
+
+        def end() -> None:
+            while not mem.store.messages("u1", session_id="s1"):  # the add stored them and is extracting
+                pass
+            results["end"] = mem.end_session(user_id="u1", session_id="s1")
+
+        threads = [threading.Thread(target=add), threading.Thread(target=end)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        written = [r.added + r.reinforced for r in (results["add"], results["end"].extraction)]
+        assert sorted(len(w) for w in written) == [0, 3]  # one of the two wrote, the other stood down
+        assert sorted((f.object, f.confidence) for f in mem.history(user_id="u1")) == [
+            ("Acme", 0.9), ("Berlin", 0.9), ("Pixel", 0.9)]  # reinforced once: 0.945
