@@ -100,6 +100,31 @@ class FlakyLLM(SessionLLM):
         return super().chat(messages, **kw)
 
 
+class ReturningUserLLM(SessionLLM):
+    """Runs ``hook`` once, from inside the first summary the sweep writes."""
+
+    def __init__(self, hook: Callable[[], object]) -> None:
+        super().__init__()
+        self.hook: Callable[[], object] | None = hook
+
+    def chat(self, messages, *, purpose: str = "", **kw):  # type: ignore[no-untyped-def]
+        if purpose == "rsum" and self.hook is not None:
+            hook, self.hook = self.hook, None
+            hook()
+        return super().chat(messages, purpose=purpose, **kw)
+
+
+def test_a_turn_arriving_during_the_sweep_keeps_its_session_open(mem: Memory) -> None:
+    mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
+    mem.add(conv("Nice!", prefix="a", ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s2")
+    mem.use_models(llm=ReturningUserLLM(lambda: mem.add(  # while s1 is summarised, s2's user is back
+        conv("I moved to Munich last week.", prefix="b", ts="2023-06-10T10:00:00Z"), user_id="u1", session_id="s2")))
+    sweep = mem.end_idle_sessions(now=utcnow() + timedelta(seconds=IDLE))  # both were idle when it began
+    assert sweep.ended == [("u1", "s1")]
+    later = mem.end_idle_sessions(now=utcnow() + timedelta(seconds=2 * IDLE))
+    assert later.ended == [("u1", "s2")] and "Munich" in mem.summary(user_id="u1")
+
+
 def test_a_failed_end_is_reported_and_retried_by_the_next_sweep(tmp_path) -> None:
     llm = FlakyLLM()
     with Memory(tmp_path / "m.db", llm=llm, embedder=False, config=Config(session_idle=IDLE)) as mem:

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -542,10 +542,13 @@ class Memory:
                                                         f"{MAX_IDLE_SECONDS:.0f} (100 years)")
         when = utcnow() if now is None else parse_time(now, "now")
         sweep = IdleSweep(now=when, idle_seconds=float(idle))
+        cutoff = when - timedelta(seconds=float(idle))
         for user_id, session_id in find_idle_sessions([self.store, self._buffer], when, float(idle)):
             turns = self.store.messages(user_id, session_id=session_id)
             if self._buffer is not None:
                 turns += self._buffer.read(user_id, session_id)
+            if any(m.recorded_at > cutoff for m in turns):
+                continue  # a turn arrived while earlier sessions of this sweep were being ended: still active
             ended_at = max((m.timestamp for m in turns), default=when)
             try:
                 with cache_owner(self._cache_owner(user_id)):
