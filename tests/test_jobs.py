@@ -138,6 +138,45 @@ def test_a_job_stored_but_never_delivered_is_sent_by_the_sweep(tmp_path, llm: Fa
         assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"]
 
 
+def test_jobs_an_in_process_queue_held_are_sent_again_after_a_close_or_a_crash(tmp_path) -> None:
+    import threading
+
+    from test_extract_pipeline import ScriptedLLM
+
+    class GateLLM(ScriptedLLM):  # holds the first job in its model call
+        def __init__(self) -> None:
+            super().__init__()
+            self.inside, self.gate = threading.Event(), threading.Event()
+
+        def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+            self.inside.set()
+            self.gate.wait(10)
+            return super().chat(messages, **kw)
+
+    llm = GateLLM()
+    mem = Memory(tmp_path / "m.db", llm=llm, embedder=False)
+    first = mem.submit_messages(turns("I live in Porto."), user_id="u1", session_id="s1")
+    assert llm.inside.wait(10)
+    waiting = mem.submit_messages(turns("I like tea.", prefix="n"), user_id="u1", session_id="s2")
+    assert mem.job(waiting.id).sent_at is not None  # in the in-process queue, behind the first
+    closer = threading.Thread(target=mem.close)
+    closer.start()
+    llm.gate.set()
+    closer.join(10)
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as again:
+        assert again.job(first.id).status is JobStatus.DONE
+        left = again.job(waiting.id)
+        assert left.status is JobStatus.QUEUED and left.sent_at is None  # unsent: any sweep sends it
+        runner = JobRunner(again.store.inner, lambda tenant: again, name="me", unsent_grace_s=0)  # type: ignore[attr-defined]
+        sent: list[str] = []
+        assert runner.sweep(lambda j: sent.append(j.id)) == 1 and sent == [waiting.id]
+        # a crash leaves it marked sent: only an in-process queue's first sweep (sent_before) takes it
+        again.store.inner.mark_job_sent(waiting.id, utcnow())  # type: ignore[attr-defined]
+        assert runner.sweep(lambda j: None) == 0
+        assert runner.sweep(lambda j: sent.append(j.id), sent_before=utcnow() + timedelta(seconds=1)) == 1
+        assert runner.run(waiting.id).status is JobStatus.DONE
+
+
 def test_a_sweep_renews_a_job_its_own_runner_is_still_running(store_url: str) -> None:
     """A late heartbeat must not make a worker requeue (and so run twice) the job it is running."""
     gated = FakeModelServer(gate_word="Porto")

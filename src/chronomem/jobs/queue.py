@@ -17,9 +17,11 @@ import logging
 import os
 import queue as _queue
 import threading
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
+from ..timeutil import utcnow
 from .model import Job
 
 if TYPE_CHECKING:
@@ -53,6 +55,7 @@ class LocalQueue:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._started = utcnow()
 
     def start(self) -> None:
         with self._lock:
@@ -67,7 +70,9 @@ class LocalQueue:
         self._q.put(job.id)
 
     def _loop(self) -> None:
-        self._sweep()  # jobs a previous process left behind
+        # jobs a previous process left behind, the ones it had taken into its own queue included (no
+        # broker holds them; a job that another live process still holds is claimed once, run once)
+        self._sweep(sent_before=self._started)
         while True:
             try:
                 job_id = self._q.get(timeout=self.runner.lease_s / 2)
@@ -81,24 +86,33 @@ class LocalQueue:
             except Exception:  # the store failed; the job stays queued/running and is swept later
                 log.exception("job %s could not be run", job_id)
 
-    def _sweep(self) -> None:
+    def _sweep(self, sent_before: datetime | None = None) -> None:
         try:
-            self.runner.sweep(lambda j: self._q.put(j.id))
+            self.runner.sweep(lambda j: self._q.put(j.id), sent_before=sent_before)
         except Exception:
             log.exception("job sweep failed")
 
     def close(self, timeout: float = 30.0) -> None:
-        """Finish the job in progress (up to ``timeout``), then stop; queued jobs stay queued."""
+        """Finish the job in progress (up to ``timeout``), then stop; queued jobs stay queued, marked
+        unsent, so the next process's sweep (or a worker's) sends them again."""
         self._closed = True
         thread = self._thread
         if thread is not None:
+            dropped = []
             while True:  # drop what has not started: it is in the jobs table and resumes later
                 try:
-                    self._q.get_nowait()
+                    job_id = self._q.get_nowait()
                 except _queue.Empty:
                     break
+                if job_id is not None:
+                    dropped.append(job_id)
             self._q.put(None)
             thread.join(timeout)
+            if dropped:
+                try:
+                    self.runner.store.unsend_jobs(dropped)
+                except Exception:  # the store is failing: the next process's first sweep still finds them
+                    log.exception("could not mark %d queued job(s) unsent", len(dropped))
 
 
 def make_broker(url: str) -> Any:

@@ -24,7 +24,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ..store.tenant import split_key
@@ -120,11 +120,13 @@ class JobRunner:
             except Exception as e:  # the store is briefly unreachable: try again next beat
                 log.warning("job %s: lease renewal failed: %s", job_id, e)
 
-    def sweep(self, send: Callable[[Job], None]) -> int:
-        """Redeliver jobs of dead workers and jobs never sent; returns how many were sent."""
+    def sweep(self, send: Callable[[Job], None], *, sent_before: datetime | None = None) -> int:
+        """Redeliver jobs of dead workers and jobs never sent (with ``sent_before``, also queued jobs
+        sent before then: an in-process queue's, gone with its process); returns how many were sent."""
         now = utcnow()
         sent = 0
-        for job in self.store.stale_jobs(now, now - timedelta(seconds=self.unsent_grace_s), tenant=self.tenant):
+        for job in self.store.stale_jobs(now, now - timedelta(seconds=self.unsent_grace_s), tenant=self.tenant,
+                                         sent_before=sent_before):
             if job.status is JobStatus.RUNNING and job.worker == self.name and job.id in self.running:
                 renewed = self.store.renew_job(job.id, self.name, utcnow() + timedelta(seconds=self.lease_s))
                 log.warning("job %s: its lease ran out while this worker is still running it (late heartbeat);"

@@ -223,8 +223,14 @@ class Store(ABC):
 
     @abstractmethod
     def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
-                   tenant: str | None = None) -> list[Job]:
-        """Running jobs whose lease expired, and queued jobs never handed to the queue (of ``tenant``)."""
+                   tenant: str | None = None, sent_before: datetime | None = None) -> list[Job]:
+        """Running jobs whose lease expired, and queued jobs never handed to the queue (of ``tenant``);
+        with ``sent_before``, also queued jobs handed to a queue before then (an in-process queue that
+        is gone with its process)."""
+
+    @abstractmethod
+    def unsend_jobs(self, job_ids: Sequence[str]) -> int:
+        """Mark queued jobs as not handed to any queue (an in-process queue closing with them)."""
 
     @abstractmethod
     def requeue_job(self, job_id: str, now: datetime) -> bool:

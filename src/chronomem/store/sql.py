@@ -727,15 +727,26 @@ class SQLStore(Store):
             self._exec(JOBS_LOCK, sql, params)
 
     def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
-                   tenant: str | None = None) -> list[Job]:
+                   tenant: str | None = None, sent_before: datetime | None = None) -> list[Job]:
+        orphaned = "" if sent_before is None else " OR (status = 'queued' AND sent_at < ?)"
         sql = self._JOB_SELECT + (" WHERE ((status = 'running' AND lease_until < ?) OR "
-                                  "(status = 'queued' AND sent_at IS NULL AND created_at < ?))")
+                                  f"(status = 'queued' AND sent_at IS NULL AND created_at < ?){orphaned})")
         params: list[Any] = [to_micros(now), to_micros(unsent_before)]
+        if sent_before is not None:
+            params.append(to_micros(sent_before))
         if tenant is not None:
             sql += " AND tenant = ?"
             params.append(tenant)
         rows = self._all(sql + f" ORDER BY created_at LIMIT {int(limit)}", params)
         return [row_to_job(r) for r in rows]
+
+    def unsend_jobs(self, job_ids: Sequence[str]) -> int:
+        n = 0
+        for i in range(0, len(job_ids), 500):
+            chunk = list(job_ids[i:i + 500])
+            n += self._exec(JOBS_LOCK, f"UPDATE jobs SET sent_at = NULL WHERE status = 'queued' AND id IN "
+                            f"{self._in(chunk)}", chunk)
+        return n
 
     def requeue_job(self, job_id: str, now: datetime) -> bool:
         t = to_micros(now)

@@ -276,8 +276,11 @@ class TenantStore(Store):
         return self._refused("finish_job")
 
     def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
-                   tenant: str | None = None) -> list[Job]:
+                   tenant: str | None = None, sent_before: datetime | None = None) -> list[Job]:
         return self._refused("stale_jobs")
+
+    def unsend_jobs(self, job_ids: Sequence[str]) -> int:
+        return self._refused("unsend_jobs")
 
     def requeue_job(self, job_id: str, now: datetime) -> bool:
         return self._refused("requeue_job")
