@@ -294,6 +294,8 @@ def test_redis_ttl_expires_abandoned_sessions_but_not_pending_turns(
     time.sleep(1.3)
     assert buf.read("u1", "idle") == []
     assert buf.active_sessions("u1") == ["flushing"]
+    # the idle sweep still finds the interrupted flush, though its "active" index expired
+    assert buf.idle_sessions(datetime.now(timezone.utc) + timedelta(seconds=10)) == [("u1", "flushing")]
     # a new process (new connection) finds the interrupted flush and finishes it
     restarted = RedisSessionBuffer(redis.Redis.from_url(redis_url), ttl_seconds=1, prefix=prefix)
     sink = Sink()

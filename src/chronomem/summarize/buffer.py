@@ -477,19 +477,31 @@ class RedisSessionBuffer:
 
     def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
         # every user's "active" index (session -> recorded_at of its last turn, ms)
-        pattern = _glob_escape(self.prefix) + "{u:*}:active"
         cutoff = int(before.timestamp() * 1000)
-        out: list[tuple[str, str]] = []
-        for key in self._call(lambda: list(self._r.scan_iter(match=pattern, count=500))):
-            inner = _s(key)[len(self.prefix):]
-            if not (inner.startswith("{u:") and inner.endswith("}:active")):
-                continue
-            user_id = unquote(inner[3:-len("}:active")])
+        out: set[tuple[str, str]] = set()
+        for user_id, key in self._user_keys("active"):
             quiet = {_s(x) for x in self._call(self._r.zrangebyscore, key, "-inf", cutoff)}
             if quiet:
                 live = set(self.active_sessions(user_id))  # drops sessions whose turns expired
-                out.extend((user_id, sid) for sid in sorted(quiet & live))
+                out.update((user_id, sid) for sid in quiet & live)
+        # a flush that failed leaves its turns pending, with no TTL, while the "active" index above
+        # expires: those sessions are found from the pending sets, by their own last arrival
+        for user_id, key in self._user_keys("pending"):
+            for sid in (_s(x) for x in self._call(self._r.smembers, key)):
+                turns = self.read(user_id, sid)
+                if turns and max(m.recorded_at for m in turns) <= before:
+                    out.add((user_id, sid))
         return sorted(out)
+
+    def _user_keys(self, name: str) -> list[tuple[str, str]]:
+        """``(user_id, key)`` of every user's ``<p>{u:<user>}:<name>`` key."""
+        pattern = _glob_escape(self.prefix) + "{u:*}:" + name
+        out = []
+        for key in self._call(lambda: list(self._r.scan_iter(match=pattern, count=500))):
+            inner = _s(key)[len(self.prefix):]
+            if inner.startswith("{u:") and inner.endswith("}:" + name):
+                out.append((unquote(inner[3:-len("}:" + name)]), _s(key)))
+        return out
 
     def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
         _check_ids(user_id, session_id)
