@@ -121,3 +121,32 @@ def test_two_extractions_of_the_same_turns_write_their_facts_once(tmp_path) -> N
         assert sorted(len(w) for w in written) == [0, 3]  # one of the two wrote, the other stood down
         assert sorted((f.object, f.confidence) for f in mem.history(user_id="u1")) == [
             ("Acme", 0.9), ("Berlin", 0.9), ("Pixel", 0.9)]  # reinforced once: 0.945
+
+
+def test_a_job_result_does_not_quote_a_fact_forgotten_while_the_job_ran(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from chronomem.jobs import JobStatus
+    from chronomem.jobs.worker import JobRunner
+
+    class NullQueue:  # the test runs the job itself
+        def send(self, job: object) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    llm = SummarisingLLM()
+    with Memory(tmp_path / "m.db", llm=llm, embedder=False, buffer=True, queue=NullQueue()) as mem:
+        mem.submit_messages(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1")
+        job = mem.submit_end_session(user_id="u1", session_id="s1")
+
+        def forget_berlin() -> None:  # another request, while the job's summary is being written
+            [berlin] = [f for f in mem.history(user_id="u1") if f.object == "Berlin"]
+            mem.forget(user_id="u1", fact_id=berlin.id)
+
+        llm.hook = forget_berlin
+        JobRunner(mem.store.inner, lambda tenant: mem, name="w").run(job.id)  # type: ignore[attr-defined]
+        done = mem.job(job.id)
+        assert done.status is JobStatus.DONE and [f.object for f in mem.history(user_id="u1")] == ["Acme"]
+        assert "Berlin" not in json.dumps(done.result)  # dropped, as forgetting drops results quoting it

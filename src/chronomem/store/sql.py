@@ -711,11 +711,17 @@ class SQLStore(Store):
     def finish_job(self, job_id: str, worker: str, status: JobStatus, now: datetime,
                    result: dict[str, Any] | None, error: str | None) -> bool:
         t = to_micros(now)
-        return self._exec(f"{JOBS_LOCK}:{job_id}", "UPDATE jobs SET status = ?, result = ?, error = ?, "
-                          "finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ? AND worker = ? "
-                          "AND status = 'running'",
-                          (JobStatus(status).value, None if result is None else json.dumps(result), error,
-                           t, t, job_id, worker)) > 0
+        owner = self._all("SELECT user_id FROM jobs WHERE id = ?", (job_id,))
+        lock = owner[0][0] if owner else f"{JOBS_LOCK}:{job_id}"
+        with self.transaction(lock):  # the user's lock: a forget of the user does not interleave
+            quoted = _quoted_fact_ids(result) if result is not None and owner else set()
+            if quoted and len({f.id for f in self.facts(lock, ids=sorted(quoted))}) < len(quoted):
+                result = None  # it quotes a fact forgotten while the job ran (as forgetting drops such results)
+            return self._exec(lock, "UPDATE jobs SET status = ?, result = ?, error = ?, "
+                              "finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ? AND worker = ? "
+                              "AND status = 'running'",
+                              (JobStatus(status).value, None if result is None else json.dumps(result), error,
+                               t, t, job_id, worker)) > 0
 
     def mark_job_sent(self, job_id: str, now: datetime, tenant: str | None = None) -> None:
         sql, params = "UPDATE jobs SET sent_at = ? WHERE id = ? AND sent_at IS NULL", [to_micros(now), job_id]
