@@ -138,3 +138,37 @@ def test_wrap_and_idle_sweep(tmp_path) -> None:
         asyncio.run(main())
     with pytest.raises(TypeError):
         AsyncMemory.wrap("not a memory")  # type: ignore[arg-type]
+
+
+def test_a_cancelled_close_neither_blocks_the_loop_nor_leaves_the_memory_open(tmp_path) -> None:
+    class SlowLLM(SessionLLM):
+        def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+            threading.Event().wait(0.6)  # a model call in progress when close() is asked
+            return super().chat(messages, **kw)
+
+    async def main() -> None:
+        mem = Memory(tmp_path / "m.db", llm=SlowLLM(), embedder=False)
+        closed = threading.Event()
+        real_close = mem.close
+
+        def close() -> None:
+            real_close()
+            closed.set()
+
+        mem.close = close  # type: ignore[method-assign]
+        amem = AsyncMemory.wrap(mem)
+        adding = asyncio.ensure_future(amem.add(conv("I live in Berlin and work at Acme."), user_id="u1"))
+        await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(amem.close(), 0.1)
+        assert loop.time() - started < 0.4  # the loop was not held until the add finished
+        with pytest.raises(ChronomemError, match="closed"):
+            await amem.facts(user_id="u1")
+        assert len((await adding).added) == 2  # the running call finished, then the close ran
+        await asyncio.get_running_loop().run_in_executor(None, closed.wait, 5)
+        assert closed.is_set()
+        await amem.close()  # again: a no-op
+
+    asyncio.run(main())

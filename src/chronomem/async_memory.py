@@ -292,20 +292,23 @@ class AsyncMemory:
         return await self._run(self._mem.messages, user_id=user_id, session_id=session_id)
 
     async def close(self) -> None:
-        """Stop the sweeper, wait for running calls, close the store."""
+        """Stop the sweeper, wait for running calls, close the store.
+
+        The close is queued behind the running calls on the worker thread and runs there even if
+        this coroutine is cancelled (say by a timeout): the event loop is never blocked on it.
+        """
         if self._closed:
             return
+        self._closed = True  # no new calls from here on
         if self._sweeper is not None:
             self._sweeper.cancel()
             try:
                 await self._sweeper
             except asyncio.CancelledError:
                 pass
-        try:
-            await self._run(self._mem.close)
-        finally:
-            self._closed = True
-            self._executor.shutdown(wait=True)
+        closing = self._executor.submit(self._mem.close)
+        self._executor.shutdown(wait=False)  # the worker thread ends after the close it has queued
+        await asyncio.shield(asyncio.wrap_future(closing))
 
     async def __aenter__(self) -> AsyncMemory:
         self.start_idle_sweeper()
