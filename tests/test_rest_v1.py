@@ -201,6 +201,10 @@ def test_keys_cli_lists_and_revokes(tmp_path: Path) -> None:
         r = runner.invoke(cli_app, ["keys", "revoke", prefix, "--db", db], catch_exceptions=False)
         assert r.exit_code == 0
         assert c.get("/v1/users", headers=auth).status_code == 401  # refused from the next request on
+        assert c.get("/v1/users").status_code == 401  # revoking the last key did not open the service
+        assert c.get("/health").json()["auth"] == "keys"
+    with TestClient(create_app(Memory(db, embedder=False))) as c:  # nor does a restart with it revoked
+        assert c.get("/v1/users").status_code == 401
     r = runner.invoke(cli_app, ["keys", "create", "--tenant", "bad tenant", "--db", db])
     assert r.exit_code != 0
 

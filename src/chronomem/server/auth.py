@@ -3,7 +3,8 @@
 Keys live hashed in the store (``chronomem keys create --tenant T``); ``CHRONOMEM_API_KEY``
 (or ``create_app(api_key=…)``) adds one more key for the default tenant.  With no key at
 all the service is open and serves the default tenant only; :func:`check_exposure` refuses
-to start such a service on an address other than loopback.
+to start such a service on an address other than loopback.  A store that has ever held a key
+stays closed: revoking the last key leaves no way in, not an open door.
 """
 
 from __future__ import annotations
@@ -31,10 +32,16 @@ class Tenancy:
         self.env_key = api_key or None
         self._memories: dict[str, Memory] = {base.tenant: base}
         self._lock = threading.Lock()
+        self._keyed = False
 
     @property
     def keys_enabled(self) -> bool:
-        return self.env_key is not None or any(k.active for k in self.raw.api_keys())
+        """True once the service has a key: the env key, or any key ever stored, revoked ones included.
+        Revoking the last key must lock the service, not open it to anyone; and once seen, keys mode
+        stays on for this process."""
+        if not self._keyed:
+            self._keyed = self.env_key is not None or bool(self.raw.api_keys())
+        return self._keyed
 
     def tenant_for(self, authorization: str | None) -> str:
         """The tenant of the presented ``Authorization: Bearer <key>``."""
