@@ -111,3 +111,20 @@ def test_a_session_id_with_a_slash_can_be_ended_and_forgotten(mem: Memory) -> No
         r = c.delete("/v1/users/u1/sessions/chat/2024-05")
         assert r.status_code == 200 and r.json()["sessions_deleted"] == 1
     assert mem.sessions(user_id="u1") == [] and mem.facts(user_id="u1") == []
+
+
+def test_a_store_failure_is_a_503_that_names_no_database(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.errors import StoreError
+    from chronomem.store.postgres import redact
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise StoreError("PostgreSQL read failed on postgresql://app@db.internal/mem?password=S3CRET: "
+                         "terminating connection; LINE 1: SELECT ... FROM facts WHERE user_id = ...")
+
+    monkeypatch.setattr(mem.store, "facts", down)
+    with TestClient(create_app(mem)) as c:
+        r = c.get("/v1/users/u1/facts")
+        assert r.status_code == 503 and r.json()["error"] == "StoreError"
+        assert not any(s in r.text for s in ("S3CRET", "db.internal", "app@", "SELECT"))
+    assert redact("postgresql://app@db/mem?password=S3CRET&schema=s") == "postgresql://app@db/mem?password=***&schema=s"
+    assert "abc" not in redact("postgresql://u:pw@h/db?sslpassword=abc") and "pw" not in redact("postgresql://u:pw@h/db")

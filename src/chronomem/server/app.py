@@ -143,7 +143,10 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
 
     @app.exception_handler(ChronomemError)
     async def _other(_: Request, exc: ChronomemError) -> JSONResponse:
-        status = 503 if isinstance(exc, ModelError | StoreError | ConfigError) else 400
+        if isinstance(exc, StoreError):  # the driver's words name the database, its user, SQL: log them
+            log.error("store error: %s", exc)
+            return _error(503, "StoreError", "the store is unavailable or failed; the server log has the cause")
+        status = 503 if isinstance(exc, ModelError | ConfigError) else 400
         return _error(status, type(exc).__name__, str(exc))
 
     @app.exception_handler(RequestValidationError)

@@ -89,13 +89,20 @@ ITERATIVE_SCAN_VERSION = (0, 8)
 _SCHEMA_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
+_SECRET_PARAMS = frozenset({"password", "sslpassword"})
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """The URL without its passwords (in the user part, or as libpq's ``password`` / ``sslpassword``
+    query parameters), for messages and logs."""
     parts = urlsplit(url)
-    if not parts.password:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    if parts.password:
+        parts = parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1))
+    if parts.query:
+        pairs = [p.split("=", 1) for p in parts.query.split("&")]
+        parts = parts._replace(query="&".join(
+            f"{p[0]}=***" if p[0].lower() in _SECRET_PARAMS and len(p) == 2 else "=".join(p) for p in pairs))
+    return urlunsplit(parts)
 
 
 OWN_OPTIONS = ("schema", "pool_size", "hnsw_ef_search", "vector_index")  # URL query options chronomem consumes
