@@ -253,3 +253,33 @@ def test_exposure_rules() -> None:
         check_http_exposure("0.0.0.0", None)
     with pytest.raises(ConfigError, match="empty"):
         check_http_exposure("127.0.0.1", "  ")
+
+
+def test_a_tokenless_http_server_answers_only_requests_addressed_to_localhost() -> None:
+    """DNS rebinding: a page rebound to 127.0.0.1 calls the server under its own name (Host)."""
+    import asyncio
+
+    from chronomem.server.hosts import LoopbackHostsOnly
+
+    seen: list[str] = []
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        seen.append(scope["path"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    async def status(host: str) -> int:
+        sent: list[dict] = []
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "path": "/mcp", "headers": [(b"host", host.encode())]}
+        await LoopbackHostsOnly(app)(scope, None, send)
+        return int(sent[0]["status"])
+
+    for host in ("127.0.0.1:8766", "localhost:8766", "LOCALHOST", "127.0.0.2", "[::1]:8766", "[0:0:0:0:0:0:0:1]"):
+        assert asyncio.run(status(host)) == 200, host
+    for host in ("attacker.example:8766", "10.0.0.1", ""):
+        assert asyncio.run(status(host)) == 421, host
+    assert seen == ["/mcp"] * 6

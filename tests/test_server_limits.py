@@ -128,3 +128,23 @@ def test_a_store_failure_is_a_503_that_names_no_database(mem: Memory, monkeypatc
         assert not any(s in r.text for s in ("S3CRET", "db.internal", "app@", "SELECT"))
     assert redact("postgresql://app@db/mem?password=S3CRET&schema=s") == "postgresql://app@db/mem?password=***&schema=s"
     assert "abc" not in redact("postgresql://u:pw@h/db?sslpassword=abc") and "pw" not in redact("postgresql://u:pw@h/db")
+
+
+def test_a_keyless_service_answers_only_requests_addressed_to_localhost(mem: Memory) -> None:
+    from chronomem.keys import ApiKey, hash_key, new_key
+    from chronomem.timeutil import utcnow
+
+    mem.add_facts([FACT], user_id="victim")
+    app = create_app(mem, loopback_hosts_while_open=True)
+    with TestClient(app, base_url="http://localhost:8765") as c:
+        assert c.get("/v1/users/victim/facts").status_code == 200
+        for host in ("127.0.0.1:8765", "[::1]:8765", "LOCALHOST"):
+            assert c.get("/v1/users", headers={"host": host}).status_code == 200, host
+        # a page that rebound attacker.example to 127.0.0.1 (DNS rebinding) is refused
+        r = c.delete("/v1/users/victim", headers={"host": "attacker.example:8765"})
+        assert r.status_code == 421 and r.json()["error"] == "MisdirectedRequest"
+        assert [f.object for f in mem.facts(user_id="victim")] == ["Porto"]
+        key, prefix = new_key()
+        mem.store.inner.insert_api_key(ApiKey(prefix, "default", hash_key(key), "k", utcnow()))  # type: ignore[attr-defined]
+        r = c.get("/v1/users", headers={"host": "memory.example.com", "authorization": f"Bearer {key}"})
+        assert r.status_code == 200  # with keys, any name may be served: the key is the guard

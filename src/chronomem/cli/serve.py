@@ -46,7 +46,7 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
     from ..summarize.idle import start_idle_sweeper
 
     mem = Memory(db)
-    app = create_app(mem, owns_memory=True)
+    app = create_app(mem, owns_memory=True, loopback_hosts_while_open=True)
     try:
         check_exposure(host, app.state.tenancy)
     except BaseException:

@@ -30,6 +30,7 @@ from ..jobs.queue import BrokerQueue
 from ..limits import MAX_BODY_BYTES
 from ..memory import Memory
 from .auth import Tenancy, Unauthorized
+from .hosts import LoopbackHostsOnly
 from .docs import add_docs
 from .explorer import router as explorer_router
 from .routes import router
@@ -102,14 +103,16 @@ class BodyLimit:
 
 
 def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: str | None = None,
-               owns_memory: bool | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+               owns_memory: bool | None = None, max_body_bytes: int = MAX_BODY_BYTES,
+               loopback_hosts_while_open: bool = False) -> FastAPI:
     """Build the app around ``memory`` (a Memory, a factory, or the configured default).
 
     ``memory``'s store holds the API keys; each key's tenant gets a Memory sharing that store.
     ``api_key`` (default ``$CHRONOMEM_API_KEY``) is one more key, for the default tenant.
     At shutdown the app closes the Memory it made (``None`` or a factory), and one passed in
     only with ``owns_memory=True``.  Request bodies over ``max_body_bytes`` are refused with 413
-    (:class:`BodyLimit`).
+    (:class:`BodyLimit`).  ``loopback_hosts_while_open`` (``chronomem serve`` sets it) refuses, while
+    no key exists, requests addressed to any name but localhost (:class:`LoopbackHostWhileOpen`).
     """
     owns = not isinstance(memory, Memory) if owns_memory is None else owns_memory
     mem = memory if isinstance(memory, Memory) else (memory() if callable(memory) else Memory())
@@ -128,6 +131,8 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     app.state.memory = mem
     app.state.tenancy = tenancy
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    if loopback_hosts_while_open:
+        app.add_middleware(LoopbackHostsOnly, active=lambda: not tenancy.keys_enabled)
 
     @app.exception_handler(ValidationError)
     async def _validation(_: Request, exc: ValidationError) -> JSONResponse:

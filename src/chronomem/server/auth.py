@@ -10,12 +10,12 @@ stays closed: revoking the last key leaves no way in, not an open door.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import threading
 
 from ..errors import ChronomemError, ConfigError
 from ..keys import DEFAULT_TENANT, key_matches, key_prefix
 from ..memory import Memory
+from .hosts import is_loopback
 
 
 class Unauthorized(ChronomemError):
@@ -84,15 +84,6 @@ class Tenancy:
             mem.close()  # a tenant view shares the base store: closing it leaves the store open
         if self.owns_base:
             self.base.close()
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", ""):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(host: str, tenancy: Tenancy) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -36,6 +35,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from ..async_memory import AsyncMemory
 from ..errors import ChronomemError, ConfigError
 from ..memory import Memory
+from .hosts import LoopbackHostsOnly, is_loopback
 
 __all__ = ["ENV_MCP_TOKEN", "build_mcp", "check_http_exposure", "http_app", "is_loopback", "serve_http"]
 
@@ -131,16 +131,6 @@ def _fact(f: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- HTTP exposure
 
 
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve anywhere
-
-
 def check_http_exposure(host: str, token: str | None) -> None:
     """Refuse to serve without authentication on an address other machines can reach."""
     if token is not None and not token.strip():
@@ -174,7 +164,7 @@ def http_app(server: MCPServer, *, host: str = "127.0.0.1", token: str | None = 
     """The ASGI app of the streamable HTTP transport (``/mcp``), behind bearer auth when ``token``."""
     check_http_exposure(host, token)
     app = server.streamable_http_app(host=host)
-    return _BearerAuth(app, token) if token else app
+    return _BearerAuth(app, token) if token else LoopbackHostsOnly(app)  # keyless: no DNS rebinding
 
 
 def serve_http(server: MCPServer, *, host: str = "127.0.0.1", port: int = 8766,
