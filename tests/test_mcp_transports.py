@@ -228,9 +228,11 @@ def test_http_requires_the_bearer_token(http_server: tuple[str, dict[str, str]])
             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                        "clientInfo": {"name": "t", "version": "0"}}}
     accept = {"Accept": "application/json, text/event-stream"}
-    for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+    for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}, {"Authorization": "Basic s3cret"}):
         r = httpx.post(url, json=init, headers={**accept, **auth})
         assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+    r = httpx.post(url, json=init, headers={**accept, "Authorization": "bearer s3cret"})  # any letter case
+    assert r.status_code == 200
 
 
 def test_http_refuses_open_non_loopback(served: tuple[str, dict[str, str]]) -> None:

@@ -145,12 +145,13 @@ class _BearerAuth:
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or ()).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            scheme, _, secret = given.partition(b" ")  # the scheme is case-insensitive (RFC 9110)
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(secret.strip(), self._expected):
                 body = json.dumps({"error": "unauthorized", "message": "missing or wrong bearer token"}).encode()
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"),
