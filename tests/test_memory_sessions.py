@@ -223,6 +223,33 @@ def test_forgetting_drops_turns_waiting_in_redis(tmp_path, redis_client) -> None
     assert left == []  # no key of the forgotten user stays in Redis
 
 
+def _waiting_turns_exported(mem: Memory, user: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"), user_id=user, session_id="s1")
+    mem.end_session(user_id=user, session_id="s1")
+    mem.add(conv("I moved to Munich last week.", prefix="b", ts="2023-06-10T10:00:00Z"), user_id=user, session_id="s2")
+    data = mem.export(user_id=user)
+    turns = {r["id"]: r for r in data["tables"]["messages"]}
+    assert set(turns) == {"t0", "b0"} and (turns["t0"]["extracted"], turns["b0"]["extracted"]) == (1, 0)
+    assert sorted(r["id"] for r in data["tables"]["sessions"]) == ["s1", "s2"]
+    with Memory(tmp_path / "copy.db", llm=SessionLLM(), embedder=False, buffer=False) as copy:
+        copy.import_(data, user_id="u-copy")  # the waiting turn arrives stored, to be extracted
+        assert [m.id for m in copy.store.messages("u-copy", pending_only=True)] == ["b0"]
+        copy.extract_pending(user_id="u-copy")
+        assert sorted(f.object for f in copy.facts(user_id="u-copy")) == ["Acme", "Munich"]
+
+
+def test_an_export_holds_the_turns_still_waiting_in_the_buffer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with Memory(tmp_path / "b.db", llm=SessionLLM(), embedder=False, buffer=True) as mem:
+        _waiting_turns_exported(mem, "u1", tmp_path)
+
+
+def test_an_export_holds_the_turns_still_waiting_in_redis(tmp_path, redis_client) -> None:  # type: ignore[no-untyped-def]
+    import uuid
+
+    with Memory(tmp_path / "r.db", llm=SessionLLM(), embedder=False) as mem:
+        _waiting_turns_exported(mem, f"u-{uuid.uuid4().hex}", tmp_path)
+
+
 def test_config_rsum_decoding_3_appends_each_session_to_the_summary(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from chronomem import Config
 

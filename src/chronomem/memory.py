@@ -34,7 +34,7 @@ from .keys import DEFAULT_TENANT
 from .memo import clear_text_memos
 from .store import Store, open_store
 from .store.tenant import TenantStore
-from .timeutil import iso, parse_time, utcnow
+from .timeutil import iso, parse_time, to_micros, utcnow
 from .exports import check_tables
 from .validation import check_id, check_name, check_text, check_user
 
@@ -73,6 +73,22 @@ def _user_calls(method: Callable[Concatenate[Memory, _P], _R]) -> Callable[Conca
             return method(self, *args, **kwargs)
 
     return tagged
+
+
+def _export_waiting_turns(buffer: SessionBuffer, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Add the user's turns waiting in ``buffer`` (not stored yet) to an export's ``tables``, as pending turns."""
+    stored = {r["id"] for r in tables["messages"]}
+    sessions = {r["id"] for r in tables["sessions"]}
+    for sid in buffer.active_sessions(user_id):
+        turns = [m for m in buffer.read(user_id, sid) if m.id not in stored]
+        if turns and sid not in sessions:
+            tables["sessions"].append({"user_id": user_id, "id": sid, "agent_id": turns[0].agent_id,
+                                       "started_at": to_micros(min(m.timestamp for m in turns)),
+                                       "ended_at": None})
+        tables["messages"] += [{"user_id": user_id, "id": m.id, "session_id": m.session_id,
+                                "agent_id": m.agent_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
+                                "ts": to_micros(m.timestamp), "recorded_at": to_micros(m.recorded_at),
+                                "extracted": 0} for m in turns]
 
 
 def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
@@ -633,10 +649,18 @@ class Memory:
 
     # -- export / import ---------------------------------------------------------------------------
     def export(self, *, user_id: str) -> dict[str, Any]:
-        """Everything stored for a user as JSON-ready data; :meth:`import_` restores it losslessly."""
+        """Everything held for a user as JSON-ready data; :meth:`import_` restores it losslessly.
+
+        Turns still waiting in the session buffer are included as stored turns not extracted yet
+        (and their sessions, if new): an export answers "what do you hold about me" in full, and
+        importing it stores them so (extract them with :meth:`extract_pending` or :meth:`end_session`).
+        """
         user_id = check_user(user_id)
+        tables = self.store.dump_user(user_id)
+        if self._buffer is not None:
+            _export_waiting_turns(self._buffer, user_id, tables)
         return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,
-                "exported_at": iso(utcnow()), "tables": self.store.dump_user(user_id)}
+                "exported_at": iso(utcnow()), "tables": tables}
 
     def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
         """Load an :meth:`export` (into ``user_id``, default the exported user).  Existing ids are kept.
