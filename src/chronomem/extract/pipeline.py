@@ -561,8 +561,9 @@ class WritePipeline:
         settled (or, citing none of them, when the whole chunk is).
         """
         cited = {s for f in facts for s in f.source_ids}
-        alive = {m.id for m in self.store.messages(user_id, ids=sorted(cited | set(ids)))}
-        fresh = {m.id for m in self.store.messages(user_id, ids=list(ids), pending_only=True)}
+        found = self.store.messages(user_id, ids=sorted(cited | set(ids)))
+        alive = {m.id for m in found}
+        fresh = {m.id for m in found if not m.extracted and m.id in ids}
         settled = {i for i in ids if i not in fresh}
         if not settled and cited <= alive:
             return facts, settled
