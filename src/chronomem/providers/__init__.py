@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import LLM, CallUsage, ChatResult, Embedder, Messages, Penalties, UsageTotals, UsageTracker
-from .cache import EmbeddingCache, ResponseCache
+from .cache import EmbeddingCache, ResponseCache, cache_path
 from .embeddings import CachedEmbedder
 from ..errors import ConfigError
 from .settings import (
@@ -63,7 +63,7 @@ __all__ = [
 def _response_cache(setting: str | None) -> ResponseCache | None:
     if setting is None:
         return None
-    return ResponseCache(None if setting == "default" else Path(setting).expanduser())
+    return ResponseCache(cache_path(setting))
 
 
 def build_llm(settings: LLMSettings) -> LLM:
@@ -158,5 +158,5 @@ def make_embedder(
     if cache is False:
         settings.cache = None
     if disk is None and settings.cache is not None:
-        disk = EmbeddingCache(None if settings.cache == "default" else Path(settings.cache).expanduser())
+        disk = EmbeddingCache(cache_path(settings.cache))
     return CachedEmbedder(build_embedder(settings), disk)

@@ -96,6 +96,11 @@ def default_cache_path() -> Path:
     return root / "model-cache.sqlite"
 
 
+def cache_path(setting: str) -> Path:
+    """The file a cache setting names: ``"default"`` (:func:`default_cache_path`) or a path."""
+    return default_cache_path() if setting == "default" else Path(setting).expanduser()
+
+
 class _SQLiteFile:
     """One connection per process and thread-safe use of it; reopened after fork."""
 

@@ -10,12 +10,11 @@ instances to inject your own (any object following :class:`~.base.LLM` /
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Protocol
 
 from ..errors import ConfigError
 from .base import LLM, Embedder, UsageTracker
-from .cache import EmbeddingCache, ResponseCache, default_cache_path
+from .cache import EmbeddingCache, ResponseCache, cache_path
 
 __all__ = ["LLMSource", "ModelSet", "ModelSource"]
 
@@ -141,7 +140,7 @@ def _purge_file(kind: type[ResponseCache] | type[EmbeddingCache], setting: str |
     file that does not exist holds nothing and is not created."""
     if setting is None:
         return 0
-    path = default_cache_path() if setting == "default" else Path(setting).expanduser()
+    path = cache_path(setting)
     if not path.exists():
         return 0
     cache = kind(path)

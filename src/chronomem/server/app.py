@@ -30,9 +30,9 @@ from ..jobs.queue import BrokerQueue
 from ..limits import MAX_BODY_BYTES
 from ..memory import Memory
 from .auth import Tenancy, Unauthorized
-from .hosts import LoopbackHostsOnly
 from .docs import add_docs
 from .explorer import router as explorer_router
+from .hosts import LoopbackHostsOnly
 from .routes import router
 from .schemas import HealthOut
 from .ui import add_ui
