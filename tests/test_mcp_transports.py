@@ -248,7 +248,7 @@ def test_http_refuses_open_non_loopback(served: tuple[str, dict[str, str]]) -> N
 def test_exposure_rules() -> None:
     assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
     assert is_loopback("127.0.0.2") and not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1")
-    assert not is_loopback("example.com")
+    assert not is_loopback("example.com") and not is_loopback("")  # "" binds every interface
     check_http_exposure("127.0.0.1", None)
     check_http_exposure("0.0.0.0", "tok")
     with pytest.raises(ConfigError, match="without authentication"):

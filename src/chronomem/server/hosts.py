@@ -18,9 +18,10 @@ __all__ = ["LoopbackHostsOnly", "host_name", "is_loopback"]
 
 
 def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1), in any letter case."""
+    """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1), in any letter case; not for
+    ``""``, which a server binds as every interface."""
     host = host.strip().lower()
-    if host in ("localhost", ""):
+    if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
@@ -46,7 +47,7 @@ class LoopbackHostsOnly:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and self.active():
             host = dict(scope.get("headers") or ()).get(b"host", b"").decode("latin-1")
-            if not host or not is_loopback(host_name(host)):
+            if not is_loopback(host_name(host)):
                 body = json.dumps({"error": "MisdirectedRequest", "field": None,
                                    "detail": "this service has no key and answers only requests addressed to "
                                              "localhost; give it a key to serve other names"}).encode()
