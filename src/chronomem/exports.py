@@ -44,7 +44,8 @@ REQUIRED: dict[str, frozenset[str]] = {
 }
 NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "relation", "object", "model",
                        "kind"})
-LONG_TEXT_COLS = frozenset({"text", "memory", "source_ids", "ended_by", "text_from", "learned_from"})
+ID_LIST_COLS = frozenset({"source_ids", "ended_by", "text_from", "learned_from"})  # JSON lists of message ids
+LONG_TEXT_COLS = frozenset({"text", "memory"}) | ID_LIST_COLS
 INT_COLS = TIME_COLS | {"seq", "extracted", "dim"}
 INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
@@ -95,7 +96,7 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
         raise ValidationError(where, s, f"must be one of {sorted(ORIGINS)}")
     if col == "kind" and table == "vectors" and s not in VECTOR_KINDS:
         raise ValidationError(where, s, f"must be one of {sorted(VECTOR_KINDS)}")
-    if col in ("source_ids", "ended_by", "text_from", "learned_from"):
+    if col in ID_LIST_COLS:
         try:
             ids = json.loads(s)
         except json.JSONDecodeError:
