@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from chronomem import Checkpoint, CorruptDatabaseError, Memory, Message, NotFoundError
+from chronomem.temporal import refold
 
 U = "alice"
 V = "bob"
@@ -373,6 +375,40 @@ def test_forgetting_the_turn_that_gave_a_fact_its_words_takes_them_back(cmem: Me
     [porto] = cmem.history(user_id=U)
     assert porto.text == "" and porto.text_from == [] and porto.source_ids == ["m1"]
     assert "said she lives" not in json.dumps(everything_of(cmem, U))
+
+
+def test_forgetting_a_repetition_takes_its_confidence_back(cmem: Memory) -> None:
+    porto_sessions(cmem)  # m1 says it (at 0.8 below), m2 ends it, m3 says the ending again
+    theta = cmem.graph.theta
+    [first] = cmem.history(user_id=U)
+    cmem.store.update_facts(U, [replace(first, confidence=0.8)])
+    lives(cmem, "Porto", end="2023-06-01", c=0.9, session_id="s2", source_ids=["m2"])
+    lives(cmem, "Porto", end="2023-06-01", c=0.7, session_id="s3", source_ids=["m3"])
+    [porto] = cmem.history(user_id=U)
+    assert porto.confidence == refold([(0.8, []), (0.9, []), (0.7, [])], theta) > 0.9
+    assert porto.confirmations == [(0.8, ["m1"]), (0.9, ["m2"]), (0.7, ["m3"])]
+    exported = cmem.export(user_id=U)
+    cmem.forget(user_id=U, session_id="s2")  # the raise m2 gave goes with it, m3's stays
+    [porto] = cmem.history(user_id=U)
+    assert porto.confidence == refold([(0.8, []), (0.7, [])], theta) < 0.9
+    assert porto.confirmations == [(0.8, ["m1"]), (0.7, ["m3"])]
+    cmem.forget(user_id=U, session_id="s3")  # as if said once: no trace of how often it was said
+    [porto] = cmem.history(user_id=U)
+    assert (porto.confidence, porto.confirmations, porto.source_ids) == (0.8, [], ["m1"])
+    cmem.import_(exported, user_id="u-copy")  # the confirmations survive an export round trip
+    [copy] = cmem.history(user_id="u-copy")
+    assert copy.confirmations == [(0.8, ["m1"]), (0.9, ["m2"]), (0.7, ["m3"])]
+    cmem.forget(user_id="u-copy", session_id="s3")
+    assert cmem.history(user_id="u-copy")[0].confidence == refold([(0.8, []), (0.9, [])], theta)
+
+
+def test_a_raise_recorded_before_confirmations_existed_is_kept(cmem: Memory) -> None:
+    porto_sessions(cmem)
+    [first] = cmem.history(user_id=U)  # as an older chronomem left it: raised, no confirmations
+    cmem.store.update_facts(U, [replace(first, confidence=0.95, source_ids=["m1", "m2"])])
+    cmem.forget(user_id=U, session_id="s2")  # nothing tells which raise m2 gave: the confidence stays
+    [porto] = cmem.history(user_id=U)
+    assert (porto.confidence, porto.source_ids, porto.confirmations) == (0.95, ["m1"], [])
 
 
 def test_forgetting_the_turns_that_taught_an_alias_forgets_it(cmem: Memory) -> None:

@@ -45,7 +45,7 @@ REQUIRED: dict[str, frozenset[str]] = {
 NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "relation", "object", "model",
                        "kind"})
 ID_LIST_COLS = frozenset({"source_ids", "ended_by", "text_from", "learned_from"})  # JSON lists of message ids
-LONG_TEXT_COLS = frozenset({"text", "memory"}) | ID_LIST_COLS
+LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
 INT_COLS = TIME_COLS | {"seq", "extracted", "dim"}
 INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
@@ -104,7 +104,22 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
         if not isinstance(ids, list) or not all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS)
                                                 for i in ids):
             raise ValidationError(where, s[:40], "must be a JSON list of message ids")
+    if col == "confirmations" and not _confirmations(s):
+        raise ValidationError(where, s[:40], "must be a JSON list of [confidence, [message ids]] pairs, "
+                              "at least two, each confidence between 0 and 1")
     return s
+
+
+def _confirmations(s: str) -> bool:
+    """Is ``s`` a fact's confirmations as chronomem writes them (chronomem.temporal.confirm)?"""
+    try:
+        pairs = json.loads(s)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(pairs, list) and len(pairs) >= 2 and all(
+        isinstance(p, list) and len(p) == 2 and not isinstance(p[0], bool) and isinstance(p[0], int | float)
+        and 0.0 <= p[0] <= 1.0 and isinstance(p[1], list)
+        and all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS) for i in p[1]) for p in pairs)
 
 
 def _row(table: str, cols: tuple[str, ...], d: Any, where: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ChronomemError, NotFoundError, ValidationError
 from .model import Fact, Origin
+from .temporal import unconfirm
 
 if TYPE_CHECKING:
     from .graph import GraphWriter
@@ -102,6 +103,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                         f.ended_by = [s for s in f.ended_by if s not in msg_ids]
                     if f.text_from and set(f.text_from) <= msg_ids:  # its words were the forgotten turns'
                         f.text, f.text_from = "", []
+                    unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns
                     trimmed.append(f)
             store.update_facts(user_id, trimmed)
             res.messages_deleted = len(msgs) + sum(buffered.values())

@@ -59,6 +59,9 @@ class Fact:
     stated_to: datetime | None = None  # the end as its source stated it, before any closure
     ended_by: list[str] = field(default_factory=list)  # turns whose statement ended it in place
     text_from: list[str] = field(default_factory=list)  # turns whose statement gave it its text later
+    # every statement that set its confidence, in order, as (confidence, turn ids): empty until it is said
+    # again (chronomem.temporal.confirm); forgetting a statement's turns refolds the rest
+    confirmations: list[tuple[float, list[str]]] = field(default_factory=list)
     rule: str | None = None  # for derived facts: the rule that produced it
     support_ids: list[str] = field(default_factory=list)  # for derived facts
     subject_id: str | None = None  # entity ids of the endpoints (set by the store)
@@ -94,7 +97,7 @@ class Fact:
             elif isinstance(v, Enum):
                 v = v.value
             elif isinstance(v, list):
-                v = list(v)
+                v = [[x[0], list(x[1])] if isinstance(x, tuple) else x for x in v]  # confirmations: JSON pairs
             out[f.name] = v
         return out
 
@@ -120,6 +123,7 @@ class Fact:
             stated_to=parse_optional_time(d.get("stated_to"), "stated_to"),
             ended_by=list(d.get("ended_by") or []),
             text_from=list(d.get("text_from") or []),
+            confirmations=[(float(c), list(ids)) for c, ids in d.get("confirmations") or []],
             rule=d.get("rule"),
             support_ids=list(d.get("support_ids") or []),
             subject_id=d.get("subject_id"),

@@ -10,7 +10,9 @@ and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
   also says the stint began earlier than stored, that earlier part is inserted
   as its own fact, placed in order;
 * the *same fact again* (same key, same stability class, starting inside a
-  stored interval) reinforces it: provenance merged, confidence raised;
+  stored interval) reinforces it: provenance merged, confidence raised, the
+  statement kept in its ``confirmations`` (forgetting it lowers the confidence
+  again: :func:`unconfirm`);
 * otherwise the fact is inserted; if it is stable (``c >= θ``) it is placed in
   time order among the stable facts of its *slot* — the subject's facts of the
   relation for single-valued relations, the identical fact for multi-valued
@@ -79,6 +81,41 @@ def reinforce_confidence(old: float, new: float, theta: float) -> float:
     if hi < theta or lo < theta:
         return hi
     return round(min(1.0, hi + (1.0 - hi) * lo * 0.5), 6)
+
+
+def confirm(stored: Fact, new: Fact, theta: float) -> tuple[float, list[tuple[float, list[str]]]]:
+    """The confidence and confirmations of ``stored`` once ``new`` has said it again.
+
+    The confirmations keep each statement's own confidence with its turns, so that
+    forgetting those turns can take the raise back (:func:`refold`).
+    """
+    said = stored.confirmations or [(stored.confidence, list(stored.source_ids))]
+    return (reinforce_confidence(stored.confidence, new.confidence, theta),
+            [*said, (new.confidence, list(new.source_ids))])
+
+
+def refold(confirmations: Sequence[tuple[float, Sequence[str]]], theta: float) -> float:
+    """The confidence that ``confirmations`` give, made in their order (:func:`reinforce_confidence`).
+
+    >>> refold([(0.9, ["m1"]), (0.9, ["m2"])], 0.6), refold([(0.9, ["m1"])], 0.6)
+    (0.945, 0.9)
+    """
+    conf = confirmations[0][0]
+    for c, _ in confirmations[1:]:
+        conf = reinforce_confidence(conf, c, theta)
+    return conf
+
+
+def unconfirm(f: Fact, forgotten: set[str], theta: float) -> bool:
+    """Drop from ``f`` the confirmations said only in ``forgotten`` turns and lower its confidence to
+    what the others give; ``True`` if it changed.  Mutates ``f``.  A fact confirmed before
+    confirmations were recorded (its list is empty) keeps its confidence: nothing tells the raise."""
+    kept = [(c, ids) for c, ids in f.confirmations if not ids or not set(ids) <= forgotten]
+    if not kept or len(kept) == len(f.confirmations):
+        return False
+    f.confidence = refold(kept, theta)
+    f.confirmations = kept if len(kept) > 1 else []
+    return True
 
 
 def merge_ids(a: Sequence[str], b: Sequence[str]) -> list[str]:
@@ -171,8 +208,8 @@ def plan_update(
                 stated_to=new.valid_to,
                 ended_by=list(new.source_ids),  # forgetting these turns reopens it (chronomem.forgetting)
                 source_ids=merge_ids(target.source_ids, new.source_ids),
-                confidence=reinforce_confidence(target.confidence, new.confidence, theta),
             )
+            changed.confidence, changed.confirmations = confirm(target, new, theta)
             plan = Plan(changed=[changed], closed=[changed])
             if new.valid_from is not None and target.valid_from is not None and new.valid_from < target.valid_from:
                 # "from 2016 to 2021" about a stint known only since 2018: the earlier part is
@@ -199,11 +236,11 @@ def plan_update(
                 source_ids=merge_ids(f.source_ids, new.source_ids),
                 # an ending said again: forgetting one of the two sayings must not reopen the fact
                 ended_by=merge_ids(f.ended_by, new.source_ids) if f.ended_by and new.valid_to else f.ended_by,
-                confidence=reinforce_confidence(f.confidence, new.confidence, theta),
                 text=f.text or new.text,
                 # a fact stored without words takes the repetition's: forgetting its turns takes them back
                 text_from=list(new.source_ids) if not f.text and new.text else f.text_from,
             )
+            changed.confidence, changed.confirmations = confirm(f, new, theta)
             return Plan(changed=[changed], reinforced=changed)
 
     # 3. insert; a stable fact takes its place in time order within its slot
