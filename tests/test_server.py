@@ -54,6 +54,55 @@ def test_errors_have_status_and_field(client: TestClient) -> None:
     assert r.status_code == 422
 
 
+def test_times_are_iso_strings_as_on_every_surface(client: TestClient) -> None:
+    # pydantic alone reads a bare number as Unix seconds: as_of=2020 would have asked about 1970
+    for params in ({"as_of": "2020"}, {"as_of": "-1"}, {"as_of": "1700000000"}):
+        r = client.get("/v1/users/u1/facts", params=params)
+        assert (r.status_code, r.json()["field"]) == (422, "as_of"), params
+        assert "ISO-8601" in r.json()["detail"] and "Value error" not in r.json()["detail"]
+    r = client.post("/v1/users/u1/messages", json={"messages": [{"speaker": "Maya", "text": "hi",
+                                                                 "timestamp": 1700000000}]})
+    assert (r.status_code, r.json()["field"]) == (422, "messages[0].timestamp")
+    r = client.patch("/v1/users/u1/facts/f1", json={"valid_from": 2021})
+    assert (r.status_code, r.json()["field"]) == (422, "valid_from")
+    assert client.get("/v1/users/u1/messages").json()["items"] == []  # nothing written
+    r = client.get("/v1/users/u1/summary", params={"as_of": "2020-01-01T00:00:00+05:00"})
+    assert r.json()["as_of"] == "2019-12-31T19:00:00Z"  # read as every surface reads it, echoed in UTC
+    r = client.get("/v1/users/u1/summary", params={"as_of": "9999-12-31T23:00:00-05:00"})
+    assert r.status_code == 422 and "between the years 1 and 9999" in r.json()["detail"]
+
+
+def test_rest_takes_the_options_of_the_python_api_and_refuses_unknown_ones(client: TestClient) -> None:
+    r = client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "lives_in",
+                                                            "object": "Porto"}], "sesion_id": "typo"})
+    assert (r.status_code, r.json()["field"]) == (422, "sesion_id")
+    r = client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "lives_in",
+                                                            "object": "Porto"}], "agent_id": "bot7"})
+    assert r.json()["added"][0]["agent_id"] == "bot7"
+    assert client.post("/v1/users/u1/search", json={"query": "where?", "top_k": 5, "k": 3}).status_code == 422
+    hits = client.post("/v1/users/u1/search", json={"query": "Where do I live?", "speaker": "Maya",
+                                                   "top_k": 150})
+    assert hits.status_code == 200 and "Porto" in [f["object"] for f in hits.json()["facts"]]
+    ask = client.get("/openapi.json").json()["components"]["schemas"]["AskIn"]["properties"]
+    assert ask["method"]["default"] == "real+rsum"  # the default of Memory.answer, the CLI and MCP
+    assert client.post("/v1/users/u1/answer", json={"question": "q", "top_k": 201}).status_code == 422
+    long_id = "u" * 250  # the library's ids are up to 256 characters; REST addresses every one
+    assert client.post(f"/v1/users/{long_id}/facts", json={"facts": [
+        {"subject": "Maya", "relation": "likes", "object": "tea"}]}).status_code == 200
+    assert [f["object"] for f in client.get(f"/v1/users/{long_id}/facts").json()["items"]] == ["tea"]
+
+
+def test_rest_facts_carry_every_field_of_the_python_fact(client: TestClient) -> None:
+    for c in (0.9, 0.8):
+        client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "lives_in",
+                                                           "object": "Porto", "confidence": c}]})
+    [f] = client.get("/v1/users/u1/facts").json()["items"]
+    assert {"ended_by", "text_from", "confirmations"} <= set(f)
+    assert [c for c, _ in f["confirmations"]] == [0.9, 0.8]
+    r = client.patch(f"/v1/users/u1/facts/{f['id']}", json={"object": "Oporto", "object_type": "city"})
+    assert r.status_code == 200, r.json()
+
+
 def test_export_import_over_http(client: TestClient) -> None:
     client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "likes", "object": "tea"}]})
     data = client.get("/v1/users/u1/export").json()

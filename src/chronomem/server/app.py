@@ -158,7 +158,8 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     async def _request_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         errs = exc.errors()
         first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
-        detail = "; ".join(f"{_loc_field(e.get('loc', ()))}: {e.get('msg', '')}" for e in errs[:5])
+        detail = "; ".join(f"{_loc_field(e.get('loc', ()))}: {e.get('msg', '').removeprefix('Value error, ')}"
+                           for e in errs[:5])
         return _error(422, "ValidationError", detail, _loc_field(first.get("loc", ())))
 
     @app.exception_handler(StarletteHTTPException)

@@ -6,7 +6,6 @@ Same keys and tenant binding as every /v1 route (:func:`.routes.tenant_memory`).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -21,7 +20,7 @@ from ..retrieve.neighbourhood import MAX_DEPTH, neighbourhood
 from ..timeutil import parse_time, utcnow
 from . import pagination
 from .explorer_schemas import CheckpointOut, GraphOut, ProvenanceOut, SettingsOut
-from .schemas import Page
+from .schemas import IsoTime, Page
 from .routes import ERRORS, Cursor, FactId, Limit, Mem, SessionQ, UserId, fact_out, paged
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["explorer"])
@@ -42,7 +41,7 @@ def settings(mem: Mem) -> dict[str, Any]:
 def graph(user_id: UserId, mem: Mem,
           entity: Annotated[str, Query(min_length=1, max_length=500, description="name or alias of the centre"),
                             AfterValidator(lambda v: check_name("entity", v))],
-          as_of: datetime | None = None,
+          as_of: IsoTime | None = None,
           depth: Annotated[int, Query(ge=1, le=MAX_DEPTH, description="hops from the centre")] = 1,
           max_edges: Annotated[int, Query(ge=1, le=1000)] = 300) -> dict[str, Any]:
     """Stored edges valid at ``as_of`` (default now) around ``entity``, and the edges the read path's

@@ -4,19 +4,19 @@ user ids in paths are the tenant's own, and the store keeps tenants apart."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
 from pydantic import AfterValidator
 
 from ..errors import NotFoundError
+from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
 from ..validation import check_id
 from ..jobs.model import Job
 from ..memory import Memory
 from ..model import Fact
 from . import pagination
-from .schemas import (AddIn, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn, EntityOut,
+from .schemas import (AddIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn, EntityOut,
                       ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, Page, QueryIn, SearchOut,
                       SessionOut, StoredMessageOut, SummaryOut, UpdateOut, UserOut)
 
@@ -36,9 +36,9 @@ def _valid_id(value: str | None) -> str | None:
 
 
 ValidId = AfterValidator(_valid_id)
-UserId = Annotated[str, Path(min_length=1, max_length=200, description="the user, inside your tenant"), ValidId]
-SessionId = Annotated[str, Path(min_length=1, max_length=200), ValidId]
-SessionQ = Annotated[str | None, Query(min_length=1, max_length=200, description="only this session's"), ValidId]
+UserId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description="the user, inside your tenant"), ValidId]
+SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), ValidId]
+SessionQ = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="only this session's"), ValidId]
 Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items per page")]
 Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
 WaitQ = Annotated[bool, Query(description="block until the job finished (or `timeout` passed)")]
@@ -116,7 +116,7 @@ def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
-def get_job(job_id: Annotated[str, Path(min_length=1, max_length=200), ValidId], mem: Mem) -> dict[str, Any]:
+def get_job(job_id: Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), ValidId], mem: Mem) -> dict[str, Any]:
     """A job's status and, once finished, its result or error."""
     return job_out(mem.job(job_id))
 
@@ -156,7 +156,7 @@ def list_messages(user_id: UserId, mem: Mem, session_id: SessionQ = None,
 
 
 @router.get("/users/{user_id}/summary", response_model=SummaryOut, tags=["sessions"])
-def summary(user_id: UserId, mem: Mem, as_of: datetime | None = None) -> dict[str, Any]:
+def summary(user_id: UserId, mem: Mem, as_of: IsoTime | None = None) -> dict[str, Any]:
     """The recursive summary after the last session that ended by ``as_of`` (default now)."""
     return {"user_id": user_id, "as_of": as_of, "summary": mem.summary(user_id=user_id, as_of=as_of)}
 
@@ -173,15 +173,15 @@ def context(user_id: UserId, body: ContextIn, mem: Mem) -> dict[str, Any]:
 @router.post("/users/{user_id}/facts", response_model=UpdateOut, tags=["facts"])
 def add_facts(user_id: UserId, body: FactsIn, mem: Mem) -> dict[str, Any]:
     """Add structured facts through the non-destructive update rules."""
-    rep = mem.add_facts(body.facts, user_id=user_id, session_id=body.session_id)
+    rep = mem.add_facts(body.facts, user_id=user_id, session_id=body.session_id, agent_id=body.agent_id)
     return {"added": [fact_out(f) for f in rep.added], "closed": [fact_out(f) for f in rep.closed],
             "reinforced": [fact_out(f) for f in rep.reinforced]}
 
 
 @router.get("/users/{user_id}/facts", response_model=Page[FactOut], tags=["facts"])
-def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=500)] = None,
-               relation: Annotated[str | None, Query(max_length=200)] = None,
-               object: Annotated[str | None, Query(max_length=500)] = None, as_of: datetime | None = None,
+def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=MAX_NAME_CHARS)] = None,
+               relation: Annotated[str | None, Query(max_length=MAX_NAME_CHARS)] = None,
+               object: Annotated[str | None, Query(max_length=MAX_NAME_CHARS)] = None, as_of: IsoTime | None = None,
                include_unstable: bool = False, other_side: bool = True, limit: Limit = pagination.DEFAULT_LIMIT,
                cursor: Cursor = None) -> dict[str, Any]:
     """Facts valid at ``as_of`` (default now), oldest first.  With ``subject`` or ``object`` given,
@@ -193,9 +193,9 @@ def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(m
 
 
 @router.get("/users/{user_id}/history", response_model=Page[FactOut], tags=["facts"])
-def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=500)] = None,
-            relation: Annotated[str | None, Query(max_length=200)] = None,
-            object: Annotated[str | None, Query(max_length=500)] = None, other_side: bool = True,
+def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_length=MAX_NAME_CHARS)] = None,
+            relation: Annotated[str | None, Query(max_length=MAX_NAME_CHARS)] = None,
+            object: Annotated[str | None, Query(max_length=MAX_NAME_CHARS)] = None, other_side: bool = True,
             limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """Every stored version (open, closed, corrected, unstable), oldest first (``other_side``: as
     for the facts list)."""
@@ -211,7 +211,7 @@ def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
     return found[0]
 
 
-FactId = Annotated[str, Path(min_length=1, max_length=200), ValidId]
+FactId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), ValidId]
 
 
 @router.get("/users/{user_id}/facts/{fact_id}", response_model=FactOut, tags=["facts"])
@@ -244,14 +244,15 @@ def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
 # -- retrieval -----------------------------------------------------------------------------------------------------
 @router.post("/users/{user_id}/search", response_model=SearchOut, tags=["retrieval"])
 def search(user_id: UserId, body: QueryIn, mem: Mem) -> dict[str, Any]:
-    res = mem.search(body.query, user_id=user_id, as_of=body.as_of, top_k=body.top_k)
+    res = mem.search(body.query, user_id=user_id, as_of=body.as_of, top_k=body.top_k, speaker=body.speaker)
     return {"facts": [fact_out(f) for f in res.facts], "context": res.context,
             "context_tokens": res.context_tokens, "trace": res.trace.as_dict()}
 
 
 @router.post("/users/{user_id}/answer", response_model=AnswerOut, tags=["retrieval"])
 def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
-    ans = mem.answer(body.question, user_id=user_id, as_of=body.as_of, method=body.method)
+    ans = mem.answer(body.question, user_id=user_id, as_of=body.as_of, method=body.method, top_k=body.top_k,
+                     speaker=body.speaker)
     return {"text": ans.text, "evidence": [fact_out(f) for f in ans.evidence],
             "context_tokens": ans.context_tokens, "usage": ans.usage, "method": ans.method,
             "trace": ans.trace.as_dict() if ans.trace is not None else None}

@@ -3,12 +3,36 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from ..errors import ValidationError
+from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+from ..timeutil import parse_time
 
 T = TypeVar("T")
-Id = Field(min_length=1, max_length=200)
+
+
+def _iso_time(v: Any) -> Any:
+    """A time arrives as an ISO-8601 string, read as on every other surface (a naive one as UTC).
+
+    Pydantic alone would take a bare number, or a string of one, as Unix seconds: ``as_of=2020`` would
+    ask about 1970.
+    """
+    if isinstance(v, datetime):
+        return v
+    if not isinstance(v, str):
+        raise ValueError("must be an ISO-8601 date or datetime string, e.g. 2024-05-01 or "
+                         "2024-05-01T09:30:00+02:00")
+    try:
+        return parse_time(v)
+    except ValidationError as e:
+        raise ValueError(e.reason) from None
+
+
+IsoTime = Annotated[datetime, BeforeValidator(_iso_time)]
+MAX_TOP_K = 200  # chronomem.retrieve.search checks the same bound
 
 
 class ErrorOut(BaseModel):
@@ -30,33 +54,37 @@ class Page(BaseModel, Generic[T]):
 class MessageIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    speaker: str | None = Field(None, max_length=200, description="who said it (or use role)")
-    role: str | None = Field(None, max_length=200)
-    name: str | None = Field(None, max_length=200)
+    speaker: str | None = Field(None, max_length=MAX_NAME_CHARS, description="who said it (or use role)")
+    role: str | None = Field(None, max_length=MAX_NAME_CHARS)
+    name: str | None = Field(None, max_length=MAX_NAME_CHARS)
     text: str | None = Field(None, description="what was said (or use content)")
     content: str | None = None
-    id: str | None = Field(None, max_length=200, description="your id; re-sending it is a no-op")
-    timestamp: datetime | None = Field(None, description="when it was said (default: now)")
+    id: str | None = Field(None, max_length=MAX_ID_CHARS, description="your id; re-sending it is a no-op")
+    timestamp: IsoTime | None = Field(None, description="when it was said, ISO-8601 (default: now; naive: UTC)")
 
 
 class AddIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
-    session_id: str | None = Field(None, min_length=1, max_length=200)
-    timestamp: datetime | None = None
-    agent_id: str | None = Field(None, min_length=1, max_length=200)
+    session_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
+    timestamp: IsoTime | None = None
+    agent_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
 
 
 class EndSessionIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    ended_at: datetime | None = None
+    ended_at: IsoTime | None = None
 
 
 class FactsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     facts: list[dict[str, Any]] = Field(..., max_length=10_000, description="fact dicts as for Memory.add_facts")
-    session_id: str | None = Field(None, min_length=1, max_length=200)
+    session_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
+    agent_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS,
+                                 description="the agent that learned them (a fact's own agent_id wins)")
 
 
 class FactPatch(BaseModel):
@@ -64,26 +92,39 @@ class FactPatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    subject: str | None = Field(None, min_length=1, max_length=500)
-    relation: str | None = Field(None, min_length=1, max_length=200)
-    object: str | None = Field(None, min_length=1, max_length=500)
-    valid_from: datetime | None = None
-    valid_to: datetime | None = None
+    subject: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    relation: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    object: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    subject_type: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    object_type: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
+    valid_from: IsoTime | None = None
+    valid_to: IsoTime | None = None
     confidence: float | None = Field(None, gt=0.0, le=1.0)
     intent: Literal["FACT", "CAUSAL", "TEMPORAL", "CONTRAST", "EVOLUTION"] | None = None
-    text: str | None = Field(None, max_length=2000)
+    text: str | None = Field(None, max_length=MAX_TEXT_CHARS)
 
 
 class QueryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     query: str = Field(min_length=1, max_length=4000)
-    as_of: datetime | None = None
-    top_k: int = Field(10, ge=1, le=100)
+    as_of: IsoTime | None = None
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K)
+    speaker: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS,
+                                description="who asks: resolves first-person questions (\"where do I live?\")")
 
 
 class AskIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     question: str = Field(min_length=1, max_length=4000)
-    as_of: datetime | None = None
-    method: Literal["real", "rsum", "real+rsum"] = "real"
+    as_of: IsoTime | None = None
+    method: Literal["real", "rsum", "real+rsum"] = Field(
+        "real+rsum", description="real+rsum: graph evidence and the session summary (as Memory.answer); "
+                                 "real: graph evidence only; rsum: the summary only")
+    top_k: int = Field(10, ge=1, le=MAX_TOP_K)
+    speaker: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS,
+                                description="who asks: resolves first-person questions (\"where do I live?\")")
 
 
 class ChatMessage(BaseModel):
@@ -120,6 +161,10 @@ class FactOut(BaseModel):
     agent_id: str | None = None
     closed_by: str | None = None
     stated_to: datetime | None = None
+    ended_by: list[str] = Field([], description="turns whose statement ended it in place")
+    text_from: list[str] = Field([], description="turns whose statement gave it its text")
+    confirmations: list[tuple[float, list[str]]] = Field(
+        [], description="each statement that set its confidence, in order: [confidence, turn ids]")
     rule: str | None = None
     support_ids: list[str] = []
     subject_id: str | None = None
@@ -170,7 +215,7 @@ class SessionOut(BaseModel):
     id: str
     agent_id: str | None = None
     started_at: datetime | None = None
-    ended_at: datetime | None = None
+    ended_at: IsoTime | None = None
 
 
 class StoredMessageOut(BaseModel):
