@@ -422,6 +422,14 @@ class Memory:
         """The user ids of this memory's tenant."""
         return self.store.users()
 
+    def tenants(self) -> list[str]:
+        """Every tenant that holds a user in this memory's store (an admin's view: the idle sweep of
+        ``chronomem session end-idle`` and of the server goes over each; :meth:`for_tenant` opens one)."""
+        from .store.tenant import split_key
+
+        inner = self.store.inner if isinstance(self.store, TenantStore) else self.store
+        return sorted({split_key(k)[0] for k in inner.users()})
+
     def sessions(self, *, user_id: str) -> list[Session]:
         """The user's sessions, oldest first."""
         return self.store.sessions(check_user(user_id))

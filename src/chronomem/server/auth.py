@@ -68,8 +68,10 @@ class Tenancy:
             return mem
 
     def tenants(self) -> list[str]:
-        """The default tenant and every tenant with an active key."""
-        return sorted({self.base.tenant} | {k.tenant for k in self.raw.api_keys() if k.active})
+        """The default tenant, every tenant with an active key and every tenant holding a user (a revoked
+        key's sessions still end and get their summary)."""
+        return sorted({self.base.tenant} | {k.tenant for k in self.raw.api_keys() if k.active}
+                      | set(self.base.tenants()))
 
     def end_idle_sessions(self) -> None:
         """One idle-session sweep over every tenant (the server's ``CHRONOMEM_SESSION_IDLE`` sweeper)."""
