@@ -370,7 +370,10 @@ class SQLStore(Store):
         return {r[0]: row_to_message(r[1:]) for r in rows}
 
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:
-        self._many(user_id, "UPDATE messages SET extracted = ? WHERE user_id = ? AND id = ?",
+        # a failure (state -1) never overwrites a success: a racing call may have extracted the turns
+        # meanwhile, and re-extracting them would reinforce their facts a second time
+        guard = " AND extracted <> 1" if state < 0 else ""
+        self._many(user_id, f"UPDATE messages SET extracted = ? WHERE user_id = ? AND id = ?{guard}",
                    [(state, user_id, i) for i in ids])
 
     # -- entities -------------------------------------------------------------------------

@@ -159,9 +159,19 @@ class SQLiteStore(SQLStore):
                 self._db.execute("ROLLBACK")
                 raise
             else:
-                self._db.execute("COMMIT")
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error as e:  # a full disk, an I/O error: nothing of it was written
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise StoreError(f"SQLite could not commit on {self.path}: {e}") from e
                 if self._scrub_wal:
-                    self._checkpoint_after_delete()
+                    try:
+                        self._checkpoint_after_delete()
+                    except sqlite3.Error as e:  # committed: the next delete or close checkpoints again
+                        self._scrub_wal = True
+                        log.warning("%s: the WAL could not be truncated after a delete (%s); forgotten data "
+                                    "stays in %s-wal until the next checkpoint", self.path, e, self.path)
 
     def _checkpoint_after_delete(self) -> None:
         """Copy the WAL into the file and truncate it, so forgotten bytes live on in neither.
