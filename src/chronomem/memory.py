@@ -235,7 +235,8 @@ class Memory:
 
         ``messages``: a string (one message) or a list of dicts with ``speaker`` or
         ``role``, ``text`` or ``content``, optional ``id`` and ``timestamp``.
-        Re-adding the same ids changes nothing and costs no model call.  A message
+        Re-adding the same ids stores nothing twice and costs no model call for turns
+        already extracted (turns a crash or a failed call left unextracted are extracted then).  A message
         without an ``id`` gets a hash of its session, speaker, text, timestamp and
         position among identical turns, so posting a conversation twice stores it once.  One
         LLM call per chunk of turns (never per turn); the result reports the
@@ -253,7 +254,9 @@ class Memory:
                                              timestamp=timestamp, agent_id=agent_id, next_seq=known)
         from .extract.pipeline import refuse_id_clashes
 
-        refuse_id_clashes(self.store, user_id, msgs)
+        buf = self._buffer
+        refuse_id_clashes(self.store, user_id, msgs,
+                          [m for s in buf.active_sessions(user_id) for m in buf.read(user_id, s)])
         result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
         result.messages_skipped = len(msgs) - result.messages_stored
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
@@ -537,7 +540,10 @@ class Memory:
 
         Every step can be repeated (the flush is idempotent, extraction runs on
         turns not yet extracted, and an existing checkpoint is recomputed), so
-        a crash mid-way is fixed by calling it again.
+        a crash mid-way is fixed by calling it again.  When extraction fails for
+        some turns, the summary is still updated but the session is not marked
+        ended (``result.ended`` is False, ``result.extraction.failed_chunks`` says
+        why), so the next call or idle sweep extracts them again.
         """
         user_id = check_user(user_id)
         if not isinstance(session_id, str) or not session_id.strip():
@@ -576,12 +582,17 @@ class Memory:
             ended_at = max((m.timestamp for m in turns), default=when)
             try:
                 with cache_owner(self._cache_owner(user_id)):
-                    self._lifecycle().end(user_id, session_id, ended_at=ended_at)
+                    res = self._lifecycle().end(user_id, session_id, ended_at=ended_at)
             except ChronomemError as e:
                 log.warning("idle session %r of user %r not ended: %s", session_id, user_id, e)
                 sweep.failed[(user_id, session_id)] = str(e)
             else:
-                sweep.ended.append((user_id, session_id))
+                if res.ended:
+                    sweep.ended.append((user_id, session_id))
+                else:  # left open: the next sweep extracts the failed turns again
+                    failed = res.extraction.failed_chunks
+                    sweep.failed[(user_id, session_id)] = (f"extraction failed for {len(failed)} chunk(s): "
+                                                           f"{failed[0].error}; the session stays open")
         return sweep
 
     def summary(self, *, user_id: str, as_of: datetime | str | None = None) -> str:

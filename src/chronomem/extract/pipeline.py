@@ -385,8 +385,18 @@ class WritePipeline:
         result.messages_stored = len(new)
         result.messages_skipped = len(msgs) - len(new)
         result.message_ids = [m.id for m in new]
-        if new and extract:
-            self._extract(user_id, new, result, agent_id=agent_id, progress=progress)
+        if not extract:
+            return result
+        # turns sent again that are stored but not extracted (a crash or a failed chunk left them so):
+        # the natural retry is to send the same turns again, so it extracts them too
+        fresh = {m.id for m in new}
+        again = store.messages(user_id, ids=[m.id for m in msgs if m.id not in fresh], pending_only=True)
+        if again:
+            result.warnings.append(f"{len(again)} turn(s) sent again were stored but not extracted yet; "
+                                   "extracting them now")
+        todo = sorted([*new, *again], key=lambda m: (m.session_id != sid, m.session_id, m.seq))
+        if todo:
+            self._extract(user_id, todo, result, agent_id=agent_id, progress=progress)
         return result
 
     def extract_pending(
@@ -501,20 +511,20 @@ class WritePipeline:
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
                 result.warnings.append(f"the model's reply for turn {ids[0]} was cut off even alone; "
                                        "marked for re-extraction")
-                self.store.mark_extracted(user_id, ids, FAILED)
+                self._mark_failed(user_id, ids)
                 continue
             except ModelUnavailableError as e:
                 totals_add(totals, getattr(e, "usage", None))
                 result.warnings.append(f"extraction model unavailable ({e}); remaining turns left pending")
                 result.failed_chunks.append(FailedChunk(ids, str(e)))
-                self.store.mark_extracted(user_id, ids, FAILED)
+                self._mark_failed(user_id, ids)
                 break
             except Exception as e:  # malformed output after retries, model error, schema mismatch
                 totals_add(totals, getattr(e, "usage", None))
                 log.warning("extraction of %d turn(s) failed: %s", len(ids), e)
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
                 result.warnings.append(f"extraction failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
-                self.store.mark_extracted(user_id, ids, FAILED)
+                self._mark_failed(user_id, ids)
                 if progress:
                     progress(n, n + len(queue))
                 continue
@@ -532,7 +542,7 @@ class WritePipeline:
                 log.warning("graph update failed for %d turn(s): %s", len(ids), e)
                 result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
                 result.warnings.append(f"graph update failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
-                self.store.mark_extracted(user_id, ids, FAILED)
+                self._mark_failed(user_id, ids)
                 continue
             if gone:
                 result.warnings.append(f"{len(gone)} of turns {ids[0]}..{ids[-1]} were forgotten or extracted by "
@@ -548,6 +558,14 @@ class WritePipeline:
         result.closed.extend(report.closed)
         result.reinforced.extend(report.reinforced)
         result.usage = totals.as_dict()
+
+    def _mark_failed(self, user_id: str, ids: Sequence[str]) -> None:
+        """Mark the turns failed, for re-extraction; when the store cannot take even that (a full disk),
+        they stay pending, which a retry extracts as well."""
+        try:
+            self.store.mark_extracted(user_id, ids, FAILED)
+        except ChronomemError as e:
+            log.warning("could not mark %d turn(s) failed (%s); they stay pending", len(ids), e)
 
     def _sourced(self, user_id: str, ids: Sequence[str],
                  facts: list[FactInput]) -> tuple[list[FactInput], set[str]]:
@@ -594,14 +612,17 @@ def totals_add(totals: UsageTotals, usage: CallUsage | None) -> None:
         totals.add(usage)
 
 
-def refuse_id_clashes(store: Store, user_id: str, msgs: Sequence[Message]) -> None:
+def refuse_id_clashes(store: Store, user_id: str, msgs: Sequence[Message],
+                      buffered: Sequence[Message] = ()) -> None:
     """A ValidationError when a turn's id is stored already for another turn (another session,
-    speaker or text): ids name turns, so re-sending one is a no-op, and reusing one for new words
-    must not lose them silently.  Nothing is written."""
-    stored = {m.id: m for m in store.messages(user_id, ids=[m.id for m in msgs])}
+    speaker or text), or waits in the session buffer (``buffered``) as another turn: ids name turns,
+    so re-sending one is a no-op, and reusing one for new words must not lose them silently.
+    Nothing is written."""
+    known = {m.id: m for m in buffered}
+    known.update((m.id, m) for m in store.messages(user_id, ids=[m.id for m in msgs]))
     for i, m in enumerate(msgs):
-        old = stored.get(m.id)
+        old = known.get(m.id)
         if old is not None and (old.session_id, old.speaker, old.text) != (m.session_id, m.speaker, m.text):
             raise ValidationError(f"messages[{i}].id", m.id,
-                                  f"is the id of another stored turn (session {old.session_id!r}, "
+                                  f"is the id of another turn (session {old.session_id!r}, "
                                   f"{old.speaker}: {old.text[:40]!r}); give this turn its own id")

@@ -17,6 +17,7 @@ from ..validation import check_name
 from ..memory import Memory
 from ..model import Fact
 from ..retrieve.neighbourhood import MAX_DEPTH, neighbourhood
+from ..summarize.rsum import first_gap
 from ..timeutil import parse_time, utcnow
 from . import pagination
 from .explorer_schemas import CheckpointOut, GraphOut, ProvenanceOut, SettingsOut
@@ -73,8 +74,10 @@ def graph(user_id: UserId, mem: Mem,
 def checkpoints(user_id: UserId, mem: Mem,
                 session_id: SessionQ = None,
                 limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
-    """Rsum checkpoints, oldest first: the recursive summary written at the end of each session."""
-    cps = [c for c in mem.store.checkpoints(user_id) if session_id is None or c.session_id == session_id]
+    """Rsum checkpoints, oldest first: the recursive summary written at the end of each session (none past
+    a forgotten session whose rewrite is still owed: they may quote it)."""
+    chain = mem.store.checkpoints(user_id)
+    cps = [c for c in chain[:first_gap(chain)] if session_id is None or c.session_id == session_id]
     return paged([{"session_id": c.session_id, "seq": c.seq, "memory": c.memory, "created_at": c.created_at,
                    "session_time": c.session_time} for c in cps], cursor, limit)
 

@@ -104,6 +104,11 @@ class SessionBuffer(Protocol):
         """Drop the session's buffered and pending turns unwritten (forget); returns how many."""
         ...
 
+    def pending_ids(self, user_id: str, session_id: str) -> set[str]:
+        """Ids of the session's turns whose flush is in progress: a writer checks, inside the store's
+        write transaction, that its batch is still pending (a forget may have discarded it meanwhile)."""
+        ...
+
 
 # --------------------------------------------------------------------------- serialisation
 
@@ -304,6 +309,12 @@ class InMemorySessionBuffer:
         with self._lock:
             s = self._sessions.pop((user_id, session_id), None)
             return len(s.turns) + len(s.pending) if s else 0
+
+    def pending_ids(self, user_id: str, session_id: str) -> set[str]:
+        _check_ids(user_id, session_id)
+        with self._lock:
+            s = self._sessions.get((user_id, session_id))
+            return {m.id for m in s.pending} if s else set()
 
 
 # --------------------------------------------------------------------------- Redis
@@ -544,6 +555,11 @@ class RedisSessionBuffer:
         pipe.srem(k["pending"], session_id)
         res = self._call(pipe.execute)
         return int(res[0]) + int(res[1])
+
+    def pending_ids(self, user_id: str, session_id: str) -> set[str]:
+        _check_ids(user_id, session_id)
+        k = self._keys(user_id, session_id)
+        return {m.id for m in messages_from_json(self._call(self._r.lrange, k["pend"], 0, -1))}
 
 
 def _s(x: bytes | str) -> str:

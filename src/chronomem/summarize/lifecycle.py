@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -49,6 +50,8 @@ class LifecycleStore(Protocol):
 
     def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]: ...
 
+    def transaction(self, user_id: str) -> AbstractContextManager[None]: ...
+
     def messages(self, user_id: str, *, session_id: str | None = None) -> list[Message]: ...
 
 
@@ -60,6 +63,7 @@ class SessionEnd:
     stored: list[Message]  # of those, the ones the store did not have yet
     checkpoint: Checkpoint | None  # the new Rsum memory M_i (None: the session had no turns)
     extraction: Any = None  # whatever the extraction hook returned
+    ended: bool = True  # False: extraction failed for some turns, so the session stays open for a retry
 
 
 def turns_as_chat(turns: Iterable[Message]) -> Messages:
@@ -104,15 +108,24 @@ class SessionLifecycle:
         stored: list[Message] = []
         flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
         extraction = self.extract(user_id, session_id) if self.extract is not None else None
-        if flushed or self.store.messages(user_id, session_id=session_id):
+        in_store = {m.id for m in self.store.messages(user_id, session_id=session_id)}
+        flushed = [m for m in flushed if m.id in in_store]  # not the turns a racing forget discarded
+        if in_store:
             self.store.ensure_session(user_id, session_id)  # a session never seen (or forgotten) gets no row
         checkpoint = self.rsum.update(user_id, session_id)
-        # marked ended last: a session whose summary update failed stays open, so the next
-        # end_session (or idle sweep) finds it and finishes the job
-        self.store.end_session(user_id, session_id, when)
-        log.info("session %r of user %r ended: %d turns flushed (%d new), memory seq %s", session_id, user_id,
-                 len(flushed), len(stored), checkpoint.seq if checkpoint else None)
-        return SessionEnd(flushed=flushed, stored=stored, checkpoint=checkpoint, extraction=extraction)
+        # marked ended last: a session whose summary update or extraction failed stays open, so the
+        # next end_session (or idle sweep) finds it and finishes the job
+        failed = getattr(extraction, "failed_chunks", None)
+        if failed:
+            log.warning("session %r of user %r not marked ended: extraction failed for %d chunk(s) (%s); the "
+                        "next end_session or idle sweep retries them", session_id, user_id, len(failed),
+                        failed[0].error)
+        else:
+            self.store.end_session(user_id, session_id, when)
+            log.info("session %r of user %r ended: %d turns flushed (%d new), memory seq %s", session_id, user_id,
+                     len(flushed), len(stored), checkpoint.seq if checkpoint else None)
+        return SessionEnd(flushed=flushed, stored=stored, checkpoint=checkpoint, extraction=extraction,
+                          ended=not failed)
 
     def restore(self, user_id: str, session_id: str, *, instructions: str = "") -> Messages:
         """The messages to resume a session with: memory as a system message, then the buffered turns."""
@@ -128,9 +141,17 @@ class SessionLifecycle:
         return self.buffer.recover(user_id, lambda batch: self._write(user_id, batch))
 
     def _write(self, user_id: str, batch: list[Message]) -> list[Message]:
-        """The long-term write of a flush: session rows, then the turns (idempotent by id)."""
-        for sid in dict.fromkeys(m.session_id for m in batch):
-            turns = [m for m in batch if m.session_id == sid]
-            self.store.ensure_session(user_id, sid, started_at=min(m.timestamp for m in turns),
-                                      agent_id=turns[0].agent_id)
-        return self.store.add_messages(user_id, batch)
+        """The long-term write of a flush: session rows, then the turns (idempotent by id).
+
+        In the user's write transaction, which ``forget`` takes too, only the turns still pending in
+        the buffer are written: a forget that discarded the session after the flush took its batch
+        must not see the turns written back.
+        """
+        with self.store.transaction(user_id):
+            alive = {sid: self.buffer.pending_ids(user_id, sid) for sid in {m.session_id for m in batch}}
+            batch = [m for m in batch if m.id in alive[m.session_id]]
+            for sid in dict.fromkeys(m.session_id for m in batch):
+                turns = [m for m in batch if m.session_id == sid]
+                self.store.ensure_session(user_id, sid, started_at=min(m.timestamp for m in turns),
+                                          agent_id=turns[0].agent_id)
+            return self.store.add_messages(user_id, batch) if batch else []

@@ -466,10 +466,24 @@ def _full_allowance(max_sentences: int) -> int:
 # --------------------------------------------------------------------------- stateful
 
 
+def first_gap(chain: Sequence[Checkpoint]) -> int:
+    """Index of the first checkpoint after a gap in ``chain``'s sequence (``len(chain)`` if none).
+
+    Forgetting a session deletes its checkpoint in the same transaction as its turns; the later
+    checkpoints still hold what it said until :meth:`RsumMemory.replay` rewrites them.  A gap is
+    that rewrite still owed (a crash or a model failure stopped it), so nothing reads past it.
+    """
+    return next((i for i, c in enumerate(chain) if c.seq != (chain[i - 1].seq + 1 if i else 1)), len(chain))
+
+
 def checkpoint_at(store: RsumStore, user_id: str, as_of: datetime | str | None = None) -> Checkpoint | None:
-    """The checkpoint valid at ``as_of`` (see :meth:`RsumMemory.checkpoint`); reading needs no model."""
+    """The checkpoint valid at ``as_of`` (see :meth:`RsumMemory.checkpoint`); reading needs no model.
+
+    Checkpoints past a gap (:func:`first_gap`) are never read: they may quote a forgotten session.
+    """
     check_id("user_id", user_id)
     chain = store.checkpoints(user_id)
+    chain = chain[:first_gap(chain)]
     if as_of is None:
         return chain[-1] if chain else None
     when = parse_time(as_of, "as_of")
@@ -532,6 +546,9 @@ class RsumMemory:
             if not turns:
                 log.info("rsum: session %r of user %r has no messages; memory unchanged", session_id, user_id)
                 return None
+            if first_gap(chain) < len(chain):  # a forget's rewrite is owed: never build on a stale memory
+                self.replay(user_id)
+                continue
             prev = chain[-1] if chain else None
             cp = self._checkpoint(user_id, session_id, turns, prev)  # the model call, outside any lock
             if self._commit(user_id, chain, len(chain), [cp]):
@@ -572,16 +589,10 @@ class RsumMemory:
             if k is None:
                 return []
         else:
-            k = next(
-                (
-                    i
-                    for i, c in enumerate(chain)
-                    if c.seq != (chain[i - 1].seq + 1 if i else 1)
-                    or not self.store.messages(user_id, session_id=c.session_id)
-                ),
-                None,
-            )
-            if k is None:
+            gap = first_gap(chain)
+            k = next((i for i, c in enumerate(chain[:gap]) if not self.store.messages(user_id, session_id=c.session_id)),
+                     gap)
+            if k == len(chain):
                 return []
         return self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
 
