@@ -169,3 +169,29 @@ def test_an_idle_session_whose_extraction_failed_stays_open_for_the_next_sweep(t
         sweep = mem.end_idle_sessions(now="2099-01-01", idle_seconds=60)
         assert sweep.ended == [("u1", "s1")] and sweep.failed == {}
         assert {f.object for f in mem.facts(user_id="u1")} == {"Berlin", "Acme"}
+
+
+def test_an_export_is_one_snapshot_though_another_writer_runs(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem, \
+            Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as other:
+        mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "tea"}], user_id="u1")
+        inner = mem.store.inner
+        real_all = inner._all
+        writer = threading.Thread(target=lambda: other.add_facts(
+            [{"subject": "Maya", "relation": "likes", "object": "coffee"}], user_id="u1"))
+
+        def read_then_let_a_writer_in(sql: str, params: Any = ()) -> Any:
+            rows = real_all(sql, params)
+            if "FROM entities" in sql and not writer.is_alive() and writer.ident is None:
+                writer.start()  # another process writes between the dump's entities and its facts
+                writer.join(timeout=0.5)  # it waits for the dump's transaction (before: it wrote now)
+            return rows
+
+        monkeypatch.setattr(inner, "_all", read_then_let_a_writer_in)
+        data = mem.export(user_id="u1")
+        monkeypatch.undo()
+        writer.join()
+        mem.import_(data, user_id="u2")  # refused before: a fact named an entity the export lacked
+        assert [f.object for f in mem.facts(user_id="u2")] == ["tea"]
+        assert sorted(f.object for f in mem.facts(user_id="u1")) == ["coffee", "tea"]

@@ -640,16 +640,19 @@ class SQLStore(Store):
     # -- dump / load ------------------------------------------------------------------------------------------
     def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
-        for table, cols in TABLES.items():
-            rows = self._all(f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ? ORDER BY "
-                             f"{', '.join(cols[1:3])}", (user_id,))
-            dicts = []
-            for r in rows:
-                d = dict(zip(cols, r))
-                if table == "vectors":
-                    d["vec"] = self._vec_from_db(d["vec"])
-                dicts.append(d)
-            out[table] = dicts
+        # one table at a time, but inside the user's write transaction: no writer of the user lands
+        # between two reads, so no fact names an entity the dump lacks (an export must import again)
+        with self.transaction(user_id):
+            for table, cols in TABLES.items():
+                rows = self._all(f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ? ORDER BY "
+                                 f"{', '.join(cols[1:3])}", (user_id,))
+                dicts = []
+                for r in rows:
+                    d = dict(zip(cols, r))
+                    if table == "vectors":
+                        d["vec"] = self._vec_from_db(d["vec"])
+                    dicts.append(d)
+                out[table] = dicts
         return out
 
     def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
