@@ -466,3 +466,16 @@ def test_source_turn_ids_of_a_derived_fact_are_its_supports_sources() -> None:
     stored = m.facts(user_id=U, subject="Maya")
     assert source_turn_ids(m.store, U, [*derived, *stored]) == ["m7", "m2"]  # no repeats, first seen first
     m.close()
+
+
+def test_a_superseded_version_is_in_no_history_and_derives_nothing(mem: Memory) -> None:
+    # the same start said twice with two values: the later statement is a correction, Jonas is superseded
+    mem.add_facts([{"subject": "Lena", "relation": "married_to", "object": "Jonas", "valid_from": "2015-06-01"}],
+                  user_id="u")
+    mem.add_facts([{"subject": "Lena", "relation": "married_to", "object": "Paul", "valid_from": "2015-06-01"}],
+                  user_id="u")
+    for q in ("Who has Jonas been married to over the years?", "Who is Jonas married to?"):
+        res = mem.search(q, user_id="u")
+        assert res.facts == [] and "Jonas" not in res.context, q  # before: "Jonas married to Lena [2015 -> now)"
+    res = mem.search("Who has Lena been married to over the years?", user_id="u")
+    assert [(f.subject, f.object) for f in res.facts] == [("Lena", "Paul")]

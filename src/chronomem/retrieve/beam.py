@@ -182,8 +182,8 @@ class SubSearch:
         if self.window is not None:
             return not f.superseded and overlaps(f.valid_from, f.valid_to, *self.window) and (
                 f.valid_from is None or f.valid_from <= self.as_of)
-        if self.history:
-            return f.valid_from is None or f.valid_from <= self.as_of
+        if self.history:  # a superseded version held at no instant: not part of any history
+            return not f.superseded and (f.valid_from is None or f.valid_from <= self.as_of)
         return f.is_valid_at(self.as_of)
 
     def describe(self) -> str:

@@ -82,6 +82,8 @@ def derive(supports: Sequence[Fact], rule: str, *, subject: str, subject_id: str
     inheritance) unless ``interval`` is given; confidence is the product of
     the supports' confidences times the rule's decay (per rule when chained).
     """
+    if any(s.superseded for s in supports):  # it held at no instant, so nothing follows from it
+        return None
     if interval is None:
         interval = common_validity(supports)
         if interval is None:
