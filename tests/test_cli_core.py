@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from chronomem import Memory
 from chronomem.cli import app
+from chronomem.errors import NotFoundError
 
 runner = CliRunner()
 
@@ -72,7 +75,7 @@ def test_forget_takes_the_short_id_the_tables_show(tmp_path: Path) -> None:
     run("add-facts", str(f), "--user", "u1", "--db", db)
     assert "99990000" in run("facts", "--user", "u1", "--db", db).output  # the table's short id
     r = run("forget", "--user", "u1", "--fact", "99990000", "--db", db)
-    assert r.exit_code == 0 and "facts_deleted=1" in r.output
+    assert r.exit_code == 0 and "forgot 1 fact, 0 turns, 0 sessions" in r.output
     r = runner.invoke(app, ["forget", "--user", "u1", "--fact", "abcd1234", "--db", db])
     assert r.exit_code != 0 and "names 2 facts" in str(r.exception)  # ambiguous: nothing deleted
     r = run("facts", "--user", "u1", "--json", "--db", db)
@@ -129,3 +132,84 @@ def test_models_show_names_the_llama_cpp_build(monkeypatch) -> None:
     monkeypatch.setattr(xllamacpp, "get_system_info", lambda: "CPU : SSE3 = 1 | AVX = 1 | AVX2 = 1 | FMA = 1 |")
     assert cpu_build() == "AVX2"
     assert "PyPI's portable wheel" in run("models", "show").output
+
+
+def _two_tenants(tmp_path: Path) -> str:
+    """A store where only tenant acme has a user u1 (Maya lives in Porto); beta has u1 too (Oslo)."""
+    db = str(tmp_path / "m.db")
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}]))
+    assert run("add-facts", str(f), "--user", "u1", "--tenant", "acme", "--db", db).exit_code == 0
+    with Memory(db, tenant="beta") as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Oslo"}], user_id="u1")
+    return db
+
+
+def objects(output: str) -> list[str]:
+    return sorted(x["object"] for x in json.loads(output))
+
+
+def test_every_user_command_takes_a_tenant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = _two_tenants(tmp_path)
+    with Memory(db, tenant="acme") as mem:  # add-facts --tenant wrote into acme, not the default tenant
+        assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"]
+    with Memory(db) as mem:
+        assert mem.users() == [] and mem.tenants() == ["acme", "beta"]
+    assert objects(run("facts", "--user", "u1", "--json", "--db", db).output) == []
+    assert objects(run("facts", "--user", "u1", "--json", "--tenant", "acme", "--db", db).output) == ["Porto"]
+    assert objects(run("history", "--user", "u1", "Maya", "--json", "--tenant", "beta", "--db", db).output) == ["Oslo"]
+    r = run("facts", "--user", "u1", "--tenant", "acme", "--subject", "Nobody", "--db", db)
+    assert "no facts about 'Nobody' for user 'u1' in tenant 'acme' valid now" in r.output
+    monkeypatch.setenv("CHRONOMEM_TENANT", "beta")  # the environment names the tenant too; --tenant wins
+    assert objects(run("facts", "--user", "u1", "--json", "--db", db).output) == ["Oslo"]
+    assert objects(run("facts", "--user", "u1", "--json", "--tenant", "acme", "--db", db).output) == ["Porto"]
+    monkeypatch.delenv("CHRONOMEM_TENANT")
+    out = tmp_path / "u1.json"
+    assert run("export", "--user", "u1", "--tenant", "acme", "-o", str(out), "--db", db).exit_code == 0
+    assert run("import", str(out), "--user", "u2", "--tenant", "gamma", "--db", db).exit_code == 0
+    assert objects(run("facts", "--user", "u2", "--json", "--tenant", "gamma", "--db", db).output) == ["Porto"]
+    assert objects(run("facts", "--user", "u2", "--json", "--db", db).output) == []
+    r = run("forget", "--user", "u1", "--everything", "--yes", "--tenant", "acme", "--db", db)
+    assert r.exit_code == 0 and "forgot 1 fact" in r.output and "in tenant 'acme'" in r.output
+    assert objects(run("facts", "--user", "u1", "--json", "--tenant", "acme", "--db", db).output) == []
+    assert objects(run("facts", "--user", "u1", "--json", "--tenant", "beta", "--db", db).output) == ["Oslo"]
+
+
+def test_forget_everything_of_a_user_with_nothing_stored_fails(tmp_path: Path) -> None:
+    db = _two_tenants(tmp_path)
+    r = runner.invoke(app, ["forget", "--user", "u1", "--everything", "--yes", "--db", db])
+    assert r.exit_code != 0 and isinstance(r.exception, NotFoundError)
+    assert "user 'u1' has nothing stored in tenant 'default'" in str(r.exception)
+    r = runner.invoke(app, ["forget", "--user", "u1", "--everything", "--db", db], input="y\n")
+    assert isinstance(r.exception, NotFoundError) and "Delete everything" not in r.output  # refused before asking
+    assert objects(run("facts", "--user", "u1", "--json", "--tenant", "acme", "--db", db).output) == ["Porto"]
+
+
+def test_forget_prints_a_readable_line_or_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "id": "f1aaaaaa",
+                              "valid_from": "2018-01-01"},
+                             {"subject": "Maya", "relation": "lives_in", "object": "Lisbon", "id": "f2bbbbbb",
+                              "valid_from": "2021-01-01"},
+                             {"subject": "Maya", "relation": "likes", "object": "jazz", "id": "f3cccccc"}]))
+    run("add-facts", str(f), "--user", "u1", "--db", db)
+    r = run("forget", "--user", "u1", "--fact", "f2bbbbbb", "--db", db)
+    assert r.exit_code == 0 and "ForgetResult" not in r.output and "=" not in r.output
+    assert "forgot 1 fact, 0 turns, 0 sessions and 1 entity of user 'u1' in tenant 'default'" in r.output
+    assert "1 fact it had closed holds again" in r.output  # Porto holds again
+    r = run("forget", "--user", "u1", "--fact", "f3cccccc", "--json", "--db", db)
+    data = json.loads(r.stdout)
+    assert data["facts_deleted"] == 1 and data["reopened"] == 0 and data["warnings"] == []
+    r = run("forget", "--user", "u1", "--everything", "--yes", "--json", "--db", db)
+    assert json.loads(r.stdout)["facts_deleted"] == 1
+
+
+@pytest.mark.parametrize("targets", [(), ("--fact", "f1", "--session", "s1"), ("--session", "s1", "--everything")])
+def test_forget_names_its_cli_options_when_not_given_one_target(tmp_path: Path, targets: tuple[str, ...]) -> None:
+    db = str(tmp_path / "m.db")
+    Memory(db).close()
+    r = runner.invoke(app, ["forget", "--user", "u1", *targets, "--db", db])
+    assert r.exit_code == 2, r.output
+    assert "--fact" in r.output and "--session" in r.output and "--everything" in r.output
+    assert "fact_id" not in r.output and "everything=True" not in r.output

@@ -140,3 +140,82 @@ def test_cli_add_goes_through_memory_add(tmp_path: Path, monkeypatch: pytest.Mon
     assert len(extraction_calls) == expected > sum(len(chunk_turns(s.messages)) for s in conv.sessions)
     with Memory(db, embedder=False) as mem:
         assert len(mem.store.messages("maya")) == 17 and mem.store.messages("maya", pending_only=True) == []
+
+
+def _acme_session(db: str) -> None:
+    """Tenant acme's user u1 (not the default tenant's u1) with an open session s2."""
+    with Memory(db, tenant="acme", llm=SessionLLM(), embedder=False) as mem:
+        mem.add(conv("I moved to Munich.", "Wow!", prefix="a", ts="2023-02-01T10:00:00Z"), user_id="u1",
+                session_id="s2")
+
+
+def test_end_idle_sweeps_every_tenant_unless_given_one(db: str) -> None:
+    _acme_session(db)
+    r = run("session", "end-idle", "--idle", "0.000001", "--tenant", "acme", "--db", db)
+    assert r.exit_code == 0 and r.output == "ended u1/s2 in tenant acme\n"
+    with Memory(db, tenant="acme", embedder=False) as mem:
+        mem.add(conv("Still in Munich.", prefix="b"), user_id="u1", session_id="s3")
+    r = run("session", "end-idle", "--idle", "0.000001", "--db", db)
+    assert r.exit_code == 0 and r.output.splitlines() == ["ended u1/s1", "ended u1/s3 in tenant acme"]
+    for tenant in ("default", "acme"):
+        with Memory(db, tenant=tenant, embedder=False) as mem:
+            assert all(s.ended_at is not None for s in mem.sessions(user_id="u1"))
+
+
+def test_session_list(db: str) -> None:
+    _acme_session(db)
+    r = run("session", "list", "--user", "u1", "--json", "--db", db)
+    assert r.exit_code == 0
+    assert json.loads(r.stdout) == [{"id": "s1", "started_at": "2023-01-10T10:00:00+00:00", "ended_at": None,
+                                     "agent_id": None}]
+    run("session", "end", "--user", "u1", "--session", "s2", "--tenant", "acme", "--ended-at", "2023-02-01T12:00:00Z",
+        "--db", db)
+    (s2,) = json.loads(run("session", "list", "--user", "u1", "--json", "--tenant", "acme", "--db", db).stdout)
+    assert s2["id"] == "s2" and s2["ended_at"] == "2023-02-01T12:00:00+00:00"
+    r = run("session", "list", "--user", "u1", "--tenant", "acme", "--db", db)
+    assert r.exit_code == 0 and "s2" in r.stdout and "2023-02-01T12:00:00" in r.stdout
+    r = run("session", "list", "--user", "nobody", "--db", db)
+    assert r.exit_code == 0 and r.stdout == "" and "no sessions for user 'nobody'" in r.output
+
+
+def test_session_commands_take_a_tenant(db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _acme_session(db)
+    r = run("session", "end", "--user", "u1", "--session", "s2", "--db", db)  # the default tenant has no s2
+    assert r.exit_code == 0 and "the summary is unchanged" in r.output
+    r = run("session", "end", "--user", "u1", "--session", "s2", "--tenant", "acme", "--json", "--db", db)
+    assert json.loads(r.stdout) == {"session_id": "s2", "turns_flushed": 0, "turns_stored": 0, "summary": SUMMARY}
+    assert run("session", "summary", "--user", "u1", "--db", db).stdout == ""
+    assert run("session", "summary", "--user", "u1", "--tenant", "acme", "--db", db).stdout.strip() == SUMMARY
+    monkeypatch.setenv("CHRONOMEM_TENANT", "acme")
+    f = tmp_path / "chat.json"
+    f.write_text(json.dumps([{"role": "user", "content": "Where do I live?"}]))
+    out = json.loads(run("session", "context", str(f), "--user", "u1", "--db", db).stdout)
+    assert out[0]["role"] == "system" and SUMMARY in out[0]["content"]
+
+
+def test_session_end_reports_the_keys_of_the_mcp_tool(db: str) -> None:
+    from test_mcp import call
+
+    from chronomem.server.mcp import build_mcp
+
+    cli_keys = set(json.loads(run("session", "end", "--user", "u1", "--session", "s1", "--json", "--db", db).stdout))
+    with Memory(db, llm=SessionLLM(), embedder=False) as mem:
+        mem.add(conv("I moved to Munich.", prefix="m"), user_id="u1", session_id="s9")
+        out = call(build_mcp(mem, "u1"), "end_session", {"session_id": "s9"})
+    assert isinstance(out, dict) and set(out) == cli_keys == {"session_id", "turns_flushed", "turns_stored", "summary"}
+
+
+def test_ask_takes_the_answer_method_and_a_tenant(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[str, str]] = []
+    real_answer = Memory.answer
+
+    def spy(self, question, **kw):  # type: ignore[no-untyped-def]
+        seen.append((self.tenant, kw["method"]))
+        return real_answer(self, question, **kw)
+
+    monkeypatch.setattr(Memory, "answer", spy)
+    for args in ((), ("--method", "rsum"), ("--method", "real", "--tenant", "acme")):
+        r = run("ask", "Where does Maya live?", "--user", "u1", "--json", "--no-embeddings", *args, "--db", db)
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["answer"] in (SUMMARY, "Not mentioned")  # rsum: no summary yet
+    assert seen == [("default", "real+rsum"), ("default", "rsum"), ("acme", "real")]

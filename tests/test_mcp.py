@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
 from test_extract_pipeline import ScriptedLLM
 
 from chronomem import Memory
@@ -24,10 +26,74 @@ def test_tools_are_listed_and_scoped_to_one_user(tmp_path) -> None:
         mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="other")
         server = build_mcp(mem, "u1")
         names = {t.name for t in asyncio.run(server.list_tools())}
-        assert {"remember", "recall", "answer", "timeline", "end_session", "summary", "forget"} <= names
+        assert {"remember", "recall", "answer", "timeline", "sessions", "end_session", "summary", "forget"} <= names
         out = call(server, "remember", {"text": "I live in Berlin and work at Acme.", "speaker": "Maya"})
-        assert any("Berlin" in a for a in out["added"]) and any("Acme" in a for a in out["added"])
+        assert sorted(f["object"] for f in out["added"]) == ["Acme", "Berlin"]
         tl = call(server, "timeline", {"subject": "Maya"})
         assert sorted(f["object"] for f in tl) == ["Acme", "Berlin"]  # not the other user's Porto
         rec = call(server, "recall", {"query": "Where does Maya live?"})
         assert "Berlin" in rec["context"] and "Porto" not in rec["context"]
+
+
+def test_remember_and_answer_return_facts_with_ids_and_dates(tmp_path, monkeypatch) -> None:
+    from test_memory_sessions import SessionLLM
+
+    with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
+        server = build_mcp(mem, "u1")
+        out = call(server, "remember", {"text": "I live in Berlin and work at Acme.", "speaker": "Maya",
+                                        "timestamp": "2023-01-10T10:00:00Z"})
+        added = out["added"]
+        assert sorted(f["object"] for f in added) == ["Acme", "Berlin"] and len({f["id"] for f in added}) == 2
+        assert all(f["valid_from"].startswith("2023-01-10") and f["valid_to"] is None and "confidence" in f
+                   for f in added)
+        berlin = next(f for f in added if f["object"] == "Berlin")
+        moved = call(server, "remember", {"text": "I moved to Munich.", "speaker": "Maya",
+                                          "timestamp": "2024-03-01T10:00:00Z"})
+        assert [f["id"] for f in moved["closed"]] == [berlin["id"]] and moved["closed"][0]["valid_to"]
+        seen: list[str] = []
+        real_answer = Memory.answer
+
+        def spy(self, question, **kw):  # type: ignore[no-untyped-def]
+            seen.append(kw["method"])
+            return real_answer(self, question, **kw)
+
+        monkeypatch.setattr(Memory, "answer", spy)
+        ans = call(server, "answer", {"question": "Where does Maya live now?", "method": "real"})
+        assert ans["answer"] == "Munich" and any(f["object"] == "Munich" and f["id"] for f in ans["evidence"])
+        call(server, "answer", {"question": "Where does Maya live?"})
+        assert seen == ["real", "real+rsum"]
+        with pytest.raises(ToolError, match="real\\+rsum"):  # the transport sends it as an error result
+            asyncio.run(server.call_tool("answer", {"question": "x", "method": "best"}))
+        gone = call(server, "forget", {"fact_id": next(f["id"] for f in added if f["object"] == "Acme")})
+        assert gone["facts_deleted"] == 1
+
+
+def test_sessions_end_session_and_forget_everything(tmp_path) -> None:
+    from test_memory_sessions import SessionLLM
+
+    with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
+        server = build_mcp(mem, "u1")
+        assert {"sessions", "forget"} <= {t.name for t in asyncio.run(server.list_tools())}
+        assert call(server, "sessions", {}) == []
+        call(server, "remember", {"text": "I live in Berlin.", "speaker": "Maya", "session_id": "s1",
+                                  "timestamp": "2023-01-10T10:00:00Z"})
+        assert call(server, "sessions", {}) == [{"id": "s1", "started_at": "2023-01-10T10:00:00+00:00",
+                                                 "ended_at": None, "agent_id": None}]
+        end = call(server, "end_session", {"session_id": "s1", "ended_at": "2023-01-10T11:00:00Z"})
+        assert set(end) == {"session_id", "turns_flushed", "turns_stored", "summary"} and end["summary"]
+        assert call(server, "sessions", {})[0]["ended_at"] == "2023-01-10T11:00:00+00:00"
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="other")
+        gone = call(server, "forget", {"everything": True})
+        assert gone["facts_deleted"] == 1 and gone["sessions_deleted"] == 1 and gone["messages_deleted"] == 1
+        assert call(server, "sessions", {}) == [] and call(server, "timeline", {"subject": "Maya"}) == []
+        assert [f.object for f in mem.facts(user_id="other")] == ["Porto"]  # only this server's user
+
+
+def test_the_server_serves_the_tenant_of_its_memory(tmp_path) -> None:
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+        acme = mem.for_tenant("acme")
+        acme.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Oslo"}], user_id="u1")
+        tl = call(build_mcp(acme, "u1"), "timeline", {"subject": "Maya"})
+        assert [f["object"] for f in tl] == ["Oslo"]
+        acme.close()

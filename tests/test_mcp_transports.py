@@ -169,7 +169,7 @@ async def exercise(session: ClientSession) -> None:
     out = data(await session.call_tool("remember", {"text": "I live in Berlin now.", "speaker": "Maya",
                                                     "session_id": "s1", "timestamp": "2024-05-01T10:00:00"}))
     assert out["session_id"] == "s1" and out["stored"] == 1
-    assert any("Berlin" in a for a in out["added"])
+    assert any(f["object"] == "Berlin" and f["id"] for f in out["added"])
 
     rec = data(await session.call_tool("recall", {"query": "Where does Maya live?"}))
     assert "Berlin" in rec["context"] and "Porto" not in rec["context"]
@@ -177,7 +177,7 @@ async def exercise(session: ClientSession) -> None:
     assert "Acme" in past["context"] and "Berlin" not in past["context"]
 
     ans = data(await session.call_tool("answer", {"question": "Where does Maya live?"}))
-    assert ans["answer"] and any("Berlin" in e for e in ans["evidence"])
+    assert ans["answer"] and any(f["object"] == "Berlin" for f in ans["evidence"])
 
     end = data(await session.call_tool("end_session", {"session_id": "s1"}))
     assert end["turns_flushed"] == 0 and end["summary"] == SUMMARY  # unbuffered: turns were already stored

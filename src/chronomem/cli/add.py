@@ -13,6 +13,7 @@ from ..extract.formats import ConversationInput, load_conversations
 from ..config import Config
 from ..extract.pipeline import AddResult
 from ..memory import Memory
+from .core import TenantOpt, open_memory
 
 console = Console(stderr=True)
 
@@ -54,6 +55,7 @@ def add_command(
     llm: Annotated[Optional[str], typer.Option("--llm", help="Model spec (default: configured)")] = None,
     db: Annotated[Optional[str], typer.Option("--db", help="Database path or URL")] = None,
     no_extract: Annotated[bool, typer.Option("--no-extract", help="Store only; extract later with `chronomem session end` (or Memory.extract_pending)")] = False,
+    tenant: TenantOpt = None,
 ) -> None:
     """Store a conversation verbatim and extract its facts (one LLM call per chunk of turns).
 
@@ -61,7 +63,7 @@ def add_command(
     (CHRONOMEM_REDIS_URL) the turns are buffered until ``chronomem session end``.
     """
     convs = load_conversations(file, sample=sample)
-    with Memory(db, llm=llm, config=Config.load(chunk_size=chunk_size)) as mem:
+    with open_memory(db, tenant, llm=llm, config=Config.load(chunk_size=chunk_size)) as mem:
         totals = {"stored": 0, "skipped": 0, "chunks": 0, "added": 0, "closed": 0, "reinforced": 0,
                   "failed": 0}
         warnings: list[str] = []

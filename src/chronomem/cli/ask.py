@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from enum import Enum
 from typing import Annotated, Any, Optional
 
 import typer
@@ -11,12 +12,18 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.tree import Tree
 
-from ..memory import Memory
 from ..retrieve.beam import SearchConfig
 from ..retrieve.search import ANSWER_CONFIG, SearchResult, Trace
+from .core import DbOpt, TenantOpt, open_memory
 from .render import console, facts_table
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")]
+
+class Method(str, Enum):
+    """``Memory.answer``'s methods (:data:`chronomem.answering.METHODS`)."""
+
+    real = "real"
+    rsum = "rsum"
+    real_rsum = "real+rsum"
 
 
 def trace_tree(trace: Trace) -> Tree:
@@ -73,10 +80,13 @@ def ask_cmd(question: Annotated[str, typer.Argument(help="The question")],
             top_k: Annotated[int, typer.Option("--top-k", help="paths to keep")] = 10,
             no_embeddings: Annotated[bool, typer.Option("--no-embeddings",
                                                         help="lexical relevance only (no embedding model)")] = False,
+            method: Annotated[Method, typer.Option(
+                "--method", help="real: graph evidence and stored turns; rsum: the session summary only; "
+                                 "real+rsum: both (not used with --search-only)")] = Method.real_rsum,
             as_json: Annotated[bool, typer.Option("--json")] = False,
-            db: DbOpt = None) -> None:
+            db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Answer QUESTION from a user's memory (REAL retrieval + the configured model)."""
-    with Memory(db) as mem:
+    with open_memory(db, tenant, existing=True) as mem:
         out: dict[str, Any]
         base = SearchConfig() if search_only else ANSWER_CONFIG
         cfg = replace(base, embeddings=False) if no_embeddings else base
@@ -85,7 +95,8 @@ def ask_cmd(question: Annotated[str, typer.Argument(help="The question")],
             trace, evidence, context = res.trace, res.facts, res.context
             out = {"answer": None, "context_tokens": res.context_tokens}
         else:
-            ans = mem.answer(question, user_id=user, as_of=as_of, top_k=top_k, speaker=speaker, config=cfg)
+            ans = mem.answer(question, user_id=user, as_of=as_of, method=method.value, top_k=top_k,
+                             speaker=speaker, config=cfg)
             trace, evidence, context = ans.trace, ans.evidence, ans.context
             out = {"answer": ans.text, "context_tokens": ans.context_tokens, "usage": ans.usage}
         if as_json:

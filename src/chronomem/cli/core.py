@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -10,13 +11,70 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.console import Console
 
-from ..errors import ValidationError
+from ..config import Config, config_path
+from ..errors import NotFoundError, ValidationError
+from ..forgetting import ForgetResult
+from ..keys import DEFAULT_TENANT, check_tenant
 from ..memory import Memory
+from ..validation import check_user
 from .render import console, facts_table
+
+ENV_TENANT = "CHRONOMEM_TENANT"
 
 DbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")]
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="User id")]
+TenantOpt = Annotated[Optional[str], typer.Option(
+    "--tenant", envvar=ENV_TENANT, show_default=False,
+    help="the tenant the user lives in (default: the default tenant, 'default')")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+status = Console(stderr=True, highlight=False)  # status lines; stdout carries the data
+
+
+# --------------------------------------------------------------------------- opening the memory
+
+
+def sqlite_file(location: str) -> str | None:
+    """The SQLite file a database location names; None for a server URL or an in-memory database."""
+    if location.startswith("sqlite:///"):
+        location = location[len("sqlite:///"):]
+    elif "://" in location:  # postgresql://… (or a scheme open_store refuses with its own message)
+        return None
+    return None if location in ("", ":memory:") else location
+
+
+def require_existing_db(db: str | None) -> None:
+    """Refuse a SQLite file given by ``--db`` (or ``$CHRONOMEM_DB``, or ``db`` in the config file) that
+    does not exist, before anything opens it: opening would create an empty database, and a command
+    that only reads or deletes would then report "nothing there" for a mistyped path.  The default
+    location (the user data dir) and server URLs are left to the store."""
+    if db is not None:
+        where, location = "--db", db
+    else:
+        location = Config.load().db  # $CHRONOMEM_DB over the config file; "" = the default location
+        where = "CHRONOMEM_DB" if os.environ.get("CHRONOMEM_DB") else f"db in {config_path()}"
+    path = sqlite_file(location)
+    if path is not None and not Path(path).exists():
+        raise NotFoundError(f"{where} names no database: {path} does not exist (this command only reads or "
+                            f"deletes, so it creates none; check the path)")
+
+
+def open_memory(db: str | None, tenant: str | None = None, *, existing: bool = False, **kwargs: Any) -> Memory:
+    """The CLI's one way to open a :class:`Memory`: at ``db`` (default: the configured location), bound
+    to ``tenant`` (default: the default tenant).  ``existing``: for commands that only read or delete,
+    refuse a database file that does not exist (:func:`require_existing_db`) instead of creating it."""
+    if tenant is not None:
+        check_tenant(tenant)
+    if existing:
+        require_existing_db(db)
+    return Memory(db, tenant=tenant, **kwargs)
+
+
+def in_tenant(mem: Memory) -> str:
+    """`` in tenant 'acme'`` for a tenant other than the default, else nothing (for status lines)."""
+    return "" if mem.tenant == DEFAULT_TENANT else f" in tenant {mem.tenant!r}"
 
 
 def read_records(path: Path) -> list[Any]:
@@ -40,14 +98,14 @@ def read_records(path: Path) -> list[Any]:
     return data if isinstance(data, list) else [data]
 
 
-def add_facts_cmd(file: Path, user: UserOpt, db: DbOpt = None) -> None:
+def add_facts_cmd(file: Path, user: UserOpt, db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Add structured facts from a JSON or JSONL file."""
     records = read_records(file)
     if records and isinstance(records[0], dict) and "facts" in records[0] and len(records) == 1:
         records = records[0]["facts"]
     if not records:
         raise ValidationError("file", str(file), "holds no facts")
-    with Memory(db) as mem:
+    with open_memory(db, tenant) as mem:
         rep = mem.add_facts(records, user_id=user)
     console.print(f"added {len(rep.added)}, closed {len(rep.closed)}, reinforced {len(rep.reinforced)}")
 
@@ -56,47 +114,91 @@ def facts_cmd(user: UserOpt, subject: Annotated[Optional[str], typer.Option("--s
               relation: Annotated[Optional[str], typer.Option("--relation", "-r")] = None,
               as_of: Annotated[Optional[str], typer.Option("--as-of", help="ISO date or datetime")] = None,
               all_: Annotated[bool, typer.Option("--all", help="include unstable (low-confidence) facts")] = False,
-              as_json: Annotated[bool, typer.Option("--json")] = False, db: DbOpt = None) -> None:
+              as_json: JsonOpt = False, db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Show the facts valid now (or at --as-of)."""
-    with Memory(db) as mem:
+    with open_memory(db, tenant, existing=True) as mem:
         facts = mem.facts(user_id=user, subject=subject, relation=relation, as_of=as_of, include_unstable=all_)
         if as_json:
             console.print_json(json.dumps([f.to_dict() for f in facts]))
         elif not facts:
             about = "".join(f" {k} {v!r}" for k, v in (("about", subject), ("with relation", relation)) if v)
-            console.print(f"no facts{about} for user {user!r} valid {as_of or 'now'}"
+            console.print(f"no facts{about} for user {user!r}{in_tenant(mem)} valid {as_of or 'now'}"
                           + ("" if all_ else " (--all also shows unstable ones)"), markup=False)
         else:
             console.print(facts_table(facts, f"facts of {user} valid {as_of or 'now'}", mem.config.theta_stable))
 
 
 def history_cmd(user: UserOpt, subject: str, relation: Annotated[Optional[str], typer.Argument()] = None,
-                as_json: Annotated[bool, typer.Option("--json")] = False, db: DbOpt = None) -> None:
+                as_json: JsonOpt = False, db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Show every version of SUBJECT's facts (optionally of one RELATION), oldest first."""
-    with Memory(db) as mem:
+    with open_memory(db, tenant, existing=True) as mem:
         facts = mem.history(user_id=user, subject=subject, relation=relation)
         if as_json:
             console.print_json(json.dumps([f.to_dict() for f in facts]))
         elif not facts:
             console.print(f"no facts about {subject!r}" + (f" with relation {relation!r}" if relation else "")
-                          + f" for user {user!r}, at any time", markup=False)  # ids are not rich markup
+                          + f" for user {user!r}{in_tenant(mem)}, at any time", markup=False)  # ids are not rich markup
         else:
             console.print(facts_table(facts, f"history of {subject}", mem.config.theta_stable))
 
 
-def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fact")] = None,
-               session: Annotated[Optional[str], typer.Option("--session")] = None,
-               everything: Annotated[bool, typer.Option("--everything")] = False,
+def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fact", help="a fact id (or its start, as "
+                                                                                "the tables show it)")] = None,
+               session: Annotated[Optional[str], typer.Option("--session", help="a session id: its turns, facts "
+                                                                                "and summary")] = None,
+               everything: Annotated[bool, typer.Option("--everything", help="everything stored about the "
+                                                                             "user")] = False,
                yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")] = False,
-               db: DbOpt = None) -> None:
-    """Delete a fact, a session or everything of a user, for real."""
-    if everything and not yes:
-        typer.confirm(f"Delete everything stored for {user}?", abort=True)
-    with Memory(db) as mem:
+               as_json: JsonOpt = False, db: DbOpt = None, tenant: TenantOpt = None) -> None:
+    """Delete a fact, a session or everything of a user, for real (give exactly one of --fact, --session,
+    --everything).  Forgetting everything of a user who has nothing stored is an error (exit 2): it
+    usually means a wrong --user, --tenant or --db."""
+    if sum((fact is not None, session is not None, everything)) != 1:
+        raise typer.BadParameter("give exactly one of --fact ID, --session ID or --everything")
+    with open_memory(db, tenant, existing=True) as mem:
+        if everything:
+            confirm_forget_everything(mem, user, yes)
         if fact is not None:
             fact = full_fact_id(mem, user, fact)
         res = mem.forget(user_id=user, fact_id=fact, session_id=session, everything=everything)
-    console.print(res)
+    if everything and not (res.facts_deleted or res.messages_deleted or res.sessions_deleted
+                           or res.entities_deleted):
+        raise nothing_stored(user, mem.tenant)  # a session buffer was checked: it held nothing either
+    for w in res.warnings:
+        status.print(f"warning: {w}", markup=False, soft_wrap=True)
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(res)))
+    else:
+        status.print(forget_report(res, user, mem.tenant), markup=False, soft_wrap=True)
+
+
+def nothing_stored(user: str, tenant: str) -> NotFoundError:
+    return NotFoundError(f"user {user!r} has nothing stored in tenant {tenant!r} (check --user, --tenant "
+                         f"and --db); nothing was deleted")
+
+
+def confirm_forget_everything(mem: Memory, user: str, yes: bool) -> None:
+    """Refuse a user with nothing stored (unless a session buffer may hold their turns), then ask."""
+    if check_user(user) not in mem.users() and not mem.buffered:
+        raise nothing_stored(user, mem.tenant)
+    if not yes:
+        typer.confirm(f"Delete everything stored for user {user!r} in tenant {mem.tenant!r}?", abort=True)
+
+
+def counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def forget_report(res: ForgetResult, user: str, tenant: str) -> str:
+    """One readable line: what ``forget`` deleted and repaired."""
+    line = (f"forgot {counted(res.facts_deleted, 'fact', 'facts')}, "
+            f"{counted(res.messages_deleted, 'turn', 'turns')}, "
+            f"{counted(res.sessions_deleted, 'session', 'sessions')} and "
+            f"{counted(res.entities_deleted, 'entity', 'entities')} of user {user!r} in tenant {tenant!r}")
+    extras = [counted(res.reopened, "fact it had closed holds again", "facts it had closed hold again"),
+              counted(res.summaries_rebuilt, "later summary rebuilt", "later summaries rebuilt"),
+              counted(res.cache_entries_deleted, "cached model entry purged", "cached model entries purged")]
+    return line + "".join(f"; {e}" for e in extras if not e.startswith("0 "))
 
 
 def full_fact_id(mem: Memory, user: str, given: str) -> str:
@@ -111,11 +213,11 @@ def full_fact_id(mem: Memory, user: str, given: str) -> str:
 
 
 def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
-               db: DbOpt = None) -> None:
+               db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Export a user's memory as JSON (stdout or --out)."""
     if out is not None and out.is_dir():
         raise ValidationError("--out", str(out), "is a directory; give a file name")
-    with Memory(db) as mem:
+    with open_memory(db, tenant, existing=True) as mem:
         text = json.dumps(mem.export(user_id=user), ensure_ascii=False, indent=1)
     if out:
         write_atomically(out, text)
@@ -134,14 +236,15 @@ def write_atomically(path: Path, text: str) -> None:
         raise ValidationError("--out", str(path), f"cannot be written: {e.strerror or e}") from None
 
 
-def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option("--user", "-u")] = None,
-               db: DbOpt = None) -> None:
+def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(
+                   "--user", "-u", help="User id to import into (default: the export's own)")] = None,
+               db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Import a JSON export (optionally into another user id)."""
     records = read_records(file)
     if len(records) != 1 or not isinstance(records[0], dict):
         raise ValidationError("file", str(file), "is not a chronomem export (one JSON object, as written by "
                                                  "`chronomem export`)")
-    with Memory(db) as mem:
+    with open_memory(db, tenant) as mem:
         counts = mem.import_(records[0], user_id=user)
     console.print(counts)
 
@@ -170,7 +273,7 @@ DemoDbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or
 def demo_cmd(db: DemoDbOpt = None) -> None:
     """Run the demo on the embedded default (SQLite, local model; no key, no server)."""
     path = db or str(Path(".chronomem") / "demo.db")
-    with Memory(path) as mem:
+    with open_memory(path) as mem:
         try:  # the model-backed demo, when the write path is present
             full_demo = importlib.import_module(f"{__package__}.demo")
         except ModuleNotFoundError as e:

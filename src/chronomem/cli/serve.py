@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from .core import open_memory
+
 if TYPE_CHECKING:
     from ..memory import Memory
 
@@ -39,13 +41,12 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
 
     import uvicorn
 
-    from ..memory import Memory
     from ..server import create_app
     from ..server.auth import check_exposure
 
     from ..summarize.idle import start_idle_sweeper
 
-    mem = Memory(db)
+    mem = open_memory(db)
     app = create_app(mem, owns_memory=True, loopback_hosts_while_open=True)
     try:
         check_exposure(host, app.state.tenancy)

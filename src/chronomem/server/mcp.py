@@ -1,16 +1,20 @@
 """An MCP server: chronomem's memory as tools for agents (Claude Desktop, IDEs, agent frameworks).
 
-``chronomem mcp --user U`` serves over stdio; ``--transport http`` over
-streamable HTTP at ``/mcp``.  The user id is fixed per server process so an
-agent cannot read another user's memory by naming them.
+``chronomem mcp --user U [--tenant T]`` serves over stdio; ``--transport http`` over
+streamable HTTP at ``/mcp``.  The user id (and the tenant, bound by the ``Memory``
+given) is fixed per server process so an agent cannot read another user's memory
+by naming them.
 
-Tools: ``remember``, ``recall``, ``answer``, ``timeline``, ``end_session``,
-``summary``, ``forget``.  They call :class:`~chronomem.AsyncMemory` (the
-``Memory`` API, one worker thread, calls in order), so a slow model call
-never blocks the transport.  A :class:`~chronomem.errors.ChronomemError`
-reaches the agent as a tool error result carrying its message ("invalid
-as_of=…", "user 'u' has no fact 'f1'"), which the agent can read and act
-on; anything else is a server fault and stays in the server log.
+Tools: ``remember``, ``recall``, ``answer``, ``timeline``, ``sessions``,
+``end_session``, ``summary``, ``forget``.  Facts come back as dicts (``id``,
+``subject``, ``relation``, ``object``, ``valid_from``, ``valid_to``, ``confidence``,
+``text`` …) whichever tool returns them, so an agent can forget a fact by its
+id.  The tools call :class:`~chronomem.AsyncMemory` (the ``Memory`` API, one
+worker thread, calls in order), so a slow model call never blocks the transport.
+A :class:`~chronomem.errors.ChronomemError` reaches the agent as a tool error
+result carrying its message ("invalid as_of=…", "user 'u' has no fact 'f1'"),
+which the agent can read and act on; anything else is a server fault and stays
+in the server log.
 
 The HTTP transport is never open without authentication off loopback:
 :func:`check_http_exposure` refuses a non-loopback host unless a bearer
@@ -27,14 +31,18 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from typing import Any, ParamSpec, TypeVar
+from dataclasses import asdict
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
 
 from ..async_memory import AsyncMemory
 from ..errors import ChronomemError, ConfigError
 from ..memory import Memory
+from ..model import Fact, Session
+from ..timeutil import iso
 from .hosts import LoopbackHostsOnly, is_loopback
 
 __all__ = ["ENV_MCP_TOKEN", "build_mcp", "check_http_exposure", "http_app", "is_loopback", "serve_http"]
@@ -66,9 +74,9 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     server = MCPServer("chronomem", instructions=(
         "Long-term memory of the user. Call `remember` with what the user tells you about "
         "themselves, `recall` or `answer` before replying to questions about their past, "
-        "`timeline` to see how something changed, `end_session` when a conversation is over "
-        "(this writes the session summary), `summary` for what is known overall, and `forget` "
-        "to delete a fact or a session for good."))
+        "`timeline` to see how something changed, `sessions` to list the conversations, `end_session` "
+        "when a conversation is over (this writes the session summary), `summary` for what is known "
+        "overall, and `forget` to delete a fact, a session or everything about the user for good."))
 
     @server.tool(description="Store a conversation turn verbatim and extract facts from it. Give the same "
                              "session_id for the turns of one conversation.")
@@ -78,7 +86,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
         res = await amem.add([{"speaker": speaker, "text": text}], user_id=user_id, session_id=session_id,
                              timestamp=timestamp)
         return {"session_id": res.session_id, "stored": res.messages_stored,
-                "added": [f.render() for f in res.added], "closed": [f.render() for f in res.closed],
+                "added": [_fact(f) for f in res.added], "closed": [_fact(f) for f in res.closed],
                 "warnings": res.warnings}
 
     @server.tool(description="Facts relevant to a query, with validity intervals and sources. as_of "
@@ -88,11 +96,14 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
         res = await amem.search(query, user_id=user_id, as_of=as_of, top_k=top_k)
         return {"context": res.context, "facts": [_fact(f) for f in res.facts]}
 
-    @server.tool(description="Answer a question from memory; says 'Not mentioned' when memory has nothing.")
+    @server.tool(description="Answer a question from memory; says 'Not mentioned' when memory has nothing. "
+                             "method: 'real+rsum' (default: facts, stored turns and the summary), 'real' (facts "
+                             "and stored turns) or 'rsum' (the summary only).")
     @_agent_errors
-    async def answer(question: str, as_of: str | None = None) -> dict[str, Any]:
-        ans = await amem.answer(question, user_id=user_id, as_of=as_of)
-        return {"answer": ans.text, "evidence": [f.render() for f in ans.evidence]}
+    async def answer(question: str, as_of: str | None = None,
+                     method: Literal["real", "rsum", "real+rsum"] = "real+rsum") -> dict[str, Any]:
+        ans = await amem.answer(question, user_id=user_id, as_of=as_of, method=method)
+        return {"answer": ans.text, "evidence": [_fact(f) for f in ans.evidence]}
 
     @server.tool(description="Every version of a subject's facts (optionally one relation), oldest first, "
                              "including the ones that stopped holding.")
@@ -100,11 +111,19 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     async def timeline(subject: str, relation: str | None = None) -> list[dict[str, Any]]:
         return [_fact(f) for f in await amem.history(user_id=user_id, subject=subject, relation=relation)]
 
-    @server.tool(description="End a conversation session: extract what is left and update the summary.")
+    @server.tool(description="The user's conversation sessions, oldest first: id, started_at, ended_at "
+                             "(null while open) and agent_id.")
+    @_agent_errors
+    async def sessions() -> list[dict[str, Any]]:
+        return [_session(s) for s in await amem.sessions(user_id=user_id)]
+
+    @server.tool(description="End a conversation session: extract what is left and update the summary. "
+                             "Returns session_id, turns_flushed (buffered turns written), turns_stored (of "
+                             "those, the new ones) and summary.")
     @_agent_errors
     async def end_session(session_id: str, ended_at: str | None = None) -> dict[str, Any]:
         res = await amem.end_session(user_id=user_id, session_id=session_id, ended_at=ended_at)
-        return {"session_id": session_id, "turns_flushed": len(res.flushed),
+        return {"session_id": session_id, "turns_flushed": len(res.flushed), "turns_stored": len(res.stored),
                 "summary": res.checkpoint.memory if res.checkpoint is not None else None}
 
     @server.tool(description="The user's running summary after the last ended session (as of an ISO date).")
@@ -112,20 +131,27 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     async def summary(as_of: str | None = None) -> dict[str, Any]:
         return {"summary": await amem.summary(user_id=user_id, as_of=as_of)}
 
-    @server.tool(description="Delete for good: one fact (fact_id) or one session with its turns and facts "
-                             "(session_id). Facts a forgotten fact had closed hold again.")
+    @server.tool(description="Delete for good exactly one of: a fact (fact_id), a session with its turns and "
+                             "facts (session_id), or everything stored about the user (everything=true). Facts "
+                             "a forgotten fact had closed hold again.")
     @_agent_errors
-    async def forget(fact_id: str | None = None, session_id: str | None = None) -> dict[str, Any]:
-        res = await amem.forget(user_id=user_id, fact_id=fact_id, session_id=session_id)
-        return {"facts_deleted": res.facts_deleted, "messages_deleted": res.messages_deleted,
-                "sessions_deleted": res.sessions_deleted, "reopened": res.reopened,
-                "warnings": res.warnings}
+    async def forget(fact_id: str | None = None, session_id: str | None = None,
+                     everything: Annotated[bool, Field(description="deletes everything stored about the user, "
+                                                                   "for good")] = False) -> dict[str, Any]:
+        res = await amem.forget(user_id=user_id, fact_id=fact_id, session_id=session_id, everything=everything)
+        return asdict(res)
 
     return server
 
 
-def _fact(f: Any) -> dict[str, Any]:
-    return json.loads(json.dumps(f.to_dict(), default=str))  # datetimes as ISO strings
+def _fact(f: Fact) -> dict[str, Any]:
+    """A fact for an agent: every field (datetimes as ISO strings), and ``rendered``, its one-line sentence."""
+    return {**json.loads(json.dumps(f.to_dict(), default=str)), "rendered": f.render()}
+
+
+def _session(s: Session) -> dict[str, Any]:
+    """The keys of REST's ``GET /v1/users/{u}/sessions`` and of ``chronomem session list --json``."""
+    return {"id": s.id, "started_at": iso(s.started_at), "ended_at": iso(s.ended_at), "agent_id": s.agent_id}
 
 
 # --------------------------------------------------------------------------- HTTP exposure
