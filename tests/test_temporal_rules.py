@@ -197,7 +197,7 @@ def test_batch_is_applied_in_order_within_one_call(mem: Memory) -> None:
 
 
 @pytest.mark.parametrize("rel", ["lives_in", "works_at", "job_title", "studies_at", "married_to",
-                                 "partner_of", "located_in", "born_in"])
+                                 "partner_of", "born_in"])
 def test_builtin_single_valued_relations(mem: Memory, rel: str) -> None:
     mem.add_facts([{"subject": "X", "relation": rel, "object": "A", "valid_from": "2010-01-01"},
                    {"subject": "X", "relation": rel, "object": "B", "valid_from": "2012-01-01"}], user_id=U)
@@ -205,7 +205,7 @@ def test_builtin_single_valued_relations(mem: Memory, rel: str) -> None:
 
 
 @pytest.mark.parametrize("rel", ["sibling_of", "friend_of", "parent_of", "child_of", "has_pet", "likes",
-                                 "dislikes", "owns", "hobby", "is_a"])
+                                 "dislikes", "owns", "hobby", "is_a", "located_in"])
 def test_builtin_multi_valued_relations(mem: Memory, rel: str) -> None:
     mem.add_facts([{"subject": "X", "relation": rel, "object": "A", "valid_from": "2010-01-01"},
                    {"subject": "X", "relation": rel, "object": "B", "valid_from": "2012-01-01"}], user_id=U)
@@ -255,3 +255,45 @@ def test_an_ending_named_unlike_the_open_fact_keeps_the_old_rule(mem: Memory) ->
     assert rep.closed == [] and rep.added[0].valid_from is None
     lives(mem, "Braga", end="2019-01-01")  # named like nothing
     assert [v for v in versions(mem) if v[0] == "Lisbon"] == [("Lisbon", "2015-01-01", None)]
+
+
+def managed() -> Memory:
+    return Memory(":memory:", llm="none", embedder=False,
+                  relations=[{"name": "reports_to", "single_valued": True, "inverse": "manages"}])
+
+
+def said(mem: Memory, s: str, r: str, o: str, start: str) -> None:
+    mem.add_facts([{"subject": s, "relation": r, "object": o, "valid_from": start}], user_id=U)
+
+
+def test_a_single_valued_slot_is_one_slot_from_either_side() -> None:
+    with managed() as mem:
+        said(mem, "Maya", "reports_to", "Bob", "2019-01-01")
+        said(mem, "Carol", "manages", "Maya", "2021-01-01")  # stated from the manager's side
+        now = mem.facts(user_id=U, subject="Maya", relation="reports_to")
+        assert [f.object for f in now] == ["Carol"]  # before: Bob and Carol
+        then = mem.facts(user_id=U, subject="Maya", relation="reports_to", as_of="2020-01-01")
+        assert [f.object for f in then] == ["Bob"]
+        [carol] = [f for f in mem.history(user_id=U, other_side=False) if f.object == "Maya"]
+        mem.forget(user_id=U, fact_id=carol.id)  # and forgetting it reopens Bob from either side
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", relation="reports_to")] == ["Bob"]
+
+
+def test_what_one_manages_is_not_whom_one_reports_to() -> None:
+    with managed() as mem:
+        said(mem, "Maya", "manages", "Tom", "2019-01-01")
+        said(mem, "Maya", "reports_to", "Dan", "2020-01-01")  # before: this closed "Maya manages Tom"
+        assert [(f.relation, f.object) for f in mem.history(user_id=U, other_side=False)] == \
+            [("manages", "Tom"), ("reports_to", "Dan")]
+        assert all(f.valid_to is None for f in mem.history(user_id=U, other_side=False))
+        said(mem, "Nina", "manages", "Tom", "2022-01-01")  # Tom's new manager closes Maya's management of him
+        assert [f.subject for f in mem.facts(user_id=U, object="Tom", relation="manages")] == ["Nina"]
+
+
+def test_a_place_is_in_each_of_its_containers_at_once() -> None:
+    with Memory(":memory:", llm="none", embedder=False) as mem:
+        for container, start in (("Germany", "2020-01-01"), ("Europe", "2021-01-01")):
+            mem.add_facts([{"subject": "Berlin", "relation": "located_in", "object": container,
+                            "valid_from": start}], user_id=U)
+        # before: located_in was single-valued, so Europe "moved" Berlin out of Germany in 2021
+        assert sorted(f.object for f in mem.facts(user_id=U, subject="Berlin")) == ["Europe", "Germany"]

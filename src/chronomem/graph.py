@@ -209,6 +209,21 @@ def validate_fact(d: Mapping[str, Any] | FactInput, registry: RelationRegistry, 
 FACT_IDENTITY = 2
 
 
+def slot_family(registry: RelationRegistry, relation: str) -> tuple[RelationSpec, tuple[str, ...]]:
+    """The spec that decides ``relation``'s slots, and the relations whose facts share them.
+
+    A relation and its inverse share their facts ("Carol manages Maya" is "Maya reports_to Carol").  When
+    the inverse is the single-valued one, it decides: a manager stated from either side replaces the last
+    (:func:`chronomem.temporal.in_slot` reads each fact from the single-valued side).
+    """
+    spec = registry.spec(relation)
+    if not spec.single_valued and spec.inverse is not None:
+        other = registry.spec(spec.inverse)
+        if other.single_valued:
+            spec = other
+    return spec, tuple(dict.fromkeys(r for r in (spec.name, spec.inverse) if r is not None))
+
+
 class _Batch:
     """The facts one ``apply`` can touch, indexed by (entity id, relation), and what it changed.
 
@@ -240,9 +255,7 @@ class _Batch:
     def _family(self, relation: str) -> tuple[RelationSpec, tuple[str, ...]]:
         found = self._families.get(relation)
         if found is None:
-            spec = self.registry.spec(relation)
-            found = self._families[relation] = (spec, tuple(dict.fromkeys(
-                r for r in (spec.name, spec.inverse) if r is not None)))
+            found = self._families[relation] = slot_family(self.registry, relation)
         return found
 
     def _near(self, new: Fact, family: tuple[str, ...]) -> list[Fact]:
@@ -366,11 +379,11 @@ class GraphWriter:
         changed: list[Fact] = []
         groups: dict[tuple[str, str], list[Fact]] = defaultdict(list)
         for f in facts:
-            groups[(f.subject_id or f.subject, self.registry.spec(f.relation).name)].append(f)
+            groups[(f.subject_id or f.subject, slot_family(self.registry, f.relation)[0].name)].append(f)
         for (_, rel), members in groups.items():
-            spec = self.registry.spec(rel)
+            spec, family = slot_family(self.registry, rel)
             ids = list({m.subject_id for m in members} | {m.object_id for m in members})
-            slot = self.store.facts(user_id, touching=ids, relations=[rel])  # type: ignore[arg-type]
+            slot = self.store.facts(user_id, touching=ids, relations=list(family))  # type: ignore[arg-type]
             changed.extend(rebuild_slot(slot, spec, self.key, self.theta))
         if changed:
             self.store.update_facts(user_id, changed)

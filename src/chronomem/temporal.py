@@ -160,12 +160,19 @@ def named_alike(a: str, b: str) -> bool:
     return bool(short) and long_[:len(short)] == short
 
 
+def holder(f: Fact, spec: RelationSpec) -> str:
+    """Whose single value of ``spec`` ``f`` states: its subject, or its object when ``f`` is stated with
+    the inverse relation ("Carol manages Maya" states Maya's ``reports_to``)."""
+    return f.object if f.relation != spec.name and f.relation == spec.inverse else f.subject
+
+
 def in_slot(a: Fact, b: Fact, spec: RelationSpec, key: Callable[[Fact], Key]) -> bool:
-    """Can stable facts ``a`` and ``b`` not both hold at once?"""
+    """Can stable facts ``a`` and ``b`` not both hold at once?  ``spec`` is the slot's relation;
+    ``a`` and ``b`` are facts of it or of its inverse."""
     if spec.single_valued:
         if spec.symmetric:
             return bool({a.subject, a.object} & {b.subject, b.object})
-        return a.subject == b.subject
+        return holder(a, spec) == holder(b, spec)
     return key(a) == key(b)
 
 
