@@ -101,7 +101,7 @@ BUILTIN_RELATIONS: tuple[RelationSpec, ...] = (
     _b("owns", "has", "possesses", obj="thing"),
     _b("hobby", "has_hobby", "hobbies", "pastime", obj="activity"),
     _b("is_a", "is_an", "instance_of", "type_of", "kind_of", "isa", obj="type"),
-    _b("located_in", "in_country", "part_of_region", "situated_in", single=True, obj="place"),
+    _b("located_in", "in_country", "part_of_region", "situated_in", obj="place"),  # in Germany and in Europe
     _b("born_in", "birthplace", "place_of_birth", single=True, obj="place"),
 )
 
