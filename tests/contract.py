@@ -402,6 +402,22 @@ def test_forgetting_a_repetition_takes_its_confidence_back(cmem: Memory) -> None
     assert cmem.history(user_id="u-copy")[0].confidence == refold([(0.8, []), (0.9, [])], theta)
 
 
+def test_forgetting_the_turn_that_gave_a_start_makes_it_unknown_again(cmem: Memory) -> None:
+    porto_sessions(cmem)  # s1: Maya lives in Porto since 2018; s2 and s3 below
+    cmem.forget(user_id=U, fact_id=cmem.history(user_id=U)[0].id)
+    lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"])  # left Porto, start unknown
+    lives(cmem, "Porto", "2019-01-01", session_id="s3", source_ids=["m3"])  # the start, said later
+    [porto] = cmem.history(user_id=U)
+    assert porto.started_by == ["m3"] and versions(cmem) == [("Porto", "2019-01-01", "2023-06-01")]
+    exported = cmem.export(user_id=U)
+    cmem.forget(user_id=U, session_id="s3")
+    [porto] = cmem.history(user_id=U)
+    assert (porto.started_by, porto.source_ids) == ([], ["m2"])
+    assert versions(cmem) == [("Porto", None, "2023-06-01")]  # as if the start had never been said
+    cmem.import_(exported, user_id="u-copy")
+    assert [f.started_by for f in cmem.history(user_id="u-copy")] == [["m3"]]
+
+
 def test_a_raise_recorded_before_confirmations_existed_is_kept(cmem: Memory) -> None:
     porto_sessions(cmem)
     [first] = cmem.history(user_id=U)  # as an older chronomem left it: raised, no confirmations

@@ -30,15 +30,17 @@ def undo_forgetting_provenance(db: Any) -> None:
     db.execute("ALTER TABLE entity_names DROP COLUMN learned_from")
 
 
-def undo_confirmations(db: Any) -> None:
-    """Migration 0009 in reverse: no record of the statements that raised a fact's confidence."""
+def undo_statement_provenance(db: Any) -> None:
+    """Migration 0009 in reverse: no record of the statements that raised a fact's confidence or gave
+    it its start."""
     db.execute("ALTER TABLE facts DROP COLUMN confirmations")
+    db.execute("ALTER TABLE facts DROP COLUMN started_by")
 
 
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
     if version < 9:
-        undo_confirmations(db)
+        undo_statement_provenance(db)
     if version < 8:
         undo_forgetting_provenance(db)
     if version < 7:

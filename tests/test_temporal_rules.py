@@ -297,3 +297,31 @@ def test_a_place_is_in_each_of_its_containers_at_once() -> None:
                             "valid_from": start}], user_id=U)
         # before: located_in was single-valued, so Europe "moved" Berlin out of Germany in 2021
         assert sorted(f.object for f in mem.facts(user_id=U, subject="Berlin")) == ["Europe", "Germany"]
+
+
+def works(mem: Memory, org: str, start: str | None = None, end: str | None = None) -> None:
+    f = {"subject": "Maya", "relation": "works_at", "object": org}
+    f.update({k: v for k, v in (("valid_from", start), ("valid_to", end)) if v})
+    mem.add_facts([f], user_id=U)
+
+
+def test_a_start_learned_after_the_end_joins_the_stint(mem: Memory) -> None:
+    works(mem, "Initech", "2015-01-01")
+    works(mem, "Acme", end="2020-06-01")  # "I left Acme in June 2020": its start unknown
+    works(mem, "Acme", "2018-01-01")  # "I joined Acme in 2018": before, this start was dropped
+    assert versions(mem, "works_at") == [("Initech", "2015-01-01", "2018-01-01"),
+                                         ("Acme", "2018-01-01", "2020-06-01")]
+    assert mem.facts(user_id=U, subject="Maya", relation="works_at") == []  # she left Acme; nothing since
+    assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2019-01-01")] == ["Acme"]
+    assert mem.facts(user_id=U, subject="Maya", relation="works_at", as_of="2010-01-01") == []
+
+
+def test_a_stated_end_replaces_an_end_inferred_from_the_next_value(mem: Memory) -> None:
+    lives(mem, "Porto", "2010-01-01")
+    lives(mem, "Lisbon", "2013-01-01")
+    lives(mem, "Berlin", "2016-01-01")  # closes Lisbon at 2016: an inferred end
+    rep = lives(mem, "Lisbon", end="2014-06-01")  # "I left Lisbon in June 2014": before, ignored
+    assert [f.object for f in rep.closed] == ["Lisbon"]
+    assert versions(mem) == [("Porto", "2010-01-01", "2013-01-01"), ("Lisbon", "2013-01-01", "2014-06-01"),
+                             ("Berlin", "2016-01-01", None)]
+    assert mem.facts(user_id=U, subject="Maya", as_of="2015-01-01") == []  # between Lisbon and Berlin

@@ -44,7 +44,7 @@ REQUIRED: dict[str, frozenset[str]] = {
 }
 NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "relation", "object", "model",
                        "kind"})
-ID_LIST_COLS = frozenset({"source_ids", "ended_by", "text_from", "learned_from"})  # JSON lists of message ids
+ID_LIST_COLS = frozenset({"source_ids", "ended_by", "started_by", "text_from", "learned_from"})  # JSON lists of message ids
 LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
 INT_COLS = TIME_COLS | {"seq", "extracted", "dim"}
 INTENTS = frozenset(i.value for i in Intent)

@@ -104,6 +104,12 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                         unended.append(f)
                     else:
                         f.ended_by = [s for s in f.ended_by if s not in msg_ids]
+                    if f.started_by and set(f.started_by) <= msg_ids:  # only forgotten turns gave its start
+                        f.valid_from, f.started_by = None, []  # unknown again: its slot is replayed below
+                        if f not in unended:
+                            unended.append(f)
+                    else:
+                        f.started_by = [s for s in f.started_by if s not in msg_ids]
                     if f.text_from and set(f.text_from) <= msg_ids:  # its words were the forgotten turns'
                         f.text, f.text_from = "", []
                     unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns

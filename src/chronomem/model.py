@@ -58,6 +58,7 @@ class Fact:
     closed_by: str | None = None  # id of the fact whose arrival closed this one
     stated_to: datetime | None = None  # the end as its source stated it, before any closure
     ended_by: list[str] = field(default_factory=list)  # turns whose statement ended it in place
+    started_by: list[str] = field(default_factory=list)  # turns whose statement gave it its start later
     text_from: list[str] = field(default_factory=list)  # turns whose statement gave it its text later
     # every statement that set its confidence, in order, as (confidence, turn ids): empty until it is said
     # again (chronomem.temporal.confirm); forgetting a statement's turns refolds the rest
@@ -122,6 +123,7 @@ class Fact:
             closed_by=d.get("closed_by"),
             stated_to=parse_optional_time(d.get("stated_to"), "stated_to"),
             ended_by=list(d.get("ended_by") or []),
+            started_by=list(d.get("started_by") or []),
             text_from=list(d.get("text_from") or []),
             confirmations=[(float(c), list(ids)) for c, ids in d.get("confirmations") or []],
             rule=d.get("rule"),

@@ -201,7 +201,10 @@ def plan_update(
     # 1. an explicit ending closes the matching open fact (or, in a one-valued slot, the one open fact
     #    named alike: "I quit Asda" ends "works_at Asda head office")
     if new.valid_to is not None:
-        open_ = [f for f in same if f.valid_to is None and _before(f.valid_from, new.valid_to)]
+        # open, or closed only by inference (a later value's start, no end ever stated) after this end:
+        # "I left Lisbon in June 2014" is more precise than "Lisbon until Berlin began in 2016"
+        open_ = [f for f in same if _before(f.valid_from, new.valid_to) and (
+            f.valid_to is None or (f.stated_to is None and new.valid_to < f.valid_to))]
         if not open_ and stable and spec.single_valued and not spec.symmetric:
             alike = [f for f in stored if f.relation == new.relation and f.valid_to is None and _live(f, theta)
                      and in_slot(new, f, spec, key) and _before(f.valid_from, new.valid_to)
@@ -213,6 +216,7 @@ def plan_update(
                 target,
                 valid_to=new.valid_to,
                 stated_to=new.valid_to,
+                closed_by=None,  # its end is stated now, no longer inferred from the value that followed
                 ended_by=list(new.source_ids),  # forgetting these turns reopens it (chronomem.forgetting)
                 source_ids=merge_ids(target.source_ids, new.source_ids),
             )
@@ -230,6 +234,29 @@ def plan_update(
                     earlier = list(_place_in_slot(new, rivals).values())
                     plan.changed += earlier
                     plan.closed += earlier
+            return plan
+
+    # 1b. the start of a stint known so far only by its stated end ("I left Acme in June 2020", then
+    #     "I joined Acme in 2018"): the stored fact learns it and takes its place in the slot again
+    if new.valid_from is not None:
+        ended = [f for f in same if f.valid_from is None and f.stated_to is not None
+                 and new.valid_from < f.stated_to and (new.valid_to is None or new.valid_to == f.stated_to)]
+        if ended:
+            target = min(ended, key=lambda f: f.stated_to or f.recorded_at)  # the first stint it can start
+            learned = replace(
+                target, valid_from=new.valid_from, valid_to=target.stated_to, closed_by=None,
+                started_by=list(new.source_ids),  # forgetting these turns makes the start unknown again
+                source_ids=merge_ids(target.source_ids, new.source_ids),
+                text=target.text or new.text,
+                text_from=list(new.source_ids) if not target.text and new.text else target.text_from)
+            learned.confidence, learned.confirmations = confirm(target, new, theta)
+            plan = Plan(changed=[learned], reinforced=learned)
+            if stable:
+                rivals = [f for f in stored if f.id not in (target.id, new.id) and _live(f, theta)
+                          and in_slot(learned, f, spec, key)]
+                moved = _place_in_slot(learned, rivals)
+                plan.changed += list(moved.values())
+                plan.closed += list(moved.values())
             return plan
 
     # 2. the same fact again reinforces

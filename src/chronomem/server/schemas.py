@@ -162,6 +162,7 @@ class FactOut(BaseModel):
     closed_by: str | None = None
     stated_to: datetime | None = None
     ended_by: list[str] = Field([], description="turns whose statement ended it in place")
+    started_by: list[str] = Field([], description="turns whose statement gave it its start later")
     text_from: list[str] = Field([], description="turns whose statement gave it its text")
     confirmations: list[tuple[float, list[str]]] = Field(
         [], description="each statement that set its confidence, in order: [confidence, turn ids]")
