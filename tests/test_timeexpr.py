@@ -50,7 +50,14 @@ def d(y: int, m: int, day: int) -> datetime:
         # absolute
         ("in 2019", d(2019, 1, 1), d(2020, 1, 1), "year"),
         ("2019", d(2019, 1, 1), d(2020, 1, 1), "year"),
-        ("early 2020", d(2020, 1, 1), d(2021, 1, 1), "year"),
+        # a part of a year, decade or month: "early", "mid", "late", "the end of" narrow it
+        ("early 2020", d(2020, 1, 1), d(2020, 5, 1), "month"),
+        ("mid-2018", d(2018, 5, 1), d(2018, 9, 1), "month"),
+        ("late 2019", d(2019, 9, 1), d(2020, 1, 1), "month"),
+        ("at the end of last year", d(2022, 12, 1), d(2023, 1, 1), "month"),
+        ("in early May 2022", d(2022, 5, 1), d(2022, 5, 11), "day"),
+        ("the end of May 2022", d(2022, 5, 21), d(2022, 6, 1), "day"),
+        ("the late 90s", d(1997, 1, 1), d(2000, 1, 1), "year"),
         ("in May 2022", d(2022, 5, 1), d(2022, 6, 1), "month"),
         ("May of 2022", d(2022, 5, 1), d(2022, 6, 1), "month"),
         ("2022-05", d(2022, 5, 1), d(2022, 6, 1), "month"),
@@ -247,3 +254,14 @@ def test_duration_ongoing_vs_ended() -> None:
 
 def test_validity_of_none_resolved_is_message_time() -> None:
     assert validity(None, REF) == (REF, None)
+
+
+def test_a_range_of_bare_months_may_cross_new_year() -> None:
+    said = datetime(2023, 1, 15, tzinfo=UTC)  # the last February is 2022's, so December is 2021's
+    r = resolve("from December to February", said)
+    assert r is not None and (r.kind, r.start, r.end) == ("range", d(2021, 12, 1), d(2022, 3, 1))
+
+
+def test_the_part_of_a_period_decides_an_ending() -> None:
+    # "I left at the end of 2019": before, the modifier was dropped and the stay ended in January 2019
+    assert resolve_validity("at the end of 2019", REF, ended=True) == (None, d(2019, 12, 1))

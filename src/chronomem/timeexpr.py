@@ -411,8 +411,45 @@ def _calendar_unit(unit: str, ref: datetime, delta: int) -> Period | None:
     return None
 
 
+_PART = re.compile(r"^(?:(?:sometime|some time|around|about|roughly|in|at|during|by|until|till) )*(?:the )?"
+                   r"(early|late|mid|middle of|end of|beginning of|start of)(?: |-)(?:of )?")
+# which part of a year, decade or month "early", "mid" and "late" name: (first, last) in months of a
+# year, years of a decade, or days of a month; "end of 2019" is its last month, "end of May" its last third
+_PARTS: dict[str, dict[str, tuple[int, int]]] = {
+    "year": {"early": (1, 4), "beginning of": (1, 4), "start of": (1, 4), "mid": (5, 8), "middle of": (5, 8),
+             "late": (9, 12), "end of": (12, 12)},
+    "decade": {"early": (0, 3), "beginning of": (0, 3), "start of": (0, 3), "mid": (3, 6), "middle of": (3, 6),
+               "late": (7, 9), "end of": (7, 9)},
+    "month": {"early": (1, 10), "beginning of": (1, 10), "start of": (1, 10), "mid": (11, 20),
+              "middle of": (11, 20), "late": (21, 31), "end of": (21, 31)},
+}
+
+
+def _part_of(p: Period, part: str) -> Period:
+    """The part of ``p`` that "early", "mid", "late", "the end of" … name ("late 2019": Sep–Dec 2019)."""
+    parts = _PARTS.get(p.granularity)
+    if parts is None:
+        return p
+    first, last = parts[part]
+    if p.granularity == "year":
+        start = p.start.replace(month=first)
+        return Period(start, p.start.replace(month=last) + relativedelta(months=1), "month", approximate=True)
+    if p.granularity == "decade":
+        return Period(p.start.replace(year=p.start.year + first), p.start.replace(year=p.start.year + last + 1),
+                      "year", approximate=True)
+    end = min(p.start + timedelta(days=last), p.end)
+    return Period(p.start + timedelta(days=first - 1), end, "day", approximate=True)
+
+
 def _point(text: str, ref: datetime) -> Period | None:
-    """Parse an expression that names one period; ``None`` if it does not."""
+    """Parse an expression that names one period; ``None`` if it does not.  "early", "mid", "late",
+    "the end of" … narrow a year, decade or month to that part of it (:func:`_part_of`)."""
+    p = _whole_point(text, ref)
+    m = _PART.match(_normalise(text))
+    return _part_of(p, m.group(1)) if p is not None and m else p
+
+
+def _whole_point(text: str, ref: datetime) -> Period | None:
     raw = _normalise(text)
     today = ref.date()
     if raw in _NOW:
@@ -517,6 +554,9 @@ def _range(s: str, ref: datetime) -> Resolved | None:
             a = _point(f"{_strip_modifiers(left)} {b.start.year}", ref)
             if a is not None and a.start > b.start:
                 a = _point(f"{_strip_modifiers(left)} {b.start.year - 1}", ref)
+        if a is not None and a.start >= b.end and lm and not re.search(r"\d{4}", left):
+            # "from December to February" said in January: the December before that February
+            a = _point(f"{_strip_modifiers(left)} {b.start.year - 1}", ref)
         if a is None or a.start >= b.end:
             continue
         gran = a.granularity if _RANK[a.granularity] >= _RANK[b.granularity] else b.granularity
