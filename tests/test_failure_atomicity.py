@@ -195,3 +195,16 @@ def test_an_export_is_one_snapshot_though_another_writer_runs(tmp_path: Path,
         mem.import_(data, user_id="u2")  # refused before: a fact named an entity the export lacked
         assert [f.object for f in mem.facts(user_id="u2")] == ["tea"]
         assert sorted(f.object for f in mem.facts(user_id="u1")) == ["coffee", "tea"]
+
+
+def test_turns_of_racing_buffered_adds_are_numbered_in_arrival_order(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False, buffer=True) as mem:
+        pipe = mem.write_pipeline()
+        _, first = pipe.prepare(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1",
+                                next_seq=0)
+        _, second = pipe.prepare(conv("My dog Pixel is the best.", prefix="b"), user_id="u1", session_id="s1",
+                                 next_seq=0)  # both counted the session before either was buffered
+        mem._lifecycle().add([*first, *second])
+        mem.end_session(user_id="u1", session_id="s1")
+        assert [(m.seq, m.text) for m in mem.messages(user_id="u1", session_id="s1")] == [
+            (0, "I live in Berlin and work at Acme."), (1, "My dog Pixel is the best.")]

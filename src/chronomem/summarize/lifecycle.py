@@ -152,6 +152,13 @@ class SessionLifecycle:
             batch = [m for m in batch if m.id in alive[m.session_id]]
             for sid in dict.fromkeys(m.session_id for m in batch):
                 turns = [m for m in batch if m.session_id == sid]
+                stored = self.store.messages(user_id, session_id=sid)
+                # numbered here, in the buffer's order, after the stored turns: two adds racing to the
+                # buffer may have given their turns the same seq
+                have, nxt = {m.id for m in stored}, max((m.seq for m in stored), default=-1) + 1
+                for m in turns:
+                    if m.id not in have:
+                        m.seq, nxt = nxt, nxt + 1
                 self.store.ensure_session(user_id, sid, started_at=min(m.timestamp for m in turns),
                                           agent_id=turns[0].agent_id)
             return self.store.add_messages(user_id, batch) if batch else []
