@@ -418,6 +418,18 @@ def test_forgetting_the_turn_that_gave_a_start_makes_it_unknown_again(cmem: Memo
     assert [f.started_by for f in cmem.history(user_id="u-copy")] == [["m3"]]
 
 
+def test_an_import_into_a_user_who_knows_the_entity_merges_the_histories(cmem: Memory) -> None:
+    lives(cmem, "Lisbon", "2020-01-01", user="u-old")
+    exported = cmem.export(user_id="u-old")
+    lives(cmem, "Berlin", "2022-01-01")  # U knows another Maya entity: same name, another id
+    cmem.import_(exported, user_id=U)
+    assert [e.name for e in cmem.entities(user_id=U)].count("Maya") == 1  # before: two Mayas
+    assert versions(cmem) == [("Lisbon", "2020-01-01", "2022-01-01"), ("Berlin", "2022-01-01", None)]
+    assert [f.object for f in cmem.facts(user_id=U, subject="Maya", as_of="2021-01-01")] == ["Lisbon"]
+    assert cmem.import_(exported, user_id=U)["facts"] == 0  # again: nothing new, nothing doubled
+    assert len(cmem.history(user_id=U, other_side=False)) == 2
+
+
 def test_a_raise_recorded_before_confirmations_existed_is_kept(cmem: Memory) -> None:
     porto_sessions(cmem)
     [first] = cmem.history(user_id=U)  # as an older chronomem left it: raised, no confirmations

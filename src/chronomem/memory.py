@@ -701,9 +701,36 @@ class Memory:
             raise ValidationError("data.tables", tables, "missing or not a mapping")
         target = check_user(user_id if user_id is not None else data.get("user_id"))
         rows = check_tables(tables)  # every row checked before the store sees one
-        self._check_entity_references(target, rows)
-        stored = self.store.load_user(target, rows)
-        return {**stored, "already_present": sum(len(r) for r in rows.values()) - sum(stored.values())}
+        given = sum(len(r) for r in rows.values())
+        with self.store.transaction(target):
+            merged = self._merge_known_entities(target, rows)
+            self._check_entity_references(target, rows)
+            stored = self.store.load_user(target, rows)
+            if merged:  # two histories of one entity: their slots are placed in time order together
+                ids = {r["id"] for r in rows["facts"]}
+                self.graph.rebuild(target, [f for f in self.store.facts(target, ids=sorted(ids))])
+        return {**stored, "already_present": given - sum(stored.values())}
+
+    def _merge_known_entities(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> int:
+        """Map the import's entities onto the user's entities of the same name; how many were mapped.
+
+        Importing into a user who already knows "Maya" under another id would otherwise make a second
+        Maya, whose facts no query by her name reaches.  The merged entity keeps the user's id; the
+        import's rows naming the other id are rewritten, and its own row and vector dropped.
+        """
+        names = {r["id"]: r["name"] for r in rows.get("entities", [])}
+        known = self.resolver.lookup(user_id, list(set(names.values()))) if names else {}
+        remap = {eid: known[name] for eid, name in names.items() if name in known and known[name] != eid}
+        if not remap:
+            return 0
+        rows["entities"] = [r for r in rows["entities"] if r["id"] not in remap]
+        rows["vectors"] = [r for r in rows.get("vectors", []) if not (r["kind"] == "entity" and r["item_id"] in remap)]
+        for r in rows.get("facts", []):
+            for col in ("subject_id", "object_id"):
+                r[col] = remap.get(r[col], r[col])
+        for r in rows.get("entity_names", []):
+            r["entity_id"] = remap.get(r["entity_id"], r["entity_id"])
+        return len(remap)
 
     def _check_entity_references(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> None:
         """Every entity id a fact or an alias row names is in the import or already the user's: a fact
