@@ -325,3 +325,41 @@ def test_a_stated_end_replaces_an_end_inferred_from_the_next_value(mem: Memory) 
     assert versions(mem) == [("Porto", "2010-01-01", "2013-01-01"), ("Lisbon", "2013-01-01", "2014-06-01"),
                              ("Berlin", "2016-01-01", None)]
     assert mem.facts(user_id=U, subject="Maya", as_of="2015-01-01") == []  # between Lisbon and Berlin
+
+
+def chain(mem: Memory) -> dict[str, str]:
+    """Porto 2010, Lisbon 2013, Berlin 2016: the ids by city."""
+    for city, start in (("Porto", "2010-01-01"), ("Lisbon", "2013-01-01"), ("Berlin", "2016-01-01")):
+        lives(mem, city, start)
+    return {f.object: f.id for f in mem.history(user_id=U, subject="Maya")}
+
+
+def living(mem: Memory, when: str | None = None) -> list[str]:
+    return [f.object for f in mem.facts(user_id=U, subject="Maya", relation="lives_in", as_of=when)]
+
+
+def test_a_corrected_start_takes_its_place_in_the_slot(mem: Memory) -> None:
+    ids = chain(mem)
+    mem.correct(ids["Lisbon"], user_id=U, valid_from="2012-01-01")  # before: Porto and Lisbon in 2012
+    assert living(mem, "2012-06-01") == ["Lisbon"] and living(mem, "2011-06-01") == ["Porto"]
+    mem.correct(ids["Berlin"], user_id=U, valid_from="2017-01-01")  # before: nobody in 2016
+    assert living(mem, "2016-06-01") == ["Lisbon"] and living(mem) == ["Berlin"]
+
+
+def test_a_correction_to_a_hedge_closes_nothing(mem: Memory) -> None:
+    ids = chain(mem)
+    mem.correct(ids["Berlin"], user_id=U, confidence=0.3)  # "not sure she moved to Berlin"
+    assert living(mem) == ["Lisbon"]  # before: nobody
+    hedged = [f for f in mem.facts(user_id=U, subject="Maya", include_unstable=True) if f.object == "Berlin"]
+    assert [f.confidence for f in hedged] == [0.3]
+
+
+def test_a_corrected_value_keeps_its_place_when_what_closed_it_is_forgotten(mem: Memory) -> None:
+    ids = chain(mem)
+    coimbra = mem.correct(ids["Lisbon"], user_id=U, object="Coimbra")
+    assert living(mem, "2014-01-01") == ["Coimbra"]
+    assert coimbra.valid_to is not None and coimbra.stated_to is None  # its end is inferred, not stated
+    mem.forget(user_id=U, fact_id=ids["Berlin"])
+    assert living(mem) == ["Coimbra"]  # before: nobody, the inferred end had become a stated one
+    old = [f for f in mem.history(user_id=U, subject="Maya") if f.object == "Lisbon"]
+    assert [(f.confidence, f.closed_by) for f in old] == [(0.0, coimbra.id)]  # still points at its fix

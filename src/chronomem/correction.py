@@ -4,8 +4,11 @@
 in the history: the old version is closed (``valid_to`` = the correction time if it was
 still open), points at its correction (``closed_by``) and gets confidence 0, so no query
 treats it as true at any time, while ``history`` still shows what was believed and when.
-The correction replaces exactly that fact: it does not run the update rules against the
-user's other facts.
+The new version then takes its place among the user's other facts of its slot (and the old
+version's slot, when the relation or subject changed), as if it had been said instead of the
+old one: the slot is rebuilt from the stated intervals (:meth:`chronomem.graph.GraphWriter.rebuild`),
+so a corrected start neither leaves a gap nor overlaps the value before it, and a fact the old
+version had closed holds again if the new one no longer closes it.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
         renamed = any(k in changes for k in ("subject", "relation", "object"))
         draft: dict[str, Any] = {
             "subject": old.subject, "relation": old.relation, "object": old.object,
-            "valid_from": old.valid_from, "valid_to": old.stated_to if old.closed_by is None else old.valid_to,
+            # the end as stated: an end inferred from the next value is inferred again by the rebuild below
+            "valid_from": old.valid_from, "valid_to": old.stated_to,
             "confidence": old.confidence, "intent": old.intent.value,
             "text": "" if renamed else old.text, "source_ids": list(old.source_ids),
             "session_id": old.session_id, "agent_id": old.agent_id, "origin": Origin.CORRECTED.value}
@@ -77,4 +81,6 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
             old.valid_to = now if old.valid_from is None or old.valid_from < now else None
         old.closed_by, old.confidence = new.id, 0.0
         store.update_facts(user_id, [old])
+        mem.graph.rebuild(user_id, [old, new])  # the new version takes the old one's place in time
+        new = store.facts(user_id, ids=[new.id])[0]
     return old, new

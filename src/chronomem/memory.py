@@ -415,7 +415,8 @@ class Memory:
 
         ``changes``: any of subject, relation, object, valid_from, valid_to, confidence, intent,
         text, subject_type, object_type.  The old version stays in :meth:`history`, closed, with
-        ``closed_by`` pointing at the correction and confidence 0 (see :mod:`chronomem.correction`).
+        ``closed_by`` pointing at the correction and confidence 0; the new one takes its place among
+        the other values of its slot (see :mod:`chronomem.correction`).
         """
         from .correction import correct_fact
 

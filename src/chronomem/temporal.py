@@ -351,7 +351,8 @@ def rebuild_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
     Used after a fact is forgotten: facts it had closed reopen as if it had
     never been said.  Returns the facts whose interval changed.
     """
-    reset = sorted((replace(f, valid_to=f.stated_to, closed_by=None) for f in facts),
+    # a version replaced by a correction (confidence 0, closed_by its correction) keeps its link
+    reset = sorted((f if _corrected(f) else replace(f, valid_to=f.stated_to, closed_by=None) for f in facts),
                    key=lambda f: f.recorded_at)
     current: dict[str, Fact] = {}
     for f in reset:
@@ -362,6 +363,11 @@ def rebuild_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
     originals = {f.id: f for f in facts}
     return [f for f in current.values()
             if (f.valid_to, f.closed_by) != (originals[f.id].valid_to, originals[f.id].closed_by)]
+
+
+def _corrected(f: Fact) -> bool:
+    """A version :meth:`chronomem.Memory.correct` replaced: confidence 0, ``closed_by`` its correction."""
+    return f.confidence == 0.0 and f.closed_by is not None
 
 
 def overlaps(a_from: datetime | None, a_to: datetime | None,
