@@ -59,7 +59,10 @@ def test_export_import_and_forget(tmp_path: Path) -> None:
     run("add-facts", str(f), "--user", "u1", "--db", db)
     out = tmp_path / "export.json"
     assert run("export", "--user", "u1", "--out", str(out), "--db", db).exit_code == 0
-    assert run("import", str(out), "--user", "u9", "--db", db2).exit_code == 0
+    r = run("import", str(out), "--user", "u9", "--db", db2)
+    assert r.exit_code == 0 and "imported 2 entities, 2 entity_names, 1 facts" in r.output.replace("\n", " ")
+    r = run("import", str(out), "--user", "u9", "--db", db2)  # again: nothing new, said so
+    assert "imported nothing new; 5 row(s) were there already" in r.output.replace("\n", " ")
     r = run("facts", "--user", "u9", "--json", "--db", db2)
     assert [x["object"] for x in json.loads(r.output)] == ["jazz"]
     assert run("forget", "--user", "u9", "--everything", "--yes", "--db", db2).exit_code == 0

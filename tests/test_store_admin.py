@@ -72,3 +72,26 @@ def test_migrate_on_sqlite(tmp_path) -> None:
     latest = _migrations("sqlite")[-1][0]
     r = run("migrate", "--db", str(tmp_path / "m.db"))
     assert r.exit_code == 0 and f"schema version {latest}" in r.output
+
+
+def test_copying_a_whole_store_brings_its_api_keys_and_tenants(url_factory: Callable[[str], str]) -> None:
+    a, b = url_factory("sqlite"), url_factory("postgres")
+    r = runner.invoke(app, ["keys", "create", "--tenant", "acme", "--db", a])
+    key = r.stdout.strip().splitlines()[0]
+    r = runner.invoke(app, ["keys", "create", "--tenant", "beta", "--db", a])
+    from chronomem.keys import key_matches, key_prefix
+
+    assert run("keys", "revoke", key_prefix(r.stdout.strip().splitlines()[0]) or "", "--db", a).exit_code == 0
+    with Memory(a, tenant="acme") as m:
+        m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+    r = run("copy", a, b)
+    assert r.exit_code == 0 and "u1 (tenant acme)" in r.output and "\x1f" not in r.output
+    assert "2 API key(s)" in r.output
+    with open_store(a) as src, open_store(b) as dst:
+        assert [(k.prefix, k.hash, k.tenant, k.active) for k in dst.api_keys()] == \
+            [(k.prefix, k.hash, k.tenant, k.active) for k in src.api_keys()]
+    with open_store(b) as dst:
+        stored = dst.api_key(key_prefix(key) or "")
+        assert stored is not None and key_matches(key, stored) and stored.tenant == "acme"
+    r = run("copy", a, url_factory("sqlite"), "--user", "u1", "--tenant", "acme")  # one tenant's user
+    assert r.exit_code == 0 and "copied 1 user(s)" in r.output and "API key" not in r.output

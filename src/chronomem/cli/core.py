@@ -246,7 +246,10 @@ def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(
                                                  "`chronomem export`)")
     with open_memory(db, tenant) as mem:
         counts = mem.import_(records[0], user_id=user)
-    console.print(counts)
+    added = ", ".join(f"{n} {table}" for table, n in counts.items() if n and table != "already_present")
+    console.print(f"imported {added or 'nothing new'}"
+                  + (f"; {counts['already_present']} row(s) were there already" if counts["already_present"]
+                     else ""), markup=False)
 
 
 def demo_graph(mem: Memory, user: str = "demo") -> None:

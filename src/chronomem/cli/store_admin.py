@@ -5,6 +5,9 @@ shows its schema version and vector backend.  ``copy`` moves one user's or
 every user's memory between any two stores — SQLite ↔ PostgreSQL — row for row
 through :meth:`Store.dump_user` / :meth:`Store.load_user`, then re-reads the
 destination and checks it equals the source, so a copy is lossless or fails.
+A copy of the whole store also brings its API keys (their hashes, revoked ones
+included), so the service answers the same keys at the new address; the job
+history (what a queue ran) is not copied.
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ..errors import StoreError, ValidationError
+from ..keys import DEFAULT_TENANT, check_tenant
 from ..store import Store, open_store
+from ..store.tenant import split_key, user_key
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +32,7 @@ class CopyReport:
     """Rows copied per user and table."""
 
     users: dict[str, dict[str, int]] = field(default_factory=dict)
+    api_keys: int = 0  # keys the destination did not have
 
     @property
     def total_rows(self) -> int:
@@ -80,6 +86,29 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
     return report
 
 
+def copy_api_keys(src: Store, dst: Store) -> int:
+    """Copy the API keys ``dst`` lacks (by prefix), revoked ones too; a key revoked in ``src`` is revoked
+    in ``dst``.  A prefix ``dst`` holds for another secret is refused.  Returns the keys added."""
+    have = {k.prefix: k for k in dst.api_keys()}
+    added = 0
+    for key in src.api_keys():
+        old = have.get(key.prefix)
+        if old is None:
+            dst.insert_api_key(key)
+            added += 1
+        elif old.hash != key.hash or old.tenant != key.tenant:
+            raise ValidationError("api key", key.prefix, f"is in {dst.url} for another secret or tenant")
+        elif key.revoked_at is not None and old.revoked_at is None:
+            dst.revoke_api_key(key.prefix, key.revoked_at)
+    return added
+
+
+def shown(user_key: str) -> str:
+    """A store user key as a person reads it: ``u1``, or ``u1 (tenant acme)``."""
+    tenant, user = split_key(user_key)
+    return user if tenant == DEFAULT_TENANT else f"{user} (tenant {tenant})"
+
+
 def migrate_cmd(db: Annotated[Optional[str], typer.Option(
         "--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")] = None) -> None:
     """Apply pending schema migrations and show the schema version."""
@@ -98,15 +127,28 @@ def copy_cmd(src_url: Annotated[str, typer.Argument(help="Source store: path, sq
              user: Annotated[Optional[list[str]], typer.Option(
                  "--user", "-u", help="Copy only this user (repeatable); default: every user")] = None,
              replace: Annotated[bool, typer.Option(
-                 "--replace", help="Overwrite users that already have data in the destination")] = False) -> None:
-    """Copy a memory (one user or all) between stores, e.g. SQLite → PostgreSQL, losslessly."""
+                 "--replace", help="Overwrite users that already have data in the destination")] = False,
+             tenant: Annotated[Optional[str], typer.Option(
+                 "--tenant", help="The tenant of the --user ids (default: the default tenant)")] = None) -> None:
+    """Copy a memory (one user or all) between stores, e.g. SQLite → PostgreSQL, losslessly.  A copy of
+    every user also copies the API keys; the job history is not copied."""
     from .render import console
 
+    if tenant is not None:
+        check_tenant(tenant)
+        if not user:
+            raise ValidationError("--tenant", tenant, "names the tenant of the --user ids; give --user too")
+    keys = [user_key(tenant or DEFAULT_TENANT, u) for u in user] if user else None
     with open_store(src_url) as src, open_store(dst_url) as dst:
-        rep = copy_memory(src, dst, user, replace=replace)
+        rep = copy_memory(src, dst, keys, replace=replace)
+        if not user:  # the whole store: its keys too, or the service would refuse every client after a move
+            rep.api_keys = copy_api_keys(src, dst)
     for u, tables in rep.users.items():
-        console.print(f"{u}: " + ", ".join(f"{n} {t}" for t, n in tables.items() if n), soft_wrap=True)
-    console.print(f"copied {len(rep.users)} user(s), {rep.total_rows} rows; verified identical", soft_wrap=True)
+        console.print(f"{shown(u)}: " + ", ".join(f"{n} {t}" for t, n in tables.items() if n), soft_wrap=True,
+                      markup=False)
+    keys_note = f", {rep.api_keys} API key(s)" if not user else ""
+    console.print(f"copied {len(rep.users)} user(s), {rep.total_rows} rows{keys_note}; verified identical",
+                  soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
