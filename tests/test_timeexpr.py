@@ -265,3 +265,12 @@ def test_a_range_of_bare_months_may_cross_new_year() -> None:
 def test_the_part_of_a_period_decides_an_ending() -> None:
     # "I left at the end of 2019": before, the modifier was dropped and the stay ended in January 2019
     assert resolve_validity("at the end of 2019", REF, ended=True) == (None, d(2019, 12, 1))
+
+
+def test_until_a_month_is_the_coming_one_while_the_fact_holds() -> None:
+    said = datetime(2023, 1, 15, tzinfo=UTC)
+    # "I'm in Lisbon until May": before, last May, so the stay read as over when it was mentioned
+    assert resolve_validity("until May", said) == (None, d(2023, 6, 1))
+    assert resolve_validity("until May", said, ended=True) == (None, d(2022, 6, 1))  # "I lived there until May"
+    assert resolve_validity("until May 2022", said) == (None, d(2022, 6, 1))  # a year given is kept
+    assert resolve_validity("until September", datetime(2023, 7, 15, tzinfo=UTC)) == (None, d(2023, 10, 1))

@@ -47,7 +47,7 @@ Granularity rules (documented contract, tested in ``tests/test_timeexpr.py``):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Callable, Literal
 
@@ -97,6 +97,9 @@ class Resolved:
     granularity: Granularity
     approximate: bool = False
     text: str = ""
+    # "until May": a month or season named without its year, which resolves to the latest one begun;
+    # :func:`validity` takes the next one instead when the fact still holds ("I'm in Lisbon until May")
+    floating: bool = False
 
 
 # ---------------------------------------------------------------- vocabulary
@@ -626,7 +629,7 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
                     break
     if out is None:
         return None
-    return Resolved(out.kind, out.start, out.end, out.granularity, out.approximate, expression)
+    return replace(out, text=expression)
 
 
 def _resolve_normalised(s: str, ref: datetime) -> Resolved | None:
@@ -650,7 +653,8 @@ def _resolve_normalised(s: str, ref: datetime) -> Resolved | None:
     if m:
         p = _point(m.group(1), ref)
         if p is not None:
-            return Resolved("until", None, p.end, p.granularity, p.approximate)
+            bare = re.fullmatch(rf"(?:{_MONTH_RE}|{_SEASON_RE})", _strip_modifiers(m.group(1))) is not None
+            return Resolved("until", None, p.end, p.granularity, p.approximate, floating=bare)
     m = re.fullmatch(r"(?:before|prior to) (.+)", s)
     if m:
         p = _point(m.group(1), ref)
@@ -682,7 +686,10 @@ def validity(
     if k == "since":
         return (resolved.start, ref) if ended else (resolved.start, None)
     if k == "until":
-        return (None, resolved.end)
+        end = resolved.end
+        if not ended and resolved.floating and end is not None and end <= ref:
+            end += relativedelta(years=1)  # still holds: "until May" said in January is the coming May
+        return (None, end)
     if k == "range":
         return (resolved.start, resolved.end)
     # duration: "I've lived here for three years" — ongoing, started that long ago;
