@@ -430,6 +430,20 @@ def test_an_import_into_a_user_who_knows_the_entity_merges_the_histories(cmem: M
     assert len(cmem.history(user_id=U, other_side=False)) == 2
 
 
+def test_a_turn_keeps_its_speakers_clock(cmem: Memory) -> None:
+    said = "2022-12-31T20:00:00-05:00"  # New Year's Eve in New York: 01:00 on 1 January in UTC
+    cmem.store.add_messages(U, [Message(id="m1", user_id=U, session_id="s1", speaker="Maya", text="hi",
+                                        timestamp=datetime.fromisoformat(said), recorded_at=dt("2023-01-01"))])
+    cmem.store.add_messages(U, [msg(2, "s1", "no offset given")])
+    first, second = cmem.messages(user_id=U)
+    assert first.timestamp.isoformat() == said and first.timestamp.utcoffset() == timedelta(hours=-5)
+    assert second.timestamp.utcoffset() == timedelta(0)
+    exported = cmem.export(user_id=U)
+    assert [r["utc_offset"] for r in exported["tables"]["messages"]] == [-300, None]
+    cmem.import_(exported, user_id="u-copy")
+    assert cmem.messages(user_id="u-copy")[0].timestamp.isoformat() == said
+
+
 def test_a_raise_recorded_before_confirmations_existed_is_kept(cmem: Memory) -> None:
     porto_sessions(cmem)
     [first] = cmem.history(user_id=U)  # as an older chronomem left it: raised, no confirmations

@@ -35,6 +35,7 @@ def undo_statement_provenance(db: Any) -> None:
     it its start."""
     db.execute("ALTER TABLE facts DROP COLUMN confirmations")
     db.execute("ALTER TABLE facts DROP COLUMN started_by")
+    db.execute("ALTER TABLE messages DROP COLUMN utc_offset")
 
 
 def downgrade(db: Any, version: int) -> None:

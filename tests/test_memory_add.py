@@ -51,3 +51,15 @@ def test_add_refuses_nul_characters_and_writes_nothing() -> None:
             mem.add([{"speaker": "Maya", "text": "fine"}, {"speaker": "Maya", "text": "bad\x00byte"}],
                     user_id="u1")
         assert mem.store.messages("u1") == []
+
+
+def test_time_words_of_a_turn_are_read_on_its_speakers_clock(tmp_path) -> None:
+    from test_extract_pipeline import ScriptedLLM
+
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+        # Monday 1:00 in Tokyo is still Sunday in UTC: "last week" is the week that just ended there
+        mem.add([{"id": "t1", "speaker": "Maya", "text": "I moved to Munich last week.",
+                  "timestamp": "2023-01-02T01:00:00+09:00"}], user_id="u1", session_id="s1")
+        [munich] = mem.facts(user_id="u1", subject="Maya")
+        assert munich.valid_from.isoformat() == "2022-12-25T15:00:00+00:00"  # 26 December, 00:00 in Tokyo
+        assert mem.messages(user_id="u1")[0].timestamp.isoformat() == "2023-01-02T01:00:00+09:00"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -274,3 +274,11 @@ def test_until_a_month_is_the_coming_one_while_the_fact_holds() -> None:
     assert resolve_validity("until May", said, ended=True) == (None, d(2022, 6, 1))  # "I lived there until May"
     assert resolve_validity("until May 2022", said) == (None, d(2022, 6, 1))  # a year given is kept
     assert resolve_validity("until September", datetime(2023, 7, 15, tzinfo=UTC)) == (None, d(2023, 10, 1))
+
+
+def test_time_words_are_read_on_the_speakers_clock() -> None:
+    new_york = timezone(timedelta(hours=-5))
+    eve = datetime(2022, 12, 31, 20, 0, tzinfo=new_york)  # already 1 January 2023 in UTC
+    assert resolve_validity("this year", eve) == (datetime(2022, 1, 1, 5, 0, tzinfo=UTC), None)
+    assert resolve_validity("yesterday", eve) == (datetime(2022, 12, 30, 5, 0, tzinfo=UTC), None)
+    assert resolve_validity("this year", eve.astimezone(UTC)) == (d(2023, 1, 1), None)  # UTC's reading

@@ -46,7 +46,7 @@ NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "r
                        "kind"})
 ID_LIST_COLS = frozenset({"source_ids", "ended_by", "started_by", "text_from", "learned_from"})  # JSON lists of message ids
 LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
-INT_COLS = TIME_COLS | {"seq", "extracted", "dim"}
+INT_COLS = TIME_COLS | {"seq", "extracted", "dim", "utc_offset"}
 INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
 VECTOR_KINDS = frozenset({"entity", "fact", "message"})
@@ -76,6 +76,8 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
             raise ValidationError(where, v, "out of range: a time must fall between the years 1 and 9999")
         if col == "extracted" and v not in (-1, 0, 1):
             raise ValidationError(where, v, "must be -1 (failed), 0 (pending) or 1 (done)")
+        if col == "utc_offset" and not -1440 < v < 1440:
+            raise ValidationError(where, v, "must be a UTC offset in minutes, between -1439 and 1439")
         if col == "dim" and v < 1:
             raise ValidationError(where, v, "must be at least 1")
         return v

@@ -154,7 +154,7 @@ class Message:
     session_id: str
     speaker: str
     text: str
-    timestamp: datetime  # event time: when it was said
+    timestamp: datetime  # event time: when it was said, on the speaker's clock when given with an offset
     recorded_at: datetime
     agent_id: str | None = None
     seq: int = 0  # position inside the session

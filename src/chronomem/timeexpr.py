@@ -614,7 +614,19 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
         return None
     if ref.tzinfo is None:
         ref = ref.replace(tzinfo=UTC)
-    ref = ref.astimezone(UTC)
+    # calendar words are the speaker's: "this year" said at 20:00 on 31 December in New York is that
+    # year.  The periods are worked out on the wall clock of ``ref``'s offset (labelled UTC here) and
+    # moved back to UTC instants at the end.
+    offset = ref.utcoffset() or timedelta(0)
+    ref = (ref.astimezone(UTC) + offset).replace(tzinfo=UTC)
+    found = _resolve_text(expression, ref)
+    if found is None or not offset:
+        return found
+    return replace(found, start=None if found.start is None else found.start - offset,
+                   end=None if found.end is None else found.end - offset)
+
+
+def _resolve_text(expression: str, ref: datetime) -> Resolved | None:
     s = _normalise(expression)
     if s in _UNRESOLVABLE:
         return None

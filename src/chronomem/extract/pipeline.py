@@ -240,7 +240,8 @@ def normalize_messages(messages: Any) -> list[_Incoming]:
             if mid in seen:
                 raise ValidationError(f"{where}.id", mid, "duplicate id in this call")
             seen.add(mid)
-        ts = None if m.get("timestamp") is None else parse_time(m["timestamp"], f"{where}.timestamp")
+        ts = None if m.get("timestamp") is None else parse_time(m["timestamp"], f"{where}.timestamp",
+                                                                 keep_offset=True)
         out.append(_Incoming(mid, speaker.strip(), text, ts))
     return out
 
@@ -332,7 +333,7 @@ class WritePipeline:
             check_id("session_id", session_id)
         if agent_id is not None:
             check_id("agent_id", agent_id)
-        base_ts = None if timestamp is None else parse_time(timestamp, "timestamp")
+        base_ts = None if timestamp is None else parse_time(timestamp, "timestamp", keep_offset=True)
         incoming = normalize_messages(messages)  # all validation before any write
         result = AddResult(session_id=session_id or uuid.uuid4().hex)
         sid = result.session_id

@@ -21,7 +21,7 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import Job, JobKind, JobStatus
 from ..keys import ApiKey
 from ..model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session
-from ..timeutil import from_micros, to_micros
+from ..timeutil import at_offset, from_micros, local_offset, to_micros
 from .base import Store
 
 FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
@@ -29,7 +29,7 @@ FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", 
              "recorded_at", "session_id", "agent_id", "source_ids", "text", "closed_by", "ended_by",
              "text_from", "confirmations", "started_by")
 MSG_COLS = ("user_id", "id", "session_id", "agent_id", "seq", "speaker", "text", "ts",
-            "recorded_at", "extracted")
+            "recorded_at", "extracted", "utc_offset")
 ENT_COLS = ("user_id", "id", "name", "type", "created_at")
 SESSION_COLS = ("user_id", "id", "agent_id", "started_at", "ended_at")
 CP_COLS = ("user_id", "seq", "session_id", "memory", "created_at", "session_time")
@@ -133,8 +133,9 @@ def row_to_fact(r: Sequence[Any]) -> Fact:
 
 
 def row_to_message(r: Sequence[Any]) -> Message:
+    ts = from_micros(r[7]) if r[10] is None else at_offset(from_micros(r[7]), r[10])  # the speaker's clock
     return Message(user_id=r[0], id=r[1], session_id=r[2], agent_id=r[3], seq=r[4], speaker=r[5],
-                   text=r[6], timestamp=_dt(r[7]), recorded_at=_dt(r[8]),  # type: ignore[arg-type]
+                   text=r[6], timestamp=ts, recorded_at=_dt(r[8]),  # type: ignore[arg-type]
                    extracted=bool(r[9] == 1))
 
 
@@ -289,7 +290,8 @@ class SQLStore(Store):
             context, stale = self._turn_contexts(user_id, new)
             self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)), [
                 (user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text,
-                 to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted), context[m.id])
+                 to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted), local_offset(m.timestamp),
+                 context[m.id])
                 for m in new])
             if stale:
                 self._fill_context(user_id, stale)

@@ -41,7 +41,7 @@ from urllib.parse import quote, unquote
 from ..validation import check_id
 from ..errors import ConfigError, StoreError, ValidationError
 from ..model import Message
-from ..timeutil import from_micros, parse_time, to_micros
+from ..timeutil import at_offset, from_micros, local_offset, parse_time, to_micros
 
 __all__ = [
     "ENV_REDIS_URL",
@@ -123,6 +123,7 @@ def message_to_json(m: Message) -> str:
             "sp": m.speaker,
             "t": m.text,
             "ts": to_micros(m.timestamp),
+            "off": local_offset(m.timestamp),
             "rec": to_micros(m.recorded_at),
             "a": m.agent_id,
             "seq": m.seq,
@@ -155,7 +156,7 @@ def _message_from_dict(d: dict[str, Any]) -> Message:
         session_id=d["s"],
         speaker=d["sp"],
         text=d["t"],
-        timestamp=from_micros(d["ts"]),
+        timestamp=at_offset(from_micros(d["ts"]), d.get("off")),
         recorded_at=from_micros(d["rec"]),
         agent_id=d.get("a"),
         seq=d.get("seq", 0),

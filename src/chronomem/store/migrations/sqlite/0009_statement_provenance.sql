@@ -1,4 +1,5 @@
--- What forgetting needs to undo the effects of a statement said about a fact already stored.
+-- What forgetting needs to undo the effects of a statement said about a fact already stored, and the
+-- speaker's clock.
 --
 -- facts.confirmations: every statement that set a fact's confidence, in the order they were made, as a
 -- JSON list of [confidence, [message ids]] pairs.  A fact said again is reinforced (chronomem.temporal:
@@ -10,6 +11,11 @@
 -- start ("I joined Acme in 2018"), a JSON list of message ids; forgetting them makes the start unknown
 -- again.  NULL when the fact's start came with it.
 --
--- Both are NULL on every row written before this version.
+-- messages.utc_offset: the UTC offset, in minutes, of the clock a turn's time was given on ("2024-05-01
+-- 20:00-04:00" is -240), so its time words ("yesterday", "this year") are read in its speaker's day
+-- (chronomem.timeexpr); NULL for UTC or a time given without an offset.
+--
+-- All three are NULL on every row written before this version.
 ALTER TABLE facts ADD COLUMN confirmations TEXT;
 ALTER TABLE facts ADD COLUMN started_by TEXT;
+ALTER TABLE messages ADD COLUMN utc_offset INTEGER;
