@@ -285,6 +285,9 @@ class AsyncMemory:
     async def users(self) -> list[str]:
         return await self._run(self._mem.users)
 
+    async def tenants(self) -> list[str]:
+        return await self._run(self._mem.tenants)
+
     async def sessions(self, *, user_id: str) -> list[Session]:
         return await self._run(self._mem.sessions, user_id=user_id)
 
