@@ -444,6 +444,17 @@ def test_a_turn_keeps_its_speakers_clock(cmem: Memory) -> None:
     assert cmem.messages(user_id="u-copy")[0].timestamp.isoformat() == said
 
 
+def test_forgetting_the_end_of_a_stint_whose_start_came_later_reopens_it(cmem: Memory) -> None:
+    porto_sessions(cmem)
+    cmem.forget(user_id=U, fact_id=cmem.history(user_id=U)[0].id)
+    lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"], text="Maya left Porto in June")
+    lives(cmem, "Porto", "2019-01-01", session_id="s3", source_ids=["m3"], text="Maya moved to Porto in 2019")
+    cmem.forget(user_id=U, session_id="s2")  # the end's turn: its date and its words go
+    [porto] = cmem.history(user_id=U)
+    assert versions(cmem) == [("Porto", "2019-01-01", None)] and porto.ended_by == []
+    assert "left Porto" not in json.dumps(everything_of(cmem, U))
+
+
 def test_a_raise_recorded_before_confirmations_existed_is_kept(cmem: Memory) -> None:
     porto_sessions(cmem)
     [first] = cmem.history(user_id=U)  # as an older chronomem left it: raised, no confirmations

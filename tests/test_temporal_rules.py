@@ -363,3 +363,21 @@ def test_a_corrected_value_keeps_its_place_when_what_closed_it_is_forgotten(mem:
     assert living(mem) == ["Coimbra"]  # before: nobody, the inferred end had become a stated one
     old = [f for f in mem.history(user_id=U, subject="Maya") if f.object == "Lisbon"]
     assert [(f.confidence, f.closed_by) for f in old] == [(0.0, coimbra.id)]  # still points at its fix
+
+
+def test_a_rebuild_leaves_other_peoples_slots_alone(mem: Memory) -> None:
+    for who, org, start in (("Tom", "Acme", "2015-01-01"), ("Tom", "Initech", "2019-01-01"),
+                            ("Maya", "Acme", "2016-01-01")):
+        mem.add_facts([{"subject": who, "relation": "works_at", "object": org, "valid_from": start}], user_id=U)
+    [maya] = mem.facts(user_id=U, subject="Maya")
+    mem.correct(maya.id, user_id=U, valid_from="2017-01-01")  # rebuilds Maya's slot, which touches Acme
+    assert [f.object for f in mem.facts(user_id=U, subject="Tom")] == ["Initech"]  # before: Acme reopened
+
+
+def test_a_version_a_correction_replaced_takes_no_part_in_updates(mem: Memory) -> None:
+    lives(mem, "Lisbon", "2010-01-01")
+    [lisbon] = mem.facts(user_id=U, subject="Maya")
+    porto = mem.correct(lisbon.id, user_id=U, object="Porto")
+    lives(mem, "Lisbon", end="2014-01-01", c=0.4)  # a hedged ending of the corrected-away value
+    [old] = [f for f in mem.history(user_id=U, subject="Maya") if f.id == lisbon.id]
+    assert (old.confidence, old.closed_by) == (0.0, porto.id)  # before: revived at 0.4, link lost

@@ -95,10 +95,15 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             msg_ids = {m.id for m in msgs}
             doomed, trimmed = [], []
             for f in store.facts(user_id):
-                if f.session_id == session_id or (f.source_ids and set(f.source_ids) <= msg_ids):
+                # a fact goes with its turns; one without turns (add_facts(session_id=…)) with its session.
+                # A fact another session's turns said too stays, as that session told it
+                if set(f.source_ids) <= msg_ids if f.source_ids else f.session_id == session_id:
                     doomed.append(f)
                 elif msg_ids & set(f.source_ids):
                     f.source_ids = [s for s in f.source_ids if s not in msg_ids]
+                    if f.session_id == session_id:  # first said in the forgotten session: now in the next
+                        kept = store.messages(user_id, ids=f.source_ids[:1])
+                        f.session_id = kept[0].session_id if kept else None
                     if f.ended_by and set(f.ended_by) <= msg_ids:  # only forgotten turns ended it
                         f.ended_by, f.stated_to = [], None  # as if never said: its slot is replayed below
                         unended.append(f)

@@ -23,7 +23,7 @@ from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
 from .model import Entity, Fact, FactInput, Intent, Origin, UpdateReport
 from .registry import RelationRegistry, RelationSpec, statement_identity
 from .store.base import Store
-from .temporal import plan_update
+from .temporal import in_slot, plan_update
 from .timeutil import parse_time, utcnow
 from .validation import text_problem
 
@@ -383,7 +383,10 @@ class GraphWriter:
         for (_, rel), members in groups.items():
             spec, family = slot_family(self.registry, rel)
             ids = list({m.subject_id for m in members} | {m.object_id for m in members})
-            slot = self.store.facts(user_id, touching=ids, relations=list(family))  # type: ignore[arg-type]
+            near = self.store.facts(user_id, touching=ids, relations=list(family))  # type: ignore[arg-type]
+            # only the members' own slots: a fact that shares an endpoint but not a slot ("Tom works_at
+            # Acme" beside Maya's) would be replayed without what closed it, and come back open
+            slot = [f for f in near if any(f.id == m.id or in_slot(m, f, spec, self.key) for m in members)]
             changed.extend(rebuild_slot(slot, spec, self.key, self.theta))
         if changed:
             self.store.update_facts(user_id, changed)

@@ -196,7 +196,9 @@ def plan_update(
     """
     k = key(new)
     stable = is_stable(new, theta)
-    same = [f for f in stored if key(f) == k and is_stable(f, theta) == stable and not f.superseded]
+    # a superseded version or one a correction replaced takes no part in updates
+    same = [f for f in stored if key(f) == k and is_stable(f, theta) == stable and not f.superseded
+            and not _corrected(f)]
 
     # 1. an explicit ending closes the matching open fact (or, in a one-valued slot, the one open fact
     #    named alike: "I quit Asda" ends "works_at Asda head office")
@@ -243,12 +245,16 @@ def plan_update(
                  and new.valid_from < f.stated_to and (new.valid_to is None or new.valid_to == f.stated_to)]
         if ended:
             target = min(ended, key=lambda f: f.stated_to or f.recorded_at)  # the first stint it can start
+            # each half stays undoable: forgetting the start's turns makes the start unknown again
+            # (started_by), forgetting the end's turns reopens the stint (ended_by), and the words go
+            # with the turns that said them (text_from: the start's words, which tell the stint)
+            said_end = target.ended_by or [i for i in target.source_ids if i not in new.source_ids]
             learned = replace(
                 target, valid_from=new.valid_from, valid_to=target.stated_to, closed_by=None,
-                started_by=list(new.source_ids),  # forgetting these turns makes the start unknown again
+                started_by=list(new.source_ids), ended_by=said_end,
                 source_ids=merge_ids(target.source_ids, new.source_ids),
-                text=target.text or new.text,
-                text_from=list(new.source_ids) if not target.text and new.text else target.text_from)
+                text=new.text or target.text,
+                text_from=list(new.source_ids) if new.text else (target.text_from or said_end if target.text else []))
             learned.confidence, learned.confirmations = confirm(target, new, theta)
             plan = Plan(changed=[learned], reinforced=learned)
             if stable:

@@ -439,12 +439,12 @@ class SQLStore(Store):
     def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self._many(user_id, "UPDATE facts SET valid_from = ?, valid_to = ?, stated_to = ?, confidence = ?, "
                    "source_ids = ?, text = ?, closed_by = ?, ended_by = ?, text_from = ?, confirmations = ?, "
-                   "started_by = ? WHERE user_id = ? AND id = ?",
+                   "started_by = ?, session_id = ? WHERE user_id = ? AND id = ?",
                    [(_us(f.valid_from), _us(f.valid_to), _us(f.stated_to), f.confidence,
                      json.dumps(f.source_ids), f.text, f.closed_by,
                      json.dumps(f.ended_by) if f.ended_by else None,
                      json.dumps(f.text_from) if f.text_from else None, _confirmations(f),
-                     json.dumps(f.started_by) if f.started_by else None, user_id, f.id)
+                     json.dumps(f.started_by) if f.started_by else None, f.session_id, user_id, f.id)
                     for f in facts])
 
     def facts(self, user_id: str, *, ids: Sequence[str] | None = None,
