@@ -68,6 +68,9 @@ def test_times_are_iso_strings_as_on_every_surface(client: TestClient) -> None:
     assert client.get("/v1/users/u1/messages").json()["items"] == []  # nothing written
     r = client.get("/v1/users/u1/summary", params={"as_of": "2020-01-01T00:00:00+05:00"})
     assert r.json()["as_of"] == "2019-12-31T19:00:00Z"  # read as every surface reads it, echoed in UTC
+    r = client.post("/v1/users/u1/messages", params={"wait": "true"}, json={"session_id": "s9", "messages": [
+        {"speaker": "Maya", "text": "Nice!", "timestamp": "2024-05-01T20:00:00-04:00"}]})
+    assert client.get("/v1/users/u1/messages").json()["items"][0]["timestamp"] == "2024-05-01T20:00:00-04:00"
     r = client.get("/v1/users/u1/summary", params={"as_of": "9999-12-31T23:00:00-05:00"})
     assert r.status_code == 422 and "between the years 1 and 9999" in r.json()["detail"]
 

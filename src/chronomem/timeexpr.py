@@ -615,15 +615,11 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
     if ref.tzinfo is None:
         ref = ref.replace(tzinfo=UTC)
     # calendar words are the speaker's: "this year" said at 20:00 on 31 December in New York is that
-    # year.  The periods are worked out on the wall clock of ``ref``'s offset (labelled UTC here) and
-    # moved back to UTC instants at the end.
+    # year.  The periods are the speaker's calendar dates, written as UTC like every date chronomem
+    # stores (a day is 00:00 UTC to 00:00 UTC, whatever the offset), so "since 1 January 2023" reads
+    # as that date everywhere, as an all-day date does in a calendar.
     offset = ref.utcoffset() or timedelta(0)
-    ref = (ref.astimezone(UTC) + offset).replace(tzinfo=UTC)
-    found = _resolve_text(expression, ref)
-    if found is None or not offset:
-        return found
-    return replace(found, start=None if found.start is None else found.start - offset,
-                   end=None if found.end is None else found.end - offset)
+    return _resolve_text(expression, (ref.astimezone(UTC) + offset).replace(tzinfo=UTC))
 
 
 def _resolve_text(expression: str, ref: datetime) -> Resolved | None:

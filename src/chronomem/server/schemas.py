@@ -14,7 +14,7 @@ from ..timeutil import parse_time
 T = TypeVar("T")
 
 
-def _iso_time(v: Any) -> Any:
+def _iso_time(v: Any, keep_offset: bool = False) -> Any:
     """A time arrives as an ISO-8601 string, read as on every other surface (a naive one as UTC).
 
     Pydantic alone would take a bare number, or a string of one, as Unix seconds: ``as_of=2020`` would
@@ -26,12 +26,14 @@ def _iso_time(v: Any) -> Any:
         raise ValueError("must be an ISO-8601 date or datetime string, e.g. 2024-05-01 or "
                          "2024-05-01T09:30:00+02:00")
     try:
-        return parse_time(v)
+        return parse_time(v, keep_offset=keep_offset)
     except ValidationError as e:
         raise ValueError(e.reason) from None
 
 
 IsoTime = Annotated[datetime, BeforeValidator(_iso_time)]
+# a turn's time keeps its UTC offset: its time words are read on the speaker's clock (chronomem.timeexpr)
+TurnTime = Annotated[datetime, BeforeValidator(lambda v: _iso_time(v, keep_offset=True))]
 MAX_TOP_K = 200  # chronomem.retrieve.search checks the same bound
 
 
@@ -60,7 +62,8 @@ class MessageIn(BaseModel):
     text: str | None = Field(None, description="what was said (or use content)")
     content: str | None = None
     id: str | None = Field(None, max_length=MAX_ID_CHARS, description="your id; re-sending it is a no-op")
-    timestamp: IsoTime | None = Field(None, description="when it was said, ISO-8601 (default: now; naive: UTC)")
+    timestamp: TurnTime | None = Field(None, description="when it was said, ISO-8601 (default: now; naive: UTC; "
+                                                         "an offset is kept: time words read on that clock)")
 
 
 class AddIn(BaseModel):
@@ -68,7 +71,7 @@ class AddIn(BaseModel):
 
     messages: list[MessageIn] = Field(min_length=1, max_length=1000)
     session_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
-    timestamp: IsoTime | None = None
+    timestamp: TurnTime | None = None
     agent_id: str | None = Field(None, min_length=1, max_length=MAX_ID_CHARS)
 
 
