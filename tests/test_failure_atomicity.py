@@ -171,6 +171,19 @@ def test_an_idle_session_whose_extraction_failed_stays_open_for_the_next_sweep(t
         assert {f.object for f in mem.facts(user_id="u1")} == {"Berlin", "Acme"}
 
 
+def test_an_idle_session_that_fails_twice_is_ended_and_costs_no_more_sweeps(tmp_path: Path) -> None:
+    llm = SessionLLM(fail_on="Berlin")  # a turn the model never gets right
+    with Memory(tmp_path / "m.db", llm=llm, embedder=False) as mem:
+        mem.write_pipeline().add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1",
+                                 extract=False)
+        assert mem.end_idle_sessions(now="2099-01-01", idle_seconds=60).failed  # left open once
+        assert mem.end_idle_sessions(now="2099-01-01", idle_seconds=60).ended == [("u1", "s1")]
+        calls = len(llm.calls)
+        assert mem.end_idle_sessions(now="2099-01-01", idle_seconds=60).ended == []  # nothing left to try
+        assert len(llm.calls) == calls
+        assert [m.extracted for m in mem.messages(user_id="u1")] == [False]  # extract_pending retries it
+
+
 def test_an_export_is_one_snapshot_though_another_writer_runs(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem, \

@@ -34,7 +34,7 @@ from .keys import DEFAULT_TENANT
 from .memo import clear_text_memos
 from .store import Store, open_store
 from .store.tenant import TenantStore
-from .timeutil import iso, parse_time, to_micros, utcnow
+from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
 from .exports import check_tables
 from .validation import check_id, check_name, check_text, check_user
 
@@ -88,7 +88,7 @@ def _export_waiting_turns(buffer: SessionBuffer, user_id: str, tables: dict[str,
         tables["messages"] += [{"user_id": user_id, "id": m.id, "session_id": m.session_id,
                                 "agent_id": m.agent_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
                                 "ts": to_micros(m.timestamp), "recorded_at": to_micros(m.recorded_at),
-                                "extracted": 0} for m in turns]
+                                "extracted": 0, "utc_offset": local_offset(m.timestamp)} for m in turns]
 
 
 def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
@@ -167,6 +167,7 @@ class Memory:
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
         self._buffer: SessionBuffer | None = _make_buffer(buffer, self.tenant)
+        self._idle_retried: set[tuple[str, str]] = set()  # idle sessions left open once for a failed extraction
 
     # -- models (created on first use) -----------------------------------------------------
     @property
@@ -559,8 +560,10 @@ class Memory:
 
         Looks in the store (sessions not ended) and in the session buffer, and ends each one like
         :meth:`end_session`, with its last turn's time as the end time.  A session whose end fails
-        (say the model is down) is reported in ``failed`` and found again by the next sweep.  A session
-        that was ended and then received more turns is not ended again by the sweep: end it explicitly.
+        (say the model is down) is reported in ``failed`` and found again by the next sweep; one whose
+        extraction fails again on that sweep is ended anyway (its turns stay marked failed for
+        :meth:`extract_pending`).  A session that was ended and then received more turns is not ended
+        again by the sweep: end it explicitly.
         """
         from .summarize.idle import IdleSweep, find_idle_sessions
 
@@ -588,12 +591,21 @@ class Memory:
                 log.warning("idle session %r of user %r not ended: %s", session_id, user_id, e)
                 sweep.failed[(user_id, session_id)] = str(e)
             else:
+                key = (user_id, session_id)
                 if res.ended:
-                    sweep.ended.append((user_id, session_id))
-                else:  # left open: the next sweep extracts the failed turns again
+                    sweep.ended.append(key)
+                    self._idle_retried.discard(key)
+                elif key not in self._idle_retried:  # left open once: the next sweep tries the turns again
+                    self._idle_retried.add(key)
                     failed = res.extraction.failed_chunks
-                    sweep.failed[(user_id, session_id)] = (f"extraction failed for {len(failed)} chunk(s): "
-                                                           f"{failed[0].error}; the session stays open")
+                    sweep.failed[key] = (f"extraction failed for {len(failed)} chunk(s): {failed[0].error}; "
+                                         "the session stays open for the next sweep")
+                else:  # failed again: ended, so no sweep pays for the same failure (and the summaries) again
+                    self.store.end_session(user_id, session_id, ended_at)
+                    self._idle_retried.discard(key)
+                    sweep.ended.append(key)
+                    log.warning("idle session %r of user %r ended although extraction failed twice; its turns "
+                                "stay marked failed (extract_pending retries them)", session_id, user_id)
         return sweep
 
     def summary(self, *, user_id: str, as_of: datetime | str | None = None) -> str:
