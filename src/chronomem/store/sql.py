@@ -165,6 +165,10 @@ class SQLStore(Store):
     """Store logic over a DB-API connection; subclasses supply the dialect hooks."""
 
     param = "?"  # placeholder style of the driver
+    # "facts touching these entities" as a union of two index lookups: SQLite's planner reads the
+    # OR of subject_id and object_id through the primary key, every fact of the user (4x slower at
+    # 1,000 facts a user); PostgreSQL's bitmap OR uses both indexes by itself
+    touching_by_union = False
 
     def __init__(self) -> None:
         self._local = threading.local()
@@ -465,9 +469,14 @@ class SQLStore(Store):
         if touching is not None:
             if not touching:
                 return []
-            sql += f" AND (subject_id IN {self._in(touching)} OR object_id IN {self._in(touching)})"
-            params.extend(touching)
-            params.extend(touching)
+            if self.touching_by_union:
+                sql += (f" AND id IN (SELECT id FROM facts WHERE user_id = ? AND subject_id IN {self._in(touching)}"
+                        f" UNION SELECT id FROM facts WHERE user_id = ? AND object_id IN {self._in(touching)})")
+                params.extend((user_id, *touching, user_id, *touching))
+            else:
+                sql += f" AND (subject_id IN {self._in(touching)} OR object_id IN {self._in(touching)})"
+                params.extend(touching)
+                params.extend(touching)
         if as_of is not None:
             t = to_micros(as_of)
             sql += (" AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"

@@ -44,6 +44,8 @@ def _fts_query(text: str) -> str:
 class SQLiteStore(SQLStore):
     """SQLite implementation of :class:`~chronomem.store.base.Store`."""
 
+    touching_by_union = True  # see SQLStore.touching_by_union
+
     def __init__(self, path: str | Path, *, timeout_s: float = 60.0) -> None:
         super().__init__()
         self.path = str(path)
