@@ -14,27 +14,14 @@ from rich.table import Table
 from ..errors import ValidationError
 from ..keys import DEFAULT_TENANT
 from ..memory import Memory
-from ..model import Session
 from ..summarize.idle import IdleSweep
-from ..summarize.lifecycle import SessionEnd
-from ..timeutil import iso
+from ..summarize.lifecycle import session_row
 from .core import DbOpt, JsonOpt, TenantOpt, UserOpt, in_tenant, open_memory, read_records
 
 console = Console(stderr=True)  # status lines; stdout carries only the data (summary text, JSON)
 
 app = typer.Typer(help="List and end sessions, read the running summary, compact a conversation for the next "
                        "call.", no_args_is_help=True)
-
-
-def session_row(s: Session) -> dict[str, Any]:
-    """A session as JSON: the keys of REST's ``GET /v1/users/{u}/sessions`` and of the MCP ``sessions`` tool."""
-    return {"id": s.id, "started_at": iso(s.started_at), "ended_at": iso(s.ended_at), "agent_id": s.agent_id}
-
-
-def session_end_report(session_id: str, res: SessionEnd) -> dict[str, Any]:
-    """What ending a session did, with the keys the MCP ``end_session`` tool returns."""
-    return {"session_id": session_id, "turns_flushed": len(res.flushed), "turns_stored": len(res.stored),
-            "summary": res.checkpoint.memory if res.checkpoint is not None else None}
 
 
 @app.command("list")
@@ -66,7 +53,7 @@ def end_cmd(session: Annotated[str, typer.Option("--session", "-s", help="the se
     with open_memory(db, tenant, existing=True) as mem:
         res = mem.end_session(user_id=user, session_id=session, ended_at=ended_at)
         where = in_tenant(mem)
-    report = session_end_report(session, res)
+    report = res.report(session)
     summary = report["summary"]
     if as_json:
         typer.echo(json.dumps(report))

@@ -41,8 +41,8 @@ from pydantic import Field
 from ..async_memory import AsyncMemory
 from ..errors import ChronomemError, ConfigError
 from ..memory import Memory
-from ..model import Fact, Session
-from ..timeutil import iso
+from ..model import Fact
+from ..summarize.lifecycle import session_row
 from .hosts import LoopbackHostsOnly, is_loopback
 
 __all__ = ["ENV_MCP_TOKEN", "build_mcp", "check_http_exposure", "http_app", "is_loopback", "serve_http"]
@@ -115,7 +115,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
                              "(null while open) and agent_id.")
     @_agent_errors
     async def sessions() -> list[dict[str, Any]]:
-        return [_session(s) for s in await amem.sessions(user_id=user_id)]
+        return [session_row(s) for s in await amem.sessions(user_id=user_id)]
 
     @server.tool(description="End a conversation session: extract what is left and update the summary. "
                              "Returns session_id, turns_flushed (buffered turns written), turns_stored (of "
@@ -123,8 +123,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     @_agent_errors
     async def end_session(session_id: str, ended_at: str | None = None) -> dict[str, Any]:
         res = await amem.end_session(user_id=user_id, session_id=session_id, ended_at=ended_at)
-        return {"session_id": session_id, "turns_flushed": len(res.flushed), "turns_stored": len(res.stored),
-                "summary": res.checkpoint.memory if res.checkpoint is not None else None}
+        return res.report(session_id)
 
     @server.tool(description="The user's running summary after the last ended session (as of an ISO date).")
     @_agent_errors
@@ -147,11 +146,6 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
 def _fact(f: Fact) -> dict[str, Any]:
     """A fact for an agent: every field (datetimes as ISO strings), and ``rendered``, its one-line sentence."""
     return {**json.loads(json.dumps(f.to_dict(), default=str)), "rendered": f.render()}
-
-
-def _session(s: Session) -> dict[str, Any]:
-    """The keys of REST's ``GET /v1/users/{u}/sessions`` and of ``chronomem session list --json``."""
-    return {"id": s.id, "started_at": iso(s.started_at), "ended_at": iso(s.ended_at), "agent_id": s.agent_id}
 
 
 # --------------------------------------------------------------------------- HTTP exposure

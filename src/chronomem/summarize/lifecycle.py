@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from ..model import Checkpoint, Message
+from ..model import Checkpoint, Message, Session
 from ..providers.base import Messages
-from ..timeutil import parse_time, utcnow
+from ..timeutil import iso, parse_time, utcnow
 from ..validation import check_id
 from .buffer import SessionBuffer
 from .compaction import memory_system_message
@@ -64,6 +64,17 @@ class SessionEnd:
     checkpoint: Checkpoint | None  # the new Rsum memory M_i (None: the session had no turns)
     extraction: Any = None  # whatever the extraction hook returned
     ended: bool = True  # False: extraction failed for some turns, so the session stays open for a retry
+
+    def report(self, session_id: str) -> dict[str, Any]:
+        """What ending ``session_id`` did, as ``chronomem session end --json`` and the MCP tool say it."""
+        return {"session_id": session_id, "turns_flushed": len(self.flushed), "turns_stored": len(self.stored),
+                "summary": self.checkpoint.memory if self.checkpoint is not None else None}
+
+
+def session_row(s: Session) -> dict[str, Any]:
+    """A session as JSON: the keys of REST's ``GET /v1/users/{u}/sessions``, ``chronomem session list``
+    and the MCP ``sessions`` tool."""
+    return {"id": s.id, "started_at": iso(s.started_at), "ended_at": iso(s.ended_at), "agent_id": s.agent_id}
 
 
 def turns_as_chat(turns: Iterable[Message]) -> Messages:
