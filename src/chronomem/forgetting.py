@@ -93,7 +93,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                     and not sum(buffered.values()):  # add_facts(session_id=…) / buffered only
                 raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
             msg_ids = {m.id for m in msgs}
-            doomed, trimmed = [], []
+            doomed, trimmed, moved = [], [], []
             for f in store.facts(user_id):
                 # a fact goes with its turns; one without turns (add_facts(session_id=…)) with its session.
                 # A fact another session's turns said too stays, as that session told it
@@ -102,8 +102,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                 elif msg_ids & set(f.source_ids):
                     f.source_ids = [s for s in f.source_ids if s not in msg_ids]
                     if f.session_id == session_id:  # first said in the forgotten session: now in the next
-                        kept = store.messages(user_id, ids=f.source_ids[:1])
-                        f.session_id = kept[0].session_id if kept else None
+                        moved.append(f)
                     if f.ended_by and set(f.ended_by) <= msg_ids:  # only forgotten turns ended it
                         f.ended_by, f.stated_to = [], None  # as if never said: its slot is replayed below
                         unended.append(f)
@@ -119,6 +118,10 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                         f.text, f.text_from = "", []
                     unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns
                     trimmed.append(f)
+            if moved:
+                told = {m.id: m.session_id for m in store.messages(user_id, ids=[f.source_ids[0] for f in moved])}
+                for f in moved:
+                    f.session_id = told.get(f.source_ids[0])
             store.update_facts(user_id, trimmed)
             res.messages_deleted = len(msgs) + sum(buffered.values())
             res.sessions_deleted = 1

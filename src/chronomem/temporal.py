@@ -106,16 +106,14 @@ def refold(confirmations: Sequence[tuple[float, Sequence[str]]], theta: float) -
     return conf
 
 
-def unconfirm(f: Fact, forgotten: set[str], theta: float) -> bool:
+def unconfirm(f: Fact, forgotten: set[str], theta: float) -> None:
     """Drop from ``f`` the confirmations said only in ``forgotten`` turns and lower its confidence to
-    what the others give; ``True`` if it changed.  Mutates ``f``.  A fact confirmed before
-    confirmations were recorded (its list is empty) keeps its confidence: nothing tells the raise."""
+    what the others give.  Mutates ``f``.  A fact confirmed before confirmations were recorded (its
+    list is empty) keeps its confidence: nothing tells the raise."""
     kept = [(c, ids) for c, ids in f.confirmations if not ids or not set(ids) <= forgotten]
-    if not kept or len(kept) == len(f.confirmations):
-        return False
-    f.confidence = refold(kept, theta)
-    f.confirmations = kept if len(kept) > 1 else []
-    return True
+    if kept and len(kept) < len(f.confirmations):
+        f.confidence = refold(kept, theta)
+        f.confirmations = kept if len(kept) > 1 else []
 
 
 def merge_ids(a: Sequence[str], b: Sequence[str]) -> list[str]:
@@ -254,7 +252,7 @@ def plan_update(
                 started_by=list(new.source_ids), ended_by=said_end,
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 text=new.text or target.text,
-                text_from=list(new.source_ids) if new.text else (target.text_from or said_end if target.text else []))
+                text_from=list(new.source_ids) if new.text else ((target.text_from or said_end) if target.text else []))
             learned.confidence, learned.confirmations = confirm(target, new, theta)
             plan = Plan(changed=[learned], reinforced=learned)
             if stable:

@@ -618,11 +618,7 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
     # year.  The periods are the speaker's calendar dates, written as UTC like every date chronomem
     # stores (a day is 00:00 UTC to 00:00 UTC, whatever the offset), so "since 1 January 2023" reads
     # as that date everywhere, as an all-day date does in a calendar.
-    offset = ref.utcoffset() or timedelta(0)
-    return _resolve_text(expression, (ref.astimezone(UTC) + offset).replace(tzinfo=UTC))
-
-
-def _resolve_text(expression: str, ref: datetime) -> Resolved | None:
+    ref = (ref.astimezone(UTC) + (ref.utcoffset() or timedelta(0))).replace(tzinfo=UTC)
     s = _normalise(expression)
     if s in _UNRESOLVABLE:
         return None

@@ -395,7 +395,7 @@ class WritePipeline:
         if again:
             result.warnings.append(f"{len(again)} turn(s) sent again were stored but not extracted yet; "
                                    "extracting them now")
-        todo = sorted([*new, *again], key=lambda m: (m.session_id != sid, m.session_id, m.seq))
+        todo = sorted([*new, *again], key=lambda m: m.seq)  # all of session sid (id clashes were refused)
         if todo:
             self._extract(user_id, todo, result, agent_id=agent_id, progress=progress)
         return result
