@@ -30,6 +30,7 @@ from chronomem.summarize.buffer import (
     make_buffer,
     message_from_json,
     message_to_json,
+    tenant_prefix,
 )
 
 UTC = timezone.utc
@@ -239,6 +240,17 @@ def test_discard_forgets_buffered_and_pending_turns(buffer: SessionBuffer) -> No
     assert buffer.append(msg(0)) is True  # the id set went too
 
 
+def test_open_sessions_lists_every_users_buffered_and_pending_sessions(buffer: SessionBuffer) -> None:
+    assert buffer.open_sessions() == []
+    buffer.extend([msg(0), msg(0, session="s2"), msg(0, user="u:2", session="s{1}"), msg(0, user="u3")])
+    with pytest.raises(RuntimeError):  # u3's turns stay pending
+        buffer.flush("u3", "s1", lambda b: (_ for _ in ()).throw(RuntimeError("x")))
+    assert buffer.open_sessions() == [("u1", "s1"), ("u1", "s2"), ("u3", "s1"), ("u:2", "s{1}")]
+    buffer.flush("u1", "s1", Sink())
+    buffer.discard("u:2", "s{1}")
+    assert buffer.open_sessions() == [("u1", "s2"), ("u3", "s1")]
+
+
 @pytest.mark.parametrize(
     ("bad", "field"),
     [
@@ -328,6 +340,28 @@ def test_redis_append_and_read_are_one_round_trip_each(redis_client: redis.Redis
     sent.clear()
     assert len(buf.read("u1", "s1")) == 20
     assert sent == ["EVALSHA"]
+
+
+def test_redis_tenants_are_found_from_their_key_prefixes(redis_client: redis.Redis, prefix: str) -> None:
+    """Every tenant's buffer shares the Redis under ``tenant_prefix``: an admin lists the tenants with
+    waiting turns from the keys alone (here under a test root instead of ``chronomem:``)."""
+    def buf(tenant: str) -> RedisSessionBuffer:
+        return RedisSessionBuffer(redis_client, prefix=tenant_prefix(tenant, prefix))
+
+    assert tenant_prefix("default", prefix) == prefix and tenant_prefix("acme", prefix) == f"{prefix}t:acme:"
+    assert buf("default").tenants(prefix) == []
+    buf("default").append(msg(0))
+    buf("acme").append(msg(0, user="u{1}:x"))
+    pending = buf("beta.2")  # a flush that failed; the "active" index expired since, the pending set never does
+    pending.append(msg(0))
+    with pytest.raises(RuntimeError):
+        pending.flush("u1", "s1", lambda b: (_ for _ in ()).throw(RuntimeError("x")))
+    redis_client.delete(f"{pending.prefix}{{u:u1}}:active")
+    RedisSessionBuffer(redis_client, prefix=f"{prefix}other:").append(msg(0))  # not laid out per tenant
+    assert buf("acme").tenants(prefix) == ["acme", "beta.2", "default"]
+    assert pending.open_sessions() == [("u1", "s1")]
+    buf("acme").flush("u{1}:x", "s1", Sink())
+    assert buf("default").tenants(prefix) == ["beta.2", "default"]
 
 
 def test_make_buffer_picks_redis_from_the_environment(redis_url: str, prefix: str) -> None:

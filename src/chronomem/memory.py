@@ -97,9 +97,9 @@ def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_
     A tenant other than the default gets its own Redis key prefix."""
     if spec is False or (spec is None and not os.environ.get("CHRONOMEM_REDIS_URL")):
         return None
-    from .summarize.buffer import make_buffer
+    from .summarize.buffer import make_buffer, tenant_prefix
 
-    prefix = "chronomem:" if tenant == DEFAULT_TENANT else f"chronomem:t:{tenant}:"
+    prefix = tenant_prefix(tenant)
     if spec is None or spec is True:
         return make_buffer(prefix=prefix)
     if isinstance(spec, str):
@@ -167,6 +167,9 @@ class Memory:
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
         self._buffer: SessionBuffer | None = _make_buffer(buffer, self.tenant)
+        # a tenant view's buffer: the same Redis under the view's own prefix.  Not an in-process buffer
+        # (a view dropped after add() would drop its turns) nor a buffer object (it holds one tenant)
+        self._buffer_url: str | None = buffer if isinstance(buffer, str) else None
         self._idle_retried: set[tuple[str, str]] = set()  # idle sessions left open once for a failed extraction
 
     # -- models (created on first use) -----------------------------------------------------
@@ -286,7 +289,7 @@ class Memory:
         from .jobs.queue import BrokerQueue
 
         queue = self._jobs.queue
-        view = Memory(self.store, tenant=tenant, config=self.config,
+        view = Memory(self.store, tenant=tenant, config=self.config, buffer=self._buffer_url,
                       queue=queue if isinstance(queue, BrokerQueue) else None)
         view.registry, view.usage, view.models = self.registry, self.usage, self.models  # models load once
         view.resolver = FuzzyEntityResolver(view.store)
@@ -428,12 +431,21 @@ class Memory:
         return self.store.users()
 
     def tenants(self) -> list[str]:
-        """Every tenant that holds a user in this memory's store (an admin's view: the idle sweep of
-        ``chronomem session end-idle`` and of the server goes over each; :meth:`for_tenant` opens one)."""
+        """Every tenant that holds a user in this memory's store or turns waiting in the session buffer
+        (an admin's view: the idle sweep of ``chronomem session end-idle`` and of the server goes over
+        each; :meth:`for_tenant` opens one).  With the Redis buffer ``Memory`` makes (one key prefix per
+        tenant) that includes every tenant whose turns wait in that Redis, even with nothing stored yet."""
         from .store.tenant import split_key
+        from .summarize.buffer import RedisSessionBuffer, tenant_prefix
 
         inner = self.store.inner if isinstance(self.store, TenantStore) else self.store
-        return sorted({split_key(k)[0] for k in inner.users()})
+        found = {split_key(k)[0] for k in inner.users()}
+        buf = self._buffer
+        if isinstance(buf, RedisSessionBuffer) and buf.prefix == tenant_prefix(self.tenant):
+            found.update(buf.tenants())  # the other tenants' buffers share its Redis, under their prefixes
+        elif buf is not None and buf.open_sessions():
+            found.add(self.tenant)  # any other buffer holds this tenant's sessions only
+        return sorted(found)
 
     def sessions(self, *, user_id: str) -> list[Session]:
         """The user's sessions, oldest first."""

@@ -135,8 +135,9 @@ def end_idle_cmd(idle: Annotated[Optional[float], typer.Option("--idle", help="s
 
 
 def tenant_views(mem: Memory, *, only: bool) -> Iterator[Memory]:
-    """``mem`` itself, then (unless ``only``) a view of every other tenant that holds a user.  ``mem`` is
-    swept even when empty: its session buffer may hold turns, and a missing idle timeout is reported."""
+    """``mem`` itself, then (unless ``only``) a view of every other tenant that holds a user or buffered
+    turns.  ``mem`` is swept even when empty: its session buffer may hold turns, and a missing idle
+    timeout is reported."""
     yield mem
     if not only:
         yield from (mem.for_tenant(t) for t in mem.tenants() if t != mem.tenant)

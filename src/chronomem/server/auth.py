@@ -68,8 +68,9 @@ class Tenancy:
             return mem
 
     def tenants(self) -> list[str]:
-        """The default tenant, every tenant with an active key and every tenant holding a user (a revoked
-        key's sessions still end and get their summary)."""
+        """The default tenant, every tenant with an active key and every tenant holding a user or turns
+        waiting in the session buffer (:meth:`Memory.tenants`; a revoked key's sessions still end and get
+        their summary)."""
         return sorted({self.base.tenant} | {k.tenant for k in self.raw.api_keys() if k.active}
                       | set(self.base.tenants()))
 

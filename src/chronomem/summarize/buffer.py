@@ -14,7 +14,9 @@ Guarantees of both implementations:
   expires (its turns are discarded unless flushed before);
 - **listing** — :meth:`SessionBuffer.active_sessions` lists a user's sessions
   with buffered turns, :meth:`SessionBuffer.pending_sessions` the ones whose
-  flush started but did not finish;
+  flush started but did not finish, :meth:`SessionBuffer.open_sessions` every
+  user's; :meth:`RedisSessionBuffer.tenants` the tenants (:func:`tenant_prefix`)
+  with a buffer in that Redis;
 - **resumable flush** — :meth:`SessionBuffer.flush` first moves the buffered
   turns to a *pending* area (atomically), then hands them to ``write`` (the
   long-term write, which must be idempotent by message id, as
@@ -40,6 +42,7 @@ from urllib.parse import quote, unquote
 
 from ..validation import check_id
 from ..errors import ConfigError, StoreError, ValidationError
+from ..keys import DEFAULT_TENANT, check_tenant
 from ..model import Message
 from ..timeutil import at_offset, from_micros, local_offset, parse_time, to_micros
 
@@ -50,6 +53,7 @@ __all__ = [
     "InMemorySessionBuffer",
     "RedisSessionBuffer",
     "make_buffer",
+    "tenant_prefix",
     "message_to_json",
     "message_from_json",
 ]
@@ -58,6 +62,7 @@ log = logging.getLogger(__name__)
 
 ENV_REDIS_URL = "CHRONOMEM_REDIS_URL"
 DEFAULT_TTL_SECONDS = 24 * 3600
+DEFAULT_PREFIX = "chronomem:"
 
 Writer = Callable[[list[Message]], Any]
 
@@ -86,6 +91,10 @@ class SessionBuffer(Protocol):
 
     def pending_sessions(self, user_id: str) -> list[str]:
         """Ids of the user's sessions whose flush started and did not finish."""
+        ...
+
+    def open_sessions(self) -> list[tuple[str, str]]:
+        """``(user_id, session_id)`` of every user's sessions with buffered (or pending) turns, sorted."""
         ...
 
     def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
@@ -255,6 +264,10 @@ class InMemorySessionBuffer:
         with self._lock:
             return sorted(sid for (uid, sid), s in self._sessions.items() if uid == user_id and s.pending)
 
+    def open_sessions(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return sorted(key for key in list(self._sessions) if self._live(key))
+
     def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
         with self._lock:
             out = []
@@ -386,7 +399,7 @@ class RedisSessionBuffer:
         client: Any,
         *,
         ttl_seconds: int = DEFAULT_TTL_SECONDS,
-        prefix: str = "chronomem:",
+        prefix: str = DEFAULT_PREFIX,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.ttl_seconds = _check_ttl(ttl_seconds)
@@ -487,6 +500,23 @@ class RedisSessionBuffer:
         _check_ids(user_id)
         return sorted(_s(x) for x in self._call(self._r.smembers, f"{self._user(user_id)}:pending"))
 
+    def open_sessions(self) -> list[tuple[str, str]]:
+        users = {user_id for name in ("active", "pending") for user_id, _ in self._user_keys(name)}
+        return sorted((user_id, sid) for user_id in users for sid in self.active_sessions(user_id))
+
+    def tenants(self, root: str = DEFAULT_PREFIX) -> list[str]:
+        """The tenants with buffered (or pending) turns in this Redis, whose buffers sit under ``root`` as
+        :func:`tenant_prefix` lays them out (other prefixes are ignored), sorted."""
+        found: set[str] = set()
+        for name in ("active", "pending"):
+            for key in self._scan(_glob_escape(root) + "*{u:*}:" + name):
+                head = _s(key)[len(root):].partition("{u:")[0]  # user ids are quoted: no '{' in them
+                if head == "":
+                    found.add(DEFAULT_TENANT)
+                elif head.startswith("t:") and head.endswith(":") and _is_tenant(head[2:-1]):
+                    found.add(head[2:-1])
+        return sorted(found)
+
     def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
         # every user's "active" index (session -> recorded_at of its last turn, ms)
         cutoff = int(before.timestamp() * 1000)
@@ -507,13 +537,17 @@ class RedisSessionBuffer:
 
     def _user_keys(self, name: str) -> list[tuple[str, str]]:
         """``(user_id, key)`` of every user's ``<p>{u:<user>}:<name>`` key."""
-        pattern = _glob_escape(self.prefix) + "{u:*}:" + name
         out = []
-        for key in self._call(lambda: list(self._r.scan_iter(match=pattern, count=500))):
+        for key in self._scan(_glob_escape(self.prefix) + "{u:*}:" + name):
             inner = _s(key)[len(self.prefix):]
             if inner.startswith("{u:") and inner.endswith("}:" + name):
                 out.append((unquote(inner[3:-len("}:" + name)]), _s(key)))
         return out
+
+    def _scan(self, pattern: str) -> list[bytes | str]:
+        """Every key matching the glob ``pattern`` (SCAN: never blocks the server)."""
+        keys: list[bytes | str] = self._call(lambda: list(self._r.scan_iter(match=pattern, count=500)))
+        return keys
 
     def flush(self, user_id: str, session_id: str, write: Writer) -> list[Message]:
         _check_ids(user_id, session_id)
@@ -572,6 +606,20 @@ def _arrival_ms(m: Message) -> int:
     return to_micros(m.recorded_at) // 1000
 
 
+def _is_tenant(name: str) -> bool:
+    try:
+        check_tenant(name)
+    except ValidationError:
+        return False
+    return True
+
+
+def tenant_prefix(tenant: str, root: str = DEFAULT_PREFIX) -> str:
+    """The key prefix of ``tenant``'s Redis buffer under ``root``, as ``Memory`` lays them out: ``root``
+    itself for the default tenant (keys from before tenants keep working), ``<root>t:<tenant>:`` for others."""
+    return root if tenant == DEFAULT_TENANT else f"{root}t:{check_tenant(tenant)}:"
+
+
 def _glob_escape(text: str) -> str:
     """``text`` as a literal in a Redis glob pattern."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
@@ -584,7 +632,7 @@ def make_buffer(
     redis_url: str | None = None,
     *,
     ttl_seconds: int = DEFAULT_TTL_SECONDS,
-    prefix: str = "chronomem:",
+    prefix: str = DEFAULT_PREFIX,
     env: dict[str, str] | None = None,
 ) -> SessionBuffer:
     """Redis buffer when ``redis_url`` (or ``$CHRONOMEM_REDIS_URL``) is set, else in process."""
