@@ -54,6 +54,7 @@ def test_graph_has_stored_and_derived_edges_at_a_moment(client: tuple[TestClient
     # in 2019 she lived in Berlin and worked at Zalando; the hedged plan is never an edge
     then = c.get(f"/v1/users/{USER}/graph", params={"entity": "Maya", "as_of": "2019-06-01T00:00:00Z"},
                  headers=key).json()
+    assert then["as_of"] == "2019-06-01T00:00:00+00:00"  # times as every other surface writes them
     assert edges(then) == {("Maya", "lives_in", "Berlin", False, None), ("Maya", "works_at", "Zalando", False, None),
                            ("Rui", "sibling_of", "Maya", False, None), ("Maya", "sibling_of", "Rui", True, "symmetry")}
     two = c.get(f"/v1/users/{USER}/graph", params={"entity": "Rui", "depth": 2}, headers=key).json()
@@ -75,6 +76,7 @@ def test_checkpoints_by_session(client: tuple[TestClient, dict[str, str], str]) 
     c, key, _ = client
     page = c.get(f"/v1/users/{USER}/checkpoints", headers=key).json()
     assert [(cp["session_id"], cp["seq"], cp["memory"]) for cp in page["items"]] == [("s1", 1, SUMMARY)]
+    assert page["items"][0]["created_at"].endswith("+00:00")
     assert c.get(f"/v1/users/{USER}/checkpoints", params={"session_id": "s9"}, headers=key).json()["items"] == []
 
 

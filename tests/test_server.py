@@ -67,12 +67,33 @@ def test_times_are_iso_strings_as_on_every_surface(client: TestClient) -> None:
     assert (r.status_code, r.json()["field"]) == (422, "valid_from")
     assert client.get("/v1/users/u1/messages").json()["items"] == []  # nothing written
     r = client.get("/v1/users/u1/summary", params={"as_of": "2020-01-01T00:00:00+05:00"})
-    assert r.json()["as_of"] == "2019-12-31T19:00:00Z"  # read as every surface reads it, echoed in UTC
+    assert r.json()["as_of"] == "2019-12-31T19:00:00+00:00"  # read as every surface reads it, echoed in UTC
     r = client.post("/v1/users/u1/messages", params={"wait": "true"}, json={"session_id": "s9", "messages": [
         {"speaker": "Maya", "text": "Nice!", "timestamp": "2024-05-01T20:00:00-04:00"}]})
     assert client.get("/v1/users/u1/messages").json()["items"][0]["timestamp"] == "2024-05-01T20:00:00-04:00"
     r = client.get("/v1/users/u1/summary", params={"as_of": "9999-12-31T23:00:00-05:00"})
     assert r.status_code == 422 and "between the years 1 and 9999" in r.json()["detail"]
+
+
+def test_rest_writes_times_as_the_library_cli_and_mcp_do(client: TestClient) -> None:
+    # UTC as "+00:00" (chronomem.timeutil.iso), never "Z"; a turn keeps its own offset; "Z" is still read
+    r = client.post("/v1/users/u1/facts", json={"facts": [
+        {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01T00:00:00Z"}]})
+    added = r.json()["added"][0]
+    assert added["valid_from"] == "2018-01-01T00:00:00+00:00" and added["recorded_at"].endswith("+00:00")
+    [lib] = client.app.state.memory.facts(user_id="u1")  # type: ignore[attr-defined]
+    [rest] = client.get("/v1/users/u1/facts").json()["items"]
+    assert {k: rest[k] for k in ("valid_from", "valid_to", "recorded_at", "stated_to")} == {
+        k: lib.to_dict()[k] for k in ("valid_from", "valid_to", "recorded_at", "stated_to")}
+    job = client.post("/v1/users/u1/messages", params={"wait": "true"}, json={"session_id": "s1", "messages": [
+        {"speaker": "Maya", "text": "Hi.", "timestamp": "2024-05-01T20:00:00Z"},
+        {"speaker": "Tom", "text": "Hey.", "timestamp": "2024-05-01T20:01:00+02:00"}]}).json()
+    assert job["created_at"].endswith("+00:00") and job["finished_at"].endswith("+00:00"), job
+    assert {m["text"]: m["timestamp"] for m in client.get("/v1/users/u1/messages").json()["items"]} == {
+        "Hi.": "2024-05-01T20:00:00+00:00", "Hey.": "2024-05-01T20:01:00+02:00"}
+    assert client.get("/v1/users/u1/sessions").json()["items"][0]["started_at"] == "2024-05-01T18:01:00+00:00"
+    r = client.get("/v1/users/u1/summary", params={"as_of": "2024-06-01T00:00:00Z"})
+    assert r.json()["as_of"] == "2024-06-01T00:00:00+00:00"
 
 
 def test_rest_takes_the_options_of_the_python_api_and_refuses_unknown_ones(client: TestClient) -> None:

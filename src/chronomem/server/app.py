@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from urllib.parse import unquote
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -102,6 +104,44 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
+_ENCODED_SLASH = re.compile("%2f", re.IGNORECASE)
+
+
+def routing_path(scope: Scope) -> str:
+    """The path routes are matched on: ``scope["path"]`` with each ``%2F`` of the raw path kept
+    encoded (a slash inside its segment, as in ``/v1/users/team%2Fmaya/facts``) and every ``%`` that
+    decoding gave written ``%25``.  Each path parameter is then unquoted once (:data:`.routes.FromPath`),
+    so it reads exactly as its percent-decoded segment.
+
+    ``raw_path`` is used where ``path`` ends with its percent-decoding (a ``root_path`` may lead it);
+    otherwise (no ``raw_path``, or ``path`` rewritten upstream) ``path`` is kept, its ``%`` escaped.
+    """
+    path: str = scope["path"]
+    raw = scope.get("raw_path")
+    try:
+        text = raw.decode("ascii") if isinstance(raw, bytes) else ""
+    except UnicodeDecodeError:
+        text = ""
+    decoded = unquote(text)
+    if not text or not path.endswith(decoded):
+        return path.replace("%", "%25")
+    segments = "%2F".join(unquote(part).replace("%", "%25") for part in _ENCODED_SLASH.split(text))
+    return path[:len(path) - len(decoded)] + segments
+
+
+class EncodedSlashes:
+    """ASGI middleware: routing sees :func:`routing_path`, so an id holding ``/`` is addressed with
+    ``%2F`` (Starlette alone decodes it into a separator first: a 404 or another route)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            scope = {**scope, "path": routing_path(scope)}
+        await self.app(scope, receive, send)
+
+
 def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: str | None = None,
                owns_memory: bool | None = None, max_body_bytes: int = MAX_BODY_BYTES,
                loopback_hosts_while_open: bool = False) -> FastAPI:
@@ -127,9 +167,11 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     app = FastAPI(title="chronomem", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None,
                   description="Long-term memory for LLM applications: a temporal fact graph and recursive "
                               "summaries. Authenticate with `Authorization: Bearer <key>`; each key belongs "
-                              "to one tenant, and user ids live inside it.")
+                              "to one tenant, and user ids live inside it. An id holding `/` goes into a path "
+                              "percent-encoded, as `%2F` (`/v1/users/team%2Fmaya/facts`).")
     app.state.memory = mem
     app.state.tenancy = tenancy
+    app.add_middleware(EncodedSlashes)
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
     if loopback_hosts_while_open:
         app.add_middleware(LoopbackHostsOnly, active=lambda: not tenancy.keys_enabled)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from pydantic import BaseModel, Field
 
-from .schemas import FactOut, StoredMessageOut
+from .schemas import FactOut, IsoTime, StoredMessageOut
 
 
 class SettingsOut(BaseModel):
@@ -32,7 +30,7 @@ class GraphEdgeOut(BaseModel):
 
 class GraphOut(BaseModel):
     center: GraphNodeOut
-    as_of: datetime
+    as_of: IsoTime
     depth: int
     nodes: list[GraphNodeOut] = Field(description="the other entities, nearest first")
     edges: list[GraphEdgeOut]
@@ -45,8 +43,8 @@ class CheckpointOut(BaseModel):
     session_id: str
     seq: int
     memory: str
-    created_at: datetime
-    session_time: datetime | None = None
+    created_at: IsoTime
+    session_time: IsoTime | None = None
 
 
 class ProvenanceOut(BaseModel):

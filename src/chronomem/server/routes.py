@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Annotated, Any
+from urllib.parse import unquote
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
-from pydantic import AfterValidator
+from pydantic import AfterValidator, BeforeValidator
 
 from ..errors import NotFoundError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
@@ -35,9 +36,21 @@ def _valid_id(value: str | None) -> str | None:
     return None if value is None else check_id("id", value)
 
 
+def _unquoted(value: Any) -> Any:
+    """A path parameter as :class:`.app.EncodedSlashes` routes it (``%2F`` and ``%25`` still encoded),
+    decoded.  Every path parameter of REST v1 is typed with :data:`FromPath`."""
+    return unquote(value) if isinstance(value, str) else value
+
+
 ValidId = AfterValidator(_valid_id)
-UserId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description="the user, inside your tenant"), ValidId]
-SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), ValidId]
+FromPath = BeforeValidator(_unquoted)
+_SLASH = '; an id holding "/" is sent percent-encoded, as %2F'
+UserId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS,
+                             description=f"the user, inside your tenant{_SLASH}"), FromPath, ValidId]
+SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description=f"the session{_SLASH}"),
+                      FromPath, ValidId]
+JobId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), FromPath, ValidId]
+FactId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), FromPath, ValidId]
 SessionQ = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="only this session's"), ValidId]
 Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items per page")]
 Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
@@ -116,7 +129,7 @@ def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
-def get_job(job_id: Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), ValidId], mem: Mem) -> dict[str, Any]:
+def get_job(job_id: JobId, mem: Mem) -> dict[str, Any]:
     """A job's status and, once finished, its result or error."""
     return job_out(mem.job(job_id))
 
@@ -209,9 +222,6 @@ def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
     if not found:
         raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
     return found[0]
-
-
-FactId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), ValidId]
 
 
 @router.get("/users/{user_id}/facts/{fact_id}", response_model=FactOut, tags=["facts"])

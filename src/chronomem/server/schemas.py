@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from ..errors import ValidationError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
-from ..timeutil import parse_time
+from ..timeutil import iso, parse_time
 
 T = TypeVar("T")
 
@@ -31,9 +31,13 @@ def _iso_time(v: Any, keep_offset: bool = False) -> Any:
         raise ValueError(e.reason) from None
 
 
-IsoTime = Annotated[datetime, BeforeValidator(_iso_time)]
+# Times are written as the library, the CLI and MCP write them (chronomem.timeutil.iso): UTC as "+00:00",
+# never pydantic's "Z"; in the OpenAPI document they stay date-time strings.
+_DATE_TIME = WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization")
+IsoTime = Annotated[datetime, BeforeValidator(_iso_time), PlainSerializer(iso, when_used="json"), _DATE_TIME]
 # a turn's time keeps its UTC offset: its time words are read on the speaker's clock (chronomem.timeexpr)
-TurnTime = Annotated[datetime, BeforeValidator(lambda v: _iso_time(v, keep_offset=True))]
+TurnTime = Annotated[datetime, BeforeValidator(lambda v: _iso_time(v, keep_offset=True)),
+                     PlainSerializer(datetime.isoformat, when_used="json"), _DATE_TIME]
 MAX_TOP_K = 200  # chronomem.retrieve.search checks the same bound
 
 
@@ -152,18 +156,18 @@ class FactOut(BaseModel):
     subject: str
     relation: str
     object: str
-    valid_from: datetime | None
-    valid_to: datetime | None
+    valid_from: IsoTime | None
+    valid_to: IsoTime | None
     confidence: float
     intent: str
     origin: str
-    recorded_at: datetime
+    recorded_at: IsoTime
     source_ids: list[str] = []
     session_id: str | None = None
     text: str = ""
     agent_id: str | None = None
     closed_by: str | None = None
-    stated_to: datetime | None = None
+    stated_to: IsoTime | None = None
     ended_by: list[str] = Field([], description="turns whose statement ended it in place")
     started_by: list[str] = Field([], description="turns whose statement gave it its start later")
     text_from: list[str] = Field([], description="turns whose statement gave it its text")
@@ -184,9 +188,9 @@ class JobOut(BaseModel):
     result: dict[str, Any] | None = Field(None, description="the AddResult / SessionEnd once finished")
     error: str | None = None
     attempts: int
-    created_at: datetime
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
+    created_at: IsoTime
+    started_at: IsoTime | None = None
+    finished_at: IsoTime | None = None
 
 
 class UpdateOut(BaseModel):
@@ -218,7 +222,7 @@ class UserOut(BaseModel):
 class SessionOut(BaseModel):
     id: str
     agent_id: str | None = None
-    started_at: datetime | None = None
+    started_at: IsoTime | None = None
     ended_at: IsoTime | None = None
 
 
@@ -228,7 +232,7 @@ class StoredMessageOut(BaseModel):
     seq: int
     speaker: str
     text: str
-    timestamp: datetime
+    timestamp: TurnTime
     extracted: bool
 
 
@@ -241,7 +245,7 @@ class EntityOut(BaseModel):
 
 class SummaryOut(BaseModel):
     user_id: str
-    as_of: datetime | None = None
+    as_of: IsoTime | None = None
     summary: str = Field(description="the recursive summary after the last session ended by as_of ('' before any)")
 
 
