@@ -139,6 +139,42 @@ def test_history_keeps_every_version_oldest_first_and_persists(store_url: str) -
 
 
 # -- isolation ---------------------------------------------------------------------------------
+def test_facts_touching_entities_once_each_in_time_order(cmem: Memory) -> None:
+    """``Store.facts(touching=…)``: every fact with either end among the entities, once (a fact between
+    two of them too), ordered as every fact read is (by start, then recorded, then id), with the other
+    filters and the limit applied to the whole set."""
+    cmem.add_facts([
+        {"subject": "Maya", "relation": "sibling_of", "object": "Rui", "valid_from": "2001-01-01"},
+        {"subject": "Rui", "relation": "lives_in", "object": "Porto", "valid_from": "2010-01-01"},
+        {"subject": "Tiago", "relation": "married_to", "object": "Maya", "valid_from": "2015-06-01"},
+        {"subject": "Maya", "relation": "likes", "object": "jazz"},
+        {"subject": "Maya", "relation": "works_at", "object": "Acme", "valid_from": "2012-01-01", "confidence": 0.3},
+        {"subject": "Ana", "relation": "lives_in", "object": "Braga", "valid_from": "2011-01-01"},
+    ], user_id=U)
+    cmem.add_facts([{"subject": "Maya", "relation": "likes", "object": "jazz"}], user_id=V)  # another user's Maya
+    ids = {e.name: e.id for e in cmem.store.entities(U)}
+    every = cmem.store.facts(U)
+    touching = cmem.store.facts(U, touching=[ids["Maya"], ids["Rui"]])
+    assert [(f.subject, f.object) for f in touching] == [  # "likes jazz" starts when it was told: now
+        ("Maya", "Rui"), ("Rui", "Porto"), ("Maya", "Acme"), ("Tiago", "Maya"), ("Maya", "jazz")]
+    assert touching == [f for f in every if {f.subject_id, f.object_id} & {ids["Maya"], ids["Rui"]}]
+    assert [f.relation for f in cmem.store.facts(U, touching=[ids["Maya"]], min_confidence=0.5, limit=2)] == [
+        "sibling_of", "married_to"]
+    assert [f.subject for f in cmem.store.facts(U, touching=[ids["Maya"]], relations=["married_to"],
+                                                as_of=dt("2020-01-01"))] == ["Tiago"]
+    assert cmem.store.facts(U, touching=[]) == [] and cmem.store.facts(U, touching=["no-such-entity"]) == []
+
+
+def test_entity_types_of_some_entities(cmem: Memory) -> None:
+    cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "object_type": "city"}], user_id=U)
+    cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id=V)
+    ids = {e.name: e.id for e in cmem.store.entities(U)}
+    assert cmem.store.entity_types(U, [ids["Porto"], ids["Maya"], "no-such-entity", ids["Porto"]]) == {
+        ids["Porto"]: "city", ids["Maya"]: cmem.store.entities(U, [ids["Maya"]])[0].type}
+    assert cmem.store.entity_types(V, [ids["Porto"]]) == {}  # another user's entity ids mean nothing here
+    assert cmem.store.entity_types(U, []) == {}
+
+
 def test_users_are_isolated(cmem: Memory) -> None:
     lives(cmem, "Porto", "2018-01-01", user=U)
     lives(cmem, "Oslo", "2018-01-01", user=V)

@@ -83,6 +83,10 @@ class Store(ABC):
                  with_aliases: bool = True) -> list[Entity]:
         """The user's entities (all, or those with ``ids``); ``with_aliases=False`` skips loading aliases."""
 
+    def entity_types(self, user_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        """The type of each of the entities ``ids`` that exists (``None`` when it has none)."""
+        return {e.id: e.type for e in self.entities(user_id, ids, with_aliases=False)}
+
     @abstractmethod
     def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
         """Map normalised spellings (names and aliases) to entity ids."""

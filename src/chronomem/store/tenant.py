@@ -155,6 +155,9 @@ class TenantStore(Store):
                  with_aliases: bool = True) -> list[Entity]:
         return self._outs(self.inner.entities(self._k(user_id), ids, with_aliases=with_aliases))
 
+    def entity_types(self, user_id: str, ids: Sequence[str]) -> dict[str, str | None]:
+        return self.inner.entity_types(self._k(user_id), ids)
+
     def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
         return self.inner.entity_ids_by_norm(self._k(user_id), norms)
 
