@@ -33,6 +33,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -59,6 +60,7 @@ from .scoring import (
     logical_consistency,
     path_score,
     relation_terms,
+    term_set,
     terms,
 )
 
@@ -257,7 +259,7 @@ class Relevance:
             self._have.update(i for i, _ in stored)
             self.stats["embedded_facts"] = self.stats.get("embedded_facts", 0) + len(stored)
 
-    def score(self, facts: Sequence[Fact], root_terms: set[str]) -> float:
+    def score(self, facts: Sequence[Fact], root_terms: AbstractSet[str]) -> float:
         """Hybrid relevance of a path; lexical coverage is scaled by the path's *focus*.
 
         Focus is the share of the path's facts that bring a query term other
@@ -298,6 +300,9 @@ class BeamSearch:
         self.stats = stats if stats is not None else {}
         self._neighbours: dict[str, list[Fact]] = {}
         self._types: dict[str, str | None] = {}
+        self._roots: dict[tuple[str, str], tuple[frozenset[str], AnswerSpec]] = {}
+        self._compat: dict[tuple[Intent, ...], float] = {}
+        self._date_like: dict[str, bool] = {}  # answer nodes that read as a date
         self._llm: LLM | None = None
         self._llm_failed = False
 
@@ -338,15 +343,17 @@ class BeamSearch:
     def entity_types(self, ids: Sequence[str]) -> None:
         todo = [i for i in dict.fromkeys(ids) if i not in self._types]
         if todo:
-            for e in self.store.entities(self.user_id, ids=todo, with_aliases=False):
-                self._types[e.id] = e.type
+            self._types.update(self.store.entity_types(self.user_id, todo))
             for i in todo:
                 self._types.setdefault(i, None)
 
     def answer_type(self, p: Path) -> str | None:
         f, fw = p.facts[-1], p.forward[-1]
         node = f.object if fw else f.subject
-        if _DATE_LIKE.match(node):
+        date_like = self._date_like.get(node)
+        if date_like is None:
+            date_like = self._date_like[node] = _DATE_LIKE.match(node) is not None
+        if date_like:
             return "time"
         t = self._types.get(p.frontier)
         if t:
@@ -362,22 +369,39 @@ class BeamSearch:
         self.entity_types([p.frontier for p in paths if p.facts])
         sv = self._single_valued
         history = sub.history or sub.window is not None
+        window = sub.window if self.cfg.use_validity else None
         for p in paths:
-            root_terms = terms(p.root.name) | terms(p.root.span)
+            root_terms, spec = self._root_view(p.root)
+            p.s_qr = self.relevance.score(p.facts, root_terms)
+            p.s_lc = logical_consistency(p.facts, sv, history=history, window=window,
+                                         use_confidence=self.cfg.use_confidence)
+            p.s_as = answer_sufficiency(
+                spec, answer_type=self.answer_type(p), answer_terms=term_set(p.answer),
+                path_relations=[f.relation for f in p.facts],
+                last_has_time=p.facts[-1].valid_from is not None) if p.facts else 0.0
+            compat = self._intent_weight(sub.intent, p.facts)
+            p.score = path_score(p.s_qr, p.s_lc, p.s_as, self.cfg.weights, compat)
+            p.sufficient = p.s_as >= self.cfg.stop_threshold
+
+    def _root_view(self, root: Anchor) -> tuple[frozenset[str], AnswerSpec]:
+        """A root's own terms, and the answer spec seen from it (once per root and query)."""
+        key = (root.name, root.span)
+        view = self._roots.get(key)
+        if view is None:
+            root_terms = term_set(root.name) | term_set(root.span)
             spec = self.spec
             if spec.yes_no and spec.targets & root_terms:  # "does Maya have a dog" from the root "dog"
                 spec = replace(spec, targets=spec.targets - root_terms)
-            p.s_qr = self.relevance.score(p.facts, root_terms)
-            p.s_lc = logical_consistency(p.facts, sv, history=history,
-                                         window=sub.window if self.cfg.use_validity else None,
-                                         use_confidence=self.cfg.use_confidence)
-            p.s_as = answer_sufficiency(
-                spec, answer_type=self.answer_type(p), answer_terms=terms(p.answer),
-                path_relations=[f.relation for f in p.facts],
-                last_has_time=p.facts[-1].valid_from is not None) if p.facts else 0.0
-            compat = _intent_weight(sub.intent, p.facts)
-            p.score = path_score(p.s_qr, p.s_lc, p.s_as, self.cfg.weights, compat)
-            p.sufficient = p.s_as >= self.cfg.stop_threshold
+            view = self._roots[key] = (root_terms, spec)
+        return view
+
+    def _intent_weight(self, intent: Intent, facts: Sequence[Fact]) -> float:
+        """:func:`_intent_weight`, memoised on the intents involved (a handful per query)."""
+        key = (intent, *(f.intent for f in facts))
+        w = self._compat.get(key)
+        if w is None:
+            w = self._compat[key] = _intent_weight(intent, facts)
+        return w
 
     def _single_valued(self, relation: str) -> bool:
         return self.registry.spec(relation).single_valued

@@ -24,8 +24,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from ..memo import text_memo
 from ..model import Fact
@@ -81,6 +83,11 @@ def words(text: str) -> list[str]:
 def terms(text: str) -> set[str]:
     """Stemmed content terms of a text (stopwords removed); a new set the caller may change."""
     return set(_terms(text))
+
+
+def term_set(text: str) -> frozenset[str]:
+    """:func:`terms` as the memo's own frozenset: no copy, for callers that only read it."""
+    return _terms(text)
 
 
 @text_memo(maxsize=1 << 14)
@@ -155,7 +162,13 @@ def confidence_score(facts: Sequence[Fact]) -> float:
     """Geometric mean of the facts' confidences (1.0 for an empty path)."""
     if not facts:
         return 1.0
-    return math.exp(sum(math.log(max(f.confidence, 1e-6)) for f in facts) / len(facts))
+    return _geometric_mean(tuple(f.confidence for f in facts))
+
+
+@lru_cache(maxsize=1 << 12)
+def _geometric_mean(confidences: tuple[float, ...]) -> float:
+    # a search scores a few hundred paths over a handful of distinct confidences (numbers, no user text)
+    return math.exp(sum(math.log(max(c, 1e-6)) for c in confidences) / len(confidences))
 
 
 def logical_consistency(facts: Sequence[Fact], single_valued: Callable[[str], bool], *,
@@ -223,7 +236,7 @@ def relation_coverage(path_relations: Iterable[str], groups: Sequence[frozenset[
     return sum(1 for g in groups if g & rels) / len(groups)
 
 
-def answer_sufficiency(spec: AnswerSpec, *, answer_type: str | None, answer_terms: set[str],
+def answer_sufficiency(spec: AnswerSpec, *, answer_type: str | None, answer_terms: AbstractSet[str],
                        path_relations: Sequence[str], last_has_time: bool) -> float:
     """``S_AS`` in [0, 1] from cheap checks on the path's last step.
 
