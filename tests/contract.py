@@ -535,6 +535,36 @@ def test_forgetting_the_turns_that_taught_an_alias_forgets_it(cmem: Memory) -> N
     assert learned["NYC"] == '["m2", "m4"]' and learned["The Big Apple"] is None
 
 
+def _stints(mem: Memory) -> list[tuple[str, str | None, str | None, bool]]:
+    return [(f.object, f.valid_from and f.valid_from.date().isoformat(), f.valid_to and f.valid_to.date().isoformat(),
+             f.start_guessed) for f in mem.history(user_id=U, subject="Maya", relation="lives_in")]
+
+
+def test_a_start_said_later_replaces_one_that_was_inferred(cmem: Memory) -> None:
+    """"I left Porto in June 2015", "I left Lisbon in March 2018": Lisbon is taken to start when Porto
+    ended, a guess.  "I moved to Lisbon in 2016" then gives its start; before, it was taken for a
+    repetition inside the guessed stint and the guess stayed."""
+    lives(cmem, "Porto", end="2015-06-01")
+    lives(cmem, "Lisbon", end="2018-03-01", source_ids=["m2"])
+    assert _stints(cmem) == [("Porto", None, "2015-06-01", False), ("Lisbon", "2015-06-01", "2018-03-01", True)]
+    lives(cmem, "Lisbon", "2016-01-01", source_ids=["m3"])
+    assert _stints(cmem) == [("Porto", None, "2015-06-01", False), ("Lisbon", "2016-01-01", "2018-03-01", False)]
+    (lisbon,) = [f for f in cmem.history(user_id=U) if f.object == "Lisbon"]
+    assert lisbon.started_by == ["m3"] and cmem.facts(user_id=U, as_of="2015-09-01") == []
+
+
+def test_forgetting_the_fact_a_start_was_inferred_from_infers_it_again(cmem: Memory) -> None:
+    porto = lives(cmem, "Porto", end="2015-06-01").added[0]
+    lives(cmem, "Braga", end="2012-01-01")
+    lives(cmem, "Lisbon", end="2018-03-01")
+    assert _stints(cmem) == [("Porto", None, "2015-06-01", False), ("Braga", None, "2012-01-01", False),
+                             ("Lisbon", "2015-06-01", "2018-03-01", True)]
+    cmem.forget(user_id=U, fact_id=porto.id)
+    # inferred from what remains: Lisbon now follows Braga; the stored row says so too
+    assert _stints(cmem) == [("Braga", None, "2012-01-01", False), ("Lisbon", "2012-01-01", "2018-03-01", True)]
+    assert [f.object for f in cmem.facts(user_id=U, as_of="2014-01-01")] == ["Lisbon"]
+
+
 def test_forget_everything_leaves_nothing(cmem: Memory) -> None:
     st = cmem.store
     st.ensure_session(U, "s1")
@@ -557,6 +587,8 @@ def _populate(mem: Memory, user: str = U) -> None:
     lives(mem, "Köln", "2018-01-01", user=user, session_id="s1", source_ids=["m1"], intent="TEMPORAL")
     lives(mem, "Zürich", "2021-03-01T12:30:00.123456Z", user=user, text="Maya moved to Zürich")
     lives(mem, "Paris", "2022-01-01", c=0.25, user=user)
+    for org, left in (("Acme", "2010-01-01"), ("Globex", "2012-01-01")):  # Globex's start is inferred: 2010
+        mem.add_facts([{"subject": "Maya", "relation": "works_at", "object": org, "valid_to": left}], user_id=user)
     mem.alias("Maya", "Maya S.", user_id=user)
     st.put_vectors(user, "entity", [("e1", [0.1, -0.2, 0.3333333])], "mini")
     st.put_checkpoint(Checkpoint(user_id=user, session_id="s1", seq=1, memory="Maya lives in Köln.",
@@ -567,6 +599,7 @@ def _populate(mem: Memory, user: str = U) -> None:
 def test_export_import_round_trip(cmem: Memory, url_factory) -> None:
     _populate(cmem)
     exp = cmem.export(user_id=U)
+    assert [r["object"] for r in exp["tables"]["facts"] if r["start_guessed"]] == ["Globex"]
     data = json.loads(json.dumps(exp))  # through JSON, as a file would
     with Memory(url_factory("sqlite")) as other:
         other.import_(data)

@@ -38,8 +38,15 @@ def undo_statement_provenance(db: Any) -> None:
     db.execute("ALTER TABLE messages DROP COLUMN utc_offset")
 
 
+def undo_guessed_starts(db: Any) -> None:
+    """Migration 0011 in reverse: no mark on starts that were inferred."""
+    db.execute("ALTER TABLE facts DROP COLUMN start_guessed")
+
+
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
+    if version < 11:
+        undo_guessed_starts(db)
     if version < 9:
         undo_statement_provenance(db)
     if version < 8:

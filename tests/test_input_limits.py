@@ -51,6 +51,8 @@ def exported(mem: Memory) -> dict[str, Any]:
     ("entities", 0, "name", "x" * (MAX_NAME_CHARS + 1), "data.tables.entities[0].name"),
     ("entities", 1, "created_at", "yesterday", "data.tables.entities[1].created_at"),
     ("facts", 0, "colour", "red", "data.tables.facts[0].colour"),
+    ("facts", 1, "start_guessed", 2, "data.tables.facts[1].start_guessed"),
+    ("facts", 1, "start_guessed", True, "data.tables.facts[1].start_guessed"),
 ])
 def test_a_bad_import_row_is_refused_by_name_and_nothing_is_written(smem: Memory, table: str, index: int,
                                                                     column: str, value: Any, field: str) -> None:

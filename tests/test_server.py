@@ -121,7 +121,7 @@ def test_rest_facts_carry_every_field_of_the_python_fact(client: TestClient) -> 
         client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "lives_in",
                                                            "object": "Porto", "confidence": c}]})
     [f] = client.get("/v1/users/u1/facts").json()["items"]
-    assert {"ended_by", "text_from", "confirmations"} <= set(f)
+    assert {"ended_by", "text_from", "confirmations", "started_by", "start_guessed"} <= set(f)
     assert [c for c, _ in f["confirmations"]] == [0.9, 0.8]
     r = client.patch(f"/v1/users/u1/facts/{f['id']}", json={"object": "Oporto", "object_type": "city"})
     assert r.status_code == 200, r.json()

@@ -46,7 +46,7 @@ NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "r
                        "kind"})
 ID_LIST_COLS = frozenset({"source_ids", "ended_by", "started_by", "text_from", "learned_from"})  # JSON lists of message ids
 LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
-INT_COLS = TIME_COLS | {"seq", "extracted", "dim", "utc_offset"}
+INT_COLS = TIME_COLS | {"seq", "extracted", "dim", "utc_offset", "start_guessed"}
 INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
 VECTOR_KINDS = frozenset({"entity", "fact", "message"})
@@ -74,6 +74,8 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
                                                                    if col in TIME_COLS else ""))
         if col in TIME_COLS and not _FIRST_US <= v <= _LAST_US:
             raise ValidationError(where, v, "out of range: a time must fall between the years 1 and 9999")
+        if col == "start_guessed" and v != 1:
+            raise ValidationError(where, v, "must be 1 (the start was inferred) or null")
         if col == "extracted" and v not in (-1, 0, 1):
             raise ValidationError(where, v, "must be -1 (failed), 0 (pending) or 1 (done)")
         if col == "utc_offset" and not -1440 < v < 1440:

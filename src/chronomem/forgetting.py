@@ -127,8 +127,10 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             res.sessions_deleted = 1
         doomed_ids = {f.id for f in doomed}
         touched = {x for f in doomed for x in (f.subject_id, f.object_id) if x is not None}
-        affected = [f for f in store.facts(user_id, touching=list(touched))
-                    if f.closed_by in doomed_ids and f.id not in doomed_ids] + unended
+        doomed_relations = {f.relation for f in doomed}
+        # what a forgotten fact closed reopens; a start inferred beside it is inferred again
+        affected = [f for f in store.facts(user_id, touching=list(touched)) if f.id not in doomed_ids and (
+            f.closed_by in doomed_ids or (f.start_guessed and f.relation in doomed_relations))] + unended
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         if session_id is not None:
             store.delete_session(user_id, session_id)

@@ -59,6 +59,9 @@ class Fact:
     stated_to: datetime | None = None  # the end as its source stated it, before any closure
     ended_by: list[str] = field(default_factory=list)  # turns whose statement ended it in place
     started_by: list[str] = field(default_factory=list)  # turns whose statement gave it its start later
+    # the start was not said but inferred from another fact of its slot (chronomem.temporal): a start
+    # said later replaces it, and it is inferred again when its slot is rebuilt
+    start_guessed: bool = False
     text_from: list[str] = field(default_factory=list)  # turns whose statement gave it its text later
     # every statement that set its confidence, in order, as (confidence, turn ids): empty until it is said
     # again (chronomem.temporal.confirm); forgetting a statement's turns refolds the rest
@@ -124,6 +127,7 @@ class Fact:
             stated_to=parse_optional_time(d.get("stated_to"), "stated_to"),
             ended_by=list(d.get("ended_by") or []),
             started_by=list(d.get("started_by") or []),
+            start_guessed=bool(d.get("start_guessed", False)),
             text_from=list(d.get("text_from") or []),
             confirmations=[(float(c), list(ids)) for c, ids in d.get("confirmations") or []],
             rule=d.get("rule"),

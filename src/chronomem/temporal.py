@@ -29,7 +29,11 @@ and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
   takes no part in later updates (it neither closes, is closed, is ended nor
   is reinforced: saying it again records it anew, and the new statement wins
   the tie); forgetting its winner reinstates it (:func:`rebuild_slot`);
-* a fact below θ never closes anything and is never closed.
+* a fact below θ never closes anything and is never closed;
+* a start that was never said is inferred where the slot tells it (an ending
+  with an unknown start follows the ending before it) and marked
+  ``start_guessed``: a start said later replaces it (rule 1b), and rebuilding
+  the slot (after a forget or a correction) infers it again from what remains.
 
 Invariant (tested with hypothesis): within a slot, the intervals of the stable,
 not superseded facts never overlap and are never empty, and no stored fact is
@@ -237,9 +241,10 @@ def plan_update(
             return plan
 
     # 1b. the start of a stint known so far only by its stated end ("I left Acme in June 2020", then
-    #     "I joined Acme in 2018"): the stored fact learns it and takes its place in the slot again
+    #     "I joined Acme in 2018"): the stored fact learns it (in place of a start it was only given by
+    #     inference) and takes its place in the slot again
     if new.valid_from is not None:
-        ended = [f for f in same if f.valid_from is None and f.stated_to is not None
+        ended = [f for f in same if (f.valid_from is None or f.start_guessed) and f.stated_to is not None
                  and new.valid_from < f.stated_to and (new.valid_to is None or new.valid_to == f.stated_to)]
         if ended:
             target = min(ended, key=lambda f: f.stated_to or f.recorded_at)  # the first stint it can start
@@ -248,7 +253,7 @@ def plan_update(
             # with the turns that said them (text_from: the start's words, which tell the stint)
             said_end = target.ended_by or [i for i in target.source_ids if i not in new.source_ids]
             learned = replace(
-                target, valid_from=new.valid_from, valid_to=target.stated_to, closed_by=None,
+                target, valid_from=new.valid_from, start_guessed=False, valid_to=target.stated_to, closed_by=None,
                 started_by=list(new.source_ids), ended_by=said_end,
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 text=new.text or target.text,
@@ -328,7 +333,7 @@ def _resolve_unknown_starts(ins: Fact, rivals: list[Fact]) -> None:
 
     Two facts with unknown starts are ordered by their ends: the one that ended
     first came first, so the other one starts when it ended.  Only unknown
-    starts are filled in; nothing known is changed.
+    starts are filled in, marked ``start_guessed``; nothing known is changed.
     """
     if ins.valid_from is not None:
         return
@@ -339,6 +344,7 @@ def _resolve_unknown_starts(ins: Fact, rivals: list[Fact]) -> None:
     elif any(f.valid_from is None for f in rivals):
         # both unknown; the new one is the later-recorded one, so it wins from now on
         ins.valid_from = ins.recorded_at if ins.valid_to is None else None
+    ins.start_guessed = ins.valid_from is not None
     if ins.valid_from is None:
         # still unknown: it precedes every rival with a known start
         starts = [f.valid_from for f in rivals if f.valid_from is not None]
@@ -353,20 +359,28 @@ def rebuild_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
     """Recompute the closures of a slot from the stated intervals, in recorded order.
 
     Used after a fact is forgotten: facts it had closed reopen as if it had
-    never been said.  Returns the facts whose interval changed.
+    never been said, and starts that were only inferred are inferred again
+    from what remains.  Returns the facts whose interval changed.
     """
     # a version replaced by a correction (confidence 0, closed_by its correction) keeps its link
-    reset = sorted((f if _corrected(f) else replace(f, valid_to=f.stated_to, closed_by=None) for f in facts),
+    reset = sorted((f if _corrected(f) else replace(f, valid_to=f.stated_to, closed_by=None)
+                    if not f.start_guessed else replace(f, valid_from=None, start_guessed=False,
+                                                        valid_to=f.stated_to, closed_by=None) for f in facts),
                    key=lambda f: f.recorded_at)
     current: dict[str, Fact] = {}
     for f in reset:
         if is_stable(f, theta):
             rivals = [g for g in current.values() if _live(g, theta) and in_slot(f, g, spec, key)]
+            if not _corrected(f):
+                _resolve_unknown_starts(f, rivals)  # as when it was inserted (plan_update, step 3)
             current.update(_place_in_slot(f, rivals))
         current[f.id] = f
     originals = {f.id: f for f in facts}
-    return [f for f in current.values()
-            if (f.valid_to, f.closed_by) != (originals[f.id].valid_to, originals[f.id].closed_by)]
+    return [f for f in current.values() if _interval_of(f) != _interval_of(originals[f.id])]
+
+
+def _interval_of(f: Fact) -> tuple[object, ...]:
+    return f.valid_from, f.start_guessed, f.valid_to, f.closed_by
 
 
 def _corrected(f: Fact) -> bool:

@@ -170,6 +170,8 @@ class FactOut(BaseModel):
     stated_to: IsoTime | None = None
     ended_by: list[str] = Field([], description="turns whose statement ended it in place")
     started_by: list[str] = Field([], description="turns whose statement gave it its start later")
+    start_guessed: bool = Field(False, description="its start was not said but inferred from the facts "
+                                                   "around it (a start said later replaces it)")
     text_from: list[str] = Field([], description="turns whose statement gave it its text")
     confirmations: list[tuple[float, list[str]]] = Field(
         [], description="each statement that set its confidence, in order: [confidence, turn ids]")
