@@ -94,17 +94,28 @@ def _export_waiting_turns(buffer: SessionBuffer, user_id: str, tables: dict[str,
 def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
     """``None``: Redis when ``CHRONOMEM_REDIS_URL`` is set, else unbuffered; ``True``: buffered
     (Redis when configured, else in process); ``False``: unbuffered; a URL or a buffer object.
-    A tenant other than the default gets its own Redis key prefix."""
+    Each tenant's turns wait apart: a Redis buffer (from a URL or given) is moved under the tenant's
+    own key prefix (:func:`~chronomem.summarize.buffer.tenant_prefix`), and any other buffer object
+    serves one tenant only."""
     if spec is False or (spec is None and not os.environ.get("CHRONOMEM_REDIS_URL")):
         return None
-    from .summarize.buffer import make_buffer, tenant_prefix
+    from .summarize.buffer import RedisSessionBuffer, make_buffer, tenant_prefix
 
-    prefix = tenant_prefix(tenant)
-    if spec is None or spec is True:
-        return make_buffer(prefix=prefix)
-    if isinstance(spec, str):
-        return make_buffer(spec, prefix=prefix)
-    return spec
+    if spec is None or spec is True or isinstance(spec, str):
+        buf: SessionBuffer = make_buffer(spec if isinstance(spec, str) else None)
+    else:
+        buf = spec
+    if isinstance(buf, RedisSessionBuffer):
+        return buf if buf.prefix == tenant_prefix(tenant, buf.root) else buf.for_tenant(tenant)
+    owner = getattr(buf, "_chronomem_tenant", None)
+    if owner is not None and owner != tenant:
+        raise ConfigError(f"this session buffer already holds tenant {owner!r}'s turns; a buffer object other "
+                          f"than Redis serves one tenant: give tenant {tenant!r} its own, or a Redis URL")
+    try:
+        buf._chronomem_tenant = tenant  # type: ignore[attr-defined]
+    except AttributeError:  # a buffer with __slots__: nothing to mark
+        pass
+    return buf
 
 
 def _check_options(options: object) -> SearchOptions:
@@ -141,6 +152,7 @@ class Memory:
         self.config = config or Config.load(theta_stable=theta_stable)
         if config is not None and theta_stable is not None:
             self.config = Config(**{**config.__dict__, "theta_stable": theta_stable})
+        buffer_ = _make_buffer(buffer, tenant or DEFAULT_TENANT)  # before the store: it may refuse
         # the store is bound to one tenant (default: "default", whose user keys are the bare ids);
         # a Store object passed in is shared, not owned: closing this Memory leaves it open
         if isinstance(location, Store):
@@ -166,10 +178,12 @@ class Memory:
         self._pipeline: WritePipeline | None = None
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
-        self._buffer: SessionBuffer | None = _make_buffer(buffer, self.tenant)
-        # a tenant view's buffer: the same Redis under the view's own prefix.  Not an in-process buffer
-        # (a view dropped after add() would drop its turns) nor a buffer object (it holds one tenant)
-        self._buffer_url: str | None = buffer if isinstance(buffer, str) else None
+        self._buffer: SessionBuffer | None = buffer_
+        # a tenant view's buffer: the same Redis, under the view's own prefix.  Not an in-process buffer
+        # (a view dropped after add() would drop its turns; another object holds one tenant)
+        from .summarize.buffer import RedisSessionBuffer
+
+        self._view_buffer = self._buffer if isinstance(self._buffer, RedisSessionBuffer) else None
         self._idle_retried: set[tuple[str, str]] = set()  # idle sessions left open once for a failed extraction
 
     # -- models (created on first use) -----------------------------------------------------
@@ -289,7 +303,7 @@ class Memory:
         from .jobs.queue import BrokerQueue
 
         queue = self._jobs.queue
-        view = Memory(self.store, tenant=tenant, config=self.config, buffer=self._buffer_url,
+        view = Memory(self.store, tenant=tenant, config=self.config, buffer=self._view_buffer,
                       queue=queue if isinstance(queue, BrokerQueue) else None)
         view.registry, view.usage, view.models = self.registry, self.usage, self.models  # models load once
         view.resolver = FuzzyEntityResolver(view.store)
@@ -436,13 +450,13 @@ class Memory:
         each; :meth:`for_tenant` opens one).  With the Redis buffer ``Memory`` makes (one key prefix per
         tenant) that includes every tenant whose turns wait in that Redis, even with nothing stored yet."""
         from .store.tenant import split_key
-        from .summarize.buffer import RedisSessionBuffer, tenant_prefix
+        from .summarize.buffer import RedisSessionBuffer
 
         inner = self.store.inner if isinstance(self.store, TenantStore) else self.store
         found = {split_key(k)[0] for k in inner.users()}
         buf = self._buffer
-        if isinstance(buf, RedisSessionBuffer) and buf.prefix == tenant_prefix(self.tenant):
-            found.update(buf.tenants())  # the other tenants' buffers share its Redis, under their prefixes
+        if isinstance(buf, RedisSessionBuffer):
+            found.update(buf.tenants(buf.root))  # the tenants' buffers share its Redis, each under its prefix
         elif buf is not None and buf.open_sessions():
             found.add(self.tenant)  # any other buffer holds this tenant's sessions only
         return sorted(found)

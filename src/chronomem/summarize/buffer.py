@@ -401,11 +401,14 @@ class RedisSessionBuffer:
         ttl_seconds: int = DEFAULT_TTL_SECONDS,
         prefix: str = DEFAULT_PREFIX,
         clock: Callable[[], float] = time.time,
+        root: str | None = None,
     ) -> None:
         self.ttl_seconds = _check_ttl(ttl_seconds)
         if not isinstance(prefix, str):
             raise ValidationError("prefix", prefix, "must be a string")
         self.prefix = prefix
+        # the prefix the tenants' buffers sit under (:func:`tenant_prefix`, :meth:`for_tenant`)
+        self.root = prefix if root is None else root
         self._r = client
         self._clock = clock
         self._append = client.register_script(_APPEND)
@@ -499,6 +502,12 @@ class RedisSessionBuffer:
     def pending_sessions(self, user_id: str) -> list[str]:
         _check_ids(user_id)
         return sorted(_s(x) for x in self._call(self._r.smembers, f"{self._user(user_id)}:pending"))
+
+    def for_tenant(self, tenant: str) -> RedisSessionBuffer:
+        """The buffer of ``tenant`` in the same Redis, under this buffer's root (:func:`tenant_prefix`):
+        a buffer given to ``Memory(tenant=…)`` or to its tenant views serves each tenant apart."""
+        return RedisSessionBuffer(self._r, ttl_seconds=self.ttl_seconds, prefix=tenant_prefix(tenant, self.root),
+                                  clock=self._clock, root=self.root)
 
     def open_sessions(self) -> list[tuple[str, str]]:
         users = {user_id for name in ("active", "pending") for user_id, _ in self._user_keys(name)}
