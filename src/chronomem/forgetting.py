@@ -93,7 +93,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                     and not sum(buffered.values()):  # add_facts(session_id=…) / buffered only
                 raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
             msg_ids = {m.id for m in msgs}
-            doomed, trimmed, moved = [], [], []
+            doomed, trimmed, moved, reworded = [], [], [], []
             for f in store.facts(user_id):
                 # a fact goes with its turns; one without turns (add_facts(session_id=…)) with its session.
                 # A fact another session's turns said too stays, as that session told it
@@ -114,8 +114,9 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                             unended.append(f)
                     else:
                         f.started_by = [s for s in f.started_by if s not in msg_ids]
-                    if f.text_from and set(f.text_from) <= msg_ids:  # its words were the forgotten turns'
+                    if f.text and _worded_by(f, msg_ids):  # its words were the forgotten turns'
                         f.text, f.text_from = "", []
+                        reworded.append(f.id)  # and what was made of them goes: its vector, job results
                     unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns
                     trimmed.append(f)
             if moved:
@@ -123,6 +124,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                 for f in moved:
                     f.session_id = told.get(f.source_ids[0])
             store.update_facts(user_id, trimmed)
+            store.drop_fact_copies(user_id, reworded)
             res.messages_deleted = len(msgs) + sum(buffered.values())
             res.sessions_deleted = 1
         doomed_ids = {f.id for f in doomed}
@@ -147,6 +149,14 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                                 "Until they are rewritten, summary() reads the one before it; the next "
                                 "end_session, or mem.rsum.replay(user_id), rewrites them")
     return res
+
+
+def _worded_by(f: Fact, forgotten: set[str]) -> bool:
+    """Did only ``forgotten`` turns give ``f`` its words?  They came with the statement recorded in
+    ``text_from``, else with the first statement (``confirmations``' first).  A fact said more than once
+    before confirmations were recorded cannot tell: its words may quote a forgotten turn, so they go."""
+    said_by = f.text_from or (f.confirmations[0][1] if f.confirmations else [])
+    return not said_by or set(said_by) <= forgotten
 
 
 def replaced_versions(store: Store, user_id: str, fact: Fact) -> list[Fact]:

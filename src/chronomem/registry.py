@@ -14,9 +14,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from functools import lru_cache
 
 from .errors import ValidationError
+from .memo import text_memo
 
 _WORD = re.compile(r"[^0-9a-z]+")
 
@@ -28,7 +28,7 @@ def normalize_relation(name: str) -> str:
     return _normalize_relation(name)
 
 
-@lru_cache(maxsize=4096)
+@text_memo(maxsize=4096)  # relation names are user text too: forgetting empties the memo
 def _normalize_relation(name: str) -> str:
     norm = _WORD.sub("_", name.strip().lower()).strip("_")
     if not norm:

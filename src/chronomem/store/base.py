@@ -133,6 +133,12 @@ class Store(ABC):
     @abstractmethod
     def delete_facts(self, user_id: str, ids: Sequence[str]) -> int: ...
 
+    @abstractmethod
+    def drop_fact_copies(self, user_id: str, ids: Sequence[str]) -> None:
+        """Drop what was made from these facts as they were: their vectors (embedded again on next need)
+        and the results of jobs that quote them.  ``delete_facts`` does it; forgetting calls it for the
+        facts whose words it takes back."""
+
     # -- text and vector search ----------------------------------------------------
     @abstractmethod
     def search_facts_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:

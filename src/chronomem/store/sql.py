@@ -550,13 +550,21 @@ class SQLStore(Store):
                 chunk = list(ids[i:i + 500])
                 n += self._exec(user_id, f"DELETE FROM facts WHERE user_id = ? AND id IN {self._in(chunk)}",
                                 (user_id, *chunk))
+            self.drop_fact_copies(user_id, ids)
+        return n
+
+    def drop_fact_copies(self, user_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        with self.transaction(user_id):
+            for i in range(0, len(ids), 500):
+                chunk = list(ids[i:i + 500])
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'fact' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
             self._forget_in_job_results(user_id, ids)
-        return n
 
     def _forget_in_job_results(self, user_id: str, fact_ids: Sequence[str]) -> None:
-        """Drop the results of jobs that quote a deleted fact (the job's status stays)."""
+        """Drop the results of jobs that quote one of these facts (the job's status stays)."""
         doomed = set(fact_ids)
         rows = self._all("SELECT id, result FROM jobs WHERE user_id = ? AND result IS NOT NULL", (user_id,))
         hits = [(job_id,) for job_id, result in rows if doomed & _quoted_fact_ids(json.loads(result))]

@@ -187,6 +187,9 @@ class TenantStore(Store):
     def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
         return self.inner.delete_facts(self._k(user_id), ids)
 
+    def drop_fact_copies(self, user_id: str, ids: Sequence[str]) -> None:
+        self.inner.drop_fact_copies(self._k(user_id), ids)
+
     # -- search ----------------------------------------------------------------------------------------
     def search_facts_text(self, user_id: str, query: str, limit: int = 20) -> list[tuple[str, float]]:
         return self.inner.search_facts_text(self._k(user_id), query, limit)
