@@ -187,3 +187,22 @@ def test_fast_forward_is_a_yes_no_setting_from_env_or_file(clean_env: Path, monk
     monkeypatch.delenv("CHRONOMEM_FAST_FORWARD")
     clean_env.write_text("[llm]\nfast_forward = true\n")
     assert resolve_llm_settings().fast_forward is True
+
+
+def test_a_memory_resolves_its_model_as_models_show_does(clean_env: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         tmp_path: Path) -> None:
+    """``[memory] llm`` in the config file ranks under the environment for a Memory too: it used to be
+    passed on as an argument, so the file's URL beat CHRONOMEM_LLM_BASE_URL in add/answer while
+    ``chronomem models show`` (and ``models check``) reported the environment's."""
+    from chronomem import Memory
+
+    clean_env.write_text('[memory]\nllm = "openai:a@http://cfg:1/v1"\nembedder = "openai:e@http://cfg:1/v1"\n')
+    monkeypatch.setenv("CHRONOMEM_LLM_BASE_URL", "http://env:2/v1")
+    monkeypatch.setenv("CHRONOMEM_EMBEDDER_BASE_URL", "http://env:3/v1")
+    shown = resolve_llm_settings()
+    with Memory(tmp_path / "m.db") as mem:
+        assert mem.llm.base_url == shown.base_url == "http://env:2/v1"  # type: ignore[attr-defined]
+        assert mem.llm.model == "a"  # type: ignore[attr-defined]
+        assert mem.models.embedder.inner.base_url == "http://env:3/v1"  # type: ignore[attr-defined]
+    with Memory(tmp_path / "m.db", llm="openai:b@http://arg:4/v1") as mem:  # an argument still wins
+        assert mem.llm.base_url == "http://arg:4/v1"  # type: ignore[attr-defined]

@@ -96,6 +96,7 @@ def make_llm(
     usage: UsageTracker | None = None,
     cache: bool | str | Path | ResponseCache | None = None,
     config_path: Path | None = None,
+    configured: str | None = None,
     **overrides: Any,
 ) -> TrackedLLM:
     """Resolve settings and return the LLM wrapped in a :class:`TrackedLLM`.
@@ -107,14 +108,15 @@ def make_llm(
     ``True`` for the default response-cache file, a path, a
     :class:`ResponseCache`, ``False`` to force it off, ``None`` to follow
     settings (``CHRONOMEM_LLM_CACHE``, ``[llm] cache``; off by default).
-    ``usage`` lets several models share one tracker.
+    ``usage`` lets several models share one tracker.  ``configured``: a spec from configuration,
+    ranked under the environment (:func:`~.settings.resolve_llm_settings`).
     """
     cache_obj: ResponseCache | None = None
     if isinstance(cache, ResponseCache):
         cache_obj = cache
     elif cache is not None and cache is not False:
         overrides["cache"] = "default" if cache is True else str(cache)
-    settings = resolve_llm_settings(spec, config_path=config_path, **overrides)
+    settings = resolve_llm_settings(spec, config_path=config_path, configured=configured, **overrides)
     if cache is False:
         settings.cache = None
     if cache_obj is None:
@@ -142,6 +144,7 @@ def make_embedder(
     *,
     cache: bool | str | Path | EmbeddingCache | None = None,
     config_path: Path | None = None,
+    configured: str | None = None,
     **overrides: Any,
 ) -> CachedEmbedder:
     """Resolve settings and return the embedder with an in-memory cache (and a disk cache if configured).
@@ -154,7 +157,7 @@ def make_embedder(
         disk = cache
     elif cache is not None and cache is not False:
         overrides["cache"] = "default" if cache is True else str(cache)
-    settings = resolve_embedder_settings(spec, config_path=config_path, **overrides)
+    settings = resolve_embedder_settings(spec, config_path=config_path, configured=configured, **overrides)
     if cache is False:
         settings.cache = None
     if disk is None and settings.cache is not None:

@@ -84,8 +84,8 @@ class ModelSet:
         if self._llm is None or isinstance(self._llm, bool | str):
             from . import make_llm
 
-            made: LLM = make_llm(self._llm if isinstance(self._llm, str) else self.default_llm,
-                                 usage=self.usage)
+            made: LLM = make_llm(self._llm if isinstance(self._llm, str) else None,
+                                 configured=self.default_llm, usage=self.usage)
             self._llm = made
             return made
         assert not isinstance(self._llm, bool | str)
@@ -104,8 +104,8 @@ class ModelSet:
         if self._embedder is None or isinstance(self._embedder, bool | str):
             from . import make_embedder
 
-            made: Embedder = make_embedder(self._embedder if isinstance(self._embedder, str)
-                                           else self.default_embedder)
+            made: Embedder = make_embedder(self._embedder if isinstance(self._embedder, str) else None,
+                                           configured=self.default_embedder)
             self._embedder = made
             return made
         assert not isinstance(self._embedder, bool | str)
@@ -119,7 +119,8 @@ class ModelSet:
             if self._llm is None or isinstance(self._llm, bool | str):
                 from .settings import resolve_llm_settings
 
-                path = resolve_llm_settings(self._llm if isinstance(self._llm, str) else self.default_llm).cache
+                path = resolve_llm_settings(self._llm if isinstance(self._llm, str) else None,
+                                            configured=self.default_llm).cache
                 deleted += _purge_file(ResponseCache, path, owner)
             elif isinstance(cache := getattr(self._llm, "cache", None), ResponseCache):
                 deleted += cache.purge_owner(owner)
@@ -127,8 +128,8 @@ class ModelSet:
             if self._embedder is None or isinstance(self._embedder, bool | str):
                 from .settings import resolve_embedder_settings
 
-                path = resolve_embedder_settings(self._embedder if isinstance(self._embedder, str)
-                                                 else self.default_embedder).cache
+                path = resolve_embedder_settings(self._embedder if isinstance(self._embedder, str) else None,
+                                                 configured=self.default_embedder).cache
                 deleted += _purge_file(EmbeddingCache, path, owner)
             elif callable(purge := getattr(self._embedder, "purge_owner", None)):
                 deleted += int(purge(owner))

@@ -187,6 +187,12 @@ def _describe(settings: LLMSettings | EmbedderSettings) -> dict[str, Any]:
 Layer = tuple[str, dict[str, Any]]  # (source name, values)
 
 
+def _configured(spec: str | None, what: str) -> list[Layer]:
+    """The layer of a spec from configuration (``Config.llm`` / ``Config.embedder``, read from the
+    ``[memory]`` table or given to ``Config``): under the environment, as the config file is."""
+    return [(f"config:{what}", parse_spec(spec, what=what))] if spec else []
+
+
 def _file_layer(doc: dict[str, Any], table: str, memory_key: str, path: Path, allowed: set[str]) -> Layer:
     values: dict[str, Any] = {}
     spec = (doc.get(table) or {}).get("spec") or (doc.get("memory") or {}).get(memory_key)
@@ -260,8 +266,10 @@ def _merge(target: Any, layers: list[Layer], int_fields: set[str], float_fields:
             break
 
 
-def resolve_llm_settings(spec: str | None = None, *, config_path: Path | None = None, **overrides: Any) -> LLMSettings:
-    """Effective LLM settings: arguments > environment > config file > defaults."""
+def resolve_llm_settings(spec: str | None = None, *, config_path: Path | None = None, configured: str | None = None,
+                         **overrides: Any) -> LLMSettings:
+    """Effective LLM settings: arguments > environment > config file > defaults.  ``configured``: a spec
+    from configuration (a :class:`~chronomem.Config`'s ``llm``), which ranks with the config file."""
     allowed = {f.name for f in fields(LLMSettings)} - {"sources", "provider", "model"}
     unknown = set(overrides) - allowed - {"provider", "model"}
     if unknown:
@@ -289,7 +297,8 @@ def resolve_llm_settings(spec: str | None = None, *, config_path: Path | None = 
     del env
 
     path, doc = read_config_file(config_path)
-    layers: list[Layer] = [("argument", explicit), *env_sources, _file_layer(doc, "llm", "llm", path, allowed)]
+    layers: list[Layer] = [("argument", explicit), *env_sources, *_configured(configured, "llm"),
+                           _file_layer(doc, "llm", "llm", path, allowed)]
     s = LLMSettings()
     _merge(s, layers, {"max_retries", "n_ctx", "n_threads", "context_window"}, {"timeout"})
     if s.provider == "openai":
@@ -306,9 +315,10 @@ def resolve_llm_settings(spec: str | None = None, *, config_path: Path | None = 
 
 
 def resolve_embedder_settings(
-    spec: str | None = None, *, config_path: Path | None = None, **overrides: Any
+    spec: str | None = None, *, config_path: Path | None = None, configured: str | None = None, **overrides: Any
 ) -> EmbedderSettings:
-    """Effective embedder settings: arguments > environment > config file > defaults."""
+    """Effective embedder settings: arguments > environment > config file > defaults (``configured``: as
+    in :func:`resolve_llm_settings`)."""
     allowed = {f.name for f in fields(EmbedderSettings)} - {"sources", "provider", "model"}
     unknown = set(overrides) - allowed - {"provider", "model"}
     if unknown:
@@ -328,7 +338,8 @@ def resolve_embedder_settings(
         if v is not None:
             env_sources.append((f"env:{n}", {fname: v}))
     path, doc = read_config_file(config_path)
-    layers: list[Layer] = [("argument", explicit), *env_sources, _file_layer(doc, "embedder", "embedder", path, allowed)]
+    layers: list[Layer] = [("argument", explicit), *env_sources, *_configured(configured, "embedder"),
+                           _file_layer(doc, "embedder", "embedder", path, allowed)]
     s = EmbedderSettings()
     _merge(s, layers, {"batch_size"}, {"timeout"})
     if s.provider == "openai":
