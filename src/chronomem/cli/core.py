@@ -23,7 +23,8 @@ from .render import console, facts_table
 
 ENV_TENANT = "CHRONOMEM_TENANT"
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")]
+DB_HELP = "database path or URL (default: $CHRONOMEM_DB, the config file's db, or the user data dir)"
+DbOpt = Annotated[Optional[str], typer.Option("--db", help=DB_HELP)]
 UserOpt = Annotated[str, typer.Option("--user", "-u", help="User id")]
 TenantOpt = Annotated[Optional[str], typer.Option(
     "--tenant", envvar=ENV_TENANT, show_default=False,

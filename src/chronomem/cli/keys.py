@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from .core import DbOpt
+
 if TYPE_CHECKING:
     from ..store.base import Store
 
 app = typer.Typer(help="API keys for `chronomem serve`: each key is bound to one tenant.",
                   no_args_is_help=True)
 
-DbOpt = Annotated[Optional[str], typer.Option("--db", help="database path or URL (default $CHRONOMEM_DB)")]
 
 
 def _store(db: str | None) -> Store:

@@ -10,9 +10,10 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
+from .core import DbOpt
 
 
-def worker_cmd(db: Annotated[Optional[str], typer.Option("--db", help="database URL (default $CHRONOMEM_DB)")] = None,
+def worker_cmd(db: DbOpt = None,
                queue: Annotated[Optional[str], typer.Option(
                    "--queue", help="broker URL: amqp://… or redis://… (default $CHRONOMEM_QUEUE_URL)")] = None,
                threads: Annotated[int, typer.Option(help="jobs run at once by this process")] = 1,

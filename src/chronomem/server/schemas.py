@@ -128,7 +128,7 @@ class AskIn(BaseModel):
     as_of: IsoTime | None = None
     method: Literal["real", "rsum", "real+rsum"] = Field(
         "real+rsum", description="real+rsum: graph evidence and the session summary (as Memory.answer); "
-                                 "real: graph evidence only; rsum: the summary only")
+                                 "real: graph evidence and stored turns; rsum: the summary only")
     top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     speaker: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS,
                                 description="who asks: resolves first-person questions (\"where do I live?\")")
