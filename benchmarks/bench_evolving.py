@@ -122,19 +122,20 @@ def main(argv: list[str] | None = None) -> int:
         if only and conv["name"] not in only:
             continue
         db = out / f"{args.set}-{conv['name']}.db"
-        fresh = not db.exists()
         user = conv["user"]
         # the user's own name in the conversation: "I / my" in a question is them (an app passes it the same way)
         speaker = None if args.no_speaker else next(
             (m["speaker"] for sess in conv["sessions"] for m in sess["messages"] if m["speaker"].lower() == user.lower()),
             None)
         with Memory(str(db), config=Config(extraction=args.extraction)) as mem:
-            if fresh:
-                t0 = time.perf_counter()
-                for s in conv["sessions"]:
-                    mem.add(s["messages"], user_id=user, session_id=s["session_id"], timestamp=s["timestamp"])
-                turns = sum(len(s["messages"]) for s in conv["sessions"])
-                print(f"{conv['name']}: {turns} turns ingested in {time.perf_counter() - t0:.0f} s")
+            # every time, not only into a new file: adding is idempotent by turn id, so a run stopped
+            # partway (a crash, a model error) finishes the ingest instead of judging half a memory
+            t0 = time.perf_counter()
+            for s in conv["sessions"]:
+                mem.add(s["messages"], user_id=user, session_id=s["session_id"], timestamp=s["timestamp"])
+            mem.extract_pending(user_id=user)  # turns whose extraction failed before
+            turns = sum(len(s["messages"]) for s in conv["sessions"])
+            print(f"{conv['name']}: {turns} turns ingested in {time.perf_counter() - t0:.0f} s")
             n_ok = 0
             checks = [c for c in conv["checks"] if asks_organisation(c)] if args.organisation_questions \
                 else conv["checks"]
