@@ -18,9 +18,11 @@ MAX_ID_CHARS = 256
 #: names: entity names (subject, object, aliases), relations, entity types, speakers.
 #: Names are primary-key parts on PostgreSQL, whose B-tree rows must stay under ~2.7 kB.
 MAX_NAME_CHARS = 500
-#: free text: a message's text, a fact's ``text``, a search query or question.
+#: free text: a message's text, a fact's ``text``.
 MAX_TEXT_CHARS = 100_000
+#: a search query or a question (every surface: Python, REST, CLI, MCP).
+MAX_QUERY_CHARS = 4000
 #: the largest REST request body, in bytes (413 above it).
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
-__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_TEXT_CHARS"]
+__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_QUERY_CHARS", "MAX_TEXT_CHARS"]

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, ValidationError
+from ..limits import MAX_QUERY_CHARS
 from ..model import Fact, Intent, Message
 from ..prompts import load_template
 from ..providers.base import Embedder
@@ -45,7 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_QUERY_CHARS = 4000
 
 
 @dataclass

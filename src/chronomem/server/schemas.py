@@ -8,7 +8,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 from ..errors import ValidationError
-from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_TEXT_CHARS
 from ..timeutil import iso, parse_time
 
 T = TypeVar("T")
@@ -114,7 +114,7 @@ class FactPatch(BaseModel):
 class QueryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=4000)
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     as_of: IsoTime | None = None
     top_k: int = Field(10, ge=1, le=MAX_TOP_K)
     speaker: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS,
@@ -124,7 +124,7 @@ class QueryIn(BaseModel):
 class AskIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
     as_of: IsoTime | None = None
     method: Literal["real", "rsum", "real+rsum"] = Field(
         "real+rsum", description="real+rsum: graph evidence and the session summary (as Memory.answer); "
