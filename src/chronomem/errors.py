@@ -13,6 +13,10 @@ from typing import Any
 class ChronomemError(Exception):
     """Base class of every error chronomem raises on purpose."""
 
+    #: True for a class whose messages never hold user text (turns, facts, names) or model
+    #: output, so :func:`log_reason` may log them; most messages quote what was wrong.
+    log_safe: bool = False
+
 
 class ValidationError(ChronomemError, ValueError):
     """Caller input is invalid.  ``field`` and ``value`` say what and where."""
@@ -51,14 +55,36 @@ class ModelUnavailableError(ModelError):
 class StructuredOutputError(ModelError):
     """The model's output could not be parsed/validated even after repair and retries.
 
-    ``raw`` holds the last raw output so callers can inspect or store it.
+    ``raw`` holds the last raw output so callers can inspect or store it.  The message
+    (``str(error)``) leaves it out and says only what was wrong with it (no JSON value in N
+    characters, the schema paths that failed, where it was cut off): the output echoes the
+    user's turns, and the message reaches logs, job records and API error bodies.
     """
+
+    log_safe = True  # the message holds no user text or model output (see :func:`log_reason`)
 
     def __init__(self, message: str, raw: str) -> None:
         self.raw = raw
-        super().__init__(f"{message}; raw output: {raw[:500]!r}")
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable although __init__ takes two arguments
+        return type(self), (str(self), self.raw), self.__dict__
 
 
 class TruncatedOutputError(StructuredOutputError):
     """The model's structured reply was cut off (token limit, or stopped mid-value) before it
     was complete, on every attempt: what followed the cut is unknown, so nothing is accepted."""
+
+
+def log_reason(error: BaseException, limit: int = 300) -> str:
+    """What failed, for a log record at WARNING or above: the error's class, with its message only
+    where that holds no user text or model output (a class with ``log_safe``; a
+    :class:`ValidationError` gives its field).  Logs outlive ``forget``, so the words of the
+    user's turns, facts and names, and the model's output (which echoes them), stay out of them;
+    log ``str(error)`` at DEBUG where the detail is wanted."""
+    name = type(error).__name__
+    if getattr(type(error), "log_safe", False):
+        return f"{name}: {error}"[:limit]
+    if isinstance(error, ValidationError):
+        return f"{name} on {error.field}"[:limit]
+    return name

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..config import EXTRACTION_METHODS
-from ..errors import ChronomemError, ModelUnavailableError, TruncatedOutputError, ValidationError
+from ..errors import ChronomemError, ModelUnavailableError, TruncatedOutputError, ValidationError, log_reason
 from ..graph import FactValidator
 from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
@@ -119,8 +119,13 @@ def method_versions(method: str) -> tuple[str, int]:
 
 @dataclass(slots=True)
 class FailedChunk:
+    """Turns whose extraction failed: ``error`` for the caller (the error's class and message,
+    which a model's reply never reaches: :class:`~chronomem.errors.StructuredOutputError` keeps
+    it in ``raw``); ``reason`` is safe to log (no user text: :func:`~chronomem.errors.log_reason`)."""
+
     message_ids: list[str]
     error: str
+    reason: str = ""
 
 
 @dataclass(slots=True)
@@ -508,8 +513,8 @@ class WritePipeline:
                                             turns=chunk.turns[half:]),
                                       Chunk(context=chunk.context, turns=chunk.turns[:half])])
                     continue
-                log.warning("extraction of turn %s failed: the reply was cut off: %s", ids[0], e)
-                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
+                log.warning("extraction of turn %s failed: the reply was cut off: %s", ids[0], log_reason(e))
+                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500], log_reason(e)))
                 result.warnings.append(f"the model's reply for turn {ids[0]} was cut off even alone; "
                                        "marked for re-extraction")
                 self._mark_failed(user_id, ids)
@@ -517,13 +522,16 @@ class WritePipeline:
             except ModelUnavailableError as e:
                 totals_add(totals, getattr(e, "usage", None))
                 result.warnings.append(f"extraction model unavailable ({e}); remaining turns left pending")
-                result.failed_chunks.append(FailedChunk(ids, str(e)))
+                result.failed_chunks.append(FailedChunk(ids, str(e), log_reason(e)))
                 self._mark_failed(user_id, ids)
                 break
             except Exception as e:  # malformed output after retries, model error, schema mismatch
                 totals_add(totals, getattr(e, "usage", None))
-                log.warning("extraction of %d turn(s) failed: %s", len(ids), e)
-                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
+                # WARNING names the error's class (and a message only where it quotes no user text);
+                # DEBUG only: the whole message, which may quote the turns or the model's reply
+                log.warning("extraction of %d turn(s) failed: %s", len(ids), log_reason(e))
+                log.debug("extraction of turns %s failed: %s: %s", ids, type(e).__name__, e)
+                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500], log_reason(e)))
                 result.warnings.append(f"extraction failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
                 self._mark_failed(user_id, ids)
                 if progress:
@@ -540,8 +548,9 @@ class WritePipeline:
                     rep = self.graph.apply(user_id, facts, agent_id=agent_id, default_origin=Origin.STATED)
                     self.store.mark_extracted(user_id, [i for i in ids if i not in gone], EXTRACTED)
             except ChronomemError as e:
-                log.warning("graph update failed for %d turn(s): %s", len(ids), e)
-                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500]))
+                log.warning("graph update failed for %d turn(s): %s", len(ids), log_reason(e))
+                log.debug("graph update of turns %s failed: %s: %s", ids, type(e).__name__, e)
+                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500], log_reason(e)))
                 result.warnings.append(f"graph update failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
                 self._mark_failed(user_id, ids)
                 continue
@@ -566,7 +575,7 @@ class WritePipeline:
         try:
             self.store.mark_extracted(user_id, ids, FAILED)
         except ChronomemError as e:
-            log.warning("could not mark %d turn(s) failed (%s); they stay pending", len(ids), e)
+            log.warning("could not mark %d turn(s) failed (%s); they stay pending", len(ids), log_reason(e))
 
     def _sourced(self, user_id: str, ids: Sequence[str],
                  facts: list[FactInput]) -> tuple[list[FactInput], set[str]]:

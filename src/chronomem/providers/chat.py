@@ -16,6 +16,11 @@ to their engine.  :meth:`ChatLLM.chat` adds structured output on top:
 - then it raises :class:`~chronomem.errors.StructuredOutputError` carrying the
   raw output (:class:`~chronomem.errors.TruncatedOutputError` when the last reply was cut off).
 
+What each attempt got wrong is logged at WARNING in words that quote nothing of the reply (no
+JSON value in N characters, the schema paths that failed, a cut-off): the reply echoes the
+user's turns, and logs cannot be forgotten.  The reply itself and the full problem are logged
+at DEBUG only; the raised error keeps the reply in ``raw``, out of its message.
+
 Usage of all attempts is summed into the returned :class:`CallUsage`.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -118,7 +124,7 @@ class ChatLLM(ABC):
         attempt_messages = list(messages)
         budget = max_tokens
         last_raw = ""
-        problem = ""
+        problem = reason = ""
         for attempt in range(1 + max(0, self.structured_retries)):
             raw = self._complete(
                 attempt_messages,
@@ -134,12 +140,16 @@ class ChatLLM(ABC):
             last_raw = raw.text
             truncated = raw.finish_reason == "length"
             cut = False
+            # ``problem`` goes back to the model and may quote its reply; ``reason`` is for logs and
+            # the raised error's message, and quotes nothing of it
             try:
                 data, repaired = out.parse(raw.text)
             except NoJSONFound as e:
                 problem = str(e)
+                reason = json_problem(raw.text)
             except SchemaMismatch as e:
                 problem = "it does not match the schema: " + str(e)
+                reason = schema_problem(e, out.json_schema)
             else:
                 cut = loses_data_to_truncation(raw.text, out.json_schema)
                 if not cut:  # complete, or cut only where the array caps would drop the rest anyway
@@ -148,11 +158,14 @@ class ChatLLM(ABC):
                                  self.name, truncated, attempt + 1)
                     usage.latency_s = time.perf_counter() - t0
                     return ChatResult(text=raw.text, usage=usage, data=data)
-                problem = "it stops in the middle: the items after the cut are missing"
+                problem = reason = "it stops in the middle: the items after the cut are missing"
             if truncated or cut:
                 problem = f"it was cut off at {budget} tokens ({problem})"
+                reason = f"it was cut off at {budget} tokens ({reason})"
                 budget = min(budget * 2, self.max_tokens_cap)
-            log.warning("%s: invalid structured output (attempt %d): %s", self.name, attempt + 1, problem)
+            log.warning("%s: invalid structured output (attempt %d): %s", self.name, attempt + 1, reason)
+            # DEBUG only: the problem may quote the reply, and the reply echoes the user's turns
+            log.debug("%s: attempt %d's reply (%s): %r", self.name, attempt + 1, problem, raw.text[:2000])
             attempt_messages = [
                 *messages,
                 {"role": "assistant", "content": raw.text[:2000]},
@@ -166,7 +179,7 @@ class ChatLLM(ABC):
         usage.latency_s = time.perf_counter() - t0
         kind = TruncatedOutputError if (truncated or cut) else StructuredOutputError
         err = kind(
-            f"{self.name}: no valid structured output after {1 + max(0, self.structured_retries)} attempts ({problem})",
+            f"{self.name}: no valid structured output after {1 + max(0, self.structured_retries)} attempts ({reason})",
             last_raw,
         )
         err.usage = usage  # type: ignore[attr-defined]  # so wrappers can still account for the spent tokens
@@ -175,3 +188,54 @@ class ChatLLM(ABC):
 
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def json_problem(text: str) -> str:
+    """Why ``text`` holds no JSON value, in words that quote none of it (for logs and errors)."""
+    body = text.strip()
+    if not body:
+        return "the reply is empty"
+    try:
+        json.loads(body)
+    except json.JSONDecodeError as e:  # its msg is the decoder's fixed wording, never the text
+        return f"no JSON value found in {len(text)} chars of output: not valid JSON at char {e.pos} ({e.msg})"
+    return f"no JSON value found in {len(text)} chars of output"
+
+
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+_PATH_PART = re.compile(r"\[(\d+)\]|\.([^.\[]*)")
+
+
+def schema_problem(error: SchemaMismatch, schema: dict[str, Any], most: int = 3) -> str:
+    """Which parts of a reply failed ``schema``, as paths ("$.facts[2].relation"), quoting none of
+    its values: a key the schema does not name (the model may write a word of the turns as one)
+    reads ``<key>``."""
+    known = _property_names(schema)
+    paths: list[str] = []
+    for err in error.errors:
+        head = err.split(": ", 1)[0] if err.startswith("$") else "$"
+        path = "$"
+        for index, key in _PATH_PART.findall(head[1:]):
+            if index or key.isdigit():
+                path += f"[{index or key}]"
+            else:
+                path += "." + (key if key in known and _KEY.fullmatch(key) else "<key>")
+        if path not in paths:
+            paths.append(path)
+    shown = ", ".join(paths[:most]) + (f" and {len(paths) - most} more" if len(paths) > most else "")
+    return f"it does not match the schema at {shown} ({len(error.errors)} error(s))"
+
+
+def _property_names(schema: Any) -> set[str]:
+    names: set[str] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            props = node.get("properties")
+            if isinstance(props, dict):
+                names.update(k for k in props if isinstance(k, str))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return names

@@ -127,10 +127,10 @@ class SessionLifecycle:
         # marked ended last: a session whose summary update or extraction failed stays open, so the
         # next end_session (or idle sweep) finds it and finishes the job
         failed = getattr(extraction, "failed_chunks", None)
-        if failed:
+        if failed:  # the reason, not the error: that may quote the turns (logs cannot be forgotten)
             log.warning("session %r of user %r not marked ended: extraction failed for %d chunk(s) (%s); the "
                         "next end_session or idle sweep retries them", session_id, user_id, len(failed),
-                        failed[0].error)
+                        getattr(failed[0], "reason", "") or "see the extraction result")
         else:
             self.store.end_session(user_id, session_id, when)
             log.info("session %r of user %r ended: %d turns flushed (%d new), memory seq %s", session_id, user_id,
