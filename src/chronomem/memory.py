@@ -256,7 +256,9 @@ class Memory:
         Re-adding the same ids stores nothing twice and costs no model call for turns
         already extracted (turns a crash or a failed call left unextracted are extracted then).  A message
         without an ``id`` gets a hash of its session, speaker, text, timestamp and
-        position among identical turns, so posting a conversation twice stores it once.  One
+        position among identical turns, so posting a conversation twice into the same session stores it
+        once when its turns carry timestamps (a turn without one is stamped, and told apart, by its
+        arrival, so a repost of it is stored again; give it an ``id``).  One
         LLM call per chunk of turns (never per turn); the result reports the
         facts added, closed and reinforced, warnings, and the usage of the call.
         """
