@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import logging
 from typing import TYPE_CHECKING
 
-from .errors import NotFoundError, ValidationError
+from .errors import NotFoundError, ValidationError, log_reason
 from .model import Fact, Origin
 from .temporal import unconfirm
 
@@ -144,7 +144,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             res.summaries_rebuilt = len(rsum().replay(user_id))
         except Exception as e:  # noqa: BLE001 - the delete has committed; until the rewrite, summaries stop
             # before the forgotten session (chronomem.summarize.rsum.first_gap) and the next end_session retries
-            log.warning("user %r: replaying the summaries after a forgotten session failed: %s", user_id, e)
+            log.warning("user %r: replaying the summaries after a forgotten session failed: %s", user_id,
+                        log_reason(e))
             res.warnings.append(f"the session is deleted; rewriting the later summaries without it failed ({e}). "
                                 "Until they are rewritten, summary() reads the one before it; the next "
                                 "end_session, or mem.rsum.replay(user_id), rewrites them")

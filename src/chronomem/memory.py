@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .config import Config
 from .extract.entities import FuzzyEntityResolver
-from .errors import ChronomemError, ConfigError, ValidationError
+from .errors import ChronomemError, ConfigError, ValidationError, log_reason
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
 from .model import Entity, Fact, FactInput, Message, Session, UpdateReport
@@ -616,7 +616,7 @@ class Memory:
                 with cache_owner(self._cache_owner(user_id)):
                     res = self._lifecycle().end(user_id, session_id, ended_at=ended_at)
             except ChronomemError as e:
-                log.warning("idle session %r of user %r not ended: %s", session_id, user_id, e)
+                log.warning("idle session %r of user %r not ended: %s", session_id, user_id, log_reason(e))
                 sweep.failed[(user_id, session_id)] = str(e)
             else:
                 key = (user_id, session_id)
@@ -692,7 +692,7 @@ class Memory:
         try:
             res.cache_entries_deleted = self.purge_model_cache(user_id=user_id)
         except Exception as e:  # the store is already forgotten: say what is left, do not undo it
-            log.warning("forget: purging the model cache failed: %s", e)
+            log.warning("forget: purging the model cache failed: %s", log_reason(e))
             res.warnings.append(f"the memory is forgotten but the model cache still holds this user's replies "
                                 f"or vectors: purging it failed ({e}); call purge_model_cache(user_id=…) again")
         return res

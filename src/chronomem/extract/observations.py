@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import re
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -36,6 +37,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .. import timeexpr
+from ..errors import log_reason
 from ..timewords import TIME_PHRASE, counts_from_a_named_year, date_label, find_time_phrase
 from ..model import FactInput, Intent, Message, Origin
 from ..providers.base import LLM, Penalties
@@ -1127,8 +1129,11 @@ _T = TypeVar("_T")
 
 
 def _rule_failed(what: str, error: Exception, notes: list[str]) -> None:
-    log.error("%s: %s raised %s: %s; the chunk keeps its other facts", RULE_FAILED, what, type(error).__name__, error,
-              exc_info=error)
+    # the log names the error and where it was raised, but quotes nothing (``what`` and the error's
+    # message may quote the turns: logs outlive forget); all of it goes to the caller's notes
+    frames = "".join(traceback.format_tb(error.__traceback__))
+    log.error("%s: %s; the chunk keeps its other facts\n%s", RULE_FAILED, log_reason(error), frames)
+    log.debug("%s: %s", RULE_FAILED, what, exc_info=error)
     notes.append(f"{RULE_FAILED}: {what}: {type(error).__name__}: {error}")
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from ..errors import log_reason
 from ..store.tenant import split_key
 from ..timeutil import utcnow
 from .model import Job, JobStatus
@@ -98,7 +99,9 @@ class JobRunner:
             try:
                 status, result, error = execute(self.memory_for(tenant), job)
             except Exception as e:  # recorded on the job: the caller polls for it
-                log.exception("job %s (%s) failed", job_id, job.kind.value)
+                # the error is recorded on the job; a log keeps no user text (logs outlive forget)
+                log.warning("job %s (%s) failed: %s", job_id, job.kind.value, log_reason(e))
+                log.debug("job %s failed", job_id, exc_info=e)
                 status, result, error = JobStatus.FAILED, None, f"{type(e).__name__}: {e}"[:2000]
             finally:
                 stop.set()
