@@ -163,6 +163,10 @@ def test_facts_touching_entities_once_each_in_time_order(cmem: Memory) -> None:
     assert [f.subject for f in cmem.store.facts(U, touching=[ids["Maya"]], relations=["married_to"],
                                                 as_of=dt("2020-01-01"))] == ["Tiago"]
     assert cmem.store.facts(U, touching=[]) == [] and cmem.store.facts(U, touching=["no-such-entity"]) == []
+    # thousands of entities at once (forgetting a long session): read in chunks, each fact once
+    many = [f"nobody-{i}" for i in range(6000)] + [ids["Rui"]] + [f"nobody-{i}" for i in range(6000, 12000)] + [
+        ids["Maya"]]
+    assert cmem.store.facts(U, touching=many) == touching
 
 
 def test_entity_types_of_some_entities(cmem: Memory) -> None:

@@ -520,13 +520,18 @@ class SQLStore(Store):
             return []
         elif self.touching_by_union:
             # each index read directly, the object side without the rows the subject side returned
-            # (subject_id is NOT NULL): no id subquery and no lookup of each id in the primary key
-            t_in = self._in(touching)
-            rows = self._all(f"SELECT {cols} FROM facts WHERE user_id = ? AND subject_id IN {t_in}{where}"
-                             f" UNION ALL SELECT {cols} FROM facts WHERE user_id = ? AND object_id IN {t_in}"
-                             f" AND subject_id NOT IN {t_in}{where}",
-                             [user_id, *touching, *params, user_id, *touching, *touching, *params])
-            rows.sort(key=_fact_order)  # the ORDER BY below, without SQLite sorting whole rows in a temp tree
+            # (subject_id is NOT NULL): no id subquery and no lookup of each id in the primary key.  In
+            # chunks, under SQLite's limit on parameters; a fact between two chunks comes once
+            by_id: dict[str, Any] = {}
+            for i in range(0, len(touching), 2000):
+                chunk = list(touching[i:i + 2000])
+                t_in = self._in(chunk)
+                for r in self._all(f"SELECT {cols} FROM facts WHERE user_id = ? AND subject_id IN {t_in}{where}"
+                                   f" UNION ALL SELECT {cols} FROM facts WHERE user_id = ? AND object_id IN {t_in}"
+                                   f" AND subject_id NOT IN {t_in}{where}",
+                                   [user_id, *chunk, *params, user_id, *chunk, *chunk, *params]):
+                    by_id[r[1]] = r
+            rows = sorted(by_id.values(), key=_fact_order)  # the ORDER BY below, without a temp B-tree of rows
             return [row_to_fact(r) for r in (rows if limit is None else rows[:int(limit)])]
         else:
             t_in = self._in(touching)
