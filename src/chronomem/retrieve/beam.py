@@ -61,7 +61,6 @@ from .scoring import (
     path_score,
     relation_terms,
     term_set,
-    terms,
 )
 
 __all__ = ["BeamSearch", "Budget", "Path", "Relevance", "SearchConfig", "SubSearch", "fact_text", "fmt_time",
