@@ -115,6 +115,23 @@ def test_validate_instance_ok_and_errors() -> None:
     assert validate_instance(3.0, {"type": "integer"}) == []
 
 
+def test_prefix_items_validate_each_position() -> None:
+    """Extraction v3+ replies are one slot per line (``prefixItems``): a remote model that the grammar
+    does not hold must still answer each line in its place, with the line number it was given."""
+    from chronomem.extract.line_observations import schema_for_lines
+
+    schema = schema_for_lines([3, 4])
+    ok = {"lines": [{"line": 3, "fact": None}, {"line": 4, "fact": None}]}
+    assert validate_instance(ok, schema) == []
+    swapped = {"lines": [{"line": 4, "fact": None}, {"line": 3, "fact": None}]}
+    assert validate_instance(swapped, schema) == ["$.lines[0].line: must be 3", "$.lines[1].line: must be 4"]
+    tuple_schema = {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": {"type": "null"}}
+    assert validate_instance(["a", 1, None, None], tuple_schema) == []
+    assert validate_instance([1, "a", 0], tuple_schema) == [
+        "$[0]: expected string, got int", "$[1]: expected integer, got str", "$[2]: expected null, got int"]
+    assert validate_instance(["a", 1, 2], {**tuple_schema, "items": False}) == ["$: more than 2 items"]
+
+
 def test_refs_and_anyof() -> None:
     schema = {
         "$defs": {"P": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}},

@@ -331,8 +331,8 @@ def validate_instance(data: Any, schema: dict[str, Any], root: dict[str, Any] | 
     """Validate ``data`` against a JSON-schema subset; return a list of errors (empty = valid).
 
     Supported: ``type`` (also lists), ``enum``, ``const``, ``properties``,
-    ``required``, ``additionalProperties`` (bool or schema), ``items``,
-    ``minItems``/``maxItems``, ``minLength``/``maxLength``, ``minimum``/
+    ``required``, ``additionalProperties`` (bool or schema), ``prefixItems``
+    and ``items`` (for the items after them), ``minItems``/``maxItems``, ``minLength``/``maxLength``, ``minimum``/
     ``maximum``, ``anyOf``/``oneOf``/``allOf`` and local ``$ref``.  Other
     keywords are ignored.
     """
@@ -368,10 +368,17 @@ def validate_instance(data: Any, schema: dict[str, Any], root: dict[str, Any] | 
             errs.append(f"{path}: fewer than {s['minItems']} items")
         if "maxItems" in s and len(data) > s["maxItems"]:
             errs.append(f"{path}: more than {s['maxItems']} items")
+        prefix = s.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        for i, (x, sub) in enumerate(zip(data, prefix)):  # the line slots of extraction v3+ replies
+            if isinstance(sub, dict):
+                errs.extend(validate_instance(x, sub, root, f"{path}[{i}]"))
         items = s.get("items")
         if isinstance(items, dict):
-            for i, x in enumerate(data):
+            for i, x in enumerate(data[len(prefix):], start=len(prefix)):
                 errs.extend(validate_instance(x, items, root, f"{path}[{i}]"))
+        elif items is False and len(data) > len(prefix):
+            errs.append(f"{path}: more than {len(prefix)} items")
     if isinstance(data, str):
         if "minLength" in s and len(data) < s["minLength"]:
             errs.append(f"{path}: shorter than {s['minLength']}")
