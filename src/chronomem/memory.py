@@ -179,11 +179,6 @@ class Memory:
         self._rsum: RsumMemory | None = None
         self._session_lifecycle: SessionLifecycle | None = None
         self._buffer: SessionBuffer | None = buffer_
-        # a tenant view's buffer: the same Redis, under the view's own prefix.  Not an in-process buffer
-        # (a view dropped after add() would drop its turns; another object holds one tenant)
-        from .summarize.buffer import RedisSessionBuffer
-
-        self._view_buffer = self._buffer if isinstance(self._buffer, RedisSessionBuffer) else None
         self._idle_retried: set[tuple[str, str]] = set()  # idle sessions left open once for a failed extraction
 
     # -- models (created on first use) -----------------------------------------------------
@@ -303,9 +298,13 @@ class Memory:
         """This memory as another tenant sees it: the same store, models, config and broker
         queue, user ids inside ``tenant``.  Closing the view leaves them open."""
         from .jobs.queue import BrokerQueue
+        from .summarize.buffer import RedisSessionBuffer
 
         queue = self._jobs.queue
-        view = Memory(self.store, tenant=tenant, config=self.config, buffer=self._view_buffer,
+        # the view's buffer: the same Redis, under the view's own prefix.  Not an in-process buffer (a view
+        # dropped after add() would drop its turns, and another buffer object holds one tenant)
+        redis = self._buffer if isinstance(self._buffer, RedisSessionBuffer) else None
+        view = Memory(self.store, tenant=tenant, config=self.config, buffer=redis,
                       queue=queue if isinstance(queue, BrokerQueue) else None)
         view.registry, view.usage, view.models = self.registry, self.usage, self.models  # models load once
         view.resolver = FuzzyEntityResolver(view.store)
@@ -449,8 +448,8 @@ class Memory:
     def tenants(self) -> list[str]:
         """Every tenant that holds a user in this memory's store or turns waiting in the session buffer
         (an admin's view: the idle sweep of ``chronomem session end-idle`` and of the server goes over
-        each; :meth:`for_tenant` opens one).  With the Redis buffer ``Memory`` makes (one key prefix per
-        tenant) that includes every tenant whose turns wait in that Redis, even with nothing stored yet."""
+        each; :meth:`for_tenant` opens one).  With a Redis buffer (one key prefix per tenant under its
+        root) that includes every tenant whose turns wait in that Redis, even with nothing stored yet."""
         from .store.tenant import split_key
         from .summarize.buffer import RedisSessionBuffer
 
@@ -458,7 +457,7 @@ class Memory:
         found = {split_key(k)[0] for k in inner.users()}
         buf = self._buffer
         if isinstance(buf, RedisSessionBuffer):
-            found.update(buf.tenants(buf.root))  # the tenants' buffers share its Redis, each under its prefix
+            found.update(buf.tenants())  # the tenants' buffers share its Redis, each under its prefix
         elif buf is not None and buf.open_sessions():
             found.add(self.tenant)  # any other buffer holds this tenant's sessions only
         return sorted(found)

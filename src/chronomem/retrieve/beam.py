@@ -55,6 +55,7 @@ from .scoring import (
     AnswerSpec,
     answer_sufficiency,
     fact_terms,
+    geometric_mean,
     hybrid_relevance,
     lexical_relevance,
     logical_consistency,
@@ -300,7 +301,6 @@ class BeamSearch:
         self._neighbours: dict[str, list[Fact]] = {}
         self._types: dict[str, str | None] = {}
         self._roots: dict[tuple[str, str], tuple[frozenset[str], AnswerSpec]] = {}
-        self._compat: dict[tuple[Intent, ...], float] = {}
         self._date_like: dict[str, bool] = {}  # answer nodes that read as a date
         self._llm: LLM | None = None
         self._llm_failed = False
@@ -378,7 +378,7 @@ class BeamSearch:
                 spec, answer_type=self.answer_type(p), answer_terms=term_set(p.answer),
                 path_relations=[f.relation for f in p.facts],
                 last_has_time=p.facts[-1].valid_from is not None) if p.facts else 0.0
-            compat = self._intent_weight(sub.intent, p.facts)
+            compat = _intent_weight(sub.intent, p.facts)
             p.score = path_score(p.s_qr, p.s_lc, p.s_as, self.cfg.weights, compat)
             p.sufficient = p.s_as >= self.cfg.stop_threshold
 
@@ -393,14 +393,6 @@ class BeamSearch:
                 spec = replace(spec, targets=spec.targets - root_terms)
             view = self._roots[key] = (root_terms, spec)
         return view
-
-    def _intent_weight(self, intent: Intent, facts: Sequence[Fact]) -> float:
-        """:func:`_intent_weight`, memoised on the intents involved (a handful per query)."""
-        key = (intent, *(f.intent for f in facts))
-        w = self._compat.get(key)
-        if w is None:
-            w = self._compat[key] = _intent_weight(intent, facts)
-        return w
 
     def _single_valued(self, relation: str) -> bool:
         return self.registry.spec(relation).single_valued
@@ -564,7 +556,7 @@ def _intent_weight(intent: Intent, facts: Sequence[Fact]) -> float:
     if not facts:
         return 1.0
     row = INTENT_COMPAT[intent]
-    return math.exp(sum(math.log(row.get(f.intent, 0.5)) for f in facts) / len(facts))
+    return geometric_mean(tuple(row.get(f.intent, 0.5) for f in facts))  # every weight is at least 0.5
 
 
 def _incompatible(intent: Intent, f: Fact, minimum: float) -> bool:

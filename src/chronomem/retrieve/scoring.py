@@ -162,13 +162,14 @@ def confidence_score(facts: Sequence[Fact]) -> float:
     """Geometric mean of the facts' confidences (1.0 for an empty path)."""
     if not facts:
         return 1.0
-    return _geometric_mean(tuple(f.confidence for f in facts))
+    return geometric_mean(tuple(f.confidence for f in facts))
 
 
 @lru_cache(maxsize=1 << 12)
-def _geometric_mean(confidences: tuple[float, ...]) -> float:
-    # a search scores a few hundred paths over a handful of distinct confidences (numbers, no user text)
-    return math.exp(sum(math.log(max(c, 1e-6)) for c in confidences) / len(confidences))
+def geometric_mean(values: tuple[float, ...]) -> float:
+    """``exp(mean(log(v)))`` of positive numbers (each at least 1e-6), memoised: a search scores a few
+    hundred paths over a handful of distinct confidences and intent weights (numbers, no user text)."""
+    return math.exp(sum(math.log(max(v, 1e-6)) for v in values) / len(values))
 
 
 def logical_consistency(facts: Sequence[Fact], single_valued: Callable[[str], bool], *,

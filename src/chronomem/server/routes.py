@@ -49,8 +49,8 @@ UserId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS,
                              description=f"the user, inside your tenant{_SLASH}"), FromPath, ValidId]
 SessionId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS, description=f"the session{_SLASH}"),
                       FromPath, ValidId]
-JobId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), FromPath, ValidId]
 FactId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), FromPath, ValidId]
+JobId = FactId  # the same id rules
 SessionQ = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="only this session's"), ValidId]
 Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items per page")]
 Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]

@@ -513,9 +513,11 @@ class RedisSessionBuffer:
         users = {user_id for name in ("active", "pending") for user_id, _ in self._user_keys(name)}
         return sorted((user_id, sid) for user_id in users for sid in self.active_sessions(user_id))
 
-    def tenants(self, root: str = DEFAULT_PREFIX) -> list[str]:
-        """The tenants with buffered (or pending) turns in this Redis, whose buffers sit under ``root`` as
-        :func:`tenant_prefix` lays them out (other prefixes are ignored), sorted."""
+    def tenants(self, root: str | None = None) -> list[str]:
+        """The tenants with buffered (or pending) turns in this Redis, whose buffers sit under ``root``
+        (default: this buffer's root) as :func:`tenant_prefix` lays them out (other prefixes are ignored),
+        sorted."""
+        root = self.root if root is None else root
         found: set[str] = set()
         for name in ("active", "pending"):
             for key in self._scan(_glob_escape(root) + "*{u:*}:" + name):
