@@ -539,6 +539,114 @@ def test_forgetting_the_turns_that_taught_an_alias_forgets_it(cmem: Memory) -> N
     assert learned["NYC"] == '["m2", "m4"]' and learned["The Big Apple"] is None
 
 
+def test_forgetting_the_turns_that_named_an_entity_renames_it(cmem: Memory) -> None:
+    """"I work at Zyxwqmarker Clinic" (s1), then "ZC moved to Porto" (s2, an acronym: an alias).  Forgetting
+    s1 took its facts but left the name it gave in the entity and in s2's facts; the entity now goes by
+    the spelling s2 still says, and nothing made of the old name stays."""
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
+    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
+                     "source_ids": ["m1"]}], user_id=U, session_id="s1")
+    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
+                   user_id=U, session_id="s2")
+    [clinic] = [e for e in cmem.entities(user_id=U) if e.name == "Zyxwqmarker Clinic"]
+    assert clinic.aliases == ["ZC"]  # the acronym joined the entity s1 named
+    [porto_fact] = cmem.history(user_id=U, relation="located_in")
+    assert porto_fact.subject == "Zyxwqmarker Clinic"
+    st.put_vectors(U, "entity", [(clinic.id, [1.0, 0.0])], "test-embedder")
+    st.put_vectors(U, "fact", [(porto_fact.id, [0.0, 1.0])], "test-embedder")
+
+    res = cmem.forget(user_id=U, session_id="s1")
+    assert (res.facts_deleted, res.entities_deleted, res.entities_renamed) == (1, 1, 1)  # Maya's job; Maya
+    [renamed] = [e for e in cmem.entities(user_id=U) if e.id == clinic.id]
+    assert (renamed.name, renamed.aliases) == ("ZC", [])
+    [porto_fact] = cmem.history(user_id=U, relation="located_in")
+    assert porto_fact.subject == "ZC" and porto_fact.source_ids == ["m2"]
+    assert st.vector_ids(U, "entity", "test-embedder") == set()  # embedded again, from the new name, on need
+    assert st.vector_ids(U, "fact", "test-embedder") == set()
+    assert "zyxwqmarker" not in json.dumps(everything_of(cmem, U)).lower()
+    assert [f.subject for f in cmem.search("Where is ZC?", user_id=U).facts] == ["ZC"]
+    assert cmem.forget(user_id=U, session_id="s2").entities_renamed == 0  # the rest goes as orphans
+
+
+def test_a_name_given_by_hand_outlives_the_turns_that_said_another(cmem: Memory) -> None:
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto"),
+                        msg(3, "s2", "ZC is the best")])
+    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
+                     "source_ids": ["m1"]}], user_id=U, session_id="s1")
+    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2", "m3"]}],
+                   user_id=U, session_id="s2")
+    cmem.alias("ZC", "the clinic", user_id=U)  # the user's own name for it
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
+    assert [f.subject for f in cmem.history(user_id=U, relation="located_in")] == ["the clinic"]
+    assert sorted(e.name for e in cmem.entities(user_id=U)) == ["Porto", "the clinic"]
+
+
+def test_an_imported_name_the_user_had_keeps_the_turns_of_both(cmem: Memory) -> None:
+    """Importing bob's memory of Maya into alice, who knew her from s1: forgetting s1 must leave the name
+    that bob's turns say too, or Maya's facts would name an entity no spelling resolves to."""
+    st = cmem.store
+    for user, sid, i, text in ((U, "s1", 1, "Maya lives in Porto"), (V, "s7", 7, "Maya works at Acme")):
+        st.ensure_session(user, sid, started_at=dt("2024-01-01"))
+        st.add_messages(user, [msg(i, sid, text, user=user)])
+    lives(cmem, "Porto", source_ids=["m1"], session_id="s1")
+    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Acme", "source_ids": ["m7"]}],
+                   user_id=V, session_id="s7")
+    cmem.import_(cmem.export(user_id=V), user_id=U)
+    learned = {r["alias"]: r["learned_from"] for r in everything_of(cmem, U)["entity_names"]}
+    assert learned["Maya"] == '["m1", "m7"]'
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 0
+    [maya] = [e for e in cmem.entities(user_id=U) if e.name == "Maya"]
+    assert cmem.resolver.lookup(U, ["maya"]) == {"maya": maya.id}
+
+
+def test_an_entity_named_by_turns_its_name_forgot_keeps_its_name(cmem: Memory) -> None:
+    """Facts that still name an entity whose every spelling forgetting took (written with the turns not
+    recorded on the name): the name stays, recorded with those facts' turns, so resolution finds it."""
+    st = cmem.store
+    st.ensure_session(U, "s1", started_at=dt("2024-01-01"))
+    st.ensure_session(U, "s2", started_at=dt("2024-02-01"))
+    st.add_messages(U, [msg(1, "s1", "I live in Porto"), msg(2, "s2", "Porto is sunny")])
+    lives(cmem, "Porto", source_ids=["m1"], session_id="s1")
+    cmem.add_facts([{"subject": "Porto", "relation": "has_weather", "object": "sun", "source_ids": ["m2"]}],
+                   user_id=U, session_id="s2")
+    rows = everything_of(cmem, U)
+    for r in rows["entity_names"]:
+        if r["alias"] == "Porto":
+            assert r["learned_from"] == '["m1", "m2"]'
+            r["learned_from"] = '["m1"]'  # as if m2's use of the name had not been recorded
+    st.delete_user(U)
+    st.load_user(U, rows)
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 0
+    [porto] = [e for e in cmem.entities(user_id=U) if e.name == "Porto"]
+    assert cmem.resolver.lookup(U, ["porto"]) == {"porto": porto.id}
+    learned = {r["alias"]: r["learned_from"] for r in everything_of(cmem, U)["entity_names"]}
+    assert learned["Porto"] == '["m2"]'
+
+
+def test_a_name_said_in_every_turn_remembers_a_turn_a_session(cmem: Memory) -> None:
+    """Turns are forgotten with their session, so a spelling keeps one turn of each session once its list
+    grows: the user's own name, said in every turn, must not become a list of every turn ever stored."""
+    st = cmem.store
+    st.ensure_session(U, "s1", started_at=dt("2024-01-01"))
+    st.ensure_session(U, "s2", started_at=dt("2024-02-01"))
+    st.add_messages(U, [msg(i, "s1" if i <= 10 else "s2", f"Porto again, {i}") for i in range(1, 13)])
+    for i in range(1, 13):
+        cmem.add_facts([{"subject": "Maya", "relation": "visited", "object": "Porto", "source_ids": [f"m{i}"]}],
+                       user_id=U, session_id="s1" if i <= 10 else "s2")
+    learned = {r["alias"]: json.loads(str(r["learned_from"])) for r in everything_of(cmem, U)["entity_names"]}
+    assert learned["Porto"][0] == "m1" and "m11" in learned["Porto"] and len(learned["Porto"]) <= 8
+    cmem.forget(user_id=U, session_id="s1")
+    assert [e.name for e in cmem.entities(user_id=U) if e.name == "Porto"] == ["Porto"]  # s2 says it
+    cmem.forget(user_id=U, session_id="s2")
+    assert cmem.entities(user_id=U) == []
+
+
 def _stints(mem: Memory) -> list[tuple[str, str | None, str | None, bool]]:
     return [(f.object, f.valid_from and f.valid_from.date().isoformat(), f.valid_to and f.valid_to.date().isoformat(),
              f.start_guessed) for f in mem.history(user_id=U, subject="Maya", relation="lives_in")]

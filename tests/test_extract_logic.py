@@ -259,6 +259,16 @@ def test_entity_variants_and_acronyms() -> None:
     assert similarity("Anna", "Anne") < 0.92
 
 
+def test_an_entity_that_lost_its_name_takes_the_best_spelling_left() -> None:
+    from chronomem.entities import best_spelling
+
+    assert best_spelling([]) is None
+    assert best_spelling([("ZC", ["m2"]), ("Zed Clinic", ["m3", "m4"])]) == "Zed Clinic"  # said more
+    assert best_spelling([("ZC", ["m2", "m3"]), ("the clinic", None)]) == "the clinic"  # given by hand
+    assert best_spelling([("zc", ["m2"]), ("ZC", ["m3"])]) == "ZC"  # a tie: the same answer every time
+    assert best_spelling([("ZC", ["m3"]), ("zc", ["m2"])]) == "ZC"
+
+
 def test_change_verbs_map_to_state_relations_only_when_unknown() -> None:
     from chronomem.extract.extractor import canonical_relation
 

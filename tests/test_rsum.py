@@ -102,10 +102,11 @@ class FakeStore:
                 )
             )
 
-    def delete_session(self, user_id: str, session_id: str) -> None:
-        """Like the core store: the session's messages and its own checkpoint go."""
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
+        """Like the core store: the session's messages and its own checkpoint go (it holds no entities)."""
         self._messages[user_id] = [m for m in self._messages[user_id] if m.session_id != session_id]
         self._cps[user_id] = [c for c in self._cps.get(user_id, []) if c.session_id != session_id]
+        return []
 
     def messages(self, user_id: str, *, session_id: str | None = None) -> list[Message]:
         return [m for m in self._messages.get(user_id, []) if session_id is None or m.session_id == session_id]

@@ -2,7 +2,10 @@
 
 The core resolver matches exactly on normalised spellings — canonical names
 and recorded aliases — and creates an entity (canonical name = first spelling
-seen) when nothing matches.  The write path plugs in a stronger resolver
+seen) when nothing matches.  Every spelling that extraction used remembers the
+turns that used it (``sources``), the canonical name included: forgetting all
+of them forgets the spelling, and an entity whose name goes takes the best
+spelling still said (:func:`best_spelling`).  The write path plugs in a stronger resolver
 (fuzzy and embedding matching) with the same interface.  Resolution never
 crosses users: every lookup is scoped by ``user_id`` in the store.
 """
@@ -61,35 +64,52 @@ class ExactResolver:
 
     def resolve_many(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
                      create: bool = True, sources: Mapping[str, Sequence[str]] | None = None) -> dict[str, Entity]:
-        spellings = _check_spellings(names)  # learns no alias: ``sources`` is not needed
+        spellings = _check_spellings(names)
         known = self.lookup(user_id, spellings)
         ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())), with_aliases=False)}
         out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}
+        again = {normalize_name(n): sources[n] for n in out if sources and sources.get(n)}
+        if again:  # a learned spelling said again: forgetting one of its turns must not drop it
+            self.store.add_alias_sources(user_id, again)
         if create:
-            out.update(self.create(user_id, [(n, t) for n, t in names if n not in out]))
+            out.update(self.create(user_id, [(n, t) for n, t in names if n not in out], sources=sources))
         return out
 
-    def create(self, user_id: str, names: Sequence[tuple[str, str | None]]) -> dict[str, Entity]:
+    def create(self, user_id: str, names: Sequence[tuple[str, str | None]], *,
+               sources: Mapping[str, Sequence[str]] | None = None) -> dict[str, Entity]:
         """Create entities for spellings that are known to match none (one per normalised form).
 
         For callers that have just looked the spellings up (:meth:`resolve_many`,
-        the fuzzy resolver), so they are not looked up again.
+        the fuzzy resolver), so they are not looked up again.  ``sources``: spelling →
+        the turns that used it, recorded with the new canonical name (none: a name given by hand).
         """
         spellings = _check_spellings(names)
         types = {n: t for n, t in names if t}
         out: dict[str, Entity] = {}
         by_norm: dict[str, Entity] = {}
+        said: dict[str, dict[str, None]] = {}  # norm -> the turns that used one of its spellings
         now = utcnow()
         for n in spellings:
             norm = normalize_name(n)
+            said.setdefault(norm, {}).update(dict.fromkeys((sources or {}).get(n) or ()))
             if norm in by_norm:  # two spellings of one new entity in the same batch
                 out[n] = by_norm[norm]
                 continue
             by_norm[norm] = out[n] = Entity(id=new_id(), user_id=user_id, name=n.strip(),
                                             type=types.get(n), created_at=now)
         if by_norm:
-            self.store.insert_entities(user_id, [(e, norm) for norm, e in by_norm.items()])
+            self.store.insert_entities(user_id, [(e, norm) for norm, e in by_norm.items()],
+                                       learned_from={norm: list(ids) for norm, ids in said.items() if ids})
         return out
+
+
+def best_spelling(spellings: Sequence[tuple[str, Sequence[str] | None]]) -> str | None:
+    """The name an entity takes when forgetting took the turns that said its name: among its
+    remaining ``(spelling, turns that used it)`` pairs, one given by hand (turns ``None``) first,
+    then the one the most turns used, then the first in alphabetical order; ``None`` when none remain."""
+    if not spellings:
+        return None
+    return min(spellings, key=lambda s: (s[1] is not None, -len(s[1] or ()), s[0].casefold(), s[0]))[0]
 
 
 def _check_spellings(names: Sequence[tuple[str, str | None]]) -> list[str]:

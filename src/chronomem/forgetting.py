@@ -7,7 +7,9 @@ correction forgets the versions it replaced (:func:`replaced_versions`).  A fact
 a forgotten turn ended in place ("we had to rehome Pixel") holds again.  Facts that a forgotten
 fact had closed hold again, as if it had never been said (the graph writer
 replays the update rules over them), and Rsum checkpoints written after a
-forgotten session are recomputed without it.  ``Memory.forget`` validates its
+forgotten session are recomputed without it.  A name or alias that only the
+forgotten turns used goes: an entity that other turns still name by another
+spelling takes that one.  ``Memory.forget`` validates its
 arguments and delegates to :func:`forget`.
 """
 
@@ -41,6 +43,7 @@ class ForgetResult:
     messages_deleted: int = 0  # stored turns and turns still waiting in the session buffer
     sessions_deleted: int = 0
     entities_deleted: int = 0
+    entities_renamed: int = 0  # entities whose name only the forgotten turns said: they take another spelling
     reopened: int = 0  # facts that a forgotten fact had closed, or a forgotten turn ended, and hold again
     summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
     cache_entries_deleted: int = 0  # model replies and vectors of the user dropped from the opt-in caches
@@ -135,7 +138,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             f.closed_by in doomed_ids or (f.start_guessed and f.relation in doomed_relations))] + unended
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         if session_id is not None:
-            store.delete_session(user_id, session_id)
+            res.entities_renamed = len(store.delete_session(user_id, session_id))
         res.reopened = len(graph.rebuild(user_id, affected))
         res.entities_deleted = store.delete_orphan_entities(user_id)
     if session_id is not None and store.checkpoints(user_id):

@@ -196,7 +196,9 @@ def forget_report(res: ForgetResult, user: str, tenant: str) -> str:
             f"{counted(res.messages_deleted, 'turn', 'turns')}, "
             f"{counted(res.sessions_deleted, 'session', 'sessions')} and "
             f"{counted(res.entities_deleted, 'entity', 'entities')} of user {user!r} in tenant {tenant!r}")
-    extras = [counted(res.reopened, "fact it had closed holds again", "facts it had closed hold again"),
+    extras = [counted(res.entities_renamed, "entity renamed to a spelling still said",
+                      "entities renamed to spellings still said"),
+              counted(res.reopened, "fact it had closed holds again", "facts it had closed hold again"),
               counted(res.summaries_rebuilt, "later summary rebuilt", "later summaries rebuilt"),
               counted(res.cache_entries_deleted, "cached model entry purged", "cached model entries purged")]
     return line + "".join(f"; {e}" for e in extras if not e.startswith("0 "))

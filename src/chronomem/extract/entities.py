@@ -126,10 +126,7 @@ class FuzzyEntityResolver:
         sources: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, Entity]:
         spellings = list(dict.fromkeys(n for n, _ in names))
-        out = self.exact.resolve_many(user_id, [(n, t) for n, t in names], create=False)
-        again = {normalize_name(n): sources[n] for n in out if sources and sources.get(n)}
-        if again:  # a learned alias said again: forgetting one of its turns must not drop it
-            self.store.add_alias_sources(user_id, again)
+        out = self.exact.resolve_many(user_id, [(n, t) for n, t in names], create=False, sources=sources)
         missing = [n for n in spellings if n not in out]
         candidates = self.store.entities(user_id) if missing else []
         if candidates:  # a user with no entities yet has nothing to match against
@@ -142,7 +139,7 @@ class FuzzyEntityResolver:
                     out[n] = match
         still = [(n, t) for n, t in names if n not in out]
         if still and create:  # looked up above and matched nothing: create without a second lookup
-            out.update(self.exact.create(user_id, still))
+            out.update(self.exact.create(user_id, still, sources=sources))
         return out
 
     # -- matching --------------------------------------------------------------

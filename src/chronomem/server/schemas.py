@@ -211,6 +211,8 @@ class ForgetOut(BaseModel):
     messages_deleted: int = 0
     sessions_deleted: int = 0
     entities_deleted: int = 0
+    entities_renamed: int = Field(0, description="entities whose name only the forgotten turns said; "
+                                                 "they now carry another spelling still said")
     reopened: int = 0
     summaries_rebuilt: int = 0
     cache_entries_deleted: int = 0

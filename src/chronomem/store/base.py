@@ -92,8 +92,11 @@ class Store(ABC):
         """Map normalised spellings (names and aliases) to entity ids."""
 
     @abstractmethod
-    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
-        """Insert new entities, each with the normalised form of its canonical name."""
+    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]], *,
+                        learned_from: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Insert new entities, each with the normalised form of its canonical name.  ``learned_from``:
+        normalised name → the turns that used it, when extraction named the entity (forgetting them all
+        takes the name, :meth:`delete_session`); a name without turns was given by hand and stays."""
 
     @abstractmethod
     def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str,
@@ -103,8 +106,9 @@ class Store(ABC):
 
     @abstractmethod
     def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
-        """Record more turns that used learned aliases (normalised spelling → turn ids); names given by
-        hand and canonical names are left alone."""
+        """Record more turns that used learned spellings, aliases and canonical names alike (normalised
+        spelling → turn ids); names given by hand are left alone.  A store may keep only one turn of each
+        session once a list grows: turns are forgotten with their session."""
 
     # -- facts -------------------------------------------------------------------
     @abstractmethod
@@ -176,8 +180,11 @@ class Store(ABC):
 
     # -- forgetting ------------------------------------------------------------------
     @abstractmethod
-    def delete_session(self, user_id: str, session_id: str) -> None:
-        """Delete a session's messages, checkpoints and row (facts are handled by the caller)."""
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
+        """Delete a session's messages, checkpoints and row (facts are handled by the caller), and the
+        spellings only its turns used.  An entity whose name was one of them takes the best spelling it
+        still has (:func:`chronomem.entities.best_spelling`), in the entity and in the facts naming it;
+        their vectors and quoting job results go.  Returns the ids of the entities renamed."""
 
     @abstractmethod
     def delete_orphan_entities(self, user_id: str) -> int:

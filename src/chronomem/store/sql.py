@@ -450,12 +450,15 @@ class SQLStore(Store):
                                  f"AND norm IN {self._in(chunk)}", (user_id, *chunk)))
         return out
 
-    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
+    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]], *,
+                        learned_from: Mapping[str, Sequence[str]] | None = None) -> None:
+        said = learned_from or {}
         with self.transaction(user_id):
             self._many(user_id, self._upsert_ignore("entities", ENT_COLS),
                        [(user_id, e.id, e.name, e.type, _us(e.created_at) or 0) for e, _ in entities])
             self._many(user_id, self._upsert_ignore("entity_names", NAME_COLS),
-                       [(user_id, norm, e.id, e.name, None) for e, norm in entities])
+                       [(user_id, norm, e.id, e.name, json.dumps(list(said[norm])) if said.get(norm) else None)
+                        for e, norm in entities])
 
     def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str,
                   learned_from: Sequence[str] | None = None) -> None:
@@ -467,6 +470,7 @@ class SQLStore(Store):
                            (user_id, norm, entity_id, alias, json.dumps(list(learned_from)) if learned_from else None))
             elif rows[0][0] == entity_id and rows[0][1] is not None:  # learned before: now from these turns too
                 merged = list(dict.fromkeys([*json.loads(rows[0][1]), *(learned_from or [])]))
+                merged = self._one_turn_a_session(user_id, {norm: merged})[norm]
                 self._exec(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
                            (json.dumps(merged) if learned_from else None, user_id, norm))
 
@@ -642,7 +646,7 @@ class SQLStore(Store):
         self._many(user_id, "UPDATE jobs SET result = NULL WHERE id = ?", hits)
 
     # -- forgetting ---------------------------------------------------------------------------------------
-    def delete_session(self, user_id: str, session_id: str) -> None:
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
         with self.transaction(user_id):
             self._exec(user_id, "DELETE FROM jobs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             ids = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ?",
@@ -651,11 +655,12 @@ class SQLStore(Store):
                 chunk = ids[i:i + 500]
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'message' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
-            self._forget_learned_aliases(user_id, set(ids))
+            unnamed = self._forget_learned_aliases(user_id, set(ids))
             self._exec(user_id, "DELETE FROM messages WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             self._exec(user_id, "DELETE FROM checkpoints WHERE user_id = ? AND session_id = ?",
                        (user_id, session_id))
             self._exec(user_id, "DELETE FROM sessions WHERE user_id = ? AND id = ?", (user_id, session_id))
+            return self._rename_unnamed(user_id, unnamed)
 
     def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
         norms = [n for n, ids in sources.items() if ids]
@@ -665,28 +670,106 @@ class SQLStore(Store):
                 chunk = norms[i:i + 500]
                 rows += self._all(f"SELECT norm, learned_from FROM entity_names WHERE user_id = ? AND "
                                   f"learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
-            updates = []
-            for norm, learned in rows:
-                old = json.loads(learned)
-                merged = list(dict.fromkeys([*old, *sources[norm]]))
-                if len(merged) > len(old):
-                    updates.append((json.dumps(merged), user_id, norm))
-            self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?", updates)
+            olds = {norm: json.loads(learned) for norm, learned in rows}
+            merged = self._one_turn_a_session(user_id, {
+                norm: ids for norm, old in olds.items() if len(ids := list(dict.fromkeys([*old, *sources[norm]])))
+                > len(old)})
+            self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
+                       [(json.dumps(ids), user_id, norm) for norm, ids in merged.items() if ids != olds[norm]])
 
-    def _forget_learned_aliases(self, user_id: str, message_ids: set[str]) -> None:
-        """Drop the aliases only these turns taught; the others forget them as a source."""
-        rows = self._all("SELECT norm, learned_from FROM entity_names WHERE user_id = ? AND learned_from IS NOT NULL",
-                         (user_id,))
+    def _one_turn_a_session(self, user_id: str, lists: Mapping[str, list[str]],
+                            keep: int = 8) -> dict[str, list[str]]:
+        """The turn lists of spellings, a list longer than ``keep`` cut to its first turn of each session.
+
+        Turns are forgotten only with their session, so one turn a session tells as much as all of them:
+        the name of someone said in every turn stays a list of sessions, not of every turn ever stored.
+        A turn the store does not hold (``add_facts`` may cite any id) is kept as it is."""
+        long = sorted({t for ids in lists.values() if len(ids) > keep for t in ids})
+        session_of: dict[str, str] = {}
+        for i in range(0, len(long), 500):
+            chunk = long[i:i + 500]
+            session_of.update(self._all(f"SELECT id, session_id FROM messages WHERE user_id = ? "
+                                        f"AND id IN {self._in(chunk)}", (user_id, *chunk)))
+        out: dict[str, list[str]] = {}
+        for key, ids in lists.items():
+            if len(ids) <= keep:
+                out[key] = ids
+                continue
+            first: dict[str, str] = {}  # each session's first turn, or a turn the store does not hold
+            for t in ids:
+                first.setdefault(session_of.get(t, "\0" + t), t)
+            out[key] = list(first.values())
+        return out
+
+    def _forget_learned_aliases(self, user_id: str, message_ids: set[str]) -> dict[str, str]:
+        """Drop the spellings only these turns used; the others forget them as a source.  Returns the
+        entities whose name was one of the dropped spellings (entity id → that name)."""
+        rows = self._all("SELECT norm, entity_id, alias, learned_from FROM entity_names WHERE user_id = ? "
+                         "AND learned_from IS NOT NULL", (user_id,))
         gone, kept = [], []
-        for norm, learned in rows:
+        dropped: dict[str, set[str]] = {}  # entity id -> its dropped spellings
+        for norm, entity_id, alias, learned in rows:
             ids = json.loads(learned)
             left = [i for i in ids if i not in message_ids]
             if not left:
                 gone.append((user_id, norm))
+                dropped.setdefault(entity_id, set()).add(alias)
             elif len(left) < len(ids):
                 kept.append((json.dumps(left), user_id, norm))
         self._many(user_id, "DELETE FROM entity_names WHERE user_id = ? AND norm = ?", gone)
         self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?", kept)
+        named = self._entity_names(user_id, list(dropped))
+        return {eid: name for eid, name in named.items() if name in dropped[eid]}
+
+    def _entity_names(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            out.update(self._all(f"SELECT id, name FROM entities WHERE user_id = ? AND id IN {self._in(chunk)}",
+                                 (user_id, *chunk)))
+        return out
+
+    def _rename_unnamed(self, user_id: str, unnamed: Mapping[str, str]) -> list[str]:
+        """Give each entity whose name forgetting took (id → that name) the best spelling it still has,
+        in the entity and in every fact that names it; what was made of the old name goes with it (the
+        entity's vectors, the facts' vectors and quoting job results).  An entity no fact names is left
+        to :meth:`delete_orphan_entities`.  One that facts still name but no spelling is left to (turns not
+        recorded with it: an import into a user who knew the name) keeps its name, recorded again with
+        the turns of those facts, so that it stays one entity to resolution."""
+        from ..entities import best_spelling, normalize_name  # the choice is a rule of entity resolution
+
+        ids = list(unnamed)
+        naming: dict[str, dict[str, None]] = {}  # entity id -> the facts that name it
+        said: dict[str, dict[str, None]] = {}  # entity id -> the turns of those facts
+        spellings: dict[str, list[tuple[str, list[str] | None]]] = {}
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            for fact_id, subject_id, object_id, source_ids in self._all(
+                    f"SELECT id, subject_id, object_id, source_ids FROM facts WHERE user_id = ? AND (subject_id IN "
+                    f"{self._in(chunk)} OR object_id IN {self._in(chunk)})", (user_id, *chunk, *chunk)):
+                for eid in {subject_id, object_id} & unnamed.keys():
+                    naming.setdefault(eid, {})[fact_id] = None
+                    said.setdefault(eid, {}).update(dict.fromkeys(_id_list(source_ids)))
+            for entity_id, alias, learned in self._all(
+                    f"SELECT entity_id, alias, learned_from FROM entity_names WHERE user_id = ? "
+                    f"AND entity_id IN {self._in(chunk)}", (user_id, *chunk)):
+                spellings.setdefault(entity_id, []).append((alias, json.loads(learned) if learned else None))
+        kept = [eid for eid in sorted(naming) if eid not in spellings]
+        self._many(user_id, self._upsert_ignore("entity_names", NAME_COLS),
+                   [(user_id, normalize_name(unnamed[eid]), eid, unnamed[eid],
+                     json.dumps(list(said[eid])) if said.get(eid) else None) for eid in kept])
+        renamed = {eid: name for eid in sorted(naming) if eid in spellings
+                   and (name := best_spelling(spellings[eid])) is not None}
+        if not renamed:
+            return []
+        rows = [(name, user_id, eid) for eid, name in renamed.items()]
+        self._many(user_id, "UPDATE entities SET name = ? WHERE user_id = ? AND id = ?", rows)
+        self._many(user_id, "UPDATE facts SET subject = ? WHERE user_id = ? AND subject_id = ?", rows)
+        self._many(user_id, "UPDATE facts SET object = ? WHERE user_id = ? AND object_id = ?", rows)
+        self._many(user_id, "DELETE FROM vectors WHERE user_id = ? AND kind = 'entity' AND item_id = ?",
+                   [(user_id, eid) for eid in renamed])
+        self.drop_fact_copies(user_id, sorted({f for eid in renamed for f in naming[eid]}))
+        return list(renamed)
 
     def delete_orphan_entities(self, user_id: str) -> int:
         orphan = ("SELECT id FROM entities e WHERE e.user_id = ? AND NOT EXISTS (SELECT 1 FROM facts f "
@@ -739,6 +822,8 @@ class SQLStore(Store):
                 if not batch:
                     stored[table] = 0
                     continue
+                if table == "entity_names":  # a spelling both know: the import's turns said it too
+                    self._merge_spelling_sources(user_id, rows[table])
                 # rows whose key already exists are kept as they are: count what was really added
                 count = f"SELECT COUNT(*) FROM {table} WHERE user_id = ?"
                 before = int(self._all(count, (user_id,))[0][0])
@@ -747,6 +832,31 @@ class SQLStore(Store):
                 if table == "messages" and stored[table]:
                     self._fill_context(user_id)  # the index's previous-turn context is not exported
         return stored
+
+    def _merge_spelling_sources(self, user_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Imported spellings the user already has for the same entity add the turns that used them
+        (or, given by hand in either, become given by hand): forgetting the user's own turns must not
+        take a name the imported turns say too."""
+        given = {r["norm"]: r for r in rows}
+        norms = list(given)
+        stored: list[tuple[str, str, str | None]] = []
+        for i in range(0, len(norms), 500):
+            chunk = norms[i:i + 500]
+            stored += self._all(f"SELECT norm, entity_id, learned_from FROM entity_names WHERE user_id = ? "
+                                f"AND learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
+        merged: dict[str, list[str]] = {}
+        by_hand = []
+        for norm, entity_id, learned in stored:
+            row = given[norm]
+            if row["entity_id"] != entity_id:
+                continue
+            if theirs := row.get("learned_from"):
+                merged[norm] = list(dict.fromkeys([*json.loads(learned), *json.loads(theirs)]))
+            else:
+                by_hand.append((None, user_id, norm))
+        updates = [(json.dumps(ids), user_id, norm) for norm, ids in self._one_turn_a_session(user_id, merged).items()]
+        self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
+                   updates + by_hand)
 
     # -- jobs ------------------------------------------------------------------------------------------------
     _JOB_SELECT = f"SELECT {', '.join(JOB_COLS)} FROM jobs"

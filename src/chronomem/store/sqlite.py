@@ -201,9 +201,9 @@ class SQLiteStore(SQLStore):
         self._scrub_wal = True
         return super().delete_facts(user_id, ids)
 
-    def delete_session(self, user_id: str, session_id: str) -> None:
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
         self._scrub_wal = True
-        super().delete_session(user_id, session_id)
+        return super().delete_session(user_id, session_id)
 
     def delete_orphan_entities(self, user_id: str) -> int:
         self._scrub_wal = True

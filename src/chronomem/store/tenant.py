@@ -161,8 +161,10 @@ class TenantStore(Store):
     def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
         return self.inner.entity_ids_by_norm(self._k(user_id), norms)
 
-    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]]) -> None:
-        self.inner.insert_entities(self._k(user_id), [(self._in(e), n) for e, n in entities])
+    def insert_entities(self, user_id: str, entities: Sequence[tuple[Entity, str]], *,
+                        learned_from: Mapping[str, Sequence[str]] | None = None) -> None:
+        self.inner.insert_entities(self._k(user_id), [(self._in(e), n) for e, n in entities],
+                                   learned_from=learned_from)
 
     def add_alias(self, user_id: str, entity_id: str, alias: str, norm: str,
                   learned_from: Sequence[str] | None = None) -> None:
@@ -222,8 +224,8 @@ class TenantStore(Store):
         return self.inner.delete_checkpoints(self._k(user_id), from_seq)
 
     # -- forgetting -------------------------------------------------------------------------------------------
-    def delete_session(self, user_id: str, session_id: str) -> None:
-        self.inner.delete_session(self._k(user_id), session_id)
+    def delete_session(self, user_id: str, session_id: str) -> list[str]:
+        return self.inner.delete_session(self._k(user_id), session_id)
 
     def delete_orphan_entities(self, user_id: str) -> int:
         return self.inner.delete_orphan_entities(self._k(user_id))
