@@ -839,13 +839,13 @@ class SQLStore(Store):
         take a name the imported turns say too."""
         given = {r["norm"]: r for r in rows}
         norms = list(given)
-        stored: list[tuple[str, str, str | None]] = []
+        stored: list[tuple[str, str, str]] = []
         for i in range(0, len(norms), 500):
             chunk = norms[i:i + 500]
             stored += self._all(f"SELECT norm, entity_id, learned_from FROM entity_names WHERE user_id = ? "
                                 f"AND learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
         merged: dict[str, list[str]] = {}
-        by_hand = []
+        by_hand: list[tuple[str | None, str, str]] = []
         for norm, entity_id, learned in stored:
             row = given[norm]
             if row["entity_id"] != entity_id:
@@ -854,7 +854,8 @@ class SQLStore(Store):
                 merged[norm] = list(dict.fromkeys([*json.loads(learned), *json.loads(theirs)]))
             else:
                 by_hand.append((None, user_id, norm))
-        updates = [(json.dumps(ids), user_id, norm) for norm, ids in self._one_turn_a_session(user_id, merged).items()]
+        updates: list[tuple[str | None, str, str]] = [
+            (json.dumps(ids), user_id, norm) for norm, ids in self._one_turn_a_session(user_id, merged).items()]
         self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
                    updates + by_hand)
 
