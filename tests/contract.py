@@ -571,20 +571,27 @@ def test_forgetting_the_turns_that_named_an_entity_renames_it(cmem: Memory) -> N
     assert cmem.forget(user_id=U, session_id="s2").entities_renamed == 0  # the rest goes as orphans
 
 
-def test_a_name_given_by_hand_outlives_the_turns_that_said_another(cmem: Memory) -> None:
+def test_an_entity_that_lost_its_name_takes_the_first_spelling_still_said(cmem: Memory) -> None:
+    """As if the forgotten turns had never been said: the entity is named as a new one would have been,
+    by the first spelling of what remains; a name given by hand stays, as an alias."""
     st = cmem.store
     for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
         st.ensure_session(U, sid, started_at=dt(start))
-    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto"),
-                        msg(3, "s2", "ZC is the best")])
+    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"),
+                        msg(2, "s2", "The Zyxwqmarker Clinic moved to Porto"),
+                        msg(3, "s2", "ZC is the best"), msg(4, "s2", "ZC, ZC, ZC")])
     cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
                      "source_ids": ["m1"]}], user_id=U, session_id="s1")
-    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2", "m3"]}],
+    cmem.add_facts([{"subject": "ZC", "relation": "rated", "object": "best", "source_ids": ["m3", "m4"]}],
                    user_id=U, session_id="s2")
     cmem.alias("ZC", "the clinic", user_id=U)  # the user's own name for it
+    cmem.add_facts([{"subject": "The Zyxwqmarker Clinic", "relation": "located_in", "object": "Porto",
+                     "source_ids": ["m2"]}], user_id=U, session_id="s2")
     assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
-    assert [f.subject for f in cmem.history(user_id=U, relation="located_in")] == ["the clinic"]
-    assert sorted(e.name for e in cmem.entities(user_id=U)) == ["Porto", "the clinic"]
+    [clinic] = [e for e in cmem.entities(user_id=U) if e.name not in ("Porto", "best")]
+    # m2 came before m3 and m4: the first spelling still said, not the most said nor the one given by hand
+    assert (clinic.name, sorted(clinic.aliases)) == ("The Zyxwqmarker Clinic", ["ZC", "the clinic"])
+    assert {f.subject for f in cmem.history(user_id=U)} == {"The Zyxwqmarker Clinic"}
 
 
 def test_an_imported_name_the_user_had_keeps_the_turns_of_both(cmem: Memory) -> None:

@@ -259,14 +259,19 @@ def test_entity_variants_and_acronyms() -> None:
     assert similarity("Anna", "Anne") < 0.92
 
 
-def test_an_entity_that_lost_its_name_takes_the_best_spelling_left() -> None:
+def test_an_entity_that_lost_its_name_takes_the_first_spelling_still_said() -> None:
     from chronomem.entities import best_spelling
 
+    at = {"m2": (20, 0), "m3": (30, 0), "m4": (40, 0), "m5": (30, 1)}
     assert best_spelling([]) is None
-    assert best_spelling([("ZC", ["m2"]), ("Zed Clinic", ["m3", "m4"])]) == "Zed Clinic"  # said more
-    assert best_spelling([("ZC", ["m2", "m3"]), ("the clinic", None)]) == "the clinic"  # given by hand
-    assert best_spelling([("zc", ["m2"]), ("ZC", ["m3"])]) == "ZC"  # a tie: the same answer every time
-    assert best_spelling([("ZC", ["m3"]), ("zc", ["m2"])]) == "ZC"
+    assert best_spelling([("Zed Clinic", ["m3", "m4"]), ("ZC", ["m4", "m2"])], at) == "ZC"  # said first
+    assert best_spelling([("ZC", ["m5"]), ("Zed Clinic", ["m3"])], at) == "Zed Clinic"  # same time, earlier turn
+    assert best_spelling([("the clinic", None), ("ZC", ["m4"])], at) == "ZC"  # a name given by hand has no time
+    assert best_spelling([("the clinic", None), ("ZC", ["x9"])], at) == "ZC"  # cited, if not stored
+    assert best_spelling([("ZC", ["x1"]), ("Zed Clinic", ["x2", "x3"])]) == "Zed Clinic"  # unplaced: most turns
+    assert best_spelling([("the clinic", None)], at) == "the clinic"
+    assert best_spelling([("zc", ["m2"]), ("ZC", ["m2"])], at) == "ZC"  # a tie: the same answer every time
+    assert best_spelling([("ZC", ["m2"]), ("zc", ["m2"])], at) == "ZC"
 
 
 def test_change_verbs_map_to_state_relations_only_when_unknown() -> None:

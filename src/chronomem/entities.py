@@ -103,13 +103,27 @@ class ExactResolver:
         return out
 
 
-def best_spelling(spellings: Sequence[tuple[str, Sequence[str] | None]]) -> str | None:
-    """The name an entity takes when forgetting took the turns that said its name: among its
-    remaining ``(spelling, turns that used it)`` pairs, one given by hand (turns ``None``) first,
-    then the one the most turns used, then the first in alphabetical order; ``None`` when none remain."""
+def best_spelling(spellings: Sequence[tuple[str, Sequence[str] | None]],
+                  said_at: Mapping[str, tuple[int, int]] | None = None) -> str | None:
+    """The name an entity takes when forgetting took the turns that said its name, as if those turns had
+    never been said: the first spelling seen, as a new entity's name is.
+
+    ``spellings``: the entity's remaining ``(spelling, turns that used it)`` pairs, turns ``None`` for a
+    name given by hand; ``said_at``: turn id → a sortable place in the conversation (when it was said).
+    The spelling whose first turn came earliest wins; then one whose turns the store does not place (the
+    most of them first); a name given by hand only when nothing said remains (it has no time);
+    alphabetical order settles ties.  ``None`` when no spelling remains."""
     if not spellings:
         return None
-    return min(spellings, key=lambda s: (s[1] is not None, -len(s[1] or ()), s[0].casefold(), s[0]))[0]
+    placed = said_at or {}
+
+    def rank(s: tuple[str, Sequence[str] | None]) -> tuple[int, tuple[int, int], int, str, str]:
+        name, turns = s
+        when = [placed[t] for t in turns or () if t in placed]
+        kind = 0 if when else 1 if turns is not None else 2
+        return kind, min(when, default=(0, 0)), -len(turns or ()), name.casefold(), name
+
+    return min(spellings, key=rank)[0]
 
 
 def _check_spellings(names: Sequence[tuple[str, str | None]]) -> list[str]:

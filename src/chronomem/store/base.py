@@ -182,8 +182,8 @@ class Store(ABC):
     @abstractmethod
     def delete_session(self, user_id: str, session_id: str) -> list[str]:
         """Delete a session's messages, checkpoints and row (facts are handled by the caller), and the
-        spellings only its turns used.  An entity whose name was one of them takes the best spelling it
-        still has (:func:`chronomem.entities.best_spelling`), in the entity and in the facts naming it;
+        spellings only its turns used.  An entity whose name was one of them takes the first spelling still
+        said (:func:`chronomem.entities.best_spelling`), in the entity and in the facts naming it;
         their vectors and quoting job results go.  Returns the ids of the entities renamed."""
 
     @abstractmethod

@@ -730,7 +730,7 @@ class SQLStore(Store):
         return out
 
     def _rename_unnamed(self, user_id: str, unnamed: Mapping[str, str]) -> list[str]:
-        """Give each entity whose name forgetting took (id → that name) the best spelling it still has,
+        """Give each entity whose name forgetting took (id → that name) the first spelling still said,
         in the entity and in every fact that names it; what was made of the old name goes with it (the
         entity's vectors, the facts' vectors and quoting job results).  An entity no fact names is left
         to :meth:`delete_orphan_entities`.  One that facts still name but no spelling is left to (turns not
@@ -754,12 +754,18 @@ class SQLStore(Store):
                     f"SELECT entity_id, alias, learned_from FROM entity_names WHERE user_id = ? "
                     f"AND entity_id IN {self._in(chunk)}", (user_id, *chunk)):
                 spellings.setdefault(entity_id, []).append((alias, json.loads(learned) if learned else None))
+        turns = sorted({t for names in spellings.values() for _, learned in names for t in learned or ()})
+        said_at: dict[str, tuple[int, int]] = {}
+        for i in range(0, len(turns), 500):
+            chunk = turns[i:i + 500]
+            said_at.update((r[0], (r[1], r[2])) for r in self._all(
+                f"SELECT id, ts, seq FROM messages WHERE user_id = ? AND id IN {self._in(chunk)}", (user_id, *chunk)))
         kept = [eid for eid in sorted(naming) if eid not in spellings]
         self._many(user_id, self._upsert_ignore("entity_names", NAME_COLS),
                    [(user_id, normalize_name(unnamed[eid]), eid, unnamed[eid],
                      json.dumps(list(said[eid])) if said.get(eid) else None) for eid in kept])
         renamed = {eid: name for eid in sorted(naming) if eid in spellings
-                   and (name := best_spelling(spellings[eid])) is not None}
+                   and (name := best_spelling(spellings[eid], said_at)) is not None}
         if not renamed:
             return []
         rows = [(name, user_id, eid) for eid, name in renamed.items()]
