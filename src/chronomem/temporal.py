@@ -98,6 +98,34 @@ def confirm(stored: Fact, new: Fact, theta: float) -> tuple[float, list[tuple[fl
             [*said, (new.confidence, list(new.source_ids))])
 
 
+def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
+    """A new version of ``f`` once ``again``, the same fact said again inside ``f``'s interval, is folded
+    into it (rule 2): its turns, its raise of the confidence, an ending said again, words ``f`` lacked.
+
+    ``again`` is a new statement, or a stored fact that becomes a repetition when two entities are merged
+    (its own confirmations then come along, each raise still undoable by forgetting its turns).
+    """
+    changed = replace(
+        f,
+        source_ids=merge_ids(f.source_ids, again.source_ids),
+        # an ending said again: forgetting one of the two sayings must not reopen the fact
+        ended_by=merge_ids(f.ended_by, again.ended_by or again.source_ids) if f.ended_by and again.valid_to
+        else f.ended_by,
+        text=f.text or again.text,
+        # a fact stored without words takes the repetition's: forgetting its turns takes them back
+        text_from=(again.text_from or list(again.source_ids)) if not f.text and again.text else f.text_from,
+    )
+    if not again.confirmations:
+        changed.confidence, changed.confirmations = confirm(f, again, theta)
+        return changed
+    said = f.confirmations or [(f.confidence, list(f.source_ids))]
+    conf = f.confidence
+    for c, _ in again.confirmations:
+        conf = reinforce_confidence(conf, c, theta)
+    changed.confidence, changed.confirmations = conf, [*said, *again.confirmations]
+    return changed
+
+
 def refold(confirmations: Sequence[tuple[float, Sequence[str]]], theta: float) -> float:
     """The confidence that ``confirmations`` give, made in their order (:func:`reinforce_confidence`).
 
@@ -274,16 +302,7 @@ def plan_update(
             new.valid_to is None or (f.valid_to is not None and new.valid_to <= f.valid_to)
         )
         if inside:
-            changed = replace(
-                f,
-                source_ids=merge_ids(f.source_ids, new.source_ids),
-                # an ending said again: forgetting one of the two sayings must not reopen the fact
-                ended_by=merge_ids(f.ended_by, new.source_ids) if f.ended_by and new.valid_to else f.ended_by,
-                text=f.text or new.text,
-                # a fact stored without words takes the repetition's: forgetting its turns takes them back
-                text_from=list(new.source_ids) if not f.text and new.text else f.text_from,
-            )
-            changed.confidence, changed.confirmations = confirm(f, new, theta)
+            changed = fold_repetition(f, new, theta)
             return Plan(changed=[changed], reinforced=changed)
 
     # 3. insert; a stable fact takes its place in time order within its slot
