@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from chronomem import Checkpoint, CorruptDatabaseError, Memory, Message, NotFoundError
+from chronomem import Checkpoint, CorruptDatabaseError, Memory, Message, NotFoundError, ValidationError
 from chronomem.temporal import refold
 
 U = "alice"
@@ -652,6 +652,61 @@ def test_a_name_said_in_every_turn_remembers_a_turn_a_session(cmem: Memory) -> N
     assert [e.name for e in cmem.entities(user_id=U) if e.name == "Porto"] == ["Porto"]  # s2 says it
     cmem.forget(user_id=U, session_id="s2")
     assert cmem.entities(user_id=U) == []
+
+
+def _mom_and_linda(cmem: Memory) -> None:
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "Mom lives in Boston since 2019"), msg(2, "s2", "Linda moved to Chicago in 2022"),
+                        msg(3, "s2", "Linda loves tea"), msg(4, "s3", "Mom loves tea")])
+    for subject, relation, obj, since, mid, sid in (("Mom", "lives_in", "Boston", "2019-01-01", "m1", "s1"),
+                                                    ("Linda", "lives_in", "Chicago", "2022-01-01", "m2", "s2"),
+                                                    ("Linda", "likes", "tea", None, "m3", "s2"),
+                                                    ("Mom", "likes", "tea", None, "m4", "s3")):
+        f: dict[str, object] = {"subject": subject, "relation": relation, "object": obj, "source_ids": [mid],
+                                "confidence": 0.9}
+        if since:
+            f["valid_from"] = since
+        cmem.add_facts([f], user_id=U, session_id=sid)
+
+
+def test_merging_two_entities_makes_one_history(cmem: Memory) -> None:
+    """"Mom" and "Linda" were kept apart by resolution; merged, Linda's history holds both, in time order,
+    and the fact both said is one fact said twice."""
+    _mom_and_linda(cmem)
+    [linda] = [e for e in cmem.entities(user_id=U) if e.name == "Linda"]
+    res = cmem.merge_entities("Mom", "Linda", user_id=U)
+    assert (res.entity.id, res.entity.name, res.entity.aliases, res.facts_moved, res.facts_folded) == (
+        linda.id, "Linda", ["Mom"], 2, 1)
+    assert sorted(e.name for e in cmem.entities(user_id=U)) == ["Boston", "Chicago", "Linda", "tea"]
+    assert [(f.subject, f.object, f.valid_from and f.valid_from.year, f.valid_to and f.valid_to.year)
+            for f in cmem.history(user_id=U, subject="Mom", relation="lives_in")] == [
+        ("Linda", "Boston", 2019, 2022), ("Linda", "Chicago", 2022, None)]
+    [tea] = cmem.history(user_id=U, subject="Linda", relation="likes")
+    assert tea.source_ids == ["m3", "m4"] and tea.confidence > 0.9
+    assert [f.object for f in cmem.facts(user_id=U, subject="Mom")] == ["Chicago", "tea"]
+    cmem.forget(user_id=U, session_id="s3")  # Mom's "loves tea": its raise goes, Linda's statement stays
+    [tea] = cmem.history(user_id=U, subject="Linda", relation="likes")
+    assert (tea.source_ids, tea.confidence) == (["m3"], 0.9)
+    cmem.forget(user_id=U, session_id="s1")  # the name "Mom" went with its only turns
+    assert [e.aliases for e in cmem.entities(user_id=U) if e.name == "Linda"] == [[]]
+
+
+def test_merging_refuses_unknown_or_identical_names_and_changes_nothing(cmem: Memory) -> None:
+    _mom_and_linda(cmem)
+    before = everything_of(cmem, U)
+    with pytest.raises(NotFoundError, match="Grandma"):
+        cmem.merge_entities("Grandma", "Linda", user_id=U)
+    with pytest.raises(ValidationError, match="same entity"):
+        cmem.merge_entities("linda", "Linda", user_id=U)
+    with pytest.raises(ValidationError, match="into"):
+        cmem.merge_entities("Mom", "  ", user_id=U)
+    with pytest.raises(NotFoundError):
+        cmem.merge_entities("Mom", "Linda", user_id=V)  # another user's names are not this user's
+    assert everything_of(cmem, U) == before
+    [mom] = [e for e in cmem.entities(user_id=U) if e.name == "Mom"]
+    assert cmem.merge_entities(mom.id, "Linda", user_id=U).entity.aliases == ["Mom"]  # by id too
 
 
 def _stints(mem: Memory) -> list[tuple[str, str | None, str | None, bool]]:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from chronomem import Memory
 from chronomem.cli import app
-from chronomem.errors import NotFoundError
+from chronomem.errors import NotFoundError, ValidationError
 
 runner = CliRunner()
 
@@ -33,6 +33,21 @@ def test_add_facts_then_facts_and_history(tmp_path: Path) -> None:
     assert [x["object"] for x in json.loads(r.output)] == ["Porto"]
     r = run("history", "--user", "u1", "Maya", "lives_in", "--json", "--db", db)
     assert [x["object"] for x in json.loads(r.output)] == ["Porto", "Lisbon"]
+
+
+def test_merge_makes_two_entities_one(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    f = tmp_path / "facts.jsonl"
+    f.write_text("\n".join(json.dumps(x) for x in [
+        {"subject": "Mom", "relation": "likes", "object": "tea"},
+        {"subject": "Linda", "relation": "likes", "object": "tea"}]))
+    run("add-facts", str(f), "--user", "u1", "--db", db)
+    r = runner.invoke(app, ["merge", "--user", "u1", "Mom", "Linda", "--db", db])
+    assert r.exit_code == 0 and "merged 'Mom' into 'Linda' (also 'Mom'): 1 fact moved, 1 of them" in r.output
+    r = run("history", "--user", "u1", "Mom", "likes", "--json", "--db", db)
+    assert [(x["subject"], x["object"]) for x in json.loads(r.output)] == [("Linda", "tea")]
+    with pytest.raises(ValidationError, match="names the same entity"):  # `chronomem.cli.main`: exit 2
+        run("merge", "--user", "u1", "Mom", "Linda", "--db", db)
 
 
 def test_empty_answers_say_what_was_looked_for(tmp_path: Path) -> None:

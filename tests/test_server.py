@@ -45,6 +45,24 @@ def test_messages_search_answer_and_forget(client: TestClient) -> None:
     assert client.get("/v1/users/u1/facts").json()["items"] == []
 
 
+def test_two_entities_merge_over_http(client: TestClient) -> None:
+    client.post("/v1/users/u1/facts", json={"facts": [
+        {"subject": "Mom", "relation": "lives_in", "object": "Boston", "valid_from": "2019-01-01"},
+        {"subject": "Linda", "relation": "lives_in", "object": "Chicago", "valid_from": "2022-01-01"}]})
+    r = client.post("/v1/users/u1/entities/merge", json={"name": "mom", "into": "Linda"})
+    assert r.status_code == 200, r.json()
+    assert r.json()["entity"]["aliases"] == ["Mom"] and (r.json()["facts_moved"], r.json()["facts_folded"]) == (1, 0)
+    hist = client.get("/v1/users/u1/history", params={"subject": "Mom"}).json()["items"]
+    assert [(f["subject"], f["object"], f["valid_to"]) for f in hist] == [
+        ("Linda", "Boston", "2022-01-01T00:00:00+00:00"), ("Linda", "Chicago", None)]
+    r = client.post("/v1/users/u1/entities/merge", json={"name": "Grandma", "into": "Linda"})
+    assert r.status_code == 404 and "Grandma" in r.json()["detail"]
+    r = client.post("/v1/users/u1/entities/merge", json={"name": "Mom", "into": "Linda"})
+    assert r.status_code == 422 and r.json()["field"] == "name"
+    r = client.post("/v1/users/u1/entities/merge", json={"name": "Mom", "into": "Linda", "keep": "both"})
+    assert r.status_code == 422
+
+
 def test_errors_have_status_and_field(client: TestClient) -> None:
     r = client.post("/v1/users/u1/facts", json={"facts": [{"subject": "Maya", "relation": "lives_in",
                                                             "object": "Porto", "valid_from": "soon"}]})

@@ -35,7 +35,7 @@ from .forgetting import ForgetResult
 from .memory import Memory
 from .jobs.model import Job, JobStatus
 from .jobs.queue import JobQueue
-from .model import Entity, Fact, FactInput, Message, Session, UpdateReport
+from .model import Entity, EntityMerge, Fact, FactInput, Message, Session, UpdateReport
 from .providers.base import Embedder, LLM
 from .registry import RelationSpec
 
@@ -169,6 +169,9 @@ class AsyncMemory:
 
     async def alias(self, name: str, alias: str, *, user_id: str) -> Entity:
         return await self._run(self._mem.alias, name, alias, user_id=user_id)
+
+    async def merge_entities(self, name: str, into: str, *, user_id: str) -> EntityMerge:
+        return await self._run(self._mem.merge_entities, name, into, user_id=user_id)
 
     async def search(self, query: str, *, user_id: str, as_of: datetime | str | None = None,
                      top_k: int = 10, options: SearchOptions | None = None, config: SearchConfig | None = None,

@@ -291,6 +291,14 @@ class _Batch:
             reinforced=[pool[k] for k in self.reinforced])
 
 
+def _inside(f: Fact, g: Fact) -> bool:
+    """Does ``f``'s stated interval lie inside ``g``'s (rule 2's test for the same fact said again)?"""
+    from .temporal import _contains
+
+    f_to = f.stated_to if f.stated_to is not None else f.valid_to
+    return _contains(g, f.valid_from) and (f_to is None or (g.valid_to is not None and f_to <= g.valid_to))
+
+
 class GraphWriter:
     """Applies batches of facts to one store under one registry and threshold."""
 
@@ -371,6 +379,41 @@ class GraphWriter:
         ids = list({ents[f.subject].id for f in inputs} | {ents[f.object].id for f in inputs})
         stored = self.store.facts(user_id, touching=ids, relations=sorted(relations))
         return _Batch(self.registry, self.theta, self._cached_key(), stored)
+
+    def merge_entities(self, user_id: str, source_id: str, target_id: str) -> tuple[int, int]:
+        """Make the entity ``source_id`` part of ``target_id`` (two names resolution kept apart: "Mom" and
+        "Linda"), in one transaction.  Its facts and names move to the target; a fact of one that says
+        again what a fact of the other says, inside that one's interval, is folded into the older one as a
+        repetition is (:func:`~chronomem.temporal.fold_repetition`: its turns, its raise, still undoable
+        by forgetting); then every slot of the target is placed in time order again, as after forgetting.
+        Returns (facts moved, of them folded)."""
+        from .temporal import _corrected, fold_repetition, is_stable
+
+        def plain(f: Fact) -> bool:  # corrections and the versions they replaced keep their links
+            return f.origin is not Origin.CORRECTED and not _corrected(f) and not f.superseded
+
+        with self.store.transaction(user_id):
+            moved = set(self.store.merge_entities(user_id, source_id, target_id))
+            facts = sorted(self.store.facts(user_id, touching=[target_id]), key=lambda f: f.recorded_at)
+            kept: dict[tuple[str, str, str], list[Fact]] = defaultdict(list)
+            changed: dict[str, Fact] = {}
+            folded: list[str] = []
+            for f in facts:
+                k = self.key(f)
+                host = None
+                if plain(f):  # only across the two entities: each one's own history stays as it was written
+                    host = next((g for g in kept[k] if (g.id in moved) != (f.id in moved) and plain(g)
+                                 and is_stable(g, self.theta) == is_stable(f, self.theta) and _inside(f, g)), None)
+                if host is None:
+                    kept[k].append(f)
+                    continue
+                new = fold_repetition(host, f, self.theta)
+                kept[k][kept[k].index(host)] = changed[host.id] = new
+                folded.append(f.id)
+            self.store.update_facts(user_id, list(changed.values()))
+            self.store.delete_facts(user_id, folded)
+            self.rebuild(user_id, [f for group in kept.values() for f in group])
+        return len(moved), len(folded)
 
     def rebuild(self, user_id: str, facts: Sequence[Fact]) -> list[Fact]:
         """Recompute closures of the slots these facts belong to (after forgetting)."""

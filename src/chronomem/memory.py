@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .config import Config
 from .extract.entities import FuzzyEntityResolver
-from .errors import ChronomemError, ConfigError, ValidationError, log_reason
+from .errors import ChronomemError, ConfigError, NotFoundError, ValidationError, log_reason
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
-from .model import Entity, Fact, FactInput, Message, Session, UpdateReport
+from .model import Entity, EntityMerge, Fact, FactInput, Message, Session, UpdateReport
 from .providers.base import Embedder, LLM, UsageTracker
 from .providers.cache import cache_owner
 from .providers.modelset import ModelSet
@@ -488,9 +488,47 @@ class Memory:
             ent = self.resolver.resolve_many(user_id, [(name, None)])[name]
             other = self.resolver.lookup(user_id, [alias]).get(alias)
             if other is not None and other != ent.id:
-                raise ValidationError("alias", alias, f"already names another entity ({other})")
+                raise ValidationError("alias", alias, f"already names another entity ({other}); "
+                                                      "merge_entities makes the two one")
             self.store.add_alias(user_id, ent.id, alias.strip(), normalize_name(alias))
         return self.store.entities(user_id, ids=[ent.id])[0]
+
+    def merge_entities(self, name: str, into: str, *, user_id: str) -> EntityMerge:
+        """Make ``name`` and ``into`` one entity, when resolution kept apart two names of one person, place
+        or thing ("Mom" and "Linda").  Each is a name, an alias or an entity id of the user.
+
+        The entity ``into`` stays (its id and name); ``name``'s facts now name it, its names become its
+        aliases, and each slot is placed in time order again ("Mom lives in Boston" from 2019 and "Linda
+        lives in Chicago" from 2022 become one history).  A fact of one that says again what a fact of the
+        other says, inside its interval, is folded in as a repetition is: one fact, both statements'
+        turns, the raised confidence (forgetting either statement's turns still takes its part back).
+        Nothing is deleted otherwise; it runs in one transaction.  Raises
+        :class:`~chronomem.errors.NotFoundError` for an unknown name and
+        :class:`~chronomem.errors.ValidationError` when both name the same entity.
+        """
+        user_id = check_user(user_id)
+        with self.store.transaction(user_id):
+            source, target = (self._entity_named(user_id, what, v) for what, v in (("name", name), ("into", into)))
+            if source == target:
+                raise ValidationError("name", name, f"names the same entity as {into!r} ({target})")
+            moved, folded = self.graph.merge_entities(user_id, source, target)
+            entity = self.store.entities(user_id, ids=[target])[0]
+        log.info("user %r: merged entity %s into %s (%d facts moved, %d folded)", user_id, source, target,
+                 moved, folded)
+        return EntityMerge(entity=entity, facts_moved=moved, facts_folded=folded)
+
+    def _entity_named(self, user_id: str, field: str, value: str) -> str:
+        """The id of the user's entity that ``value`` names (a name, an alias or an entity id)."""
+        from .entities import normalize_name
+
+        if not isinstance(value, str) or not normalize_name(check_name(field, value)):
+            raise ValidationError(field, value, "must be a non-empty name or entity id")
+        found = self.resolver.lookup(user_id, [value]).get(value)
+        if found is None and self.store.entities(user_id, ids=[value], with_aliases=False):
+            found = value
+        if found is None:
+            raise NotFoundError(f"user {user_id!r} has no entity named {value!r}")
+        return found
 
     # -- retrieval (REAL read path: chronomem.retrieve) ----------------------------------------
     @_user_calls

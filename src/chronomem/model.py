@@ -150,6 +150,16 @@ class Entity:
 
 
 @dataclass(slots=True)
+class EntityMerge:
+    """What :meth:`chronomem.Memory.merge_entities` did: the entity both names now denote, how many facts
+    moved to it, and how many of those said again what it already held (folded in as repetitions)."""
+
+    entity: Entity
+    facts_moved: int = 0
+    facts_folded: int = 0
+
+
+@dataclass(slots=True)
 class Message:
     """A verbatim conversation turn: the source of truth facts point back to."""
 

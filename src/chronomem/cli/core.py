@@ -143,6 +143,24 @@ def history_cmd(user: UserOpt, subject: str, relation: Annotated[Optional[str], 
             console.print(facts_table(facts, f"history of {subject}", mem.config.theta_stable))
 
 
+def merge_cmd(user: UserOpt, name: Annotated[str, typer.Argument(help="a name, alias or entity id: the entity "
+                                                                     "that becomes part of INTO")],
+              into: Annotated[str, typer.Argument(help="a name, alias or entity id: the entity that stays")],
+              as_json: JsonOpt = False, db: DbOpt = None, tenant: TenantOpt = None) -> None:
+    """Make NAME and INTO one entity ("Mom" and "Linda"): NAME's facts and names move to INTO, its history
+    is placed in time order with INTO's, and facts both said become one."""
+    with open_memory(db, tenant, existing=True) as mem:
+        res = mem.merge_entities(name, into, user_id=user)
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(res), default=str))
+        return
+    e = res.entity
+    aka = f" (also {', '.join(repr(a) for a in e.aliases)})" if e.aliases else ""
+    status.print(f"merged {name!r} into {e.name!r}{aka}: "
+                 f"{counted(res.facts_moved, 'fact', 'facts')} moved, {res.facts_folded} of them said again "
+                 f"what {e.name!r} already held", markup=False, soft_wrap=True)
+
+
 def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fact", help="a fact id (or its start, as "
                                                                                 "the tables show it)")] = None,
                session: Annotated[Optional[str], typer.Option("--session", help="a session id: its turns, facts "
@@ -294,6 +312,7 @@ def register(app: typer.Typer) -> None:
     app.command("add-facts")(add_facts_cmd)
     app.command("facts")(facts_cmd)
     app.command("history")(history_cmd)
+    app.command("merge")(merge_cmd)
     app.command("forget")(forget_cmd)
     app.command("export")(export_cmd)
     app.command("import")(import_cmd)

@@ -18,8 +18,8 @@ from ..memory import Memory
 from ..model import Fact
 from . import pagination
 from .schemas import (AddIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn, EntityOut,
-                      ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, Page, QueryIn, SearchOut,
-                      SessionOut, StoredMessageOut, SummaryOut, UpdateOut, UserOut)
+                      ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
+                      SearchOut, SessionOut, StoredMessageOut, SummaryOut, UpdateOut, UserOut)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorOut, "description": "a body that is not JSON, or a request chronomem cannot apply"},
@@ -249,6 +249,17 @@ def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
     return paged([{"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases}
                   for e in mem.entities(user_id=user_id)], cursor, limit)
+
+
+@router.post("/users/{user_id}/entities/merge", response_model=MergeOut, tags=["facts"])
+def merge_entities(user_id: UserId, body: MergeIn, mem: Mem) -> dict[str, Any]:
+    """Make two entities one ("Mom" and "Linda", kept apart by resolution): `name`'s facts and names move to
+    `into`, its history is placed in time order with `into`'s, and a fact both said becomes one fact said
+    twice.  404 when either names no entity of the user; 422 when both name the same one."""
+    res = mem.merge_entities(body.name, body.into, user_id=user_id)
+    e = res.entity
+    return {"entity": {"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases},
+            "facts_moved": res.facts_moved, "facts_folded": res.facts_folded}
 
 
 # -- retrieval -----------------------------------------------------------------------------------------------------

@@ -247,6 +247,21 @@ class EntityOut(BaseModel):
     aliases: list[str] = []
 
 
+class MergeIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS,
+                      description="a name, alias or entity id: the entity that becomes part of `into`")
+    into: str = Field(min_length=1, max_length=MAX_NAME_CHARS,
+                      description="a name, alias or entity id: the entity that stays (its id and name)")
+
+
+class MergeOut(BaseModel):
+    entity: EntityOut
+    facts_moved: int = Field(description="facts that named `name` and now name the entity")
+    facts_folded: int = Field(description="of them, those that said again what the entity already held: "
+                                          "folded into its fact as repetitions")
+
+
 class SummaryOut(BaseModel):
     user_id: str
     as_of: IsoTime | None = None

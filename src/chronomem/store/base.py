@@ -110,6 +110,14 @@ class Store(ABC):
         spelling → turn ids); names given by hand are left alone.  A store may keep only one turn of each
         session once a list grows: turns are forgotten with their session."""
 
+    @abstractmethod
+    def merge_entities(self, user_id: str, source_id: str, target_id: str) -> list[str]:
+        """Make ``source_id`` part of ``target_id``: its facts name the target (id and name), its names
+        become the target's, its type fills a target without one; the source entity and its vector go,
+        and so do the vectors of the facts that moved (their text changed).  Returns the ids of those
+        facts; nothing is done (``[]``) unless both entities exist.  Repetitions the merge makes are
+        the caller's to fold (:meth:`chronomem.graph.GraphWriter.merge_entities`)."""
+
     # -- facts -------------------------------------------------------------------
     @abstractmethod
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None: ...

@@ -474,6 +474,31 @@ class SQLStore(Store):
                 self._exec(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
                            (json.dumps(merged) if learned_from else None, user_id, norm))
 
+    def merge_entities(self, user_id: str, source_id: str, target_id: str) -> list[str]:
+        with self.transaction(user_id):
+            rows = dict(self._all("SELECT id, name FROM entities WHERE user_id = ? AND id IN (?, ?)",
+                                  (user_id, source_id, target_id)))
+            if source_id not in rows or target_id not in rows:
+                return []
+            name = rows[target_id]
+            moved = [r[0] for r in self._all("SELECT id FROM facts WHERE user_id = ? AND (subject_id = ? OR "
+                                             "object_id = ?)", (user_id, source_id, source_id))]
+            for col in ("subject", "object"):
+                self._exec(user_id, f"UPDATE facts SET {col}_id = ?, {col} = ? WHERE user_id = ? AND {col}_id = ?",
+                           (target_id, name, user_id, source_id))
+            self._exec(user_id, "UPDATE entity_names SET entity_id = ? WHERE user_id = ? AND entity_id = ?",
+                       (target_id, user_id, source_id))
+            self._exec(user_id, "UPDATE entities SET type = (SELECT type FROM entities WHERE user_id = ? AND id = ?) "
+                       "WHERE user_id = ? AND id = ? AND type IS NULL", (user_id, source_id, user_id, target_id))
+            self._exec(user_id, "DELETE FROM entities WHERE user_id = ? AND id = ?", (user_id, source_id))
+            self._exec(user_id, "DELETE FROM vectors WHERE user_id = ? AND kind = 'entity' AND item_id = ?",
+                       (user_id, source_id))
+            for i in range(0, len(moved), 500):  # their text names the target now: embedded again on need
+                chunk = moved[i:i + 500]
+                self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'fact' "
+                           f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
+        return moved
+
     # -- facts ----------------------------------------------------------------------------------
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self._many(user_id, f"INSERT INTO facts ({', '.join(FACT_COLS)}) VALUES "

@@ -173,6 +173,9 @@ class TenantStore(Store):
     def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
         self.inner.add_alias_sources(self._k(user_id), sources)
 
+    def merge_entities(self, user_id: str, source_id: str, target_id: str) -> list[str]:
+        return self.inner.merge_entities(self._k(user_id), source_id, target_id)
+
     # -- facts ---------------------------------------------------------------------------------------
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self.inner.insert_facts(self._k(user_id), [self._in(f) for f in facts])
