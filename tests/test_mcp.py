@@ -35,6 +35,20 @@ def test_tools_are_listed_and_scoped_to_one_user(tmp_path) -> None:
         assert "Berlin" in rec["context"] and "Porto" not in rec["context"]
 
 
+def test_an_agent_merges_two_names_the_user_says_are_one(tmp_path) -> None:
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+        mem.add_facts([{"subject": "Mom", "relation": "lives_in", "object": "Boston"},
+                       {"subject": "Linda", "relation": "likes", "object": "tea"}], user_id="u1")
+        mem.add_facts([{"subject": "Mom", "relation": "likes", "object": "jazz"}], user_id="other")
+        server = build_mcp(mem, "u1")
+        out = call(server, "merge_entities", {"name": "Mom", "into": "Linda"})
+        assert (out["entity"]["name"], out["entity"]["aliases"], out["facts_moved"]) == ("Linda", ["Mom"], 1)
+        assert sorted(f["object"] for f in call(server, "timeline", {"subject": "Mom"})) == ["Boston", "tea"]
+        with pytest.raises(ToolError, match="no entity named 'Grandma'"):
+            asyncio.run(server.call_tool("merge_entities", {"name": "Grandma", "into": "Linda"}))
+        assert [e.name for e in mem.entities(user_id="other")] == ["Mom", "jazz"]  # another user's Mom stays
+
+
 def test_remember_and_answer_return_facts_with_ids_and_dates(tmp_path, monkeypatch) -> None:
     from test_memory_sessions import SessionLLM
 

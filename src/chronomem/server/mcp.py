@@ -130,6 +130,17 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     async def summary(as_of: str | None = None) -> dict[str, Any]:
         return {"summary": await amem.summary(user_id=user_id, as_of=as_of)}
 
+    @server.tool(description="Make two names one person, place or thing when memory kept them apart (the "
+                             "user says 'Mom is Linda'): `name`'s facts and names move to `into`, histories are "
+                             "placed in time order together, a fact both said becomes one. Names, aliases or "
+                             "entity ids.")
+    @_agent_errors
+    async def merge_entities(name: str, into: str) -> dict[str, Any]:
+        res = await amem.merge_entities(name, into, user_id=user_id)
+        e = res.entity
+        return {"entity": {"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases},
+                "facts_moved": res.facts_moved, "facts_folded": res.facts_folded}
+
     @server.tool(description="Delete for good exactly one of: a fact (fact_id), a session with its turns and "
                              "facts (session_id), or everything stored about the user (everything=true). Facts "
                              "a forgotten fact had closed hold again.")
