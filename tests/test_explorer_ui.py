@@ -223,6 +223,34 @@ def test_graph_marks_derived_edges_and_recentres(page: Any, site: tuple[str, str
     assert page.locator("g.node[data-entity=Munich]").count() == 0
 
 
+def test_graph_merges_two_names_of_one_person(page: Any, site: tuple[str, str]) -> None:
+    """"my brother" was kept apart from Rui: merged from its graph, Rui's graph holds both."""
+    import httpx
+
+    url, key = site
+    r = httpx.post(f"{url}/v1/users/{USER}/facts", headers={"Authorization": f"Bearer {key}"}, json={"facts": [
+        {"subject": "my brother", "relation": "lives_in", "object": "Porto", "valid_from": "2020-01-01"}]})
+    assert r.status_code == 200, r.text
+    sign_in(page, site, f"#/users/{USER}/graph/my brother")
+    page.wait_for_selector("g.node.center[data-entity='my brother']")
+    page.click("#merge-btn")
+    page.wait_for_selector("#merge-into:focus")
+    assert "Rui" in page.eval_on_selector_all("#merge-options option", "os => os.map(o => o.value)")
+    page.keyboard.press("Escape")  # cancelled: nothing merged
+    assert page.locator("#merge-dialog[open]").count() == 0
+    assert page.evaluate("document.activeElement.id") == "merge-btn"  # focus back where it was
+    page.fill("#entity-input", "my brother")
+    page.press("#entity-input", "Enter")
+    page.wait_for_selector("g.node.center[data-entity='my brother']")
+    page.click("#merge-btn")
+    page.keyboard.type("Rui")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("g.node.center[data-entity=Rui]")
+    page.wait_for_selector("g.node[data-entity=Porto]")
+    page.wait_for_selector("#status:has-text('Merged my brother into Rui: 1 fact moved')")
+    assert page.locator("g.node[data-entity=Maya]").count() == 1
+
+
 def test_ask_shows_answer_evidence_and_trace(page: Any, site: tuple[str, str]) -> None:
     sign_in(page, site, f"#/users/{USER}/ask")
     page.wait_for_selector("#ask-q:focus")

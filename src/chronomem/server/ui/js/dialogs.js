@@ -57,3 +57,19 @@ export async function editCorrection(fact) {
   if (conf !== fields.confidence && conf !== "") changes.confidence = Number(conf);
   return Object.keys(changes).length ? changes : null;
 }
+
+/** Which entity ``name`` is merged into: resolves to the chosen name (null when cancelled). */
+export async function chooseMergeTarget(name, others) {
+  const dialog = document.getElementById("merge-dialog");
+  const input = document.getElementById("merge-into");
+  document.getElementById("merge-title").textContent = `Merge ${name} into another entity`;
+  document.getElementById("merge-hint").textContent = `${name}'s facts and names move to the entity you `
+    + "choose, which keeps its own name; both histories are placed in time order together, and a fact "
+    + "both say becomes one. Use it when two names are one person, place or thing. It cannot be undone.";
+  const list = document.getElementById("merge-options");
+  list.replaceChildren(...others.map((n) => Object.assign(document.createElement("option"), { value: n })));
+  input.value = "";
+  const result = await openModal(dialog, input);
+  const into = input.value.trim();
+  return result === "merge" && into ? into : null;
+}

@@ -1,6 +1,7 @@
 // The entity graph: stored edges around an entity plus the edges the read path derives from them
 // (symmetry, inverse, hyponymy, containment), fetched from GET /v1/users/{u}/graph.
 import { all, api, userPath } from "./api.js";
+import { chooseMergeTarget } from "./dialogs.js";
 import { announce, clear, dateInputToIso, factText, fill, h, interval, pct, s } from "./util.js";
 
 const HEIGHT = 480;
@@ -173,12 +174,31 @@ export class GraphView {
     this.drawTable(edges, nodeById);
   }
 
+  /** Merge the centre into an entity the user names (two names of one person, place or thing). */
+  async merge() {
+    const centre = this.graph.center;
+    const others = (this.entities || []).map((e) => e.name).filter((n) => n !== centre.name);
+    const into = await chooseMergeTarget(centre.name, others);
+    if (!into) return;
+    try {
+      const res = await api(`${userPath(this.user)}/entities/merge`, { method: "POST", body: { name: centre.id, into } });
+      const n = res.facts_moved;
+      announce(`Merged ${centre.name} into ${res.entity.name}: ${n} ${n === 1 ? "fact" : "facts"} moved`
+        + (res.facts_folded ? `, ${res.facts_folded} of them said again what it held` : ""));
+      this.onEntity(res.entity.name);
+    } catch (e) {
+      announce(`Merge failed: ${e.message}`, { error: true });
+    }
+  }
+
   drawTable(edges, nodeById) {
     const name = (id) => (nodeById.get(id) || { name: id }).name;
     const derivedCount = edges.filter((e) => e.derived).length;
     fill(this.table,
       h("p", { class: "meta" }, `${edges.length} edges (${derivedCount} derived)`,
-        this.graph.truncated ? " — truncated: the entity has more edges than shown" : ""),
+        this.graph.truncated ? " — truncated: the entity has more edges than shown" : "", " ",
+        h("button", { type: "button", id: "merge-btn", class: "linkish", onclick: () => this.merge() },
+          `Merge ${this.graph.center.name} into…`)),
       h("table", { class: "edges-table" },
         h("caption", { class: "sr-only" }, `Edges around ${this.graph.center.name}`),
         h("thead", {}, h("tr", {}, ["From", "Relation", "To", "Valid", "Confidence", "Kind"].map((c) => h("th", { scope: "col" }, c)))),
