@@ -803,8 +803,11 @@ class SQLStore(Store):
         return list(renamed)
 
     def delete_orphan_entities(self, user_id: str) -> int:
-        orphan = ("SELECT id FROM entities e WHERE e.user_id = ? AND NOT EXISTS (SELECT 1 FROM facts f "
-                  "WHERE f.user_id = e.user_id AND (f.subject_id = e.id OR f.object_id = e.id))")
+        # two NOT EXISTS, one per endpoint index: "subject_id = e.id OR object_id = e.id" reads every fact
+        # of the user for every entity (a forget took seconds at 5,000 facts)
+        orphan = ("SELECT id FROM entities e WHERE e.user_id = ? "
+                  "AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.user_id = e.user_id AND f.subject_id = e.id) "
+                  "AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.user_id = e.user_id AND f.object_id = e.id)")
         with self.transaction(user_id):
             ids = [r[0] for r in self._all(orphan, (user_id,))]
             for i in range(0, len(ids), 500):
