@@ -637,8 +637,8 @@ def test_an_entity_named_by_turns_its_name_forgot_keeps_its_name(cmem: Memory) -
 
 
 def test_a_name_said_in_every_turn_remembers_a_turn_a_session(cmem: Memory) -> None:
-    """Turns are forgotten with their session, so a spelling keeps one turn of each session once its list
-    grows: the user's own name, said in every turn, must not become a list of every turn ever stored."""
+    """Turns are forgotten with their session, so once a spelling's list holds 8 turns a turn of a session
+    it lists adds nothing: the user's own name, said in every turn, must not become a list of every turn."""
     st = cmem.store
     st.ensure_session(U, "s1", started_at=dt("2024-01-01"))
     st.ensure_session(U, "s2", started_at=dt("2024-02-01"))
@@ -647,11 +647,59 @@ def test_a_name_said_in_every_turn_remembers_a_turn_a_session(cmem: Memory) -> N
         cmem.add_facts([{"subject": "Maya", "relation": "visited", "object": "Porto", "source_ids": [f"m{i}"]}],
                        user_id=U, session_id="s1" if i <= 10 else "s2")
     learned = {r["alias"]: json.loads(str(r["learned_from"])) for r in everything_of(cmem, U)["entity_names"]}
-    assert learned["Porto"][0] == "m1" and "m11" in learned["Porto"] and len(learned["Porto"]) <= 8
+    assert learned["Porto"] == ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m11"]  # s1 full at 8: then s2
     cmem.forget(user_id=U, session_id="s1")
     assert [e.name for e in cmem.entities(user_id=U) if e.name == "Porto"] == ["Porto"]  # s2 says it
     cmem.forget(user_id=U, session_id="s2")
     assert cmem.entities(user_id=U) == []
+
+
+def test_a_name_the_user_writes_by_hand_stays_when_its_turns_go(cmem: Memory) -> None:
+    """A correction (or add_facts without turns) that names "Acme Corp" is the user's own word for it: when
+    the session that first said it is forgotten, the entity keeps the name and it still resolves."""
+    st = cmem.store
+    for i, sid in enumerate(("s1", "s2", "s3")):
+        st.ensure_session(U, sid, started_at=dt(f"2024-0{i + 1}-01"))
+    st.add_messages(U, [msg(1, "s1", "I work at Acme Corp"), msg(2, "s2", "AC is hiring"), msg(3, "s3", "I like Globex")])
+    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Acme Corp", "source_ids": ["m1"]}],
+                   user_id=U, session_id="s1")
+    cmem.add_facts([{"subject": "AC", "relation": "is", "object": "hiring", "source_ids": ["m2"]}],
+                   user_id=U, session_id="s2")
+    rep = cmem.add_facts([{"subject": "Maya", "relation": "likes", "object": "Globex", "source_ids": ["m3"]}],
+                         user_id=U, session_id="s3")
+    cmem.correct(rep.added[0].id, user_id=U, object="Acme Corp")  # "it is Acme Corp I like, not Globex"
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 0
+    assert [f.object for f in cmem.facts(user_id=U, subject="Maya")] == ["Acme Corp"]
+    assert set(cmem.resolver.lookup(U, ["Acme Corp", "AC"])) == {"Acme Corp", "AC"}
+
+
+def test_two_casings_of_a_name_in_one_batch_record_both_turns(cmem: Memory) -> None:
+    st = cmem.store
+    for i, sid in enumerate(("s0", "s1", "s2")):
+        st.ensure_session(U, sid, started_at=dt(f"2024-0{i + 1}-01"))
+    st.add_messages(U, [msg(0, "s0", "Zyx Clinic opened"), msg(1, "s1", "Zyx Clinic is big"),
+                        msg(2, "s2", "zyx clinic is old")])
+    cmem.add_facts([{"subject": "Zyx Clinic", "relation": "is", "object": "open", "source_ids": ["m0"]}],
+                   user_id=U, session_id="s0")
+    cmem.add_facts([{"subject": "Zyx Clinic", "relation": "has_size", "object": "big", "source_ids": ["m1"]},
+                    {"subject": "zyx clinic", "relation": "has_age", "object": "old", "source_ids": ["m2"]}],
+                   user_id=U)
+    learned = {r["norm"]: json.loads(str(r["learned_from"])) for r in everything_of(cmem, U)["entity_names"]}
+    assert learned["zyx clinic"] == ["m0", "m1", "m2"]
+
+
+def test_a_session_is_named_by_its_first_turn_once_a_list_is_long(cmem: Memory) -> None:
+    """A list of more than 8 turns keeps one turn of a session it lists: the earliest one, which is what
+    the first spelling still said is judged by."""
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(i, "s1" if i < 10 else "s2", f"Porto {i}") for i in range(1, 13)])
+    for i in (1, 2, 3, 4, 5, 6, 7, 8, 12, 11):  # m11 was said before m12, reported after it
+        cmem.add_facts([{"subject": "Porto", "relation": "is", "object": f"nice {i}", "source_ids": [f"m{i}"]}],
+                       user_id=U)
+    learned = {r["norm"]: json.loads(str(r["learned_from"])) for r in everything_of(cmem, U)["entity_names"]}
+    assert learned["porto"] == ["m1", "m2", "m3", "m4", "m5", "m6", "m7", "m8", "m11"]
 
 
 def _mom_and_linda(cmem: Memory) -> None:

@@ -53,6 +53,7 @@ def exported(mem: Memory) -> dict[str, Any]:
     ("facts", 0, "colour", "red", "data.tables.facts[0].colour"),
     ("facts", 1, "start_guessed", 2, "data.tables.facts[1].start_guessed"),
     ("facts", 1, "start_guessed", True, "data.tables.facts[1].start_guessed"),
+    ("entity_names", 0, "learned_from", "[]", "data.tables.entity_names[0].learned_from"),  # no turn: all forgotten
 ])
 def test_a_bad_import_row_is_refused_by_name_and_nothing_is_written(smem: Memory, table: str, index: int,
                                                                     column: str, value: Any, field: str) -> None:

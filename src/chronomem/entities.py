@@ -68,9 +68,17 @@ class ExactResolver:
         known = self.lookup(user_id, spellings)
         ents = {e.id: e for e in self.store.entities(user_id, ids=list(set(known.values())), with_aliases=False)}
         out: dict[str, Entity] = {n: ents[i] for n, i in known.items() if i in ents}
-        again = {normalize_name(n): sources[n] for n in out if sources and sources.get(n)}
+        again: dict[str, dict[str, None]] = {}  # norm -> the turns that used one of its spellings now
+        by_hand: set[str] = set()
+        for n in out:
+            if sources and sources.get(n):
+                again.setdefault(normalize_name(n), {}).update(dict.fromkeys(sources[n]))
+            else:
+                by_hand.add(normalize_name(n))
         if again:  # a learned spelling said again: forgetting one of its turns must not drop it
-            self.store.add_alias_sources(user_id, again)
+            self.store.add_alias_sources(user_id, {norm: list(ids) for norm, ids in again.items()})
+        if by_hand:  # written by the caller, not cited from turns (add_facts, correct, alias): theirs, kept
+            self.store.mark_given_by_hand(user_id, sorted(by_hand))
         if create:
             out.update(self.create(user_id, [(n, t) for n, t in names if n not in out], sources=sources))
         return out

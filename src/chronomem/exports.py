@@ -108,6 +108,8 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
         if not isinstance(ids, list) or not all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS)
                                                 for i in ids):
             raise ValidationError(where, s[:40], "must be a JSON list of message ids")
+        if col == "learned_from" and not ids:  # every forget would read it as "all its turns forgotten"
+            raise ValidationError(where, s, "must name at least one message id (null: a name given by hand)")
     if col == "confirmations" and not _confirmations(s):
         raise ValidationError(where, s[:40], "must be a JSON list of [confidence, [message ids]] pairs, "
                               "at least two, each confidence between 0 and 1")

@@ -118,6 +118,11 @@ class Store(ABC):
         facts; nothing is done (``[]``) unless both entities exist.  Repetitions the merge makes are
         the caller's to fold (:meth:`chronomem.graph.GraphWriter.merge_entities`)."""
 
+    @abstractmethod
+    def mark_given_by_hand(self, user_id: str, norms: Sequence[str]) -> None:
+        """The learned spellings ``norms`` (normalised) were given by hand too (a fact written without
+        turns, a correction, :meth:`~chronomem.Memory.alias`): forgetting turns no longer takes them."""
+
     # -- facts -------------------------------------------------------------------
     @abstractmethod
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None: ...

@@ -469,8 +469,8 @@ class SQLStore(Store):
                 self._exec(user_id, f"INSERT INTO entity_names ({', '.join(NAME_COLS)}) VALUES (?, ?, ?, ?, ?)",
                            (user_id, norm, entity_id, alias, json.dumps(list(learned_from)) if learned_from else None))
             elif rows[0][0] == entity_id and rows[0][1] is not None:  # learned before: now from these turns too
-                merged = list(dict.fromkeys([*json.loads(rows[0][1]), *(learned_from or [])]))
-                merged = self._one_turn_a_session(user_id, {norm: merged})[norm]
+                old = json.loads(rows[0][1])
+                merged = self._with_turns(user_id, {norm: (old, list(learned_from or []))}).get(norm, old)
                 self._exec(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
                            (json.dumps(merged) if learned_from else None, user_id, norm))
 
@@ -481,8 +481,9 @@ class SQLStore(Store):
             if source_id not in rows or target_id not in rows:
                 return []
             name = rows[target_id]
-            moved = [r[0] for r in self._all("SELECT id FROM facts WHERE user_id = ? AND (subject_id = ? OR "
-                                             "object_id = ?)", (user_id, source_id, source_id))]
+            moved = [r[0] for r in self._all("SELECT id FROM facts WHERE user_id = ? AND subject_id = ? UNION "
+                                             "SELECT id FROM facts WHERE user_id = ? AND object_id = ?",
+                                             (user_id, source_id, user_id, source_id))]
             for col in ("subject", "object"):
                 self._exec(user_id, f"UPDATE facts SET {col}_id = ?, {col} = ? WHERE user_id = ? AND {col}_id = ?",
                            (target_id, name, user_id, source_id))
@@ -695,35 +696,61 @@ class SQLStore(Store):
                 chunk = norms[i:i + 500]
                 rows += self._all(f"SELECT norm, learned_from FROM entity_names WHERE user_id = ? AND "
                                   f"learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
-            olds = {norm: json.loads(learned) for norm, learned in rows}
-            merged = self._one_turn_a_session(user_id, {
-                norm: ids for norm, old in olds.items() if len(ids := list(dict.fromkeys([*old, *sources[norm]])))
-                > len(old)})
+            grown = self._with_turns(user_id, {norm: (json.loads(learned), list(sources[norm])) for norm, learned in rows})
             self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
-                       [(json.dumps(ids), user_id, norm) for norm, ids in merged.items() if ids != olds[norm]])
+                       [(json.dumps(ids), user_id, norm) for norm, ids in grown.items()])
 
-    def _one_turn_a_session(self, user_id: str, lists: Mapping[str, list[str]],
-                            keep: int = 8) -> dict[str, list[str]]:
-        """The turn lists of spellings, a list longer than ``keep`` cut to its first turn of each session.
+    def mark_given_by_hand(self, user_id: str, norms: Sequence[str]) -> None:
+        norms = list(dict.fromkeys(norms))
+        with self.transaction(user_id):
+            for i in range(0, len(norms), 500):
+                chunk = norms[i:i + 500]
+                self._exec(user_id, f"UPDATE entity_names SET learned_from = NULL WHERE user_id = ? AND "
+                           f"learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
 
-        Turns are forgotten only with their session, so one turn a session tells as much as all of them:
-        the name of someone said in every turn stays a list of sessions, not of every turn ever stored.
-        A turn the store does not hold (``add_facts`` may cite any id) is kept as it is."""
-        long = sorted({t for ids in lists.values() if len(ids) > keep for t in ids})
-        session_of: dict[str, str] = {}
-        for i in range(0, len(long), 500):
-            chunk = long[i:i + 500]
-            session_of.update(self._all(f"SELECT id, session_id FROM messages WHERE user_id = ? "
-                                        f"AND id IN {self._in(chunk)}", (user_id, *chunk)))
+    def _with_turns(self, user_id: str, lists: Mapping[str, tuple[list[str], list[str]]],
+                    keep: int = 8) -> dict[str, list[str]]:
+        """Spellings' turn lists (normalised spelling → (stored turns, new turns)) with the new turns added;
+        only the lists that change.
+
+        Turns are forgotten only with their session, so once a list holds more than ``keep`` turns a new
+        turn of a session among its last ``keep`` entries adds nothing (it takes that entry's place when
+        it was said earlier: a list names each session by its first turn).  The user's own name, said in
+        every turn, grows by a session, not by a turn, and each write looks up a few turns only.  A turn
+        the store does not hold (``add_facts`` may cite any id) is kept as it is."""
         out: dict[str, list[str]] = {}
-        for key, ids in lists.items():
-            if len(ids) <= keep:
-                out[key] = ids
+        todo: dict[str, tuple[list[str], list[str]]] = {}
+        for norm, (old, new) in lists.items():
+            have = set(old)
+            fresh = [t for t in dict.fromkeys(new) if t not in have]
+            if not fresh:
                 continue
-            first: dict[str, str] = {}  # each session's first turn, or a turn the store does not hold
-            for t in ids:
-                first.setdefault(session_of.get(t, "\0" + t), t)
-            out[key] = list(first.values())
+            if len(old) + len(fresh) <= keep:
+                out[norm] = [*old, *fresh]
+            else:
+                todo[norm] = (old, fresh)
+        ask = sorted({t for old, fresh in todo.values() for t in (*old[-keep:], *fresh)})
+        place: dict[str, tuple[str, int, int]] = {}  # turn -> (session, when said, position)
+        for i in range(0, len(ask), 500):
+            chunk = ask[i:i + 500]
+            for turn, session, ts, seq in self._all(f"SELECT id, session_id, ts, seq FROM messages WHERE "
+                                                    f"user_id = ? AND id IN {self._in(chunk)}", (user_id, *chunk)):
+                place[turn] = (session, ts, seq)
+        for norm, (old, fresh) in todo.items():
+            merged = list(old)
+            listed = {place[t][0]: i for i, t in enumerate(merged) if i >= len(merged) - keep and t in place}
+            for t in fresh:
+                p = place.get(t)
+                if p is not None and p[0] in listed:
+                    i = listed[p[0]]
+                    if p[1:] < place[merged[i]][1:]:
+                        merged[i] = t
+                    continue
+                merged.append(t)
+                if p is not None:
+                    listed[p[0]] = len(merged) - 1
+            if merged != old:
+                out[norm] = merged
         return out
 
     def _forget_learned_aliases(self, user_id: str, message_ids: set[str]) -> dict[str, str]:
@@ -769,9 +796,10 @@ class SQLStore(Store):
         spellings: dict[str, list[tuple[str, list[str] | None]]] = {}
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
-            for fact_id, subject_id, object_id, source_ids in self._all(
-                    f"SELECT id, subject_id, object_id, source_ids FROM facts WHERE user_id = ? AND (subject_id IN "
-                    f"{self._in(chunk)} OR object_id IN {self._in(chunk)})", (user_id, *chunk, *chunk)):
+            for fact_id, subject_id, object_id, source_ids in self._all(  # one index per endpoint, no OR
+                    f"SELECT id, subject_id, object_id, source_ids FROM facts WHERE user_id = ? AND subject_id IN "
+                    f"{self._in(chunk)} UNION SELECT id, subject_id, object_id, source_ids FROM facts WHERE "
+                    f"user_id = ? AND object_id IN {self._in(chunk)}", (user_id, *chunk, user_id, *chunk)):
                 for eid in {subject_id, object_id} & unnamed.keys():
                     naming.setdefault(eid, {})[fact_id] = None
                     said.setdefault(eid, {}).update(dict.fromkeys(_id_list(source_ids)))
@@ -878,18 +906,18 @@ class SQLStore(Store):
             chunk = norms[i:i + 500]
             stored += self._all(f"SELECT norm, entity_id, learned_from FROM entity_names WHERE user_id = ? "
                                 f"AND learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
-        merged: dict[str, list[str]] = {}
+        pairs: dict[str, tuple[list[str], list[str]]] = {}
         by_hand: list[tuple[str | None, str, str]] = []
         for norm, entity_id, learned in stored:
             row = given[norm]
             if row["entity_id"] != entity_id:
                 continue
             if theirs := row.get("learned_from"):
-                merged[norm] = list(dict.fromkeys([*json.loads(learned), *json.loads(theirs)]))
+                pairs[norm] = (json.loads(learned), json.loads(theirs))
             else:
                 by_hand.append((None, user_id, norm))
         updates: list[tuple[str | None, str, str]] = [
-            (json.dumps(ids), user_id, norm) for norm, ids in self._one_turn_a_session(user_id, merged).items()]
+            (json.dumps(ids), user_id, norm) for norm, ids in self._with_turns(user_id, pairs).items()]
         self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?",
                    updates + by_hand)
 

@@ -173,6 +173,9 @@ class TenantStore(Store):
     def add_alias_sources(self, user_id: str, sources: Mapping[str, Sequence[str]]) -> None:
         self.inner.add_alias_sources(self._k(user_id), sources)
 
+    def mark_given_by_hand(self, user_id: str, norms: Sequence[str]) -> None:
+        self.inner.mark_given_by_hand(self._k(user_id), norms)
+
     def merge_entities(self, user_id: str, source_id: str, target_id: str) -> list[str]:
         return self.inner.merge_entities(self._k(user_id), source_id, target_id)
 
