@@ -4,8 +4,9 @@ The core resolver matches exactly on normalised spellings — canonical names
 and recorded aliases — and creates an entity (canonical name = first spelling
 seen) when nothing matches.  Every spelling that extraction used remembers the
 turns that used it (``sources``), the canonical name included: forgetting all
-of them forgets the spelling, and an entity whose name goes takes the best
-spelling still said (:func:`best_spelling`).  The write path plugs in a stronger resolver
+of them forgets the spelling, and an entity whose name goes takes the first
+spelling still said (:func:`best_spelling`); a spelling the caller wrote
+(no turns) is given by hand and stays.  The write path plugs in a stronger resolver
 (fuzzy and embedding matching) with the same interface.  Resolution never
 crosses users: every lookup is scoped by ``user_id`` in the store.
 """
