@@ -673,6 +673,22 @@ def test_a_name_the_user_writes_by_hand_stays_when_its_turns_go(cmem: Memory) ->
     assert set(cmem.resolver.lookup(U, ["Acme Corp", "AC"])) == {"Acme Corp", "AC"}
 
 
+def test_a_correction_of_a_date_leaves_the_names_to_their_turns(cmem: Memory) -> None:
+    """Correcting only when something held does not make its names the user's own: forgetting the turns
+    that said "Zyxwqmarker Clinic" still renames the entity that "ZC" names."""
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
+    rep = cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
+                           "source_ids": ["m1"]}], user_id=U, session_id="s1")
+    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
+                   user_id=U, session_id="s2")
+    cmem.correct(rep.added[0].id, user_id=U, valid_from="2020-01-01")
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
+    assert [f.subject for f in cmem.history(user_id=U)] == ["ZC"]
+
+
 def test_two_casings_of_a_name_in_one_batch_record_both_turns(cmem: Memory) -> None:
     st = cmem.store
     for i, sid in enumerate(("s0", "s1", "s2")):

@@ -67,7 +67,12 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
         except ValidationError as e:  # the validator speaks of a batch ("facts[0].valid_to"): name the change
             field = e.field.removeprefix("facts[0].")
             raise ValidationError(field, e.value, e.reason) from None
-        ents = mem.resolver.resolve_many(user_id, [(fi.subject, fi.subject_type), (fi.object, fi.object_type)])
+        # a name the correction changes is the user's own (given by hand); one it keeps was said by the
+        # old version's turns, and forgetting them must still take it (the correction goes with them)
+        said = {name: list(old.source_ids) for key, name in (("subject", fi.subject), ("object", fi.object))
+                if key not in changes}
+        ents = mem.resolver.resolve_many(user_id, [(fi.subject, fi.subject_type), (fi.object, fi.object_type)],
+                                         sources=said)
         s, o = ents[fi.subject], ents[fi.object]
         new = Fact(id=new_id(), user_id=user_id, subject=s.name, relation=fi.relation, object=o.name,
                    valid_from=fi.valid_from, valid_to=fi.valid_to, confidence=fi.confidence,
