@@ -689,6 +689,21 @@ def test_a_correction_of_a_date_leaves_the_names_to_their_turns(cmem: Memory) ->
     assert [f.subject for f in cmem.history(user_id=U)] == ["ZC"]
 
 
+def test_naming_an_entity_to_alias_it_leaves_its_name_to_its_turns(cmem: Memory) -> None:
+    st = cmem.store
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
+        st.ensure_session(U, sid, started_at=dt(start))
+    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
+    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
+                     "source_ids": ["m1"]}], user_id=U, session_id="s1")
+    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
+                   user_id=U, session_id="s2")
+    cmem.alias("Zyxwqmarker Clinic", "the clinic", user_id=U)  # the name only says which entity
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
+    [clinic] = [e for e in cmem.entities(user_id=U) if e.name != "Porto"]
+    assert (clinic.name, clinic.aliases) == ("ZC", ["the clinic"])  # the alias given by hand stays
+
+
 def test_two_casings_of_a_name_in_one_batch_record_both_turns(cmem: Memory) -> None:
     st = cmem.store
     for i, sid in enumerate(("s0", "s1", "s2")):

@@ -78,7 +78,7 @@ class ExactResolver:
                 by_hand.add(normalize_name(n))
         if again:  # a learned spelling said again: forgetting one of its turns must not drop it
             self.store.add_alias_sources(user_id, {norm: list(ids) for norm, ids in again.items()})
-        if by_hand:  # written by the caller, not cited from turns (add_facts, correct, alias): theirs, kept
+        if by_hand:  # written by the caller, not cited from turns (add_facts, a correction): theirs, kept
             self.store.mark_given_by_hand(user_id, sorted(by_hand))
         if create:
             out.update(self.create(user_id, [(n, t) for n, t in names if n not in out], sources=sources))

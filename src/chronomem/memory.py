@@ -477,7 +477,10 @@ class Memory:
 
     @_user_calls
     def alias(self, name: str, alias: str, *, user_id: str) -> Entity:
-        """Record that ``alias`` names the same entity as ``name`` ("NYC" → "New York City")."""
+        """Record that ``alias`` names the same entity as ``name`` ("NYC" → "New York City").
+
+        The alias is given by hand: forgetting turns never takes it.  ``name`` only points at the entity
+        (one is created when no entity has that name); a known name keeps what it was."""
         from .entities import normalize_name
 
         user_id = check_user(user_id)
@@ -485,13 +488,14 @@ class Memory:
             if not isinstance(v, str) or not normalize_name(check_name(what, v)):
                 raise ValidationError(what, v, "must be a non-empty name")
         with self.store.transaction(user_id):
-            ent = self.resolver.resolve_many(user_id, [(name, None)])[name]
-            other = self.resolver.lookup(user_id, [alias]).get(alias)
-            if other is not None and other != ent.id:
+            found = self.resolver.lookup(user_id, [name, alias])
+            ent_id = found.get(name) or self.resolver.resolve_many(user_id, [(name, None)])[name].id
+            other = found.get(alias)
+            if other is not None and other != ent_id:
                 raise ValidationError("alias", alias, f"already names another entity ({other}); "
                                                       "merge_entities makes the two one")
-            self.store.add_alias(user_id, ent.id, alias.strip(), normalize_name(alias))
-        return self.store.entities(user_id, ids=[ent.id])[0]
+            self.store.add_alias(user_id, ent_id, alias.strip(), normalize_name(alias))
+        return self.store.entities(user_id, ids=[ent_id])[0]
 
     def merge_entities(self, name: str, into: str, *, user_id: str) -> EntityMerge:
         """Make ``name`` and ``into`` one entity, when resolution kept apart two names of one person, place

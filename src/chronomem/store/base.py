@@ -121,7 +121,7 @@ class Store(ABC):
     @abstractmethod
     def mark_given_by_hand(self, user_id: str, norms: Sequence[str]) -> None:
         """The learned spellings ``norms`` (normalised) were given by hand too (a fact written without
-        turns, a correction, :meth:`~chronomem.Memory.alias`): forgetting turns no longer takes them."""
+        turns, a name a correction changes): forgetting turns no longer takes them."""
 
     # -- facts -------------------------------------------------------------------
     @abstractmethod
