@@ -1,4 +1,4 @@
-"""Random sequences of add_facts / forget / export / import on SQLite and PostgreSQL (issue #20).
+"""Random sequences of add_facts / forget / merge / export / import on SQLite and PostgreSQL (issue #20).
 
 After every step the memory must keep its invariants:
 
@@ -42,19 +42,21 @@ fact = st.fixed_dictionaries({
     "length": st.one_of(st.none(), st.integers(1, 6)),
     "confidence": st.sampled_from([1.0, 0.8, 0.3]),
     "session": st.sampled_from(SESSIONS),
+    "subject": st.sampled_from(["Maya", "Maya", "Mom"]),  # "Mom" may be merged into Maya
 })
 op = st.one_of(
     st.tuples(st.just("add"), st.lists(fact, min_size=1, max_size=3)),
     st.tuples(st.just("forget_fact"), st.integers(0, 50)),
     st.tuples(st.just("forget_session"), st.sampled_from(["s1", "s2"])),
     st.tuples(st.just("roundtrip"), st.none()),
+    st.tuples(st.just("merge"), st.none()),
 )
 _users = itertools.count()
 EXAMPLES = 1000 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 30
 
 
 def to_dict(f: dict[str, Any], marker: str) -> dict[str, Any]:
-    d: dict[str, Any] = {"subject": "Maya", "relation": f["relation"], "object": f["object"],
+    d: dict[str, Any] = {"subject": f["subject"], "relation": f["relation"], "object": f["object"],
                          "confidence": f["confidence"], "text": f"noted {marker}"}
     if f["start"] is not None:
         d["valid_from"] = (BASE + timedelta(days=90 * f["start"])).isoformat()
@@ -67,14 +69,15 @@ def to_dict(f: dict[str, Any], marker: str) -> dict[str, Any]:
 
 
 def check_intervals(mem: Memory, user: str) -> None:
-    hist = mem.history(user_id=user, subject="Maya", relation="lives_in")
-    live = [f for f in hist if f.confidence >= mem.config.theta_stable and not f.superseded]
-    for f in hist:
-        assert f.valid_from is None or f.valid_to is None or f.valid_from < f.valid_to, f"empty interval {f}"
-    for a, b in itertools.combinations(live, 2):
-        if a.valid_from is None and b.valid_from is None:
-            continue  # two endings with unknown starts: a documented limit (chronomem.temporal)
-        assert not overlaps(a.valid_from, a.valid_to, b.valid_from, b.valid_to), (a, b)
+    for who in ("Maya", "Mom"):  # one slot each, or one slot once Mom is merged into Maya
+        hist = mem.history(user_id=user, subject=who, relation="lives_in")
+        live = [f for f in hist if f.confidence >= mem.config.theta_stable and not f.superseded]
+        for f in hist:
+            assert f.valid_from is None or f.valid_to is None or f.valid_from < f.valid_to, f"empty interval {f}"
+        for a, b in itertools.combinations(live, 2):
+            if a.valid_from is None and b.valid_from is None:
+                continue  # two endings with unknown starts: a documented limit (chronomem.temporal)
+            assert not overlaps(a.valid_from, a.valid_to, b.valid_from, b.valid_to), (a, b)
 
 
 def check_roundtrip(mem: Memory, user: str) -> None:
@@ -109,6 +112,13 @@ def run_sequence(mem: Memory, folder: Path | None, ops: list[tuple[str, Any]]) -
                 doomed = hist[arg % len(hist)]
                 mem.forget(user_id=user, fact_id=doomed.id)
                 forgotten.add(doomed.text.split()[-1])
+        elif name == "merge":
+            names = {e.name for e in mem.entities(user_id=user)}
+            if {"Mom", "Maya"} <= names:
+                before = len(mem.history(user_id=user))
+                res = mem.merge_entities("Mom", "Maya", user_id=user)
+                assert len(mem.history(user_id=user)) == before - res.facts_folded
+                assert "Mom" in res.entity.aliases
         elif name == "forget_session":
             doomed_texts = {f.text.split()[-1] for f in mem.history(user_id=user) if f.session_id == arg}
             try:
