@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from chronomem import Checkpoint, CorruptDatabaseError, Memory, Message, NotFoundError, ValidationError
+from chronomem import Checkpoint, CorruptDatabaseError, Fact, Memory, Message, NotFoundError, ValidationError
 from chronomem.temporal import refold
 
 U = "alice"
@@ -539,18 +539,25 @@ def test_forgetting_the_turns_that_taught_an_alias_forgets_it(cmem: Memory) -> N
     assert learned["NYC"] == '["m2", "m4"]' and learned["The Big Apple"] is None
 
 
+def _clinic_then_zc(cmem: Memory) -> Fact:
+    """s1: "I work at Zyxwqmarker Clinic" (m1); s2: "ZC moved to Porto" (m2, the acronym: an alias).
+    Returns Maya's works_at fact."""
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
+        cmem.store.ensure_session(U, sid, started_at=dt(start))
+    cmem.store.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
+    rep = cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
+                           "source_ids": ["m1"]}], user_id=U, session_id="s1")
+    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
+                   user_id=U, session_id="s2")
+    return rep.added[0]
+
+
 def test_forgetting_the_turns_that_named_an_entity_renames_it(cmem: Memory) -> None:
     """"I work at Zyxwqmarker Clinic" (s1), then "ZC moved to Porto" (s2, an acronym: an alias).  Forgetting
     s1 took its facts but left the name it gave in the entity and in s2's facts; the entity now goes by
     the spelling s2 still says, and nothing made of the old name stays."""
     st = cmem.store
-    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
-        st.ensure_session(U, sid, started_at=dt(start))
-    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
-    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
-                     "source_ids": ["m1"]}], user_id=U, session_id="s1")
-    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
-                   user_id=U, session_id="s2")
+    _clinic_then_zc(cmem)
     [clinic] = [e for e in cmem.entities(user_id=U) if e.name == "Zyxwqmarker Clinic"]
     assert clinic.aliases == ["ZC"]  # the acronym joined the entity s1 named
     [porto_fact] = cmem.history(user_id=U, relation="located_in")
@@ -676,28 +683,14 @@ def test_a_name_the_user_writes_by_hand_stays_when_its_turns_go(cmem: Memory) ->
 def test_a_correction_of_a_date_leaves_the_names_to_their_turns(cmem: Memory) -> None:
     """Correcting only when something held does not make its names the user's own: forgetting the turns
     that said "Zyxwqmarker Clinic" still renames the entity that "ZC" names."""
-    st = cmem.store
-    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
-        st.ensure_session(U, sid, started_at=dt(start))
-    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
-    rep = cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
-                           "source_ids": ["m1"]}], user_id=U, session_id="s1")
-    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
-                   user_id=U, session_id="s2")
-    cmem.correct(rep.added[0].id, user_id=U, valid_from="2020-01-01")
+    works = _clinic_then_zc(cmem)
+    cmem.correct(works.id, user_id=U, valid_from="2020-01-01")
     assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
     assert [f.subject for f in cmem.history(user_id=U)] == ["ZC"]
 
 
 def test_naming_an_entity_to_alias_it_leaves_its_name_to_its_turns(cmem: Memory) -> None:
-    st = cmem.store
-    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01")):
-        st.ensure_session(U, sid, started_at=dt(start))
-    st.add_messages(U, [msg(1, "s1", "I work at Zyxwqmarker Clinic"), msg(2, "s2", "ZC moved to Porto")])
-    cmem.add_facts([{"subject": "Maya", "relation": "works_at", "object": "Zyxwqmarker Clinic",
-                     "source_ids": ["m1"]}], user_id=U, session_id="s1")
-    cmem.add_facts([{"subject": "ZC", "relation": "located_in", "object": "Porto", "source_ids": ["m2"]}],
-                   user_id=U, session_id="s2")
+    _clinic_then_zc(cmem)
     cmem.alias("Zyxwqmarker Clinic", "the clinic", user_id=U)  # the name only says which entity
     assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
     [clinic] = [e for e in cmem.entities(user_id=U) if e.name != "Porto"]
