@@ -48,6 +48,10 @@ def test_merge_makes_two_entities_one(tmp_path: Path) -> None:
     assert [(x["subject"], x["object"]) for x in json.loads(r.output)] == [("Linda", "tea")]
     with pytest.raises(ValidationError, match="names the same entity"):  # `chronomem.cli.main`: exit 2
         run("merge", "--user", "u1", "Mom", "Linda", "--db", db)
+    r = run("alias", "--user", "u1", "Linda", "Lin", "--db", db)
+    assert r.exit_code == 0 and "'Linda' is also 'Lin', 'Mom'" in r.output
+    r = run("facts", "--user", "u1", "--subject", "lin", "--json", "--db", db)
+    assert [x["object"] for x in json.loads(r.output)] == ["tea"]
 
 
 def test_empty_answers_say_what_was_looked_for(tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ def test_messages_search_answer_and_forget(client: TestClient) -> None:
     assert client.get("/v1/users/u1/facts").json()["items"] == []
 
 
-def test_two_entities_merge_over_http(client: TestClient) -> None:
+def test_two_entities_merge_and_take_aliases_over_http(client: TestClient) -> None:
     client.post("/v1/users/u1/facts", json={"facts": [
         {"subject": "Mom", "relation": "lives_in", "object": "Boston", "valid_from": "2019-01-01"},
         {"subject": "Linda", "relation": "lives_in", "object": "Chicago", "valid_from": "2022-01-01"}]})
@@ -55,6 +55,10 @@ def test_two_entities_merge_over_http(client: TestClient) -> None:
     hist = client.get("/v1/users/u1/history", params={"subject": "Mom"}).json()["items"]
     assert [(f["subject"], f["object"], f["valid_to"]) for f in hist] == [
         ("Linda", "Boston", "2022-01-01T00:00:00+00:00"), ("Linda", "Chicago", None)]
+    r = client.post("/v1/users/u1/entities/aliases", json={"name": "Linda", "alias": "Lin"})
+    assert r.status_code == 200 and sorted(r.json()["aliases"]) == ["Lin", "Mom"]
+    r = client.post("/v1/users/u1/entities/aliases", json={"name": "Boston", "alias": "lin"})
+    assert r.status_code == 422 and r.json()["field"] == "alias" and "merge" in r.json()["detail"]
     r = client.post("/v1/users/u1/entities/merge", json={"name": "Grandma", "into": "Linda"})
     assert r.status_code == 404 and "Grandma" in r.json()["detail"]
     r = client.post("/v1/users/u1/entities/merge", json={"name": "Mom", "into": "Linda"})

@@ -143,6 +143,16 @@ def history_cmd(user: UserOpt, subject: str, relation: Annotated[Optional[str], 
             console.print(facts_table(facts, f"history of {subject}", mem.config.theta_stable))
 
 
+def alias_cmd(user: UserOpt, name: Annotated[str, typer.Argument(help="a name or alias of the entity")],
+              alias: Annotated[str, typer.Argument(help="one more name for it (given by hand: forgetting "
+                                                        "turns never takes it)")],
+              db: DbOpt = None, tenant: TenantOpt = None) -> None:
+    """Record ALIAS as one more name of the entity NAME ("NYC" for "New York City")."""
+    with open_memory(db, tenant) as mem:
+        e = mem.alias(name, alias, user_id=user)
+    status.print(f"{e.name!r} is also {', '.join(repr(a) for a in e.aliases)}", markup=False, soft_wrap=True)
+
+
 def merge_cmd(user: UserOpt, name: Annotated[str, typer.Argument(help="a name, alias or entity id: the entity "
                                                                      "that becomes part of INTO")],
               into: Annotated[str, typer.Argument(help="a name, alias or entity id: the entity that stays")],
@@ -312,6 +322,7 @@ def register(app: typer.Typer) -> None:
     app.command("add-facts")(add_facts_cmd)
     app.command("facts")(facts_cmd)
     app.command("history")(history_cmd)
+    app.command("alias")(alias_cmd)
     app.command("merge")(merge_cmd)
     app.command("forget")(forget_cmd)
     app.command("export")(export_cmd)

@@ -17,8 +17,8 @@ from ..jobs.model import Job
 from ..memory import Memory
 from ..model import Fact
 from . import pagination
-from .schemas import (AddIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn, EntityOut,
-                      ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
+from .schemas import (AddIn, AliasIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn,
+                      EntityOut, ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
                       SearchOut, SessionOut, StoredMessageOut, SummaryOut, UpdateOut, UserOut)
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -249,6 +249,14 @@ def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
     return paged([{"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases}
                   for e in mem.entities(user_id=user_id)], cursor, limit)
+
+
+@router.post("/users/{user_id}/entities/aliases", response_model=EntityOut, tags=["facts"])
+def add_alias(user_id: UserId, body: AliasIn, mem: Mem) -> dict[str, Any]:
+    """Record one more name for an entity ("NYC" for "New York City").  422 when the alias already names
+    another entity (`POST …/entities/merge` makes the two one)."""
+    e = mem.alias(body.name, body.alias, user_id=user_id)
+    return {"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases}
 
 
 @router.post("/users/{user_id}/entities/merge", response_model=MergeOut, tags=["facts"])

@@ -247,6 +247,14 @@ class EntityOut(BaseModel):
     aliases: list[str] = []
 
 
+class AliasIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS,
+                      description="a name or alias of the entity (created when no entity has it)")
+    alias: str = Field(min_length=1, max_length=MAX_NAME_CHARS,
+                       description="one more name for it, given by hand: forgetting turns never takes it")
+
+
 class MergeIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=MAX_NAME_CHARS,
