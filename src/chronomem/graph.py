@@ -291,14 +291,6 @@ class _Batch:
             reinforced=[pool[k] for k in self.reinforced])
 
 
-def _inside(f: Fact, g: Fact) -> bool:
-    """Does ``f``'s stated interval lie inside ``g``'s (rule 2's test for the same fact said again)?"""
-    from .temporal import _contains
-
-    f_to = f.stated_to if f.stated_to is not None else f.valid_to
-    return _contains(g, f.valid_from) and (f_to is None or (g.valid_to is not None and f_to <= g.valid_to))
-
-
 class GraphWriter:
     """Applies batches of facts to one store under one registry and threshold."""
 
@@ -387,7 +379,7 @@ class GraphWriter:
         repetition is (:func:`~chronomem.temporal.fold_repetition`: its turns, its raise, still undoable
         by forgetting); then every slot of the target is placed in time order again, as after forgetting.
         Returns (facts moved, of them folded)."""
-        from .temporal import _corrected, fold_repetition, is_stable
+        from .temporal import _corrected, fold_repetition, is_stable, said_inside
 
         def plain(f: Fact) -> bool:  # corrections and the versions they replaced keep their links
             return f.origin is not Origin.CORRECTED and not _corrected(f) and not f.superseded
@@ -403,7 +395,8 @@ class GraphWriter:
                 host = None
                 if plain(f):  # only across the two entities: each one's own history stays as it was written
                     host = next((g for g in kept[k] if (g.id in moved) != (f.id in moved) and plain(g)
-                                 and is_stable(g, self.theta) == is_stable(f, self.theta) and _inside(f, g)), None)
+                                 and is_stable(g, self.theta) == is_stable(f, self.theta)
+                                 and said_inside(g, f.valid_from, f.stated_to or f.valid_to)), None)
                 if host is None:
                     kept[k].append(f)
                     continue

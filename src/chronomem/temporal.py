@@ -115,14 +115,10 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
         # a fact stored without words takes the repetition's: forgetting its turns takes them back
         text_from=(again.text_from or list(again.source_ids)) if not f.text and again.text else f.text_from,
     )
-    if not again.confirmations:
-        changed.confidence, changed.confirmations = confirm(f, again, theta)
-        return changed
-    said = f.confirmations or [(f.confidence, list(f.source_ids))]
-    conf = f.confidence
-    for c, _ in again.confirmations:
-        conf = reinforce_confidence(conf, c, theta)
-    changed.confidence, changed.confirmations = conf, [*said, *again.confirmations]
+    theirs = again.confirmations or [(again.confidence, list(again.source_ids))]  # a new statement: itself
+    for c, _ in theirs:
+        changed.confidence = reinforce_confidence(changed.confidence, c, theta)
+    changed.confirmations = [*(f.confirmations or [(f.confidence, list(f.source_ids))]), *theirs]
     return changed
 
 
@@ -163,6 +159,12 @@ def _before(a: datetime | None, b: datetime | None) -> bool:
     if a is None:
         return b is not None
     return b is not None and a < b
+
+
+def said_inside(f: Fact, start: datetime | None, end: datetime | None) -> bool:
+    """Does ``[start, end)`` (``end`` None: open) lie inside ``f``'s interval?  Rule 2's test for the same
+    fact said again, used also when a merge makes one entity's fact a repetition of the other's."""
+    return _contains(f, start) and (end is None or (f.valid_to is not None and end <= f.valid_to))
 
 
 def _contains(f: Fact, when: datetime | None) -> bool:
@@ -298,10 +300,7 @@ def plan_update(
 
     # 2. the same fact again reinforces
     for f in same:
-        inside = _contains(f, new.valid_from) and (
-            new.valid_to is None or (f.valid_to is not None and new.valid_to <= f.valid_to)
-        )
-        if inside:
+        if said_inside(f, new.valid_from, new.valid_to):
             changed = fold_repetition(f, new, theta)
             return Plan(changed=[changed], reinforced=changed)
 
