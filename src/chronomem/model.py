@@ -148,6 +148,10 @@ class Entity:
     aliases: list[str] = field(default_factory=list)
     created_at: datetime | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "user_id": self.user_id, "name": self.name, "type": self.type,
+                "aliases": list(self.aliases), "created_at": iso(self.created_at) if self.created_at else None}
+
 
 @dataclass(slots=True)
 class EntityMerge:
@@ -157,6 +161,9 @@ class EntityMerge:
     entity: Entity
     facts_moved: int = 0
     facts_folded: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entity": self.entity.to_dict(), "facts_moved": self.facts_moved, "facts_folded": self.facts_folded}
 
 
 @dataclass(slots=True)

@@ -162,7 +162,7 @@ def merge_cmd(user: UserOpt, name: Annotated[str, typer.Argument(help="a name, a
     with open_memory(db, tenant, existing=True) as mem:
         res = mem.merge_entities(name, into, user_id=user)
     if as_json:
-        typer.echo(json.dumps(dataclasses.asdict(res), default=str))
+        typer.echo(json.dumps(res.to_dict()))
         return
     e = res.entity
     aka = f" (also {', '.join(repr(a) for a in e.aliases)})" if e.aliases else ""

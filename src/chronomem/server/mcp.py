@@ -136,10 +136,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
                              "entity ids.")
     @_agent_errors
     async def merge_entities(name: str, into: str) -> dict[str, Any]:
-        res = await amem.merge_entities(name, into, user_id=user_id)
-        e = res.entity
-        return {"entity": {"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases},
-                "facts_moved": res.facts_moved, "facts_folded": res.facts_folded}
+        return (await amem.merge_entities(name, into, user_id=user_id)).to_dict()
 
     @server.tool(description="Delete for good exactly one of: a fact (fact_id), a session with its turns and "
                              "facts (session_id), or everything stored about the user (everything=true). Facts "

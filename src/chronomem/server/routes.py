@@ -247,16 +247,14 @@ def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 @router.get("/users/{user_id}/entities", response_model=Page[EntityOut], tags=["facts"])
 def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
-    return paged([{"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases}
-                  for e in mem.entities(user_id=user_id)], cursor, limit)
+    return paged([e.to_dict() for e in mem.entities(user_id=user_id)], cursor, limit)
 
 
 @router.post("/users/{user_id}/entities/aliases", response_model=EntityOut, tags=["facts"])
 def add_alias(user_id: UserId, body: AliasIn, mem: Mem) -> dict[str, Any]:
     """Record one more name for an entity ("NYC" for "New York City").  422 when the alias already names
     another entity (`POST …/entities/merge` makes the two one)."""
-    e = mem.alias(body.name, body.alias, user_id=user_id)
-    return {"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases}
+    return mem.alias(body.name, body.alias, user_id=user_id).to_dict()
 
 
 @router.post("/users/{user_id}/entities/merge", response_model=MergeOut, tags=["facts"])
@@ -264,10 +262,7 @@ def merge_entities(user_id: UserId, body: MergeIn, mem: Mem) -> dict[str, Any]:
     """Make two entities one ("Mom" and "Linda", kept apart by resolution): `name`'s facts and names move to
     `into`, its history is placed in time order with `into`'s, and a fact both said becomes one fact said
     twice.  404 when either names no entity of the user; 422 when both name the same one."""
-    res = mem.merge_entities(body.name, body.into, user_id=user_id)
-    e = res.entity
-    return {"entity": {"id": e.id, "name": e.name, "type": e.type, "aliases": e.aliases},
-            "facts_moved": res.facts_moved, "facts_folded": res.facts_folded}
+    return mem.merge_entities(body.name, body.into, user_id=user_id).to_dict()
 
 
 # -- retrieval -----------------------------------------------------------------------------------------------------
