@@ -878,3 +878,17 @@ def test_foreign_database_is_refused(store_url: str) -> None:
             conn.execute("CREATE TABLE invoices (id int)")
     with pytest.raises(CorruptDatabaseError, match="invoices"):
         Memory(store_url)
+
+
+def test_reads_by_more_ids_than_a_statement_takes_go_in_chunks(cmem: Memory) -> None:
+    """PostgreSQL takes 65,535 parameters a statement (SQLite as built here more): an import of more facts
+    than that, or a forget that touches as many entities, reads them by id in chunks, in the one order."""
+    lives(cmem, "Porto", "2018-01-01")
+    lives(cmem, "Lisbon", "2021-03-01")
+    held = cmem.history(user_id=U)
+    ids = [f"absent{i}" for i in range(70_000)]
+    got = cmem.store.facts(U, ids=[held[1].id, *ids, held[0].id])
+    assert [f.id for f in got] == [f.id for f in held]  # ordered by start, as one statement would
+    assert [f.id for f in cmem.store.facts(U, ids=[*ids, held[1].id, held[0].id], limit=1)] == [held[0].id]
+    entities = cmem.store.entities(U, ids=[held[0].object_id, *ids, held[0].subject_id])  # type: ignore[list-item]
+    assert [e.id for e in entities] == [e.id for e in cmem.entities(user_id=U)][:2]  # in the order of all

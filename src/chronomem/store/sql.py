@@ -139,6 +139,11 @@ def _fact_order(r: Sequence[Any]) -> tuple[Any, ...]:
     return (1, r[7], r[13], r[1]) if r[7] is not None else (0, r[13], r[1])
 
 
+def _order_of_fact(f: Fact) -> tuple[Any, ...]:
+    """:func:`_fact_order` of a fact read."""
+    return (1, f.valid_from, f.recorded_at, f.id) if f.valid_from is not None else (0, f.recorded_at, f.id)
+
+
 def row_to_fact(r: Sequence[Any]) -> Fact:
     return Fact(
         user_id=r[0], id=r[1], subject_id=r[2], subject=r[3], relation=r[4], object_id=r[5],
@@ -411,22 +416,22 @@ class SQLStore(Store):
     def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
                  with_aliases: bool = True) -> list[Entity]:
         sql = f"SELECT {', '.join(ENT_COLS)} FROM entities WHERE user_id = ?"
-        params: list[Any] = [user_id]
-        if ids is not None:
-            if not ids:
-                return []
-            sql += f" AND id IN {self._in(ids)}"
-            params.extend(ids)
-        rows = self._all(sql + " ORDER BY created_at, id", params)
+        alias_sql = "SELECT entity_id, alias FROM entity_names WHERE user_id = ?"
+        if ids is None:
+            rows = self._all(sql + " ORDER BY created_at, id", (user_id,))
+            named = self._all(alias_sql, (user_id,)) if with_aliases and rows else []
+        else:  # only the asked entities and their names, in chunks under the drivers' limits on parameters
+            ids = list(dict.fromkeys(ids))
+            rows, named = [], []
+            for i in range(0, len(ids), 2000):
+                chunk = ids[i:i + 2000]
+                rows += self._all(f"{sql} AND id IN {self._in(chunk)}", (user_id, *chunk))
+                if with_aliases:
+                    named += self._all(f"{alias_sql} AND entity_id IN {self._in(chunk)}", (user_id, *chunk))
+            rows.sort(key=lambda r: (r[4], r[1]))  # ORDER BY created_at, id
         aliases: dict[str, list[str]] = {}
-        if with_aliases and rows:
-            alias_sql = "SELECT entity_id, alias FROM entity_names WHERE user_id = ?"
-            alias_params: list[Any] = [user_id]
-            if ids is not None:  # only the asked entities' names, not the user's every alias
-                alias_sql += f" AND entity_id IN {self._in(ids)}"
-                alias_params.extend(ids)
-            for eid, alias in self._all(alias_sql + " ORDER BY alias", alias_params):
-                aliases.setdefault(eid, []).append(alias)
+        for eid, alias in sorted(named, key=lambda r: r[1]):  # ORDER BY alias
+            aliases.setdefault(eid, []).append(alias)
         return [Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]),
                        aliases=[a for a in aliases.get(r[1], []) if a != r[2]]) for r in rows]
 
@@ -523,6 +528,15 @@ class SQLStore(Store):
               as_of: datetime | None = None, min_confidence: float | None = None,
               session_id: str | None = None, limit: int | None = None,
               closed_by: Sequence[str] | None = None) -> list[Fact]:
+        if ids is not None and len(ids) > 2000:  # in chunks, under the drivers' limits on parameters
+            found: dict[str, Fact] = {}
+            for i in range(0, len(ids), 2000):
+                found.update((f.id, f) for f in self.facts(
+                    user_id, ids=ids[i:i + 2000], subject_ids=subject_ids, object_ids=object_ids, touching=touching,
+                    relations=relations, as_of=as_of, min_confidence=min_confidence, session_id=session_id,
+                    closed_by=closed_by))
+            ordered = sorted(found.values(), key=_order_of_fact)
+            return ordered if limit is None else ordered[:int(limit)]
         where = ""  # the filters besides user_id and touching
         params: list[Any] = []
         for col, values in (("id", ids), ("subject_id", subject_ids), ("object_id", object_ids),
@@ -770,16 +784,8 @@ class SQLStore(Store):
                 kept.append((json.dumps(left), user_id, norm))
         self._many(user_id, "DELETE FROM entity_names WHERE user_id = ? AND norm = ?", gone)
         self._many(user_id, "UPDATE entity_names SET learned_from = ? WHERE user_id = ? AND norm = ?", kept)
-        named = self._entity_names(user_id, list(dropped))
+        named = {e.id: e.name for e in self.entities(user_id, list(dropped), with_aliases=False)}
         return {eid: name for eid, name in named.items() if name in dropped[eid]}
-
-    def _entity_names(self, user_id: str, ids: Sequence[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            out.update(self._all(f"SELECT id, name FROM entities WHERE user_id = ? AND id IN {self._in(chunk)}",
-                                 (user_id, *chunk)))
-        return out
 
     def _rename_unnamed(self, user_id: str, unnamed: Mapping[str, str]) -> list[str]:
         """Give each entity whose name forgetting took (id → that name) the first spelling still said,
