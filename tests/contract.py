@@ -470,6 +470,46 @@ def test_an_import_into_a_user_who_knows_the_entity_merges_the_histories(cmem: M
     assert len(cmem.history(user_id=U, other_side=False)) == 2
 
 
+def test_a_backup_restored_after_a_forget_joins_the_slot_in_time_order(cmem: Memory) -> None:
+    """The restored fact comes back as it was exported, open; the move said since the forget closes it,
+    as it would have had the fact never gone (no two homes at once)."""
+    cmem.add_facts([{"subject": "Maya", "relation": "likes", "object": "tea"}], user_id=U)  # Maya stays
+    lives(cmem, "Porto", "2018-01-01")
+    backup = cmem.export(user_id=U)
+    cmem.forget(user_id=U, fact_id=cmem.history(user_id=U, relation="lives_in")[0].id)
+    lives(cmem, "Lisbon", "2020-01-01")
+    assert cmem.import_(backup)["facts"] == 1
+    assert versions(cmem) == [("Porto", "2018-01-01", "2020-01-01"), ("Lisbon", "2020-01-01", None)]
+    assert cmem.import_(backup)["facts"] == 0 and len(cmem.history(user_id=U)) == 3
+
+
+def test_a_backup_restored_after_forgetting_renamed_an_entity_names_it_as_it_is_now(cmem: Memory) -> None:
+    """Forgetting s1 renamed the clinic "ZC"; the backup's facts say "Zyxwqmarker Clinic".  Restored, they
+    join the entity under the name it has now, and the old name is its alias again (its turns are back)."""
+    _clinic_then_zc(cmem)
+    st = cmem.store
+    st.put_vectors(U, "fact", [(f.id, [0.0, 1.0]) for f in cmem.history(user_id=U)], "test-embedder")
+    backup = cmem.export(user_id=U)
+    assert cmem.forget(user_id=U, session_id="s1").entities_renamed == 1
+    cmem.import_(backup)
+    [clinic] = [e for e in cmem.entities(user_id=U) if "ZC" in (e.name, *e.aliases)]
+    assert (clinic.name, clinic.aliases) == ("ZC", ["Zyxwqmarker Clinic"])
+    assert sorted((f.subject, f.relation, f.object) for f in cmem.history(user_id=U)) == [
+        ("Maya", "works_at", "ZC"), ("ZC", "located_in", "Porto")]
+    assert cmem.resolver.lookup(U, ["Zyxwqmarker Clinic"]) == {"Zyxwqmarker Clinic": clinic.id}
+    works = next(f.id for f in cmem.history(user_id=U) if f.relation == "works_at")
+    assert works not in st.vector_ids(U, "fact", "test-embedder")  # made of the old name: embedded again
+
+
+def test_an_import_that_knows_an_entity_by_an_alias_names_it_as_the_user_does(cmem: Memory) -> None:
+    cmem.add_facts([{"subject": "Mom", "relation": "lives_in", "object": "Braga"}], user_id="u-old")
+    lives(cmem, "Porto", "2018-01-01")
+    cmem.alias("Maya", "Mom", user_id=U)
+    cmem.import_(cmem.export(user_id="u-old"), user_id=U)
+    assert {f.subject for f in cmem.history(user_id=U, other_side=False)} == {"Maya"}
+    assert [e.name for e in cmem.entities(user_id=U)].count("Mom") == 0
+
+
 def test_a_turn_keeps_its_speakers_clock(cmem: Memory) -> None:
     said = "2022-12-31T20:00:00-05:00"  # New Year's Eve in New York: 01:00 on 1 January in UTC
     cmem.store.add_messages(U, [Message(id="m1", user_id=U, session_id="s1", speaker="Maya", text="hi",

@@ -75,6 +75,22 @@ def _user_calls(method: Callable[Concatenate[Memory, _P], _R]) -> Callable[Conca
     return tagged
 
 
+def _name_facts_as_their_entities(rows: dict[str, list[dict[str, Any]]], held: Mapping[str, str]) -> None:
+    """A fact names its endpoints as their entities are named: an imported fact joining an entity the user
+    holds under another name (restored after forgetting renamed it, or mapped onto it by an alias) takes
+    that name, and its vector, made of the words it had, is made again on need."""
+    names = {r["id"]: r["name"] for r in rows.get("entities", [])} | dict(held)  # the user's own row wins
+    renamed: set[str] = set()
+    for r in rows.get("facts", []):
+        for col in ("subject", "object"):
+            name = names.get(r[f"{col}_id"])
+            if name is not None and r[col] != name:
+                r[col] = name
+                renamed.add(r["id"])
+    if renamed:
+        rows["vectors"] = [v for v in rows.get("vectors", []) if not (v["kind"] == "fact" and v["item_id"] in renamed)]
+
+
 def _export_waiting_turns(buffer: SessionBuffer, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
     """Add the user's turns waiting in ``buffer`` (not stored yet) to an export's ``tables``, as pending turns."""
     stored = {r["id"] for r in tables["messages"]}
@@ -785,13 +801,22 @@ class Memory:
         rows = check_tables(tables)  # every row checked before the store sees one
         given = sum(len(r) for r in rows.values())
         with self.store.transaction(target):
-            merged = self._merge_known_entities(target, rows)
-            self._check_entity_references(target, rows)
+            self._merge_known_entities(target, rows)
+            held = self._check_entity_references(target, rows)
+            _name_facts_as_their_entities(rows, held)
+            new_facts = self._facts_not_held(target, rows)
             stored = self.store.load_user(target, rows)
-            if merged:  # two histories of one entity: their slots are placed in time order together
-                ids = {r["id"] for r in rows["facts"]}
-                self.graph.rebuild(target, [f for f in self.store.facts(target, ids=sorted(ids))])
+            # facts joining an entity's history the user holds (a backup restored after a forget, or
+            # the import's Maya who is the user's Maya): their slots are placed in time order together
+            joining = sorted(r["id"] for r in rows.get("facts", [])
+                             if r["id"] in new_facts and (r["subject_id"] in held or r["object_id"] in held))
+            if joining:
+                self.graph.rebuild(target, self.store.facts(target, ids=joining))
         return {**stored, "already_present": given - sum(stored.values())}
+
+    def _facts_not_held(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> set[str]:
+        ids = [r["id"] for r in rows.get("facts", [])]
+        return set(ids) - {f.id for f in self.store.facts(user_id, ids=ids)} if ids else set()
 
     def _merge_known_entities(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> int:
         """Map the import's entities onto the user's entities of the same name; how many were mapped.
@@ -814,20 +839,21 @@ class Memory:
             r["entity_id"] = remap.get(r["entity_id"], r["entity_id"])
         return len(remap)
 
-    def _check_entity_references(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> None:
+    def _check_entity_references(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
         """Every entity id a fact or an alias row names is in the import or already the user's: a fact
-        pointing at no entity would be found by history() and by no query on its subject."""
+        pointing at no entity would be found by history() and by no query on its subject.  Returns the
+        user's entities among them (id → name)."""
         refs = [(f"data.tables.facts[{i}].{col}", r[col]) for i, r in enumerate(rows.get("facts", []))
-                for col in ("subject_id", "object_id")]
+                for col in ("subject_id", "object_id") if r[col] is not None]
         refs += [(f"data.tables.entity_names[{i}].entity_id", r["entity_id"])
                  for i, r in enumerate(rows.get("entity_names", []))]
-        have = {r["id"] for r in rows.get("entities", [])}
-        missing = sorted({v for _, v in refs if v not in have})
-        if missing:
-            have |= {e.id for e in self.store.entities(user_id, ids=missing, with_aliases=False)}
+        asked = sorted({v for _, v in refs} | {r["id"] for r in rows.get("entities", [])})
+        held = {e.id: e.name for e in self.store.entities(user_id, ids=asked, with_aliases=False)} if asked else {}
+        have = held.keys() | {r["id"] for r in rows.get("entities", [])}
         for where, value in refs:
             if value not in have:
                 raise ValidationError(where, value, "names no entity of this export or of the user")
+        return held
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:
