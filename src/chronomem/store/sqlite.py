@@ -23,6 +23,7 @@ import sqlean as sqlite3
 from ..errors import CorruptDatabaseError, StoreError
 from ..model import Fact
 from ..timeutil import to_micros, utcnow
+from .free_space import zero_free_space
 from .fulltext import query_words
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 # how long a forget waits for other connections' readers before leaving the WAL to a later checkpoint
 CHECKPOINT_WAIT_MS = 5000
+
+# the schema version from which every forget zeroes the unused space of the file's pages
+FREE_SPACE_ZEROED_FROM = 12
 
 # what the full-text index holds for a fact (the same expression as the delete/update triggers)
 FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
@@ -117,6 +121,14 @@ class SQLiteStore(SQLStore):
         meta = dict(db.execute("SELECT key, value FROM chronomem_meta").fetchall()) \
             if "chronomem_meta" in tables else None
         current, found = schema_version(meta, self.path, "sqlite")
+        self._migrate_from(current, found)
+        if 0 < current < FREE_SPACE_ZEROED_FROM:  # forgets before it may have left copies of rows behind
+            with self._connect_for_write(""):
+                self._zero_free_space()
+            self._checkpoint_after_delete()
+
+    def _migrate_from(self, current: int, found: list[tuple[int, str]]) -> None:
+        db = self._db
         for version, sql in found:
             if version <= current:
                 continue
@@ -162,6 +174,8 @@ class SQLiteStore(SQLStore):
                 raise
             else:
                 try:
+                    if self._scrub_wal:  # rows this transaction forgot may have older copies in unused space
+                        self._zero_free_space()
                     self._db.execute("COMMIT")
                 except sqlite3.Error as e:  # a full disk, an I/O error: nothing of it was written
                     if self._db.in_transaction:
@@ -174,6 +188,15 @@ class SQLiteStore(SQLStore):
                         self._scrub_wal = True
                         log.warning("%s: the WAL could not be truncated after a delete (%s); forgotten data "
                                     "stays in %s-wal until the next checkpoint", self.path, e, self.path)
+
+    def _zero_free_space(self) -> None:
+        """Zero the unused space of every page (:mod:`chronomem.store.free_space`), in this transaction."""
+        if self.path == ":memory:":
+            return
+        started = time.perf_counter()
+        written = zero_free_space(self._db)
+        log.debug("%s: zeroed the unused space of %d pages in %.0f ms", self.path, written,
+                  1000 * (time.perf_counter() - started))
 
     def _checkpoint_after_delete(self) -> None:
         """Copy the WAL into the file and truncate it, so forgotten bytes live on in neither.

@@ -1,0 +1,4 @@
+-- No change of schema.  Before this version a forget zeroed the rows it deleted (secure_delete) but not
+-- the older copies of them that SQLite leaves in the unused space of a page when it moves rows between
+-- pages (chronomem.store.free_space).  Opening a file of an earlier version zeroes that space once, in
+-- every page (SQLiteStore._migrate); every forget does so from now on.

@@ -1,0 +1,142 @@
+"""SQLite keeps copies of moved rows in the unused space of its pages; forgetting zeroes that space.
+
+``secure_delete`` zeroes a deleted row where it lies, not the copies a page split or rebalance left
+in the gap between a page's cell pointers and its cell content (:mod:`chronomem.store.free_space`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlean
+
+from chronomem import Memory
+from chronomem.store.free_space import zero_free_space, zeroed_page
+from schema_downgrade import downgrade
+
+U = "u1"
+
+
+def leaf(cells: int, content: int, *, first_free: int = 0, page_one: bool = False) -> bytearray:
+    page = bytearray(4096)
+    hdr = 100 if page_one else 0
+    page[hdr] = 13  # a table leaf
+    page[hdr + 1:hdr + 3] = first_free.to_bytes(2, "big")
+    page[hdr + 3:hdr + 5] = cells.to_bytes(2, "big")
+    page[hdr + 5:hdr + 7] = content.to_bytes(2, "big")
+    for i in range(cells):
+        page[hdr + 8 + 2 * i:hdr + 10 + 2 * i] = (content + 10 * i).to_bytes(2, "big")
+    page[content:] = b"c" * (4096 - content)  # the live cells
+    return page
+
+
+def test_a_page_keeps_its_header_pointers_and_cells_and_loses_what_lies_between() -> None:
+    page = leaf(2, 3000)
+    page[12:3000] = b"s" * (3000 - 12)  # a stale copy between the two pointers' end (8 + 4) and the cells
+    out = zeroed_page(bytes(page), 2, 4096)
+    assert out is not None
+    assert out[:12] == page[:12] and out[12:3000] == bytes(2988) and out[3000:] == page[3000:]
+    assert zeroed_page(out, 2, 4096) is None  # nothing left to write
+
+
+def test_free_blocks_lose_their_contents_and_keep_their_chain() -> None:
+    page = leaf(1, 3000, first_free=3100)
+    page[3100:3104] = (3300).to_bytes(2, "big") + (50).to_bytes(2, "big")  # next block, size
+    page[3300:3304] = (0).to_bytes(2, "big") + (20).to_bytes(2, "big")
+    out = zeroed_page(bytes(page), 2, 4096)
+    assert out is not None
+    assert out[3100:3104] == page[3100:3104] and out[3104:3150] == bytes(46) and out[3150:3300] == page[3150:3300]
+    assert out[3300:3304] == page[3300:3304] and out[3304:3320] == bytes(16)
+
+
+def test_page_one_is_read_past_the_file_header() -> None:
+    page = leaf(1, 3000, page_one=True)
+    page[:100] = b"SQLite format 3\x00".ljust(100, b"h")
+    page[110:3000] = b"s" * 2890
+    out = zeroed_page(bytes(page), 1, 4096)
+    assert out is not None and out[:110] == page[:110] and not any(out[110:3000])
+
+
+@pytest.mark.parametrize("damage", ["not a b-tree page", "pointers past the content", "a loop of free blocks",
+                                    "a free block outside the page"])
+def test_a_page_that_does_not_read_as_a_b_tree_page_is_left_alone(damage: str) -> None:
+    page = leaf(1, 3000, first_free=3100)
+    page[3100:3104] = (0).to_bytes(2, "big") + (50).to_bytes(2, "big")
+    page[20:40] = b"s" * 20
+    if damage == "not a b-tree page":
+        page[0] = 0  # an overflow or free-list page
+    elif damage == "pointers past the content":
+        page[3:5] = (2000).to_bytes(2, "big")
+    elif damage == "a loop of free blocks":
+        page[3100:3102] = (3100).to_bytes(2, "big")
+    else:
+        page[3100:3104] = (0).to_bytes(2, "big") + (2000).to_bytes(2, "big")
+    assert zeroed_page(bytes(page), 2, 4096) is None
+
+
+def marked_rows(path: Path) -> tuple[sqlean.Connection, list[bytes]]:
+    """Rows rewritten at other sizes (pages split and rebalance), then every other one deleted under
+    secure_delete: the deleted rows' markers."""
+    db = sqlean.connect(str(path), isolation_level=None)
+    db.execute("PRAGMA secure_delete = ON")
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, b TEXT)")
+    for i in range(500):
+        db.execute("INSERT INTO t VALUES (?, ?)", (i, f"marker{i:05d}-" + "x" * 100))
+    for i in range(500):
+        db.execute("UPDATE t SET b = ? WHERE id = ?", (f"marker{i:05d}-" + "y" * (100 + 37 * (i % 5)), i))
+    for i in range(0, 500, 2):
+        db.execute("DELETE FROM t WHERE id = ?", (i,))
+    return db, [f"marker{i:05d}".encode() for i in range(0, 500, 2)]
+
+
+def test_secure_delete_leaves_copies_of_moved_rows_and_zeroing_the_free_space_takes_them(tmp_path: Path) -> None:
+    db, deleted = marked_rows(tmp_path / "t.db")
+    raw = (tmp_path / "t.db").read_bytes()
+    assert [m for m in deleted if m in raw], "SQLite left no copy: the scenario is no longer real"
+    db.execute("BEGIN IMMEDIATE")
+    assert zero_free_space(db) > 0
+    db.execute("COMMIT")
+    raw = (tmp_path / "t.db").read_bytes()
+    assert [m for m in deleted if m in raw] == []
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    assert [r[0] for r in db.execute("SELECT b FROM t ORDER BY id")] == [
+        f"marker{i:05d}-" + "y" * (100 + 37 * (i % 5)) for i in range(1, 500, 2)]
+    db.close()
+
+
+def plant(path: Path, needle: bytes) -> None:
+    """Write ``needle`` into the unused space of a page of the facts table, as a stale copy would lie."""
+    db = sqlean.connect(str(path), isolation_level=None)
+    pgno = db.execute("SELECT pageno FROM dbstat WHERE name = 'facts' AND pagetype = 'leaf' "
+                      "AND unused > 200 LIMIT 1").fetchone()[0]
+    page = bytearray(db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = ?", (pgno,)).fetchone()[0])
+    gap = 8 + 2 * int.from_bytes(page[3:5], "big")
+    page[gap + 16:gap + 16 + len(needle)] = needle
+    db.execute("UPDATE sqlite_dbpage SET data = ? WHERE pgno = ?", (bytes(page), pgno))
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    assert needle in path.read_bytes()
+
+
+def test_a_forget_zeroes_the_copies_sqlite_left_in_unused_space(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db") as mem:
+        for i in range(60):
+            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
+    plant(tmp_path / "m.db", b"Maya likes Quarnelstale4471")
+    with Memory(tmp_path / "m.db") as mem:
+        mem.forget(user_id=U, fact_id=mem.history(user_id=U)[0].id)
+        assert b"Quarnelstale4471" not in (tmp_path / "m.db").read_bytes()
+        assert len(mem.history(user_id=U)) == 59
+        assert mem.store._db.execute("PRAGMA integrity_check").fetchone() == ("ok",)  # type: ignore[attr-defined]
+
+
+def test_opening_a_file_of_an_earlier_version_zeroes_the_copies_its_forgets_left(tmp_path: Path) -> None:
+    with Memory(tmp_path / "m.db") as mem:
+        for i in range(60):
+            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
+        downgrade(mem.store._db, 11)  # type: ignore[attr-defined]
+    plant(tmp_path / "m.db", b"Maya likes Quarnelstale5582")
+    with Memory(tmp_path / "m.db") as mem:
+        assert b"Quarnelstale5582" not in (tmp_path / "m.db").read_bytes()
+        assert len(mem.history(user_id=U)) == 60
