@@ -786,6 +786,11 @@ class Memory:
         :class:`ValidationError` naming it, and nothing is written.  Returns the
         rows added per table and ``already_present``: rows skipped because their
         key was stored already.
+
+        Data about entities the user already holds (a backup restored after a forget, or
+        another user's "Maya" who is this one's) joins their histories: an entity is matched
+        by id, name or alias and keeps its current name, which the imported facts take, and
+        the slots the new facts join are placed in time order again.
         """
         if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
             raise ValidationError("data.format", data.get("format") if isinstance(data, Mapping) else data,
