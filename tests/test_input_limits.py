@@ -236,6 +236,18 @@ def test_a_correction_error_names_the_field_not_a_batch_position(smem: Memory) -
     assert e.value.field == "valid_to"
 
 
+def test_a_corrected_start_after_the_end_names_the_start_and_writes_nothing(smem: Memory) -> None:
+    [f] = smem.add_facts([{**MAYA, "valid_from": "2018-01-01", "valid_to": "2020-01-01"}], user_id=U).added
+    before = smem.export(user_id=U)["tables"]
+    with pytest.raises(ValidationError) as e:
+        smem.correct(f.id, user_id=U, valid_from="2021-06-01")
+    assert (e.value.field, e.value.value) == ("valid_from", "2021-06-01")
+    assert "before the fact's end (2020-01-01" in str(e.value) and "valid_to too" in str(e.value)
+    assert smem.export(user_id=U)["tables"] == before
+    moved = smem.correct(f.id, user_id=U, valid_from="2021-06-01", valid_to="2022-01-01")  # as it says
+    assert (moved.valid_from.year, moved.valid_to.year) == (2021, 2022)  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize("props, field", [
     ({"synonyms": "abc"}, "relation.synonyms"),
     ({"bogus": 1}, "relation.bogus"),

@@ -188,8 +188,8 @@ def run_sequence(mem: Memory, folder: Path | None, ops: list[tuple[str, Any]]) -
                 doomed = live[i % len(live)]
                 try:
                     mem.correct(doomed.id, user_id=user, **{what: value})
-                except ValidationError as e:  # a start after the stated end: refused, naming the end
-                    assert e.field == "valid_to" and doomed.stated_to is not None
+                except ValidationError as e:  # a start at or after the stated end: refused by name
+                    assert e.field == "valid_from" and doomed.stated_to is not None
         elif name == "forget_session":
             # its facts go, and the words of a fact another session said too when they were this one's
             before = words(mem, user)

@@ -66,6 +66,11 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
             fi = FactValidator(mem.registry, now=now, default_origin=Origin.CORRECTED)(draft, 0)
         except ValidationError as e:  # the validator speaks of a batch ("facts[0].valid_to"): name the change
             field = e.field.removeprefix("facts[0].")
+            if field == "valid_to" and "valid_from" in changes and "valid_to" not in changes \
+                    and old.stated_to is not None:  # a new start at or after the end the fact keeps
+                raise ValidationError("valid_from", changes["valid_from"],
+                                      f"must be before the fact's end ({old.stated_to.isoformat()}); "
+                                      "give valid_to too to move the end") from None
             raise ValidationError(field, e.value, e.reason) from None
         # a name the correction changes is the user's own (given by hand); one it keeps was said by the
         # old version's turns, and forgetting them must still take it (the correction goes with them)
