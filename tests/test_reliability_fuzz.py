@@ -9,6 +9,7 @@ After every step the memory must keep its invariants:
   (forgetting the turns that said a name renames the entity; restoring a backup brings names back);
 * export → import (into another user, and again into the same one) reads back equal,
   and importing an export twice adds nothing;
+* the full-text index finds each fact by its words and finds no forgotten words;
 * on SQLite, a forgotten fact's or session's words are in no byte of the file, its WAL or
   its shared memory (each fact carries a unique marker in its text).
 
@@ -131,6 +132,18 @@ def check_names(mem: Memory, user: str) -> None:
         assert mem.resolver.lookup(user, names) == {n: e.id for n in names}, e
 
 
+def check_text_index(mem: Memory, user: str, forgotten: set[str]) -> None:
+    """The full-text index finds each fact by its words, and no forgotten words."""
+    held: dict[str, set[str]] = {}
+    for f in mem.history(user_id=user):
+        if f.text:
+            held.setdefault(f.text.split()[-1], set()).add(f.id)
+    for word, ids in held.items():
+        assert {i for i, _ in mem.store.search_facts_text(user, word)} == ids, word
+    for word in forgotten - held.keys():
+        assert mem.store.search_facts_text(user, word) == [], word
+
+
 def check_roundtrip(mem: Memory, user: str) -> None:
     data = mem.export(user_id=user)
     copy = f"{user}-copy"
@@ -208,6 +221,7 @@ def run_sequence(mem: Memory, folder: Path | None, ops: list[tuple[str, Any]]) -
             check_roundtrip(mem, user)
         check_intervals(mem, user)
         check_names(mem, user)
+        check_text_index(mem, user, forgotten)
         assert leftovers(folder, forgotten) == set(), "forgotten words still in the file"
     check_roundtrip(mem, user)
 
