@@ -61,16 +61,22 @@ def zero_free_space(db: Any) -> int:
 
     One pass reads every page and notes those with something to zero; a second reads and writes just
     those, so memory holds one page at a time.  A b-tree page is told by its first byte while the file has
-    fewer than 2**24 pages (the other pages start with a page number, whose first byte is then 0); past
-    that, ``dbstat`` lists them.
+    fewer than 2**24 pages and no pointer-map pages (overflow and free-list pages start with a page
+    number, whose first byte is then 0; a pointer-map page of ``auto_vacuum`` starts with a page type);
+    otherwise ``dbstat`` lists them.
     """
     size, count = db.execute("PRAGMA page_size").fetchone()[0], db.execute("PRAGMA page_count").fetchone()[0]
     usable = size - db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = 1").fetchone()[0][20]  # reserved
-    btree = None if count < 2**24 else {
+    told_by_first_byte = count < 2**24 and not db.execute("PRAGMA auto_vacuum").fetchone()[0]
+    btree = None if told_by_first_byte else {
         r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE pagetype IN ('internal', 'leaf')")}
     dirty = [pgno for pgno, data in db.execute("SELECT pgno, data FROM sqlite_dbpage")
              if (btree is None or pgno in btree) and zeroed_page(data, pgno, usable) is not None]
+    written = 0
     for pgno in dirty:
-        data = db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = ?", (pgno,)).fetchone()[0]
-        db.execute("UPDATE sqlite_dbpage SET data = ? WHERE pgno = ?", (zeroed_page(data, pgno, usable), pgno))
-    return len(dirty)
+        page = zeroed_page(db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = ?", (pgno,)).fetchone()[0],
+                           pgno, usable)
+        if page is not None:  # as the first pass read it: nothing else writes inside this transaction
+            db.execute("UPDATE sqlite_dbpage SET data = ? WHERE pgno = ?", (page, pgno))
+            written += 1
+    return written
