@@ -169,3 +169,24 @@ def test_pointer_map_pages_of_auto_vacuum_are_left_alone(tmp_path: Path, mode: s
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     assert db.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 6666
     db.close()
+
+
+def test_a_forget_stands_when_zeroing_fails_and_the_next_one_zeroes(tmp_path: Path, monkeypatch, caplog) -> None:
+    from chronomem.store import sqlite as sqlite_store
+
+    def broken(db: object) -> int:
+        raise RuntimeError("no sqlite_dbpage here")
+
+    with Memory(tmp_path / "m.db") as mem:
+        for i in range(60):
+            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
+    plant(tmp_path / "m.db", b"Maya likes Quarnelstale6693")
+    with Memory(tmp_path / "m.db") as mem:
+        with monkeypatch.context() as m:
+            m.setattr(sqlite_store, "zero_free_space", broken)
+            mem.forget(user_id=U, fact_id=mem.history(user_id=U)[0].id)
+        assert len(mem.history(user_id=U)) == 59  # the forget stands
+        assert "could not be zeroed" in caplog.text and "no sqlite_dbpage here" in caplog.text
+        assert b"Quarnelstale6693" in (tmp_path / "m.db").read_bytes()
+        mem.forget(user_id=U, fact_id=mem.history(user_id=U)[0].id)
+        assert b"Quarnelstale6693" not in (tmp_path / "m.db").read_bytes()

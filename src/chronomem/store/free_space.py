@@ -11,8 +11,8 @@ segment page.
 
 :func:`zero_free_space` reads every b-tree page and zeroes its unallocated gap and its free blocks
 through ``sqlite_dbpage``, inside the caller's write transaction: no cell of a page changes.  Pages
-whose unused space is already zero are not written.  About 3 µs a page (0.4 s for the 460 MB file of
-a million facts on the reference machine; BENCHMARKS.md "Forgetting in a large shared file").
+whose unused space is already zero are not written.  About 3 µs a page (0.34 s for the 460 MB file
+of a million facts on the reference machine; BENCHMARKS.md "Forgetting in a large shared file").
 """
 
 from __future__ import annotations

@@ -190,11 +190,19 @@ class SQLiteStore(SQLStore):
                                     "stays in %s-wal until the next checkpoint", self.path, e, self.path)
 
     def _zero_free_space(self) -> None:
-        """Zero the unused space of every page (:mod:`chronomem.store.free_space`), in this transaction."""
+        """Zero the unused space of every page (:mod:`chronomem.store.free_space`), in this transaction.
+
+        A failure is logged and the transaction goes on: what was deleted stays deleted (its rows zeroed
+        where they lay), and the next forget zeroes again."""
         if self.path == ":memory:":
             return
         started = time.perf_counter()
-        written = zero_free_space(self._db)
+        try:
+            written = zero_free_space(self._db)
+        except Exception as e:  # noqa: BLE001 - the delete itself must not fail for it
+            log.warning("%s: the unused space of its pages could not be zeroed (%s); older copies of deleted "
+                        "rows may stay in the file until the next forget", self.path, e)
+            return
         log.debug("%s: zeroed the unused space of %d pages in %.0f ms", self.path, written,
                   1000 * (time.perf_counter() - started))
 
