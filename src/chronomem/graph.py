@@ -239,6 +239,7 @@ class _Batch:
         self.key = key
         self.pool: dict[str, Fact] = {}
         self._by_slot: dict[tuple[str | None, str], dict[str, None]] = {}  # insertion-ordered id sets
+        self._by_key: dict[tuple[str, str, str], dict[str, None]] = {}
         self._families: dict[str, tuple[RelationSpec, tuple[str, ...]]] = {}
         self.inserted: dict[str, Fact] = {}
         self.changed: dict[str, Fact] = {}
@@ -251,6 +252,7 @@ class _Batch:
         self.pool[f.id] = f
         for entity in (f.subject_id, f.object_id):
             self._by_slot.setdefault((entity, f.relation), {})[f.id] = None
+        self._by_key.setdefault(self.key(f), {})[f.id] = None
 
     def _family(self, relation: str) -> tuple[RelationSpec, tuple[str, ...]]:
         found = self._families.get(relation)
@@ -268,9 +270,13 @@ class _Batch:
         return [self.pool[x] for x in ids]
 
     def add(self, new: Fact) -> None:
-        """Plan ``new`` against the facts it can interact with and record the outcome."""
+        """Plan ``new`` against the facts it can interact with and record the outcome.  In a many-valued
+        slot only the same fact said before can (``plan_update`` compares keys there): the facts of its
+        key, not every fact of its subject ("Maya likes …" a thousand times made a batch quadratic)."""
         spec, family = self._family(new.relation)
-        plan = plan_update(new, self._near(new, family), spec, self.key, self.theta)
+        near = self._near(new, family) if spec.single_valued else [
+            self.pool[x] for x in self._by_key.get(self.key(new), ())]
+        plan = plan_update(new, near, spec, self.key, self.theta)
         for f in plan.changed:
             self.pool[f.id] = f
             (self.inserted if f.id in self.inserted else self.changed)[f.id] = f

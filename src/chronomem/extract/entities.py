@@ -130,8 +130,14 @@ class FuzzyEntityResolver:
         missing = [n for n in spellings if n not in out]
         candidates = self.store.entities(user_id) if missing else []
         if candidates:  # a user with no entities yet has nothing to match against
+            # numbers are identity ("Flat 11"/"Flat 1"): each name is matched only against the entities
+            # with a spelling of its numbers, found once per call (not a scan of every entity per name)
+            by_numbers: dict[tuple[str, ...], dict[str, Entity]] = {}
+            for e in candidates:
+                for s in self._spellings(e):
+                    by_numbers.setdefault(numbers(s), {})[e.id] = e
             for n in missing:
-                match = self._match(n, candidates)
+                match = self._match(n, list(by_numbers.get(numbers(n), {}).values()))
                 if match is not None:
                     log.debug("entity %r joined %r (user %s) as an alias", n, match.name, user_id)
                     self.store.add_alias(user_id, match.id, n.strip(), normalize_name(n),
@@ -147,11 +153,10 @@ class FuzzyEntityResolver:
         return [e.name, *e.aliases]
 
     def _match(self, name: str, candidates: Sequence[Entity]) -> Entity | None:
+        """The one entity of ``candidates`` (those with a spelling of ``name``'s numbers) that ``name`` is
+        a variant, an acronym or a near spelling of."""
         if not normalize_name(name):
             return None
-        # numbers are identity: "Flat 11"/"Flat 1", "Route 66"/"Route 67", "City-1-0"/"City-0-1"
-        digits = numbers(name)
-        candidates = [e for e in candidates if any(numbers(s) == digits for s in self._spellings(e))]
         key = variant_key(name)
         hits = {e.id: e for e in candidates for s in self._spellings(e) if key and variant_key(s) == key}
         if len(hits) == 1:
