@@ -194,7 +194,7 @@ def test_keys_cli_lists_and_revokes(tmp_path: Path) -> None:
     assert prefix in listed and "acme" in listed and key not in listed  # the secret is never shown again
     with Memory(db, embedder=False) as mem:
         stored = mem.store.inner.api_key(prefix)  # type: ignore[attr-defined]
-        assert stored is not None and stored.hash != key and key.split("_")[2] not in stored.hash
+        assert stored is not None and stored.hash != key and key.split("_", 2)[2] not in stored.hash
     with TestClient(create_app(Memory(db, embedder=False))) as c:
         auth = {"Authorization": f"Bearer {key}"}
         assert c.get("/v1/users", headers=auth).status_code == 200
