@@ -528,13 +528,18 @@ class SQLStore(Store):
               as_of: datetime | None = None, min_confidence: float | None = None,
               session_id: str | None = None, limit: int | None = None,
               closed_by: Sequence[str] | None = None) -> list[Fact]:
-        if ids is not None and len(ids) > 2000:  # in chunks, under the drivers' limits on parameters
+        # more ids than a statement takes (PostgreSQL: 65,535 parameters): in chunks, in the one order
+        # (SQLite's reading of ``touching`` chunks by itself, below)
+        chunked = "ids" if ids is not None and len(ids) > 2000 else "touching" if (
+            touching is not None and len(touching) > 2000 and not self.touching_by_union) else None
+        if chunked is not None:
+            filters: dict[str, Any] = dict(
+                ids=ids, subject_ids=subject_ids, object_ids=object_ids, touching=touching, relations=relations,
+                as_of=as_of, min_confidence=min_confidence, session_id=session_id, closed_by=closed_by)
+            asked = list(filters[chunked])
             found: dict[str, Fact] = {}
-            for i in range(0, len(ids), 2000):
-                found.update((f.id, f) for f in self.facts(
-                    user_id, ids=ids[i:i + 2000], subject_ids=subject_ids, object_ids=object_ids, touching=touching,
-                    relations=relations, as_of=as_of, min_confidence=min_confidence, session_id=session_id,
-                    closed_by=closed_by))
+            for i in range(0, len(asked), 2000):
+                found.update((f.id, f) for f in self.facts(user_id, **{**filters, chunked: asked[i:i + 2000]}))
             ordered = sorted(found.values(), key=_order_of_fact)
             return ordered if limit is None else ordered[:int(limit)]
         where = ""  # the filters besides user_id and touching
