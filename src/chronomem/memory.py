@@ -823,8 +823,8 @@ class Memory:
         ids = [r["id"] for r in rows.get("facts", [])]
         return set(ids) - {f.id for f in self.store.facts(user_id, ids=ids)} if ids else set()
 
-    def _merge_known_entities(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> int:
-        """Map the import's entities onto the user's entities of the same name; how many were mapped.
+    def _merge_known_entities(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
+        """Map the import's entities onto the user's entities of the same name.
 
         Importing into a user who already knows "Maya" under another id would otherwise make a second
         Maya, whose facts no query by her name reaches.  The merged entity keeps the user's id; the
@@ -834,7 +834,7 @@ class Memory:
         known = self.resolver.lookup(user_id, list(set(names.values()))) if names else {}
         remap = {eid: known[name] for eid, name in names.items() if name in known and known[name] != eid}
         if not remap:
-            return 0
+            return
         rows["entities"] = [r for r in rows["entities"] if r["id"] not in remap]
         rows["vectors"] = [r for r in rows.get("vectors", []) if not (r["kind"] == "entity" and r["item_id"] in remap)]
         for r in rows.get("facts", []):
@@ -842,7 +842,6 @@ class Memory:
                 r[col] = remap.get(r[col], r[col])
         for r in rows.get("entity_names", []):
             r["entity_id"] = remap.get(r["entity_id"], r["entity_id"])
-        return len(remap)
 
     def _check_entity_references(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
         """Every entity id a fact or an alias row names is in the import or already the user's: a fact
