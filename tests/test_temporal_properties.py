@@ -8,7 +8,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronomem import Memory
+from chronomem import Fact, Intent, Memory, Origin
+from chronomem.registry import RelationRegistry
+from chronomem.temporal import _replay_slot, in_slot, in_their_slots, rebuild_slot
 
 BASE = datetime(2010, 1, 1, tzinfo=timezone.utc)
 CITIES = ["Porto", "Lisbon", "Braga", "Oslo", "Paris"]
@@ -99,3 +101,52 @@ def test_final_timeline_does_not_depend_on_arrival_order(tmp_path_factory, order
         for (_, _, end), (_, start, _) in zip(timeline, timeline[1:]):
             assert end == start
         assert timeline[-1][2] is None
+
+
+# -- slots replayed one by one ---------------------------------------------------------------------------
+# rebuild_slot replays each slot apart (temporal.slot_of) and GraphWriter.rebuild picks a slot's facts by
+# set lookups (temporal.in_their_slots): both must give what comparing every pair of facts gives.
+
+REGISTRY = RelationRegistry()
+REGISTRY.define("reports_to", single_valued=True, inverse="manages")
+PEOPLE = ["Maya", "Tom", "Ana", "Raj"]
+# the slot's deciding relation and the relations stated in it
+FAMILIES = {"lives_in": ["lives_in"], "married_to": ["married_to"], "likes": ["likes"],
+            "sibling_of": ["sibling_of"], "reports_to": ["reports_to", "manages"]}
+
+said = st.tuples(st.sampled_from(PEOPLE), st.integers(0, 3), st.sampled_from(PEOPLE + CITIES[:2]),
+                 st.one_of(st.none(), st.integers(0, 30)), st.one_of(st.none(), st.integers(1, 20)),
+                 st.sampled_from([1.0, 0.9, 0.3]), st.booleans())
+
+
+def registry_key(f: Fact) -> tuple[str, str, str]:
+    return REGISTRY.key(f.subject, f.relation, f.object)
+
+
+def slot_facts(spec_name: str, rows: list) -> list[Fact]:
+    out = []
+    for i, (subject, rel, obj, start, length, confidence, guessed) in enumerate(rows):
+        relations = FAMILIES[spec_name]
+        valid_from = None if start is None else BASE + timedelta(days=30 * start)
+        valid_to = None if length is None else BASE + timedelta(days=30 * ((start or 0) + length))
+        out.append(Fact(id=f"f{i:02d}", user_id="u", subject=subject, relation=relations[rel % len(relations)],
+                        object=obj, valid_from=valid_from, valid_to=valid_to, stated_to=valid_to,
+                        confidence=confidence, intent=Intent.FACT, origin=Origin.IMPORTED,
+                        recorded_at=BASE + timedelta(minutes=i), start_guessed=guessed and start is not None,
+                        subject_id=subject, object_id=obj))
+    return out
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.sampled_from(sorted(FAMILIES)), st.lists(said, min_size=1, max_size=12), st.data())
+def test_slots_replayed_apart_as_when_every_pair_is_compared(spec_name, rows, data) -> None:
+    spec = REGISTRY.spec(spec_name)
+    facts = slot_facts(spec_name, rows)
+    apart = rebuild_slot(facts, spec, registry_key, 0.5)
+    together = _replay_slot(facts, spec, registry_key, 0.5)
+    assert sorted(apart, key=lambda f: f.id) == sorted(together, key=lambda f: f.id)
+    assert [f.recorded_at for f in apart] == sorted(f.recorded_at for f in apart)
+    members = data.draw(st.lists(st.sampled_from(facts), max_size=4))
+    ours = in_their_slots(members, spec, registry_key)
+    for f in facts:
+        assert ours(f) == any(f.id == m.id or in_slot(m, f, spec, registry_key) for m in members), (f, members)

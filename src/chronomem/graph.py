@@ -23,7 +23,7 @@ from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
 from .model import Entity, Fact, FactInput, Intent, Origin, UpdateReport
 from .registry import RelationRegistry, RelationSpec, statement_identity
 from .store.base import Store
-from .temporal import in_slot, plan_update
+from .temporal import in_their_slots, plan_update
 from .timeutil import parse_time, utcnow
 from .validation import text_problem
 
@@ -428,7 +428,8 @@ class GraphWriter:
             near = self.store.facts(user_id, touching=ids, relations=list(family))  # type: ignore[arg-type]
             # only the members' own slots: a fact that shares an endpoint but not a slot ("Tom works_at
             # Acme" beside Maya's) would be replayed without what closed it, and come back open
-            slot = [f for f in near if any(f.id == m.id or in_slot(m, f, spec, self.key) for m in members)]
+            ours = in_their_slots(members, spec, self.key)
+            slot = [f for f in near if ours(f)]
             changed.extend(rebuild_slot(slot, spec, self.key, self.theta))
         if changed:
             self.store.update_facts(user_id, changed)
