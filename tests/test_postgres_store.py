@@ -9,7 +9,7 @@ import pytest
 
 from chronomem import CorruptDatabaseError, Memory
 from chronomem.errors import ConfigError, StoreError, ValidationError
-from chronomem.store.postgres import PostgresStore, split_url, url_options
+from chronomem.store.postgres import LONG_PARAMETER_LIST, PostgresStore, _Conn, split_url, url_options
 from chronomem.store.sql import migrations
 
 
@@ -127,3 +127,19 @@ def test_pgvector_versions_compare_numerically() -> None:
     assert _version_tuple("0.6.2") < ITERATIVE_SCAN_VERSION <= _version_tuple("0.8")
     assert _version_tuple(None) == () < ITERATIVE_SCAN_VERSION and _version_tuple("dev") == ()
     assert _version_tuple("0.7.0-beta") == (0, 7, 0)
+
+
+def test_statements_with_long_in_lists_are_never_prepared(machine_pg) -> None:
+    """PostgreSQL's generic plan of a prepared ``IN ($1, …, $n)`` searches the list item by item for every
+    row (an import of 30,000 facts took minutes); such statements are planned for their values each time."""
+    short = "SELECT %s::int + 1"
+    long_list = [str(i) for i in range(LONG_PARAMETER_LIST + 1)]
+    long_sql = f"SELECT count(*) FROM (VALUES (1)) v(x) WHERE x::text IN ({', '.join(['%s'] * len(long_list))})"
+    with psycopg.connect(machine_pg.url, autocommit=True) as raw:
+        conn = _Conn(raw)
+        for _ in range(8):  # psycopg prepares a statement from its fifth run on
+            assert conn.execute(short, (1,)).fetchone() == (2,)
+            assert conn.execute(long_sql, long_list).fetchone() == (1,)
+        prepared = [r[0] for r in raw.execute("SELECT statement FROM pg_prepared_statements", prepare=False)]
+    assert any("+ 1" in s for s in prepared), prepared  # the short one was: psycopg does prepare
+    assert not any("IN (" in s for s in prepared), prepared

@@ -138,6 +138,10 @@ def _int_option(own: dict[str, str], key: str, default: int, url: str) -> int:
         raise ConfigError(f"{key}={own[key]!r} in {redact(url)!r} must be an integer") from None
 
 
+LONG_PARAMETER_LIST = 64
+"""More parameters than this and a statement is planned for its values every time (:class:`_Conn`)."""
+
+
 class _Conn:
     """The DB-API surface :class:`SQLStore` uses (``execute``/``executemany``) over a psycopg connection."""
 
@@ -147,7 +151,11 @@ class _Conn:
         self.raw = raw
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        return self.raw.execute(sql, params)
+        # A statement with a long IN list is never prepared.  psycopg prepares a statement run five
+        # times; PostgreSQL then moves to a generic plan, in which ``IN ($1, …, $2000)`` is searched
+        # item by item for every row instead of through a hash of the constants: reading the facts
+        # touching 2,000 entities of a 30,000-fact user went from 0.013 s to 2.7 s a chunk.
+        return self.raw.execute(sql, params, prepare=False if len(params) > LONG_PARAMETER_LIST else None)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.raw.cursor() as cur:
