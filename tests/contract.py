@@ -930,5 +930,11 @@ def test_reads_by_more_ids_than_a_statement_takes_go_in_chunks(cmem: Memory) -> 
     got = cmem.store.facts(U, ids=[held[1].id, *ids, held[0].id])
     assert [f.id for f in got] == [f.id for f in held]  # ordered by start, as one statement would
     assert [f.id for f in cmem.store.facts(U, ids=[*ids, held[1].id, held[0].id], limit=1)] == [held[0].id]
+    # two long lists at once, and any listed filter
+    both = cmem.store.facts(U, ids=[*ids[:5000], held[1].id, held[0].id], touching=[*ids[:5000], held[0].subject_id])
+    assert [f.id for f in both] == [f.id for f in held]
+    closed_by_lisbon = cmem.store.facts(U, closed_by=[*ids[:5000], held[1].id])
+    assert [f.id for f in closed_by_lisbon] == [held[0].id]
+    assert cmem.store.facts(U, subject_ids=ids[:5000]) == []
     entities = cmem.store.entities(U, ids=[held[0].object_id, *ids, held[0].subject_id])  # type: ignore[list-item]
     assert [e.id for e in entities] == [e.id for e in cmem.entities(user_id=U)][:2]  # in the order of all

@@ -139,9 +139,9 @@ def _fact_order(r: Sequence[Any]) -> tuple[Any, ...]:
     return (1, r[7], r[13], r[1]) if r[7] is not None else (0, r[13], r[1])
 
 
-def _order_of_fact(f: Fact) -> tuple[Any, ...]:
-    """:func:`_fact_order` of a fact read."""
-    return (1, f.valid_from, f.recorded_at, f.id) if f.valid_from is not None else (0, f.recorded_at, f.id)
+IN_CHUNK = 2000
+"""Values of one ``IN`` list per statement: a filter of more is read in chunks (:meth:`SQLStore.facts`)."""
+_LISTED_FILTERS = ("ids", "subject_ids", "object_ids", "touching", "relations", "closed_by")
 
 
 def row_to_fact(r: Sequence[Any]) -> Fact:
@@ -423,8 +423,8 @@ class SQLStore(Store):
         else:  # only the asked entities and their names, in chunks under the drivers' limits on parameters
             ids = list(dict.fromkeys(ids))
             rows, named = [], []
-            for i in range(0, len(ids), 2000):
-                chunk = ids[i:i + 2000]
+            for i in range(0, len(ids), IN_CHUNK):
+                chunk = ids[i:i + IN_CHUNK]
                 rows += self._all(f"{sql} AND id IN {self._in(chunk)}", (user_id, *chunk))
                 if with_aliases:
                     named += self._all(f"{alias_sql} AND entity_id IN {self._in(chunk)}", (user_id, *chunk))
@@ -528,60 +528,60 @@ class SQLStore(Store):
               as_of: datetime | None = None, min_confidence: float | None = None,
               session_id: str | None = None, limit: int | None = None,
               closed_by: Sequence[str] | None = None) -> list[Fact]:
-        # more ids than a statement takes (PostgreSQL: 65,535 parameters): in chunks, in the one order
-        # (SQLite's reading of ``touching`` chunks by itself, below)
-        chunked = "ids" if ids is not None and len(ids) > 2000 else "touching" if (
-            touching is not None and len(touching) > 2000 and not self.touching_by_union) else None
-        if chunked is not None:
-            filters: dict[str, Any] = dict(
-                ids=ids, subject_ids=subject_ids, object_ids=object_ids, touching=touching, relations=relations,
-                as_of=as_of, min_confidence=min_confidence, session_id=session_id, closed_by=closed_by)
-            asked = list(filters[chunked])
-            found: dict[str, Fact] = {}
-            for i in range(0, len(asked), 2000):
-                found.update((f.id, f) for f in self.facts(user_id, **{**filters, chunked: asked[i:i + 2000]}))
-            ordered = sorted(found.values(), key=_order_of_fact)
-            return ordered if limit is None else ordered[:int(limit)]
+        filters: dict[str, Any] = dict(
+            ids=ids, subject_ids=subject_ids, object_ids=object_ids, touching=touching, relations=relations,
+            closed_by=closed_by, as_of=as_of, min_confidence=min_confidence, session_id=session_id)
+        return [row_to_fact(r) for r in self._fact_rows(user_id, filters, limit)]
+
+    def _fact_rows(self, user_id: str, filters: Mapping[str, Any], limit: int | None) -> list[Sequence[Any]]:
+        """The rows of :meth:`facts`, in its order (``ORDER BY valid_from IS NOT NULL, valid_from,
+        recorded_at, id``).  A list of more values than one statement should take is read in chunks:
+        PostgreSQL refuses more than 65,535 parameters and SQLite 32,766."""
+        long = next((k for k in _LISTED_FILTERS if filters[k] is not None and len(filters[k]) > IN_CHUNK), None)
+        if long is not None:
+            asked = list(filters[long])
+            by_id: dict[str, Sequence[Any]] = {}  # a fact two chunks find comes once
+            for i in range(0, len(asked), IN_CHUNK):
+                chunk = {**filters, long: asked[i:i + IN_CHUNK]}
+                by_id.update((r[1], r) for r in self._fact_rows(user_id, chunk, None))
+            rows = sorted(by_id.values(), key=_fact_order)
+            return rows if limit is None else rows[:int(limit)]
         where = ""  # the filters besides user_id and touching
         params: list[Any] = []
-        for col, values in (("id", ids), ("subject_id", subject_ids), ("object_id", object_ids),
-                            ("relation", relations), ("closed_by", closed_by)):
-            if values is not None:
+        for col, key in (("id", "ids"), ("subject_id", "subject_ids"), ("object_id", "object_ids"),
+                         ("relation", "relations"), ("closed_by", "closed_by")):
+            if (values := filters[key]) is not None:
                 if not values:
                     return []
                 where += f" AND {col} IN {self._in(values)}"
                 params.extend(values)
-        if as_of is not None:
+        if (as_of := filters["as_of"]) is not None:
             t = to_micros(as_of)
             where += (" AND (valid_from IS NULL OR valid_from <= ?) AND (valid_to IS NULL OR valid_to > ?)"
                       " AND (valid_to IS NOT NULL OR closed_by IS NULL)")  # a superseded fact never holds
             params.extend((t, t))
-        if min_confidence is not None:
+        if filters["min_confidence"] is not None:
             where += " AND confidence >= ?"
-            params.append(min_confidence)
-        if session_id is not None:
+            params.append(filters["min_confidence"])
+        if filters["session_id"] is not None:
             where += " AND session_id = ?"
-            params.append(session_id)
+            params.append(filters["session_id"])
         cols = ", ".join(FACT_COLS)
+        touching = filters["touching"]
         if touching is None:
             sql, all_params = f"SELECT {cols} FROM facts WHERE user_id = ?{where}", [user_id, *params]
         elif not touching:
             return []
         elif self.touching_by_union:
             # each index read directly, the object side without the rows the subject side returned
-            # (subject_id is NOT NULL): no id subquery and no lookup of each id in the primary key.  In
-            # chunks, under SQLite's limit on parameters; a fact between two chunks comes once
-            by_id: dict[str, Any] = {}
-            for i in range(0, len(touching), 2000):
-                chunk = list(touching[i:i + 2000])
-                t_in = self._in(chunk)
-                for r in self._all(f"SELECT {cols} FROM facts WHERE user_id = ? AND subject_id IN {t_in}{where}"
-                                   f" UNION ALL SELECT {cols} FROM facts WHERE user_id = ? AND object_id IN {t_in}"
-                                   f" AND subject_id NOT IN {t_in}{where}",
-                                   [user_id, *chunk, *params, user_id, *chunk, *chunk, *params]):
-                    by_id[r[1]] = r
-            rows = sorted(by_id.values(), key=_fact_order)  # the ORDER BY below, without a temp B-tree of rows
-            return [row_to_fact(r) for r in (rows if limit is None else rows[:int(limit)])]
+            # (subject_id is NOT NULL): no id subquery and no lookup of each id in the primary key
+            t_in = self._in(touching)
+            rows = sorted(self._all(f"SELECT {cols} FROM facts WHERE user_id = ? AND subject_id IN {t_in}{where}"
+                                    f" UNION ALL SELECT {cols} FROM facts WHERE user_id = ? AND object_id IN {t_in}"
+                                    f" AND subject_id NOT IN {t_in}{where}",
+                                    [user_id, *touching, *params, user_id, *touching, *touching, *params]),
+                          key=_fact_order)  # the ORDER BY below, without a temp B-tree of rows
+            return rows if limit is None else rows[:int(limit)]
         else:
             t_in = self._in(touching)
             sql = (f"SELECT {cols} FROM facts WHERE user_id = ? AND (subject_id IN {t_in} OR object_id IN {t_in})"
@@ -590,7 +590,7 @@ class SQLStore(Store):
         sql += " ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [row_to_fact(r) for r in self._all(sql, all_params)]
+        return self._all(sql, all_params)
 
     def count_facts(self, user_id: str) -> int:
         return int(self._all("SELECT COUNT(*) FROM facts WHERE user_id = ?", (user_id,))[0][0])
