@@ -312,3 +312,62 @@ def test_idle_sessions_are_listed_per_tenant(tmp_path) -> None:
         assert b.store.idle_sessions(later) == [] and Memory(store, embedder=False).store.idle_sessions(later) == []
     finally:
         store.close()
+
+
+def test_finished_jobs_are_deleted_once_their_retention_has_passed(store_url: str, llm: FakeModelServer) -> None:
+    with Memory(store_url, llm=llm.spec, embedder=False, queue=_NullQueue()) as mem, \
+            mem.for_tenant("beta") as beta:
+        done = mem.submit_messages(turns("I live in Porto."), user_id="u1")
+        waiting = mem.submit_messages(turns("I like tea.", prefix="n"), user_id="u1")
+        theirs = beta.submit_messages(turns("I live in Oslo.", prefix="b"), user_id="u1", deliver=False)
+        raw = mem.store.inner  # type: ignore[attr-defined]
+        runner = JobRunner(raw, lambda tenant: beta if tenant == "beta" else mem, name="me", retention_s=3600)
+        assert runner.run(done.id).status is JobStatus.DONE and runner.run(theirs.id).status is JobStatus.DONE
+        finished = max(mem.job(done.id).finished_at, beta.job(theirs.id).finished_at)  # type: ignore[type-var]
+        assert runner.purge(finished + timedelta(seconds=3599)) == 0  # kept for the retention
+        ours_only = JobRunner(raw, lambda tenant: mem, name="ours", tenant=mem.tenant, retention_s=3600)
+        assert ours_only.purge(finished + timedelta(seconds=3601)) == 1  # a tenant's runner: its own jobs
+        with pytest.raises(NotFoundError):
+            mem.job(done.id)
+        assert beta.job(theirs.id).status is JobStatus.DONE
+        assert runner.purge(finished + timedelta(seconds=3601)) == 1  # the unbound runner: every tenant's
+        with pytest.raises(NotFoundError):
+            beta.job(theirs.id)
+        assert mem.job(waiting.id).status is JobStatus.QUEUED  # never delivered: kept however old
+        assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"]  # what a job stored stays
+        assert [f.object for f in beta.facts(user_id="u1")] == ["Oslo"]
+
+
+def test_the_sweep_deletes_expired_jobs_at_most_every_ten_minutes(tmp_path, llm: FakeModelServer) -> None:
+    with Memory(tmp_path / "m.db", llm=llm.spec, embedder=False, queue=_NullQueue()) as mem:
+        first = mem.submit_messages(turns("I live in Porto."), user_id="u1")
+        runner = JobRunner(mem.store.inner, lambda tenant: mem, name="me", retention_s=1e-6)  # type: ignore[attr-defined]
+        runner.run(first.id)
+        runner.sweep(lambda j: None)
+        with pytest.raises(NotFoundError):
+            mem.job(first.id)
+        second = mem.submit_messages(turns("I like tea.", prefix="n"), user_id="u1")
+        runner.run(second.id)
+        runner.sweep(lambda j: None)  # within PURGE_EVERY_S of the last purge: nothing deleted
+        assert mem.job(second.id).status is JobStatus.DONE
+        assert runner.purge() == 1
+
+
+def test_job_retention_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from chronomem.errors import ConfigError
+    from chronomem.jobs.worker import DEFAULT_RETENTION_S, retention_seconds
+
+    monkeypatch.delenv("CHRONOMEM_JOB_RETENTION", raising=False)
+    assert retention_seconds() == DEFAULT_RETENTION_S == 7 * 24 * 3600
+    monkeypatch.setenv("CHRONOMEM_JOB_RETENTION", "86400")
+    assert retention_seconds() == 86400
+    monkeypatch.setenv("CHRONOMEM_JOB_RETENTION", "forever")
+    with Memory(tmp_path / "m.db", llm=False, embedder=False, queue=_NullQueue()) as mem:
+        runner = JobRunner(mem.store.inner, lambda tenant: mem, name="me")  # type: ignore[attr-defined]
+        assert runner.retention_s == float("inf") and runner.purge() == 0
+    for bad in ("7d", "-1", "0", "nan", "inf"):
+        monkeypatch.setenv("CHRONOMEM_JOB_RETENTION", bad)
+        with pytest.raises(ConfigError, match="CHRONOMEM_JOB_RETENTION"):
+            retention_seconds()
+    with pytest.raises(ConfigError, match="retention_s"):
+        JobRunner(mem.store.inner, lambda tenant: mem, retention_s=0)  # type: ignore[attr-defined]

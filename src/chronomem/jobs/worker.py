@@ -14,11 +14,16 @@ the job's worker is dead.  So:
   expired while this very runner is still executing it (its heartbeat came late: a saturated
   machine, a store that was briefly slow) is renewed instead: the worker is evidently alive,
   and requeueing would run the job a second time beside the first.
+
+A finished job (its status, result and error) stays readable for ``CHRONOMEM_JOB_RETENTION``
+seconds (default 7 days), then the sweep deletes it (:meth:`JobRunner.purge`, at most every
+:data:`PURGE_EVERY_S`): the table would otherwise grow with every batch of turns ever submitted.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import threading
@@ -27,7 +32,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..errors import log_reason
+from ..errors import ConfigError, log_reason
 from ..store.tenant import split_key
 from ..timeutil import utcnow
 from .model import Job, JobStatus
@@ -52,6 +57,29 @@ def lease_seconds() -> float:
     return max(value, 1.0)
 
 
+DEFAULT_RETENTION_S = 7 * 24 * 3600.0
+PURGE_EVERY_S = 600.0  # how often a runner's sweep deletes expired jobs
+PURGE_BATCH = 1000  # jobs per delete statement: a purge never holds the jobs' lock long
+
+
+def retention_seconds() -> float:
+    """``CHRONOMEM_JOB_RETENTION``: seconds a finished job stays readable (default 7 days);
+    ``forever`` keeps every job (``math.inf``).  Anything else is a :class:`ConfigError`."""
+    raw = os.environ.get("CHRONOMEM_JOB_RETENTION", "").strip()
+    if not raw:
+        return DEFAULT_RETENTION_S
+    if raw.lower() == "forever":
+        return math.inf
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise ConfigError(f"CHRONOMEM_JOB_RETENTION={raw!r}: give the seconds a finished job is kept "
+                          "(a positive number, e.g. 604800 for 7 days) or 'forever'")
+    return value
+
+
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -61,13 +89,18 @@ class JobRunner:
 
     def __init__(self, store: Store, memory_for: Callable[[str], Memory], *, name: str | None = None,
                  lease_s: float | None = None, unsent_grace_s: float = UNSENT_GRACE_S,
-                 tenant: str | None = None) -> None:
+                 tenant: str | None = None, retention_s: float | None = None) -> None:
         self.store = store
         self.tenant = tenant  # run only this tenant's jobs (the in-process queue of one Memory)
         self.unsent_grace_s = unsent_grace_s
         self.memory_for = memory_for
         self.name = name or worker_name()
         self.lease_s = lease_s if lease_s is not None else lease_seconds()
+        # seconds a finished job is kept (math.inf: forever); default $CHRONOMEM_JOB_RETENTION or 7 days
+        self.retention_s = retention_s if retention_s is not None else retention_seconds()
+        if not self.retention_s > 0:
+            raise ConfigError(f"retention_s={retention_s!r}: a finished job must be kept a positive number of seconds")
+        self._purged_at: datetime | None = None
         self._running: set[str] = set()  # ids of the jobs this runner is executing now
         self._running_lock = threading.Lock()
 
@@ -147,7 +180,31 @@ class JobRunner:
                 continue
             self.store.mark_job_sent(job.id, utcnow())
             sent += 1
+        if self._purged_at is None or now - self._purged_at >= timedelta(seconds=PURGE_EVERY_S):
+            self._purged_at = now
+            try:
+                self.purge(now)
+            except Exception as e:  # the next purge retries; sending jobs must not stop for it
+                log.warning("deleting expired jobs failed: %s", log_reason(e))
         return sent
+
+    def purge(self, now: datetime | None = None) -> int:
+        """Delete the done and failed jobs (of this runner's tenant, if it has one) that finished more
+        than ``retention_s`` ago; how many.  Their status and result are then no longer readable."""
+        try:
+            before = (now or utcnow()) - timedelta(seconds=self.retention_s)
+        except OverflowError:  # forever, or longer ago than a date goes: nothing finished then
+            return 0
+        deleted = 0
+        while True:
+            n = self.store.delete_finished_jobs(before, tenant=self.tenant, limit=PURGE_BATCH)
+            deleted += n
+            if n < PURGE_BATCH:
+                break
+        if deleted:
+            log.info("deleted %d job(s) finished before %s (retention %.0f s)", deleted, before.isoformat(),
+                     self.retention_s)
+        return deleted
 
 
 def warm_or_log(mem: Memory) -> int | None:

@@ -130,7 +130,8 @@ def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
 def get_job(job_id: JobId, mem: Mem) -> dict[str, Any]:
-    """A job's status and, once finished, its result or error."""
+    """A job's status and, once finished, its result or error.  A finished job is kept for
+    ``CHRONOMEM_JOB_RETENTION`` seconds (default 7 days); after that it is gone (404)."""
     return job_out(mem.job(job_id))
 
 

@@ -268,6 +268,12 @@ class Store(ABC):
     def requeue_job(self, job_id: str, now: datetime) -> bool:
         """Put a running job whose lease expired back to queued (not yet sent)."""
 
+    @abstractmethod
+    def delete_finished_jobs(self, finished_before: datetime, *, tenant: str | None = None,
+                             limit: int = 1000) -> int:
+        """Delete at most ``limit`` done or failed jobs (of ``tenant``) that finished before
+        ``finished_before``; how many were deleted.  Queued and running jobs are never touched."""
+
     # -- API keys (chronomem.keys): not user-scoped; only admin tools and the server use them ------
     @abstractmethod
     def insert_api_key(self, key: ApiKey) -> None: ...

@@ -1029,6 +1029,16 @@ class SQLStore(Store):
                           "lease_until = NULL, sent_at = NULL, updated_at = ? WHERE id = ? AND "
                           "status = 'running' AND lease_until < ?", (t, job_id, t)) > 0
 
+    def delete_finished_jobs(self, finished_before: datetime, *, tenant: str | None = None,
+                             limit: int = 1000) -> int:
+        where = "status IN ('done', 'failed') AND finished_at < ?"
+        params: list[Any] = [to_micros(finished_before)]
+        if tenant is not None:
+            where += " AND tenant = ?"
+            params.append(tenant)
+        return self._exec(JOBS_LOCK, f"DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE {where} "
+                          f"ORDER BY finished_at LIMIT {int(limit)})", params)
+
     # -- API keys ----------------------------------------------------------------------------------------------
     def insert_api_key(self, key: ApiKey) -> None:
         self._exec(KEYS_LOCK, f"INSERT INTO api_keys ({', '.join(KEY_COLS)}) VALUES (?, ?, ?, ?, ?, ?)",

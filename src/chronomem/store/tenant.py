@@ -299,6 +299,10 @@ class TenantStore(Store):
     def requeue_job(self, job_id: str, now: datetime) -> bool:
         return self._refused("requeue_job")
 
+    def delete_finished_jobs(self, finished_before: datetime, *, tenant: str | None = None,
+                             limit: int = 1000) -> int:
+        return self._refused("delete_finished_jobs")
+
     def insert_api_key(self, key: ApiKey) -> None:
         self._refused("insert_api_key")
 
