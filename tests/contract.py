@@ -417,6 +417,57 @@ def test_forgetting_the_turn_that_gave_a_fact_its_words_takes_them_back(cmem: Me
     assert "said she lives" not in json.dumps(everything_of(cmem, U))
 
 
+def test_each_statements_words_are_kept_and_the_next_stand_in_for_forgotten_ones(cmem: Memory) -> None:
+    """A fact said again keeps the other statements' words (``other_words``): a repetition's (rule 2) and
+    an ending's (rule 1).  Forgetting the turns that gave its text leaves it the oldest words still
+    said, and the forgotten words nowhere; an export carries them."""
+    porto_sessions(cmem)
+    cmem.store.update_facts(U, [replace(cmem.history(user_id=U)[0], text="Maya lives in Porto by Zqwvmarkone")])
+    lives(cmem, "Porto", "2018-01-01", session_id="s2", source_ids=["m2"], text="Maya still lives in Porto")
+    lives(cmem, "Porto", end="2023-06-01", session_id="s3", source_ids=["m3"], text="Maya left Porto in June")
+    [porto] = cmem.history(user_id=U)
+    assert porto.text == "Maya lives in Porto by Zqwvmarkone" and porto.valid_to == dt("2023-06-01")
+    assert porto.other_words == [(["m2"], "Maya still lives in Porto"), (["m3"], "Maya left Porto in June")]
+    exported = cmem.export(user_id=U)
+    cmem.forget(user_id=U, session_id="s1")
+    [porto] = cmem.history(user_id=U)
+    assert (porto.text, porto.text_from) == ("Maya still lives in Porto", ["m2"])
+    assert porto.other_words == [(["m3"], "Maya left Porto in June")]
+    assert "zqwvmarkone" not in json.dumps(everything_of(cmem, U)).lower()
+    cmem.forget(user_id=U, session_id="s2")
+    [porto] = cmem.history(user_id=U)
+    assert (porto.text, porto.text_from, porto.other_words) == ("Maya left Porto in June", ["m3"], [])
+    cmem.import_(exported, user_id="u-copy")
+    [copy] = cmem.history(user_id="u-copy")
+    assert copy.other_words == [(["m2"], "Maya still lives in Porto"), (["m3"], "Maya left Porto in June")]
+
+
+def test_a_correction_keeps_the_other_statements_words_unless_it_renames_the_fact(cmem: Memory) -> None:
+    porto_sessions(cmem)
+    cmem.store.update_facts(U, [replace(cmem.history(user_id=U)[0], text="Maya lives in Porto")])
+    lives(cmem, "Porto", "2018-01-01", session_id="s2", source_ids=["m2"], text="Maya still lives in Porto")
+    [porto] = cmem.history(user_id=U)
+    moved_start = cmem.correct(porto.id, user_id=U, valid_from="2017-01-01")
+    assert moved_start.other_words == [(["m2"], "Maya still lives in Porto")]
+    assert cmem.correct(moved_start.id, user_id=U, object="Braga").other_words == []  # they told of Porto
+
+
+def test_a_start_said_later_keeps_the_ending_statements_words(cmem: Memory) -> None:
+    """Rule 1b: "I left Porto in June" then "I moved to Porto in 2018": the start's words become the
+    fact's, the ending's are kept and come back when the start is forgotten."""
+    porto_sessions(cmem)
+    cmem.forget(user_id=U, fact_id=cmem.history(user_id=U)[0].id)
+    lives(cmem, "Porto", end="2023-06-01", session_id="s2", source_ids=["m2"], text="Maya left Porto in June")
+    lives(cmem, "Porto", "2018-01-01", session_id="s3", source_ids=["m3"], text="Maya moved to Porto in 2018")
+    [porto] = cmem.history(user_id=U)
+    assert (porto.valid_from, porto.text) == (dt("2018-01-01"), "Maya moved to Porto in 2018")
+    assert porto.other_words == [(["m2"], "Maya left Porto in June")]
+    cmem.forget(user_id=U, session_id="s3")
+    [porto] = cmem.history(user_id=U)
+    assert (porto.valid_from, porto.text, porto.text_from, porto.other_words) == (
+        None, "Maya left Porto in June", ["m2"], [])
+
+
 def test_forgetting_a_repetition_takes_its_confidence_back(cmem: Memory) -> None:
     porto_sessions(cmem)  # m1 says it (at 0.8 below), m2 ends it, m3 says the ending again
     theta = cmem.graph.theta
@@ -780,6 +831,8 @@ def _mom_and_linda(cmem: Memory) -> None:
                                 "confidence": 0.9}
         if since:
             f["valid_from"] = since
+        if relation == "likes":
+            f["text"] = f"{subject} loves tea"
         cmem.add_facts([f], user_id=U, session_id=sid)
 
 
@@ -797,10 +850,11 @@ def test_merging_two_entities_makes_one_history(cmem: Memory) -> None:
         ("Linda", "Boston", 2019, 2022), ("Linda", "Chicago", 2022, None)]
     [tea] = cmem.history(user_id=U, subject="Linda", relation="likes")
     assert tea.source_ids == ["m3", "m4"] and tea.confidence > 0.9
+    assert (tea.text, tea.other_words) == ("Linda loves tea", [(["m4"], "Mom loves tea")])  # both sayings kept
     assert [f.object for f in cmem.facts(user_id=U, subject="Mom")] == ["Chicago", "tea"]
     cmem.forget(user_id=U, session_id="s3")  # Mom's "loves tea": its raise goes, Linda's statement stays
     [tea] = cmem.history(user_id=U, subject="Linda", relation="likes")
-    assert (tea.source_ids, tea.confidence) == (["m3"], 0.9)
+    assert (tea.source_ids, tea.confidence, tea.other_words) == (["m3"], 0.9, [])
     cmem.forget(user_id=U, session_id="s1")  # the name "Mom" went with its only turns
     assert [e.aliases for e in cmem.entities(user_id=U) if e.name == "Linda"] == [[]]
 

@@ -43,8 +43,15 @@ def undo_guessed_starts(db: Any) -> None:
     db.execute("ALTER TABLE facts DROP COLUMN start_guessed")
 
 
+def undo_other_words(db: Any) -> None:
+    """Migration 0013 in reverse: facts keep no other statements' words."""
+    db.execute("ALTER TABLE facts DROP COLUMN other_words")
+
+
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
+    if version < 13:
+        undo_other_words(db)
     if version < 11:
         undo_guessed_starts(db)
     if version < 9:

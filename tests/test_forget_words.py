@@ -2,7 +2,8 @@
 
 A fact said in two sessions stays when one of them is forgotten, as the other told it.  Its words
 (``text``) came with its first statement: when that statement's turns are forgotten the words go,
-and so do the copies made of them — the fact's vector and the job results that quote it.  Found by
+and so do the copies made of them — the fact's vector and the job results that quote it; the other
+statement's words (``other_words``) take their place.  Found by
 an audit: the forgotten sentence stayed readable, searchable, embedded and in ``GET /v1/jobs/{id}``.
 """
 
@@ -50,12 +51,15 @@ def _told_twice(mem: Memory) -> None:
     assert MARK in f.text and len(f.source_ids) == 2
 
 
-def test_the_words_of_a_forgotten_first_statement_go(tmp_path: Path) -> None:
+def test_the_words_of_a_forgotten_first_statement_go_and_the_second_statements_stay(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
         _told_twice(mem)
+        (before,) = mem.history(user_id="u1")
+        assert before.other_words == [(["b0"], "Maya live in Berlin.")]  # s2's words, kept beside s1's
         mem.forget(user_id="u1", session_id="s1")
         (f,) = mem.history(user_id="u1")
-        assert f.object == "Berlin" and f.text == "" and f.source_ids == ["b0"]
+        assert f.object == "Berlin" and f.source_ids == ["b0"]
+        assert f.text == "Maya live in Berlin." and f.text_from == ["b0"] and f.other_words == []
         assert mem.search("clinic", user_id="u1").facts == []
         assert MARK not in str(mem.export(user_id="u1"))
     assert not any(MARK.lower().encode() in p.read_bytes().lower() for p in tmp_path.glob("m.db*"))

@@ -8,6 +8,7 @@ imports are checked row by row and report exactly what they stored, and nothing 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -54,6 +55,10 @@ def exported(mem: Memory) -> dict[str, Any]:
     ("facts", 1, "start_guessed", 2, "data.tables.facts[1].start_guessed"),
     ("facts", 1, "start_guessed", True, "data.tables.facts[1].start_guessed"),
     ("entity_names", 0, "learned_from", "[]", "data.tables.entity_names[0].learned_from"),  # no turn: all forgotten
+    ("facts", 0, "other_words", '[["m1", "Maya lives in Porto"]]', "data.tables.facts[0].other_words"),
+    ("facts", 0, "other_words", '[[["m1"], "  "]]', "data.tables.facts[0].other_words"),  # no words
+    ("facts", 0, "other_words", "[]", "data.tables.facts[0].other_words"),  # null when there are none
+    ("facts", 0, "other_words", json.dumps([[["m1"], "w"]] * 9), "data.tables.facts[0].other_words"),  # over 8
 ])
 def test_a_bad_import_row_is_refused_by_name_and_nothing_is_written(smem: Memory, table: str, index: int,
                                                                     column: str, value: Any, field: str) -> None:

@@ -32,6 +32,7 @@ def _reopen_as_older(url: str) -> None:
     """Mark the store as written before the migration, so that opening it runs the migration again."""
     if url.startswith("postgresql"):
         _raw(url, "ALTER TABLE facts DROP COLUMN start_guessed")  # 0008 adds it again
+        _raw(url, "ALTER TABLE facts DROP COLUMN other_words")  # and 0009 this one
         _raw(url, "UPDATE chronomem_meta SET value = '6' WHERE key = 'schema_version'")
     else:
         with Memory(url) as mem:

@@ -41,7 +41,8 @@ def test_row_round_trip_keeps_every_field() -> None:
              origin=Origin.STATED, recorded_at=t0 + timedelta(days=1), source_ids=['m"1', "m2"],
              session_id="s1", text="Maya lived in Porto", agent_id="a", closed_by="f2",
              stated_to=t0 + timedelta(days=500), ended_by=["m9"], started_by=["m0"], text_from=["m3"],
-             confirmations=[(0.6, ["m1"]), (0.75, ["m2"])], subject_id="e1", object_id="e2")
+             confirmations=[(0.6, ["m1"]), (0.75, ["m2"])], other_words=[(["m2", "m4"], 'Maya "still" in Porto')],
+             subject_id="e1", object_id="e2")
     row = fact_to_row(f)
     assert row_to_fact(row) == f
     # read twice, the memoised time conversion hands out equal, timezone-aware datetimes
@@ -52,7 +53,7 @@ def test_row_round_trip_keeps_every_field() -> None:
 def test_fact_order_is_the_stores_order_by() -> None:
     """``ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id``: unknown starts first."""
     def row(fid: str, start: int | None, recorded: int) -> tuple[object, ...]:
-        r: list[object] = [None] * 23
+        r: list[object] = [None] * 25
         r[1], r[7], r[13] = fid, start, recorded
         return tuple(r)
 

@@ -83,7 +83,9 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
                    valid_from=fi.valid_from, valid_to=fi.valid_to, confidence=fi.confidence,
                    intent=fi.intent, origin=Origin.CORRECTED, recorded_at=now, source_ids=fi.source_ids,
                    session_id=fi.session_id, text=fi.text, agent_id=fi.agent_id, stated_to=fi.valid_to,
-                   subject_id=s.id, object_id=o.id)
+                   subject_id=s.id, object_id=o.id,
+                   # the other statements' words describe what it says unless the correction renames it
+                   other_words=[] if renamed or "text" in changes else list(old.other_words))
         store.insert_facts(user_id, [new])
         if old.valid_to is None or old.valid_to > now:
             # corrected before it began: superseded (closed_by set, valid_to None, never valid), as the

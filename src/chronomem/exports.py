@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .errors import ValidationError
-from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_OTHER_WORDS, MAX_TEXT_CHARS
 from .model import Intent, Origin
 from .store.sql import TABLES, TIME_COLS
 from .timeutil import to_micros
@@ -46,6 +46,8 @@ NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "r
                        "kind"})
 ID_LIST_COLS = frozenset({"source_ids", "ended_by", "started_by", "text_from", "learned_from"})  # JSON lists of message ids
 LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
+# other_words holds up to MAX_OTHER_WORDS statements' words, each as long as a fact's text may be
+COL_CHARS = {"other_words": MAX_OTHER_WORDS * (MAX_TEXT_CHARS + 1000)}
 INT_COLS = TIME_COLS | {"seq", "extracted", "dim", "utc_offset", "start_guessed"}
 INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
@@ -58,11 +60,12 @@ _LAST_US = to_micros(datetime.max.replace(tzinfo=timezone.utc))
 def _string(where: str, v: Any, col: str) -> str:
     if not isinstance(v, str):
         raise ValidationError(where, v, "must be a string")
-    limit = MAX_TEXT_CHARS if col in LONG_TEXT_COLS else MAX_NAME_CHARS if col in NAME_COLS else MAX_ID_CHARS
+    limit = COL_CHARS.get(col) or (MAX_TEXT_CHARS if col in LONG_TEXT_COLS else MAX_NAME_CHARS if col in NAME_COLS
+                                   else MAX_ID_CHARS)
     problem = text_problem(v, limit)
     if problem:
         raise ValidationError(where, v[:40], problem)
-    if col not in LONG_TEXT_COLS and not v.strip():
+    if col not in LONG_TEXT_COLS and col not in COL_CHARS and not v.strip():
         raise ValidationError(where, v, "must not be empty")
     return v
 
@@ -113,7 +116,22 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
     if col == "confirmations" and not _confirmations(s):
         raise ValidationError(where, s[:40], "must be a JSON list of [confidence, [message ids]] pairs, "
                               "at least two, each confidence between 0 and 1")
+    if col == "other_words" and not _other_words(s):
+        raise ValidationError(where, s[:40], f"must be a JSON list of at most {MAX_OTHER_WORDS} "
+                              "[[message ids], words] pairs, each with words")
     return s
+
+
+def _other_words(s: str) -> bool:
+    """Is ``s`` a fact's other statements' words as chronomem writes them (chronomem.temporal.keep_words)?"""
+    try:
+        pairs = json.loads(s)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(pairs, list) and 0 < len(pairs) <= MAX_OTHER_WORDS and all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], list) and isinstance(p[1], str)
+        and p[1].strip() != "" and not text_problem(p[1], MAX_TEXT_CHARS)
+        and all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS) for i in p[0]) for p in pairs)
 
 
 def _confirmations(s: str) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from .errors import NotFoundError, ValidationError, log_reason
 from .model import Fact, Origin
-from .temporal import unconfirm
+from .temporal import unconfirm, unsay_words
 
 if TYPE_CHECKING:
     from .graph import GraphWriter
@@ -117,8 +117,12 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                             unended.append(f)
                     else:
                         f.started_by = [s for s in f.started_by if s not in msg_ids]
-                    if f.text and _worded_by(f, msg_ids):  # its words were the forgotten turns'
+                    worded = bool(f.text) and _worded_by(f, msg_ids)  # its words were the forgotten turns'
+                    if worded:
                         f.text, f.text_from = "", []
+                    # the words of its other statements said only there go too; the oldest left takes the
+                    # place of its own
+                    if unsay_words(f, msg_ids) or worded:
                         reworded.append(f.id)  # and what was made of them goes: its vector, job results
                     unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns
                     trimmed.append(f)

@@ -20,9 +20,12 @@ MAX_ID_CHARS = 256
 MAX_NAME_CHARS = 500
 #: free text: a message's text, a fact's ``text``.
 MAX_TEXT_CHARS = 100_000
+#: the other statements' words a fact keeps (``Fact.other_words``); the oldest go first.
+MAX_OTHER_WORDS = 8
 #: a search query or a question (every surface: Python, REST, CLI, MCP).
 MAX_QUERY_CHARS = 4000
 #: the largest REST request body, in bytes (413 above it).
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
-__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_QUERY_CHARS", "MAX_TEXT_CHARS"]
+__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_OTHER_WORDS", "MAX_QUERY_CHARS",
+           "MAX_TEXT_CHARS"]

@@ -66,6 +66,9 @@ class Fact:
     # every statement that set its confidence, in order, as (confidence, turn ids): empty until it is said
     # again (chronomem.temporal.confirm); forgetting a statement's turns refolds the rest
     confirmations: list[tuple[float, list[str]]] = field(default_factory=list)
+    # the words of the other statements of it, each with the turns that said it (chronomem.temporal.
+    # keep_words): forgetting the turns that gave ``text`` leaves it with the next words still said
+    other_words: list[tuple[list[str], str]] = field(default_factory=list)
     rule: str | None = None  # for derived facts: the rule that produced it
     support_ids: list[str] = field(default_factory=list)  # for derived facts
     subject_id: str | None = None  # entity ids of the endpoints (set by the store)
@@ -100,8 +103,12 @@ class Fact:
                 v = iso(v)
             elif isinstance(v, Enum):
                 v = v.value
+            elif f.name == "confirmations":
+                v = [[c, list(ids)] for c, ids in v]  # JSON pairs
+            elif f.name == "other_words":
+                v = [[list(ids), words] for ids, words in v]
             elif isinstance(v, list):
-                v = [[x[0], list(x[1])] if isinstance(x, tuple) else x for x in v]  # confirmations: JSON pairs
+                v = list(v)
             out[f.name] = v
         return out
 
@@ -130,6 +137,7 @@ class Fact:
             start_guessed=bool(d.get("start_guessed", False)),
             text_from=list(d.get("text_from") or []),
             confirmations=[(float(c), list(ids)) for c, ids in d.get("confirmations") or []],
+            other_words=[(list(ids), str(words)) for ids, words in d.get("other_words") or []],
             rule=d.get("rule"),
             support_ids=list(d.get("support_ids") or []),
             subject_id=d.get("subject_id"),

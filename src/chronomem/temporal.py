@@ -51,6 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from .limits import MAX_OTHER_WORDS
 from .model import Fact
 from .registry import RelationSpec
 
@@ -106,6 +107,8 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
     ``again`` is a new statement, or a stored fact that becomes a repetition when two entities are merged
     (its own confirmations then come along, each raise still undoable by forgetting its turns).
     """
+    # words f has: the repetition's are kept beside them, for when f's go (chronomem.forgetting)
+    said_beside = [(words_turns(again), again.text)] if f.text else []
     changed = replace(
         f,
         source_ids=merge_ids(f.source_ids, again.source_ids),
@@ -115,6 +118,7 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
         text=f.text or again.text,
         # a fact stored without words takes the repetition's: forgetting its turns takes them back
         text_from=(again.text_from or list(again.source_ids)) if not f.text and again.text else f.text_from,
+        other_words=keep_words(f.other_words, *said_beside, *again.other_words),
     )
     theirs = again.confirmations or [(again.confidence, list(again.source_ids))]  # a new statement: itself
     for c, _ in theirs:
@@ -143,6 +147,49 @@ def unconfirm(f: Fact, forgotten: set[str], theta: float) -> None:
     if kept and len(kept) < len(f.confirmations):
         f.confidence = refold(kept, theta)
         f.confirmations = kept if len(kept) > 1 else []
+
+
+def words_turns(f: Fact) -> list[str]:
+    """The turns that gave ``f`` its words: ``text_from``, else its first statement's turns."""
+    return list(f.text_from or (f.confirmations[0][1] if f.confirmations else f.source_ids))
+
+
+def keep_words(words: Sequence[tuple[list[str], str]],
+               *said: tuple[Sequence[str], str]) -> list[tuple[list[str], str]]:
+    """A fact's other statements' words (``Fact.other_words``) with more ``said`` as (turns, words)
+    pairs: words already kept gain the turns, new words come last, and beyond
+    :data:`~chronomem.limits.MAX_OTHER_WORDS` the oldest go.  Empty words are skipped.
+
+    >>> keep_words([(["m1"], "Maya lives in Porto.")], (["m7"], "Maya still lives in Porto."))
+    [(['m1'], 'Maya lives in Porto.'), (['m7'], 'Maya still lives in Porto.')]
+    >>> keep_words([(["m1"], "Maya lives in Porto.")], (["m7"], "Maya lives in Porto."))
+    [(['m1', 'm7'], 'Maya lives in Porto.')]
+    """
+    out = [(list(ids), text) for ids, text in words]
+    for turns, text in said:
+        if not text:
+            continue
+        at = next((i for i, (_, kept) in enumerate(out) if kept == text), None)
+        if at is None:
+            out.append((list(turns), text))
+        else:
+            out[at] = (merge_ids(out[at][0], turns), text)
+    return out[-MAX_OTHER_WORDS:]
+
+
+def unsay_words(f: Fact, forgotten: set[str]) -> bool:
+    """Forget the other statements' words that only ``forgotten`` turns said (the others lose those turns),
+    and give ``f``, if its own words went, the oldest words still said.  Mutates ``f``; whether its text
+    changed."""
+    kept = [(left, text) for ids, text in f.other_words
+            if (left := [i for i in ids if i not in forgotten]) or not ids]
+    changed = False
+    if not f.text:
+        said = next((i for i, (ids, _) in enumerate(kept) if ids), None)
+        if said is not None:
+            (f.text_from, f.text), changed = kept.pop(said), True
+    f.other_words = kept
+    return changed
 
 
 def merge_ids(a: Sequence[str], b: Sequence[str]) -> list[str]:
@@ -274,6 +321,9 @@ def plan_update(
                 closed_by=None,  # its end is stated now, no longer inferred from the value that followed
                 ended_by=list(new.source_ids),  # forgetting these turns reopens it (chronomem.forgetting)
                 source_ids=merge_ids(target.source_ids, new.source_ids),
+                # the ending's words ("Maya left Lisbon in June 2014") stand in for the fact's if those go
+                other_words=keep_words(target.other_words, (new.source_ids, new.text)) if target.text
+                else target.other_words,
             )
             changed.confidence, changed.confirmations = confirm(target, new, theta)
             plan = Plan(changed=[changed], closed=[changed])
@@ -308,7 +358,9 @@ def plan_update(
                 started_by=list(new.source_ids), ended_by=said_end,
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 text=new.text or target.text,
-                text_from=list(new.source_ids) if new.text else ((target.text_from or said_end) if target.text else []))
+                text_from=list(new.source_ids) if new.text else ((target.text_from or said_end) if target.text else []),
+                other_words=keep_words(target.other_words, (target.text_from or said_end, target.text))
+                if new.text else target.other_words)
             learned.confidence, learned.confirmations = confirm(target, new, theta)
             plan = Plan(changed=[learned], reinforced=learned)
             if stable:

@@ -175,6 +175,8 @@ class FactOut(BaseModel):
     text_from: list[str] = Field([], description="turns whose statement gave it its text")
     confirmations: list[tuple[float, list[str]]] = Field(
         [], description="each statement that set its confidence, in order: [confidence, turn ids]")
+    other_words: list[tuple[list[str], str]] = Field(
+        [], description="the words of its other statements, each with its turns: [turn ids, words]")
     rule: str | None = None
     support_ids: list[str] = []
     subject_id: str | None = None

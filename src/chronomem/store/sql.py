@@ -28,7 +28,7 @@ from .base import Store
 FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
              "valid_from", "valid_to", "stated_to", "confidence", "intent", "origin",
              "recorded_at", "session_id", "agent_id", "source_ids", "text", "closed_by", "ended_by",
-             "text_from", "confirmations", "started_by", "start_guessed")
+             "text_from", "confirmations", "started_by", "start_guessed", "other_words")
 MSG_COLS = ("user_id", "id", "session_id", "agent_id", "seq", "speaker", "text", "ts",
             "recorded_at", "extracted", "utc_offset")
 ENT_COLS = ("user_id", "id", "name", "type", "created_at")
@@ -122,11 +122,16 @@ def fact_to_row(f: Fact) -> tuple[Any, ...]:
             f.origin.value, _us(f.recorded_at), f.session_id, f.agent_id,
             json.dumps(f.source_ids) if f.source_ids else "[]", f.text, f.closed_by,
             json.dumps(f.ended_by) if f.ended_by else None, json.dumps(f.text_from) if f.text_from else None,
-            _confirmations(f), json.dumps(f.started_by) if f.started_by else None, 1 if f.start_guessed else None)
+            _confirmations(f), json.dumps(f.started_by) if f.started_by else None, 1 if f.start_guessed else None,
+            _other_words(f))
 
 
 def _confirmations(f: Fact) -> str | None:
     return json.dumps([[c, ids] for c, ids in f.confirmations]) if f.confirmations else None
+
+
+def _other_words(f: Fact) -> str | None:
+    return json.dumps([[ids, words] for ids, words in f.other_words]) if f.other_words else None
 
 
 # enum lookups by value without Enum.__call__ (row_to_fact runs for every fact a search reads)
@@ -158,6 +163,7 @@ def row_to_fact(r: Sequence[Any]) -> Fact:
         confirmations=[(c, ids) for c, ids in json.loads(r[21])] if r[21] else [],
         started_by=_id_list(r[22]) if r[22] else [],
         start_guessed=r[23] == 1,
+        other_words=[(ids, words) for ids, words in json.loads(r[24])] if r[24] else [],
     )
 
 
@@ -513,13 +519,13 @@ class SQLStore(Store):
     def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self._many(user_id, "UPDATE facts SET valid_from = ?, valid_to = ?, stated_to = ?, confidence = ?, "
                    "source_ids = ?, text = ?, closed_by = ?, ended_by = ?, text_from = ?, confirmations = ?, "
-                   "started_by = ?, start_guessed = ?, session_id = ? WHERE user_id = ? AND id = ?",
+                   "started_by = ?, start_guessed = ?, session_id = ?, other_words = ? WHERE user_id = ? AND id = ?",
                    [(_us(f.valid_from), _us(f.valid_to), _us(f.stated_to), f.confidence,
                      json.dumps(f.source_ids), f.text, f.closed_by,
                      json.dumps(f.ended_by) if f.ended_by else None,
                      json.dumps(f.text_from) if f.text_from else None, _confirmations(f),
                      json.dumps(f.started_by) if f.started_by else None, 1 if f.start_guessed else None,
-                     f.session_id, user_id, f.id)
+                     f.session_id, _other_words(f), user_id, f.id)
                     for f in facts])
 
     def facts(self, user_id: str, *, ids: Sequence[str] | None = None,
