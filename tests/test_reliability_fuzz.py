@@ -117,9 +117,18 @@ def check_intervals(mem: Memory, user: str) -> None:
 
 
 def words(mem: Memory, user: str) -> set[str]:
-    """The markers of the user's facts that have words (a fact said again in another session keeps no
-    words of its own once the turns that gave them are forgotten)."""
-    return {f.text.split()[-1] for f in mem.history(user_id=user) if f.text}
+    """The markers of the words the user's facts hold: their own and their other statements'."""
+    hist = mem.history(user_id=user)
+    return {f.text.split()[-1] for f in hist if f.text} | {w.split()[-1] for f in hist for _, w in f.other_words}
+
+
+def check_other_words(mem: Memory, user: str) -> None:
+    """Other statements' words name stored turns only, and a fact that has them has words of its own."""
+    turns = {m.id for m in mem.messages(user_id=user)}
+    for f in mem.history(user_id=user):
+        assert not f.other_words or f.text, f
+        for ids, said in f.other_words:
+            assert said and set(ids) <= turns, (f.id, ids, said)
 
 
 def check_names(mem: Memory, user: str) -> None:
@@ -221,6 +230,7 @@ def run_sequence(mem: Memory, folder: Path | None, ops: list[tuple[str, Any]]) -
             check_roundtrip(mem, user)
         check_intervals(mem, user)
         check_names(mem, user)
+        check_other_words(mem, user)
         check_text_index(mem, user, forgotten)
         assert leftovers(folder, forgotten) == set(), "forgotten words still in the file"
     check_roundtrip(mem, user)
