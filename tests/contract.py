@@ -875,6 +875,19 @@ def test_merging_refuses_unknown_or_identical_names_and_changes_nothing(cmem: Me
     assert cmem.merge_entities(mom.id, "Linda", user_id=U).entity.aliases == ["Mom"]  # by id too
 
 
+def test_merging_two_entities_a_fact_relates_is_refused_naming_the_fact(cmem: Memory) -> None:
+    """"Linda friend_of Mom": merged, Linda would be her own friend.  The merge names the fact and changes
+    nothing; once the fact is forgotten (or corrected) the merge goes through."""
+    _mom_and_linda(cmem)
+    [friends] = cmem.add_facts([{"subject": "Linda", "relation": "friend_of", "object": "Mom"}], user_id=U).added
+    before = everything_of(cmem, U)
+    with pytest.raises(ValidationError, match=f"relate it to 'Linda'.*Linda friend_of Mom \\({friends.id}\\)") as e:
+        cmem.merge_entities("Mom", "Linda", user_id=U)
+    assert e.value.field == "name" and everything_of(cmem, U) == before
+    cmem.forget(user_id=U, fact_id=friends.id)
+    assert cmem.merge_entities("Mom", "Linda", user_id=U).facts_moved == 2
+
+
 def _stints(mem: Memory) -> list[tuple[str, str | None, str | None, bool]]:
     return [(f.object, f.valid_from and f.valid_from.date().isoformat(), f.valid_to and f.valid_to.date().isoformat(),
              f.start_guessed) for f in mem.history(user_id=U, subject="Maya", relation="lives_in")]

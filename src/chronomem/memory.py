@@ -524,13 +524,21 @@ class Memory:
         turns, the raised confidence (forgetting either statement's turns still takes its part back).
         Nothing is deleted otherwise; it runs in one transaction.  Raises
         :class:`~chronomem.errors.NotFoundError` for an unknown name and
-        :class:`~chronomem.errors.ValidationError` when both name the same entity.
+        :class:`~chronomem.errors.ValidationError` when both name the same entity, or when a fact relates
+        the two ("Linda friend_of Mom"): merged, it would relate the entity to itself, so the merge is
+        refused, naming the facts to correct or forget first.
         """
         user_id = check_user(user_id)
         with self.store.transaction(user_id):
             source, target = (self._entity_named(user_id, what, v) for what, v in (("name", name), ("into", into)))
             if source == target:
                 raise ValidationError("name", name, f"names the same entity as {into!r} ({target})")
+            between = [f for f in self.store.facts(user_id, touching=[source]) if {f.subject_id, f.object_id} == {
+                source, target}]
+            if between:
+                said = "; ".join(f"{f.subject} {f.relation} {f.object} ({f.id})" for f in between[:5])
+                raise ValidationError("name", name, f"{len(between)} fact(s) relate it to {into!r}, which merged "
+                                      f"would relate the entity to itself: {said}; correct or forget them first")
             moved, folded = self.graph.merge_entities(user_id, source, target)
             entity = self.store.entities(user_id, ids=[target])[0]
         log.info("user %r: merged entity %s into %s (%d facts moved, %d folded)", user_id, source, target,

@@ -133,7 +133,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     @server.tool(description="Make two names one person, place or thing when memory kept them apart (the "
                              "user says 'Mom is Linda'): `name`'s facts and names move to `into`, histories are "
                              "placed in time order together, a fact both said becomes one. Names, aliases or "
-                             "entity ids.")
+                             "entity ids. Refused while a fact relates the two (forget or correct it first).")
     @_agent_errors
     async def merge_entities(name: str, into: str) -> dict[str, Any]:
         return (await amem.merge_entities(name, into, user_id=user_id)).to_dict()

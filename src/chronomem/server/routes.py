@@ -262,7 +262,8 @@ def add_alias(user_id: UserId, body: AliasIn, mem: Mem) -> dict[str, Any]:
 def merge_entities(user_id: UserId, body: MergeIn, mem: Mem) -> dict[str, Any]:
     """Make two entities one ("Mom" and "Linda", kept apart by resolution): `name`'s facts and names move to
     `into`, its history is placed in time order with `into`'s, and a fact both said becomes one fact said
-    twice.  404 when either names no entity of the user; 422 when both name the same one."""
+    twice.  404 when either names no entity of the user; 422 when both name the same one, or when a fact
+    relates the two (merged, the entity would be related to itself: correct or forget it first)."""
     return mem.merge_entities(body.name, body.into, user_id=user_id).to_dict()
 
 
