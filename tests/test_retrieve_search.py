@@ -479,3 +479,22 @@ def test_a_superseded_version_is_in_no_history_and_derives_nothing(mem: Memory) 
         assert res.facts == [] and "Jonas" not in res.context, q  # before: "Jonas married to Lena [2015 -> now)"
     res = mem.search("Who has Lena been married to over the years?", user_id="u")
     assert [(f.subject, f.object) for f in res.facts] == [("Lena", "Paul")]
+
+
+def test_a_hub_keeps_the_facts_the_question_asks_for_before_the_most_recent() -> None:
+    """The user's own entity is a hub after months of talk: more facts than ``max_neighbours`` are read
+    for it.  Cut by recency alone, her home (said in 2018) went behind 400 likes told since."""
+    with Memory(":memory:", embedder=False) as m:
+        m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"},
+                     {"subject": "Maya", "relation": "works_at", "object": "Acme", "valid_from": "2019-01-01"}],
+                    user_id=U)
+        m.add_facts([{"subject": "Maya", "relation": "likes", "object": f"song {i}", "valid_from": "2024-01-01"}
+                     for i in range(400)], user_id=U)
+        assert CFG.max_neighbours < 402
+        home = search(m, "Where does Maya live?")
+        assert [(f.relation, f.object) for f in home.facts][:1] == [("lives_in", "Porto")]
+        assert home.trace.stats["facts_read"] >= 402  # every fact of the hub was read, then cut
+        job = search(m, "Where does Maya work?")
+        assert [(f.relation, f.object) for f in job.facts][:1] == [("works_at", "Acme")]
+        songs = search(m, "What songs does Maya like?").facts
+        assert songs and {f.relation for f in songs} == {"likes"}  # the hub's other facts still answer

@@ -327,9 +327,27 @@ class BeamSearch:
                         self._neighbours[end].append(f)
         for e in todo:
             lst = self._neighbours[e]
-            if len(lst) > self.cfg.max_neighbours:  # hubs: keep the most recent facts
-                lst.sort(key=lambda f: (f.valid_from is not None, f.valid_from or f.recorded_at), reverse=True)
-                del lst[self.cfg.max_neighbours:]
+            if len(lst) > self.cfg.max_neighbours:
+                self._keep_for_question(e, lst)
+
+    def _keep_for_question(self, entity_id: str, facts: list[Fact]) -> None:
+        """Cut a hub's facts to ``max_neighbours``: first those whose relation or other end carries more
+        of the question's words (besides the hub's own name), then the most recent.  The user's own entity
+        is a hub after months of talk; cut by recency alone, "where does Maya live" lost her home to three
+        hundred likes told since."""
+        own = facts[0].subject if facts[0].subject_id == entity_id else facts[0].object
+        wanted = self.relevance.q_terms - term_set(own)
+        by_relation: dict[str, int] = {}
+
+        def asked(f: Fact) -> int:
+            n = by_relation.get(f.relation)
+            if n is None:
+                vocab = self.relevance.vocab.get(f.relation) or term_set(f.relation.replace("_", " "))
+                n = by_relation[f.relation] = len(vocab & wanted)
+            return n + len(term_set(f.object if f.subject_id == entity_id else f.subject) & wanted)
+
+        facts.sort(key=lambda f: (asked(f), f.valid_from is not None, f.valid_from or f.recorded_at), reverse=True)
+        del facts[self.cfg.max_neighbours:]
 
     def lookup(self, subject_ids: Sequence[str], relations: Sequence[str]) -> list[Fact]:
         if not subject_ids:
