@@ -341,7 +341,8 @@ def test_finished_jobs_are_deleted_once_their_retention_has_passed(store_url: st
 def test_the_sweep_deletes_expired_jobs_at_most_every_ten_minutes(tmp_path, llm: FakeModelServer) -> None:
     with Memory(tmp_path / "m.db", llm=llm.spec, embedder=False, queue=_NullQueue()) as mem:
         first = mem.submit_messages(turns("I live in Porto."), user_id="u1")
-        runner = JobRunner(mem.store.inner, lambda tenant: mem, name="me", retention_s=1e-6)  # type: ignore[attr-defined]
+        raw = mem.store.inner  # type: ignore[attr-defined]
+        runner = JobRunner(raw, lambda tenant: mem, name="me", retention_s=1e-6)
         runner.run(first.id)
         runner.sweep(lambda j: None)
         with pytest.raises(NotFoundError):

@@ -465,6 +465,7 @@ def rebuild_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
 
 def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact], Key],
                  theta: float) -> list[Fact]:
+    """:func:`rebuild_slot` of facts that may all meet: each is replayed against every live one before it."""
     # a version replaced by a correction (confidence 0, closed_by its correction) keeps its link
     reset = sorted((f if _corrected(f) else replace(f, valid_to=f.stated_to, closed_by=None)
                     if not f.start_guessed else replace(f, valid_from=None, start_guessed=False,
