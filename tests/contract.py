@@ -877,15 +877,17 @@ def test_merging_refuses_unknown_or_identical_names_and_changes_nothing(cmem: Me
 
 def test_merging_two_entities_a_fact_relates_is_refused_naming_the_fact(cmem: Memory) -> None:
     """"Linda friend_of Mom": merged, Linda would be her own friend.  The merge names the fact and changes
-    nothing; once the fact is forgotten (or corrected) the merge goes through."""
+    nothing; once the fact is corrected (or forgotten) the merge goes through."""
     _mom_and_linda(cmem)
     [friends] = cmem.add_facts([{"subject": "Linda", "relation": "friend_of", "object": "Mom"}], user_id=U).added
     before = everything_of(cmem, U)
     with pytest.raises(ValidationError, match=f"relate it to 'Linda'.*Linda friend_of Mom \\({friends.id}\\)") as e:
         cmem.merge_entities("Mom", "Linda", user_id=U)
     assert e.value.field == "name" and everything_of(cmem, U) == before
-    cmem.forget(user_id=U, fact_id=friends.id)
-    assert cmem.merge_entities("Mom", "Linda", user_id=U).facts_moved == 2
+    fixed = cmem.correct(friends.id, user_id=U, object="Ana")  # the replaced version holds at no time
+    assert cmem.merge_entities("Mom", "Linda", user_id=U).facts_moved == 3
+    assert [f.object for f in cmem.facts(user_id=U, subject="Linda", relation="friend_of")] == ["Ana"]
+    assert fixed.id in {f.id for f in cmem.history(user_id=U)}
 
 
 def _stints(mem: Memory) -> list[tuple[str, str | None, str | None, bool]]:

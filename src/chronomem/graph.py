@@ -385,10 +385,10 @@ class GraphWriter:
         repetition is (:func:`~chronomem.temporal.fold_repetition`: its turns, its raise, still undoable
         by forgetting); then every slot of the target is placed in time order again, as after forgetting.
         Returns (facts moved, of them folded)."""
-        from .temporal import _corrected, fold_repetition, is_stable, said_inside
+        from .temporal import fold_repetition, is_stable, replaced_by_correction, said_inside
 
         def plain(f: Fact) -> bool:  # corrections and the versions they replaced keep their links
-            return f.origin is not Origin.CORRECTED and not _corrected(f) and not f.superseded
+            return f.origin is not Origin.CORRECTED and not replaced_by_correction(f) and not f.superseded
 
         with self.store.transaction(user_id):
             moved = set(self.store.merge_entities(user_id, source_id, target_id))

@@ -34,6 +34,7 @@ from .keys import DEFAULT_TENANT
 from .memo import clear_text_memos
 from .store import Store, open_store
 from .store.tenant import TenantStore
+from .temporal import replaced_by_correction
 from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
 from .exports import check_tables
 from .validation import check_id, check_name, check_text, check_user
@@ -533,8 +534,10 @@ class Memory:
             source, target = (self._entity_named(user_id, what, v) for what, v in (("name", name), ("into", into)))
             if source == target:
                 raise ValidationError("name", name, f"names the same entity as {into!r} ({target})")
-            between = [f for f in self.store.facts(user_id, touching=[source]) if {f.subject_id, f.object_id} == {
-                source, target}]
+            # (a version a correction replaced is history that holds at no time: it does not count)
+            pair = {source, target}
+            between = [f for f in self.store.facts(user_id, touching=[source])
+                       if {f.subject_id, f.object_id} == pair and not replaced_by_correction(f)]
             if between:
                 said = "; ".join(f"{f.subject} {f.relation} {f.object} ({f.id})" for f in between[:5])
                 raise ValidationError("name", name, f"{len(between)} fact(s) relate it to {into!r}, which merged "

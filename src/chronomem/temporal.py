@@ -298,7 +298,7 @@ def plan_update(
     stable = is_stable(new, theta)
     # a superseded version or one a correction replaced takes no part in updates
     same = [f for f in stored if key(f) == k and is_stable(f, theta) == stable and not f.superseded
-            and not _corrected(f)]
+            and not replaced_by_correction(f)]
 
     # 1. an explicit ending closes the matching open fact (or, in a one-valued slot, the one open fact
     #    named alike: "I quit Asda" ends "works_at Asda head office")
@@ -467,7 +467,7 @@ def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
                  theta: float) -> list[Fact]:
     """:func:`rebuild_slot` of facts that may all meet: each is replayed against every live one before it."""
     # a version replaced by a correction (confidence 0, closed_by its correction) keeps its link
-    reset = sorted((f if _corrected(f) else replace(f, valid_to=f.stated_to, closed_by=None)
+    reset = sorted((f if replaced_by_correction(f) else replace(f, valid_to=f.stated_to, closed_by=None)
                     if not f.start_guessed else replace(f, valid_from=None, start_guessed=False,
                                                         valid_to=f.stated_to, closed_by=None) for f in facts),
                    key=lambda f: f.recorded_at)
@@ -475,7 +475,7 @@ def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
     for f in reset:
         if is_stable(f, theta):
             rivals = [g for g in current.values() if _live(g, theta) and in_slot(f, g, spec, key)]
-            if not _corrected(f):
+            if not replaced_by_correction(f):
                 _resolve_unknown_starts(f, rivals)  # as when it was inserted (plan_update, step 3)
             current.update(_place_in_slot(f, rivals))
         current[f.id] = f
@@ -487,7 +487,7 @@ def _interval_of(f: Fact) -> tuple[object, ...]:
     return f.valid_from, f.start_guessed, f.valid_to, f.closed_by
 
 
-def _corrected(f: Fact) -> bool:
+def replaced_by_correction(f: Fact) -> bool:
     """A version :meth:`chronomem.Memory.correct` replaced: confidence 0, ``closed_by`` its correction."""
     return f.confidence == 0.0 and f.closed_by is not None
 
