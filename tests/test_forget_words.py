@@ -102,6 +102,21 @@ def test_job_results_quoting_the_forgotten_words_are_dropped(tmp_path: Path) -> 
         assert job.status == kept.status and MARK not in str(job.to_dict())
 
 
+def test_job_results_quoting_a_forgotten_statements_other_words_are_dropped(tmp_path: Path) -> None:
+    """s2's words are kept beside s1's (``other_words``) and quoted by s3's job, which reinforced the fact
+    later: forgetting s2 takes them from the fact and from that job's result."""
+    with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
+        for i, (text, sid) in enumerate((("I live in Berlin.", "s1"), (SAID, "s2"), ("I live in Berlin.", "s3"))):
+            last = mem.wait(mem.submit_messages(conv(text, prefix=f"p{i}", ts=f"2023-0{i + 1}-01T10:00:00Z"),
+                                                user_id="u1", session_id=sid))
+        assert MARK in str(last.result)  # s3's job quotes the fact with every statement's words
+        mem.forget(user_id="u1", session_id="s2")
+        (f,) = mem.history(user_id="u1")
+        assert MARK not in str(f.to_dict()) and len(f.source_ids) == 2
+        assert MARK not in str(mem.job(last.id).to_dict())
+    assert not any(MARK.lower().encode() in p.read_bytes().lower() for p in tmp_path.glob("m.db*"))
+
+
 def test_relation_names_leave_no_trace_in_the_memos(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db", embedder=False, llm=False) as mem:
         mem.add_facts([{"subject": "Maya", "relation": f"{MARK}_likes", "object": "tea"}], user_id="u1")

@@ -120,8 +120,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                     worded = bool(f.text) and _worded_by(f, msg_ids)  # its words were the forgotten turns'
                     if worded:
                         f.text, f.text_from = "", []
-                    # the words of its other statements said only there go too; the oldest left takes the
-                    # place of its own
+                    # the words of its other statements said only there go too (and so do the job results
+                    # that quoted them); the oldest left takes the place of its own
                     if unsay_words(f, msg_ids) or worded:
                         reworded.append(f.id)  # and what was made of them goes: its vector, job results
                     unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns

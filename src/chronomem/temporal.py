@@ -179,11 +179,11 @@ def keep_words(words: Sequence[tuple[list[str], str]],
 
 def unsay_words(f: Fact, forgotten: set[str]) -> bool:
     """Forget the other statements' words that only ``forgotten`` turns said (the others lose those turns),
-    and give ``f``, if its own words went, the oldest words still said.  Mutates ``f``; whether its text
-    changed."""
+    and give ``f``, if its own words went, the oldest words still said.  Mutates ``f``; whether any words
+    went or moved (what quoted ``f`` before, a job's result, quotes words it no longer holds)."""
     kept = [(left, text) for ids, text in f.other_words
             if (left := [i for i in ids if i not in forgotten]) or not ids]
-    changed = False
+    changed = len(kept) < len(f.other_words)
     if not f.text:
         said = next((i for i, (ids, _) in enumerate(kept) if ids), None)
         if said is not None:
