@@ -989,6 +989,16 @@ def test_foreign_database_is_refused(store_url: str) -> None:
         Memory(store_url)
 
 
+def test_held_fact_ids_tells_which_ids_the_user_holds(cmem: Memory) -> None:
+    lives(cmem, "Porto", "2018-01-01")
+    lives(cmem, "Oslo", "2018-01-01", user=V)
+    [mine], [theirs] = cmem.history(user_id=U), cmem.history(user_id=V)
+    many = [f"absent{i}" for i in range(5000)]
+    assert cmem.store.held_fact_ids(U, [*many, mine.id, theirs.id, mine.id]) == {mine.id}  # another user's: no
+    assert cmem.store.held_fact_ids(V, [mine.id, theirs.id]) == {theirs.id}
+    assert cmem.store.held_fact_ids(U, []) == set()
+
+
 def test_reads_by_more_ids_than_a_statement_takes_go_in_chunks(cmem: Memory) -> None:
     """PostgreSQL takes 65,535 parameters a statement (SQLite as built here more): an import of more facts
     than that, or a forget that touches as many entities, reads them by id in chunks, in the one order."""

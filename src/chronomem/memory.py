@@ -832,7 +832,7 @@ class Memory:
 
     def _facts_not_held(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> set[str]:
         ids = [r["id"] for r in rows.get("facts", [])]
-        return set(ids) - {f.id for f in self.store.facts(user_id, ids=ids)} if ids else set()
+        return set(ids) - self.store.held_fact_ids(user_id, ids) if ids else set()
 
     def _merge_known_entities(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
         """Map the import's entities onto the user's entities of the same name.

@@ -253,7 +253,7 @@ class Relevance:
                 stored.append((f.id, v))
         if stored:
             with self.store.transaction(self.user_id):  # a fact forgotten while it was embedded gets no vector
-                alive = {f.id for f in self.store.facts(self.user_id, ids=[i for i, _ in stored])}
+                alive = self.store.held_fact_ids(self.user_id, [i for i, _ in stored])
                 stored = [(i, v) for i, v in stored if i in alive]
                 self.store.put_vectors(self.user_id, FACT_KIND, stored, self.embedder.name)
             self._have.update(i for i, _ in stored)

@@ -148,6 +148,10 @@ class Store(ABC):
     def count_facts(self, user_id: str) -> int: ...
 
     @abstractmethod
+    def held_fact_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` name facts of the user: a check of existence that reads no fact."""
+
+    @abstractmethod
     def delete_facts(self, user_id: str, ids: Sequence[str]) -> int: ...
 
     @abstractmethod

@@ -601,6 +601,15 @@ class SQLStore(Store):
     def count_facts(self, user_id: str) -> int:
         return int(self._all("SELECT COUNT(*) FROM facts WHERE user_id = ?", (user_id,))[0][0])
 
+    def held_fact_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        asked = list(dict.fromkeys(ids))
+        held: set[str] = set()
+        for i in range(0, len(asked), IN_CHUNK):
+            chunk = asked[i:i + IN_CHUNK]
+            held.update(r[0] for r in self._all(f"SELECT id FROM facts WHERE user_id = ? AND id IN {self._in(chunk)}",
+                                                (user_id, *chunk)))
+        return held
+
     def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
         if not ids:
             return 0
@@ -990,7 +999,7 @@ class SQLStore(Store):
         lock = owner[0][0] if owner else f"{JOBS_LOCK}:{job_id}"
         with self.transaction(lock):  # the user's lock: a forget of the user does not interleave
             quoted = _quoted_fact_ids(result) if result is not None and owner else set()
-            if quoted and len({f.id for f in self.facts(lock, ids=sorted(quoted))}) < len(quoted):
+            if quoted and len(self.held_fact_ids(lock, sorted(quoted))) < len(quoted):
                 result = None  # it quotes a fact forgotten while the job ran (as forgetting drops such results)
             return self._exec(lock, "UPDATE jobs SET status = ?, result = ?, error = ?, "
                               "finished_at = ?, updated_at = ?, lease_until = NULL WHERE id = ? AND worker = ? "

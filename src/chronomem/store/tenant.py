@@ -192,6 +192,9 @@ class TenantStore(Store):
     def count_facts(self, user_id: str) -> int:
         return self.inner.count_facts(self._k(user_id))
 
+    def held_fact_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
+        return self.inner.held_fact_ids(self._k(user_id), ids)
+
     def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
         return self.inner.delete_facts(self._k(user_id), ids)
 
