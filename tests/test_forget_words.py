@@ -10,15 +10,18 @@ an audit: the forgotten sentence stayed readable, searchable, embedded and in ``
 from __future__ import annotations
 
 import hashlib
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 from test_extract_pipeline import SCRIPT, conv
 from test_memory_sessions import SessionLLM
 
-from chronomem import Memory
+from chronomem import Fact, Intent, Memory, Origin
+from chronomem.limits import MAX_OTHER_WORDS
 from chronomem.memo import clear_text_memos
 from chronomem.registry import _normalize_relation
+from chronomem.temporal import keep_words, unsay_words
 
 MARK = "Zyxwqmarker"
 SAID = f"I live in Berlin near the {MARK} clinic."
@@ -124,3 +127,20 @@ def test_relation_names_leave_no_trace_in_the_memos(tmp_path: Path) -> None:
         mem.forget(user_id="u1", everything=True)
         assert _normalize_relation.cache_info().currsize == 0  # type: ignore[attr-defined]
     assert clear_text_memos() > 0
+
+
+def test_keep_words_merges_the_same_words_skips_blank_ones_and_keeps_the_newest() -> None:
+    words = keep_words([], (["m0"], "Maya lives in Berlin."), (["m1"], "  "), (["m2"], "Maya lives in Berlin."))
+    assert words == [(["m0", "m2"], "Maya lives in Berlin.")]
+    many = keep_words(words, *[([f"n{i}"], f"said {i}") for i in range(MAX_OTHER_WORDS + 1)])
+    assert len(many) == MAX_OTHER_WORDS and many[0] == (["n1"], "said 1") and many[-1] == (["n8"], "said 8")
+
+
+def test_unsay_words_drops_what_only_forgotten_turns_said_and_promotes_the_oldest_left() -> None:
+    f = Fact(id="f", user_id="u", subject="Maya", relation="lives_in", object="Berlin", valid_from=None,
+             valid_to=None, confidence=1.0, intent=Intent.FACT, origin=Origin.STATED,
+             recorded_at=datetime(2024, 1, 1, tzinfo=timezone.utc), text="",
+             other_words=[(["a"], "A said"), (["b", "c"], "B and C said"), ([], "given by hand")])
+    assert unsay_words(f, {"a", "b"}) is True
+    assert (f.text, f.text_from, f.other_words) == ("B and C said", ["c"], [([], "given by hand")])
+    assert unsay_words(f, {"zzz"}) is False  # nothing it holds was said there

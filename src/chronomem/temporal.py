@@ -158,7 +158,7 @@ def keep_words(words: Sequence[tuple[list[str], str]],
                *said: tuple[Sequence[str], str]) -> list[tuple[list[str], str]]:
     """A fact's other statements' words (``Fact.other_words``) with more ``said`` as (turns, words)
     pairs: words already kept gain the turns, new words come last, and beyond
-    :data:`~chronomem.limits.MAX_OTHER_WORDS` the oldest go.  Empty words are skipped.
+    :data:`~chronomem.limits.MAX_OTHER_WORDS` the oldest go.  Empty or blank words are skipped.
 
     >>> keep_words([(["m1"], "Maya lives in Porto.")], (["m7"], "Maya still lives in Porto."))
     [(['m1'], 'Maya lives in Porto.'), (['m7'], 'Maya still lives in Porto.')]
@@ -167,7 +167,7 @@ def keep_words(words: Sequence[tuple[list[str], str]],
     """
     out = [(list(ids), text) for ids, text in words]
     for turns, text in said:
-        if not text:
+        if not text.strip():
             continue
         at = next((i for i, (_, kept) in enumerate(out) if kept == text), None)
         if at is None:
