@@ -252,3 +252,14 @@ def test_errors_share_one_shape(tmp_path: Path) -> None:
 def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli_app, ["serve", "--host", "0.0.0.0", "--db", str(tmp_path / "s.db")])
     assert r.exit_code != 0 and isinstance(r.exception, ConfigError) and "without API keys" in str(r.exception)
+
+
+def test_a_page_turns_only_its_own_items_into_replies() -> None:
+    from chronomem.server import pagination
+    from chronomem.server.routes import paged
+
+    made: list[int] = []
+    first = paged(list(range(10)), None, 3, lambda x: made.append(x) or {"n": x})
+    assert first["items"] == [{"n": 0}, {"n": 1}, {"n": 2}] and made == [0, 1, 2]
+    last = paged(list(range(10)), pagination.encode(9), 3, lambda x: made.append(x) or {"n": x})
+    assert last == {"items": [{"n": 9}], "next_cursor": None} and made == [0, 1, 2, 9]

@@ -3,8 +3,9 @@ user ids in paths are the tenant's own, and the store keeps tenants apart."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import unquote
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
@@ -15,7 +16,7 @@ from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
 from ..validation import check_id
 from ..jobs.model import Job
 from ..memory import Memory
-from ..model import Fact
+from ..model import Entity, Fact
 from . import pagination
 from .schemas import (AddIn, AliasIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn,
                       EntityOut, ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
@@ -75,9 +76,15 @@ def job_out(job: Job) -> dict[str, Any]:
     return job.to_dict()
 
 
-def paged(items: list[Any], cursor: str | None, limit: int) -> dict[str, Any]:
+T = TypeVar("T")
+
+
+def paged(items: Sequence[T], cursor: str | None, limit: int,
+          out: Callable[[T], Any] | None = None) -> dict[str, Any]:
+    """One page of ``items``, each made a reply by ``out`` (only the page's: a user's 20,000 facts are
+    not all turned into dicts to send 50)."""
     chunk, nxt = pagination.page(items, pagination.decode(cursor), limit)
-    return {"items": chunk, "next_cursor": nxt}
+    return {"items": chunk if out is None else [out(x) for x in chunk], "next_cursor": nxt}
 
 
 def _job_reply(mem: Memory, job: Job, wait: bool, timeout: float, response: Response,
@@ -203,7 +210,7 @@ def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(m
     (``other_side``; marked ``origin`` derived, ``support_ids`` the stored fact)."""
     found = mem.facts(user_id=user_id, subject=subject, relation=relation, object=object, as_of=as_of,
                       include_unstable=include_unstable, other_side=other_side)
-    return paged([fact_out(f) for f in found], cursor, limit)
+    return paged(found, cursor, limit, fact_out)
 
 
 @router.get("/users/{user_id}/history", response_model=Page[FactOut], tags=["facts"])
@@ -215,7 +222,7 @@ def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_
     for the facts list)."""
     found = mem.history(user_id=user_id, subject=subject, relation=relation, object=object,
                         other_side=other_side)
-    return paged([fact_out(f) for f in found], cursor, limit)
+    return paged(found, cursor, limit, fact_out)
 
 
 def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
@@ -248,7 +255,7 @@ def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 @router.get("/users/{user_id}/entities", response_model=Page[EntityOut], tags=["facts"])
 def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
-    return paged([e.to_dict() for e in mem.entities(user_id=user_id)], cursor, limit)
+    return paged(mem.entities(user_id=user_id), cursor, limit, Entity.to_dict)
 
 
 @router.post("/users/{user_id}/entities/aliases", response_model=EntityOut, tags=["facts"])
