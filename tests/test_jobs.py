@@ -372,3 +372,8 @@ def test_job_retention_is_read_from_the_environment(monkeypatch: pytest.MonkeyPa
             retention_seconds()
     with pytest.raises(ConfigError, match="retention_s"):
         JobRunner(mem.store.inner, lambda tenant: mem, retention_s=0)  # type: ignore[attr-defined]
+    # a memory whose jobs run in process refuses it when opened, before a turn could be stored
+    monkeypatch.setenv("CHRONOMEM_JOB_RETENTION", "7d")
+    with pytest.raises(ConfigError, match="CHRONOMEM_JOB_RETENTION"):
+        Memory(tmp_path / "refused.db", llm=False, embedder=False)
+    assert not (tmp_path / "refused.db").exists()

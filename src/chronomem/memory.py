@@ -169,6 +169,7 @@ class Memory:
         self.config = config or Config.load(theta_stable=theta_stable)
         if config is not None and theta_stable is not None:
             self.config = Config(**{**config.__dict__, "theta_stable": theta_stable})
+        self._jobs = JobService(self, queue)  # before the store: it may refuse its settings
         buffer_ = _make_buffer(buffer, tenant or DEFAULT_TENANT)  # before the store: it may refuse
         # the store is bound to one tenant (default: "default", whose user keys are the bare ids);
         # a Store object passed in is shared, not owned: closing this Memory leaves it open
@@ -179,7 +180,6 @@ class Memory:
             bound = TenantStore(open_store(loc), tenant or DEFAULT_TENANT)
         self.store: Store = bound
         self.tenant: str = bound.tenant
-        self._jobs = JobService(self, queue)
         self.registry = RelationRegistry()
         self.registry.update(self.config.relations)
         for r in relations or ():

@@ -44,6 +44,10 @@ class JobService:
         self.mem = mem
         self._queue_spec = queue
         self._queue: JobQueue | None = None
+        if (queue is None or isinstance(queue, str)) and queue_url(queue) is None:
+            from .worker import retention_seconds
+
+            retention_seconds()  # the in-process queue's setting, refused now rather than after turns are stored
 
     @property
     def queue(self) -> JobQueue:
