@@ -377,3 +377,21 @@ def test_job_retention_is_read_from_the_environment(monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match="CHRONOMEM_JOB_RETENTION"):
         Memory(tmp_path / "refused.db", llm=False, embedder=False)
     assert not (tmp_path / "refused.db").exists()
+
+
+def test_the_job_lease_is_read_from_the_environment_and_a_bad_one_refused(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path) -> None:
+    from chronomem.errors import ConfigError
+    from chronomem.jobs.worker import lease_seconds
+
+    monkeypatch.delenv("CHRONOMEM_JOB_LEASE", raising=False)
+    assert lease_seconds() == 30
+    monkeypatch.setenv("CHRONOMEM_JOB_LEASE", "0.2")
+    assert lease_seconds() == 1.0  # at least a second: the heartbeat renews it every third of it
+    for bad in ("30s", "0", "-5", "nan", "inf", "forever"):
+        monkeypatch.setenv("CHRONOMEM_JOB_LEASE", bad)
+        with pytest.raises(ConfigError, match="CHRONOMEM_JOB_LEASE"):
+            lease_seconds()
+    with pytest.raises(ConfigError, match="CHRONOMEM_JOB_LEASE"):  # once silently 30 s
+        Memory(tmp_path / "refused.db", llm=False, embedder=False)
+    assert not (tmp_path / "refused.db").exists()

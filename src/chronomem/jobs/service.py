@@ -45,9 +45,10 @@ class JobService:
         self._queue_spec = queue
         self._queue: JobQueue | None = None
         if (queue is None or isinstance(queue, str)) and queue_url(queue) is None:
-            from .worker import retention_seconds
+            from .worker import lease_seconds, retention_seconds
 
-            retention_seconds()  # the in-process queue's setting, refused now rather than after turns are stored
+            # the in-process queue's settings, refused now rather than after turns are stored
+            lease_seconds(), retention_seconds()
 
     @property
     def queue(self) -> JobQueue:

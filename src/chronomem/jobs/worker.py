@@ -48,36 +48,39 @@ DEFAULT_LEASE_S = 30.0
 UNSENT_GRACE_S = 30.0  # a queued job not handed to the queue after this long is sent by the sweeper
 
 
-def lease_seconds() -> float:
-    """``CHRONOMEM_JOB_LEASE`` seconds (default 30): how long a silent worker keeps a job."""
-    try:
-        value = float(os.environ.get("CHRONOMEM_JOB_LEASE", DEFAULT_LEASE_S))
-    except ValueError:
-        value = DEFAULT_LEASE_S
-    return max(value, 1.0)
-
-
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 PURGE_EVERY_S = 600.0  # how often a runner's sweep deletes expired jobs
 PURGE_BATCH = 1000  # jobs per delete statement: a purge never holds the jobs' lock long
 
 
-def retention_seconds() -> float:
-    """``CHRONOMEM_JOB_RETENTION``: seconds a finished job stays readable (default 7 days);
-    ``forever`` keeps every job (``math.inf``).  Anything else is a :class:`ConfigError`."""
-    raw = os.environ.get("CHRONOMEM_JOB_RETENTION", "").strip()
+def _seconds(name: str, default: float, meaning: str, *, forever: bool = False) -> float:
+    """The environment's ``name`` as a positive number of seconds (``forever``: ``math.inf`` when
+    allowed), ``default`` when unset; anything else is a :class:`ConfigError` that names it."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return DEFAULT_RETENTION_S
-    if raw.lower() == "forever":
+        return default
+    if forever and raw.lower() == "forever":
         return math.inf
     try:
         value = float(raw)
     except ValueError:
         value = math.nan
     if not (0 < value < math.inf):
-        raise ConfigError(f"CHRONOMEM_JOB_RETENTION={raw!r}: give the seconds a finished job is kept "
-                          "(a positive number, e.g. 604800 for 7 days) or 'forever'")
+        raise ConfigError(f"{name}={raw!r}: give {meaning} (a positive number of seconds"
+                          + (") or 'forever'" if forever else ")"))
     return value
+
+
+def lease_seconds() -> float:
+    """``CHRONOMEM_JOB_LEASE`` seconds (default 30, at least 1): how long a silent worker keeps a job."""
+    return max(_seconds("CHRONOMEM_JOB_LEASE", DEFAULT_LEASE_S, "how long a silent worker keeps a job"), 1.0)
+
+
+def retention_seconds() -> float:
+    """``CHRONOMEM_JOB_RETENTION``: seconds a finished job stays readable (default 7 days);
+    ``forever`` keeps every job (``math.inf``)."""
+    return _seconds("CHRONOMEM_JOB_RETENTION", DEFAULT_RETENTION_S,
+                    "how long a finished job is kept, e.g. 604800 for 7 days", forever=True)
 
 
 def worker_name() -> str:
