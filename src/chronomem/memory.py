@@ -534,10 +534,11 @@ class Memory:
             source, target = (self._entity_named(user_id, what, v) for what, v in (("name", name), ("into", into)))
             if source == target:
                 raise ValidationError("name", name, f"names the same entity as {into!r} ({target})")
-            # (a version a correction replaced is history that holds at no time: it does not count)
-            pair = {source, target}
-            between = [f for f in self.store.facts(user_id, touching=[source])
-                       if {f.subject_id, f.object_id} == pair and not replaced_by_correction(f)]
+            # read from either side through the indexes, not every fact of ``name`` (a version a correction
+            # replaced is history that holds at no time: it does not count)
+            between = [f for a, b in ((source, target), (target, source))
+                       for f in self.store.facts(user_id, subject_ids=[a], object_ids=[b])
+                       if not replaced_by_correction(f)]
             if between:
                 said = "; ".join(f"{f.subject} {f.relation} {f.object} ({f.id})" for f in between[:5])
                 raise ValidationError("name", name, f"{len(between)} fact(s) relate it to {into!r}, which merged "
