@@ -259,7 +259,8 @@ def test_a_page_turns_only_its_own_items_into_replies() -> None:
     from chronomem.server.routes import paged
 
     made: list[int] = []
-    first = paged(list(range(10)), None, 3, lambda x: made.append(x) or {"n": x})
+    first = paged(list(range(10)), "n", lambda x: [x], (int,), None, 3, lambda x: made.append(x) or {"n": x})
     assert first["items"] == [{"n": 0}, {"n": 1}, {"n": 2}] and made == [0, 1, 2]
-    last = paged(list(range(10)), pagination.encode(9), 3, lambda x: made.append(x) or {"n": x})
+    last = paged(list(range(10)), "n", lambda x: [x], (int,), pagination.encode_after("n", [8]), 3,
+                 lambda x: made.append(x) or {"n": x})
     assert last == {"items": [{"n": 9}], "next_cursor": None} and made == [0, 1, 2, 9]

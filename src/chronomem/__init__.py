@@ -12,7 +12,8 @@ from .extract.pipeline import AddResult, FailedChunk
 from .forgetting import ForgetResult
 from .memory import Memory
 from .async_memory import AsyncMemory
-from .model import Checkpoint, Entity, EntityMerge, Fact, FactInput, Intent, Message, Origin, Session, UpdateReport
+from .model import (Checkpoint, Entity, EntityMerge, Fact, FactInput, FactPosition, Intent, Message, MessagePosition,
+                    Origin, Session, UpdateReport)
 from .providers.base import LLM, ChatResult, Embedder
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
@@ -32,8 +33,8 @@ __all__ = [
     # options and models
     "Config", "SearchOptions", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
     # the data model
-    "Fact", "FactInput", "Entity", "EntityMerge", "Message", "Session", "Checkpoint", "Intent", "Origin", "RelationRegistry",
-    "RelationSpec",
+    "Fact", "FactInput", "FactPosition", "Entity", "EntityMerge", "Message", "MessagePosition", "Session", "Checkpoint",
+    "Intent", "Origin", "RelationRegistry", "RelationSpec",
     # errors
     "ChronomemError", "ValidationError", "ConfigError", "StoreError", "CorruptDatabaseError",
     "NotFoundError", "ModelError", "ModelUnavailableError", "StructuredOutputError", "__version__",

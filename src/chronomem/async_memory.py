@@ -35,7 +35,7 @@ from .forgetting import ForgetResult
 from .memory import Memory
 from .jobs.model import Job, JobStatus
 from .jobs.queue import JobQueue
-from .model import Entity, EntityMerge, Fact, FactInput, Message, Session, UpdateReport
+from .model import Entity, EntityMerge, Fact, FactInput, FactPosition, Message, MessagePosition, Session, UpdateReport
 from .providers.base import Embedder, LLM
 from .registry import RelationSpec
 
@@ -154,15 +154,19 @@ class AsyncMemory:
     async def facts(self, *, user_id: str, subject: str | None = None,
                     relation: str | None = None, object: str | None = None,
                     as_of: datetime | str | None = None, include_unstable: bool = False,
-                    other_side: bool = True) -> list[Fact]:
+                    other_side: bool = True, limit: int | None = None,
+                    after: Fact | FactPosition | None = None) -> list[Fact]:
         return await self._run(self._mem.facts, user_id=user_id, subject=subject, relation=relation,
-                               object=object, as_of=as_of, include_unstable=include_unstable, other_side=other_side)
+                               object=object, as_of=as_of, include_unstable=include_unstable, other_side=other_side,
+                               limit=limit, after=after)
 
     async def history(self, *, user_id: str, subject: str | None = None,
                       relation: str | None = None, object: str | None = None,
-                      include_unstable: bool = True, other_side: bool = True) -> list[Fact]:
+                      include_unstable: bool = True, other_side: bool = True, limit: int | None = None,
+                      after: Fact | FactPosition | None = None) -> list[Fact]:
         return await self._run(self._mem.history, user_id=user_id, subject=subject, relation=relation,
-                               object=object, include_unstable=include_unstable, other_side=other_side)
+                               object=object, include_unstable=include_unstable, other_side=other_side,
+                               limit=limit, after=after)
 
     async def entities(self, *, user_id: str) -> list[Entity]:
         return await self._run(self._mem.entities, user_id=user_id)
@@ -294,8 +298,9 @@ class AsyncMemory:
     async def sessions(self, *, user_id: str) -> list[Session]:
         return await self._run(self._mem.sessions, user_id=user_id)
 
-    async def messages(self, *, user_id: str, session_id: str | None = None) -> list[Message]:
-        return await self._run(self._mem.messages, user_id=user_id, session_id=session_id)
+    async def messages(self, *, user_id: str, session_id: str | None = None, limit: int | None = None,
+                       after: Message | MessagePosition | None = None) -> list[Message]:
+        return await self._run(self._mem.messages, user_id=user_id, session_id=session_id, limit=limit, after=after)
 
     async def close(self) -> None:
         """Stop the sweeper, wait for running calls, close the store.

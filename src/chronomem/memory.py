@@ -22,7 +22,8 @@ from .extract.entities import FuzzyEntityResolver
 from .errors import ChronomemError, ConfigError, NotFoundError, ValidationError, log_reason
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
-from .model import Entity, EntityMerge, Fact, FactInput, Message, Session, UpdateReport
+from .model import (Entity, EntityMerge, Fact, FactInput, FactPosition, Message, MessagePosition, Session,
+                    UpdateReport)
 from .providers.base import Embedder, LLM, UsageTracker
 from .providers.cache import cache_owner
 from .providers.modelset import ModelSet
@@ -133,6 +134,12 @@ def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_
     except AttributeError:  # a buffer with __slots__: nothing to mark
         pass
     return buf
+
+
+def _check_limit(limit: object) -> None:
+    """A page's ``limit``: a whole number a database takes as a LIMIT, or ``None`` for all."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit < 2**31):
+        raise ValidationError("limit", limit, "must be a whole number from 1 to 2**31 - 1, or None for all")
 
 
 def _check_options(options: object) -> SearchOptions:
@@ -409,7 +416,8 @@ class Memory:
     def facts(self, *, user_id: str, subject: str | None = None,
               relation: str | None = None, object: str | None = None,
               as_of: datetime | str | None = None, include_unstable: bool = False,
-              other_side: bool = True) -> list[Fact]:
+              other_side: bool = True, limit: int | None = None,
+              after: Fact | FactPosition | None = None) -> list[Fact]:
         """Facts valid at ``as_of`` (default: now), oldest first.
 
         ``subject``/``object`` match names and aliases case-insensitively;
@@ -421,29 +429,45 @@ class Memory:
         ``Diego parent_of Lucia`` as ``Lucia child_of Diego``.  Such a reading holds exactly
         when its stored fact does; it is marked ``origin`` derived, ``rule`` symmetry or
         inverse, and ``support_ids`` names the stored fact (the id to :meth:`correct`).
+
+        Pages: ``limit`` facts at most, placed after ``after`` (the last fact of the page before, or its
+        :class:`~chronomem.model.FactPosition`).  Paging goes on where it stopped when facts were added or
+        forgotten meanwhile::
+
+            page = mem.history(user_id="u", limit=100)
+            while page:
+                ...
+                page = mem.history(user_id="u", limit=100, after=page[-1])
         """
         user_id = check_user(user_id)
         when = utcnow() if as_of is None else parse_time(as_of, "as_of")
-        return self._select(user_id, subject, relation, object, when, include_unstable, other_side)
+        return self._select(user_id, subject, relation, object, when, include_unstable, other_side, limit, after)
 
     def history(self, *, user_id: str, subject: str | None = None,
                 relation: str | None = None, object: str | None = None,
-                include_unstable: bool = True, other_side: bool = True) -> list[Fact]:
+                include_unstable: bool = True, other_side: bool = True, limit: int | None = None,
+                after: Fact | FactPosition | None = None) -> list[Fact]:
         """Every stored version — open, closed and (by default) unstable — oldest first
-        (``other_side``: as in :meth:`facts`)."""
+        (``other_side``, ``limit`` and ``after``: as in :meth:`facts`)."""
         user_id = check_user(user_id)
-        return self._select(user_id, subject, relation, object, None, include_unstable, other_side)
+        return self._select(user_id, subject, relation, object, None, include_unstable, other_side, limit, after)
 
     def _select(self, user_id: str, subject: str | None, relation: str | None, obj: str | None,
-                when: datetime | None, include_unstable: bool, other_side: bool = True) -> list[Fact]:
+                when: datetime | None, include_unstable: bool, other_side: bool, limit: int | None,
+                after: Fact | FactPosition | None) -> list[Fact]:
         from .retrieve.lookup import select_facts
 
+        _check_limit(limit)
+        if isinstance(after, Fact):
+            after = FactPosition.of(after)
+        elif after is not None and not isinstance(after, FactPosition):
+            raise ValidationError("after", after, "must be a Fact of the page before, a FactPosition or None")
         relations = None if relation is None else [self.registry.canonical(check_name("relation", relation))]
         return select_facts(self.store, self.registry, user_id,
                             subject_ids=self._entity_ids(user_id, subject, "subject"),
                             object_ids=self._entity_ids(user_id, obj, "object"), relations=relations, as_of=when,
                             min_confidence=None if include_unstable else self.config.theta_stable,
-                            other_side=other_side)
+                            other_side=other_side, after=after, limit=limit)
 
     @_user_calls
     def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
@@ -483,11 +507,18 @@ class Memory:
         """The user's sessions, oldest first."""
         return self.store.sessions(check_user(user_id))
 
-    def messages(self, *, user_id: str, session_id: str | None = None) -> list[Message]:
-        """The user's stored turns (of one session when given), in conversation order."""
+    def messages(self, *, user_id: str, session_id: str | None = None, limit: int | None = None,
+                 after: Message | MessagePosition | None = None) -> list[Message]:
+        """The user's stored turns (of one session when given), in conversation order; ``limit`` and
+        ``after`` (the last turn of the page before, or its position) page them as :meth:`facts` does."""
         if session_id is not None:
             check_id("session_id", session_id)
-        return self.store.messages(check_user(user_id), session_id=session_id)
+        _check_limit(limit)
+        if isinstance(after, Message):
+            after = MessagePosition.of(after)
+        elif after is not None and not isinstance(after, MessagePosition):
+            raise ValidationError("after", after, "must be a Message of the page before, a MessagePosition or None")
+        return self.store.messages(check_user(user_id), session_id=session_id, after=after, limit=limit)
 
     def entities(self, *, user_id: str) -> list[Entity]:
         return self.store.entities(check_user(user_id))

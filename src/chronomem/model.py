@@ -145,6 +145,30 @@ class Fact:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class FactPosition:
+    """A place in the order facts are listed in (``Memory.facts`` / ``history``): no start first, then by
+    ``valid_from``, ``recorded_at`` and id.  ``after=`` a position lists what comes after it, so paging goes
+    on where it stopped however facts were added or forgotten meanwhile.  A reading from the other side
+    (``origin`` derived, "Jonas married_to Lena" read from "Lena married_to Jonas") stands where its stored
+    fact does."""
+
+    valid_from: datetime | None
+    recorded_at: datetime
+    id: str
+
+    @classmethod
+    def of(cls, fact: Fact) -> FactPosition:
+        stored = fact.support_ids[0] if fact.origin is Origin.DERIVED and len(fact.support_ids) == 1 else fact.id
+        return cls(fact.valid_from, fact.recorded_at, stored)
+
+    def sort_key(self) -> tuple[Any, ...]:
+        """The key listing sorts by (a pure function; keys of facts with and without a start compare)."""
+        if self.valid_from is None:
+            return (False, self.recorded_at, self.id)
+        return (True, self.valid_from, self.recorded_at, self.id)
+
+
 @dataclass(slots=True)
 class Entity:
     """A node of the graph: a person, place, organisation, pet, thing …"""
@@ -188,6 +212,20 @@ class Message:
     agent_id: str | None = None
     seq: int = 0  # position inside the session
     extracted: bool = False  # has the write path processed this turn?
+
+
+@dataclass(frozen=True, slots=True)
+class MessagePosition:
+    """A place in the order turns are listed in (``Memory.messages``): by timestamp, session, then place in
+    the session.  ``after=`` a position lists the turns after it."""
+
+    timestamp: datetime
+    session_id: str
+    seq: int
+
+    @classmethod
+    def of(cls, message: Message) -> MessagePosition:
+        return cls(message.timestamp, message.session_id, message.seq)
 
 
 @dataclass(slots=True)

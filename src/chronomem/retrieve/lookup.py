@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
-from ..model import Fact
+from ..model import Fact, FactPosition
 from ..registry import RelationRegistry
 from ..store.base import Store
 from .counterfactual import other_side as read_other_side
@@ -27,8 +27,6 @@ from .render import fact_dates
 
 __all__ = ["STATE_OBJECT_TYPES", "asks_the_past", "render_state_facts", "select_facts", "state_facts", "state_relations",
            "stored_as"]
-
-_EPOCH = datetime.min.replace(tzinfo=timezone.utc)
 
 #: the object types of the relations whose typed triple answers a question on its own: a place,
 #: an employer or school, a job title, a person.  Loose ones (``likes``, ``owns``, ``did``) keep
@@ -57,8 +55,8 @@ _PHRASES: Mapping[str, tuple[str | None, str | None]] = {
 }
 
 
-def _oldest_first(f: Fact) -> tuple[bool, datetime, datetime, str]:
-    return (f.valid_from is not None, f.valid_from or _EPOCH, f.recorded_at, f.id)
+def _oldest_first(f: Fact) -> tuple[Any, ...]:
+    return FactPosition.of(f).sort_key()
 
 
 def stored_as(registry: RelationRegistry, relations: Iterable[str] | None) -> list[str]:
@@ -71,28 +69,33 @@ def stored_as(registry: RelationRegistry, relations: Iterable[str] | None) -> li
 def select_facts(store: Store, registry: RelationRegistry, user_id: str, *,
                  subject_ids: Sequence[str] | None = None, object_ids: Sequence[str] | None = None,
                  relations: Sequence[str] | None = None, as_of: datetime | None = None,
-                 min_confidence: float | None = None, other_side: bool = True) -> list[Fact]:
+                 min_confidence: float | None = None, other_side: bool = True,
+                 after: FactPosition | None = None, limit: int | None = None) -> list[Fact]:
     """Stored facts of these subjects/objects/relations valid at ``as_of`` (``None``: every
-    version), oldest first; with a side given and ``other_side``, symmetric and inverse facts
-    stored from the other side are read from this one (marked derived, see
-    :func:`chronomem.retrieve.counterfactual.other_side`)."""
+    version), in :class:`~chronomem.model.FactPosition` order (oldest first); with a side given and
+    ``other_side``, symmetric and inverse facts stored from the other side are read from this one
+    (marked derived, see :func:`chronomem.retrieve.counterfactual.other_side`).  ``after`` and ``limit``:
+    the first ``limit`` of those placed after ``after``."""
     subj = None if subject_ids is None else list(subject_ids)
     obj = None if object_ids is None else list(object_ids)
     rels = None if relations is None else list(relations)
     found = store.facts(user_id, subject_ids=subj, object_ids=obj, relations=rels, as_of=as_of,
-                        min_confidence=min_confidence)
+                        min_confidence=min_confidence, after=after, limit=limit)
     if not other_side or (subj is None and obj is None):
         return found  # no side asked for: every stored fact is already listed once
     mirror = stored_as(registry, rels)
     if not mirror:
         return found
+    # a reading stands where its stored fact does, so the first ``limit`` of either read hold the page's;
+    # a fact both reads find (one between two asked entities) is listed as stored
     mirrored = store.facts(user_id, subject_ids=obj, object_ids=subj, relations=mirror, as_of=as_of,
-                           min_confidence=min_confidence)
+                           min_confidence=min_confidence, after=after, limit=limit)
     listed = {f.id for f in found}
     readings = [r for f in mirrored if f.id not in listed and (r := read_other_side(f, registry)) is not None]
     if not readings:
         return found
-    return sorted([*found, *readings], key=_oldest_first)
+    merged = sorted([*found, *readings], key=_oldest_first)
+    return merged if limit is None else merged[:limit]
 
 
 def state_relations(analysis: Mapping[str, Any], registry: RelationRegistry) -> list[str]:

@@ -79,7 +79,8 @@ def checkpoints(user_id: UserId, mem: Mem,
     chain = mem.store.checkpoints(user_id)
     cps = [c for c in chain[:first_gap(chain)] if session_id is None or c.session_id == session_id]
     return paged([{"session_id": c.session_id, "seq": c.seq, "memory": c.memory, "created_at": c.created_at,
-                   "session_time": c.session_time} for c in cps], cursor, limit)
+                   "session_time": c.session_time} for c in cps], "checkpoints", lambda c: [c["seq"]], (int,),
+                 cursor, limit)
 
 
 def _versions(mem: Memory, user_id: str, f: Fact) -> list[Fact]:

@@ -1,40 +1,132 @@
-"""Opaque ``cursor`` / ``limit`` paging for every list of REST v1."""
+"""Opaque ``cursor`` / ``limit`` paging for every list of REST v1.
+
+A cursor names the place of the last item sent in its list's order (the ``id`` and times that order it),
+not a count of items: a fact forgotten or a turn stored between two pages moves nothing, so a walk
+through a list returns each item that stayed once.  A cursor is for the list it came from; one of
+another list, or one not made here, is refused (422, field ``cursor``).  The job list, newest first,
+keeps counting places (``encode`` / ``decode``): jobs arrive at its front.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
 
 from ..errors import ValidationError
+from ..model import FactPosition, MessagePosition
+from ..timeutil import from_micros, to_micros
 
 T = TypeVar("T")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 MAX_OFFSET = 2**31 - 1  # more items than any list holds; a database takes it as an OFFSET
+_MICROS = (-(2**62), 2**62)  # any instant a datetime holds, in micro-seconds from 1970, lies inside
+
+#: a key's parts by type, per list: ``int`` / ``str``, or ``None`` for an int that may be null
+Shape = tuple[type | None, ...]
+FACTS: Shape = (None, int, str)  # valid_from, recorded_at (micro-seconds), id
+MESSAGES: Shape = (int, str, int)  # timestamp (micro-seconds), session id, seq
+
+
+def _pack(payload: dict[str, Any]) -> str:
+    raw = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unpack(cursor: str) -> Any:
+    try:
+        return json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise _refused(cursor) from None
+
+
+def _refused(cursor: str, why: str = "not a cursor returned by this API") -> ValidationError:
+    return ValidationError("cursor", cursor[:60], why)
 
 
 def encode(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+    return _pack({"o": offset})
 
 
 def decode(cursor: str | None) -> int:
-    """The offset a cursor stands for (0 without one); a cursor not made here is refused."""
+    """The offset a counting cursor stands for (0 without one); a cursor not made here is refused."""
     if cursor is None or cursor == "":
         return 0
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        offset = json.loads(raw)["o"]
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise ValidationError("cursor", cursor[:60], "not a cursor returned by this API") from None
+    raw = _unpack(cursor)
+    offset = raw.get("o") if isinstance(raw, dict) else None
     if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
-        raise ValidationError("cursor", cursor[:60], "not a cursor returned by this API")
+        raise _refused(cursor)
     return offset
 
 
-def page(items: Sequence[T], offset: int, limit: int) -> tuple[list[T], str | None]:
-    """A slice of a full list and the cursor of the next slice."""
-    chunk = list(items[offset:offset + limit])
-    return chunk, encode(offset + limit) if offset + limit < len(items) else None
+def encode_after(name: str, key: Sequence[Any]) -> str:
+    """The cursor of the place ``key`` in list ``name``."""
+    return _pack({"l": name, "a": list(key)})
+
+
+def decode_after(cursor: str | None, name: str, shape: Shape) -> list[Any] | None:
+    """The key a cursor of list ``name`` names (``None`` without one: the list's start)."""
+    if cursor is None or cursor == "":
+        return None
+    raw = _unpack(cursor)
+    if not isinstance(raw, dict) or not isinstance(key := raw.get("a"), list):
+        raise _refused(cursor)
+    if raw.get("l") != name:
+        raise _refused(cursor, f"a cursor of another list; this one is {name}'s")
+    if len(key) != len(shape):
+        raise _refused(cursor)
+    for part, kind in zip(key, shape, strict=True):
+        if kind is None and part is None:
+            continue
+        if isinstance(part, bool) or not isinstance(part, int if kind is None else kind):
+            raise _refused(cursor)
+        if isinstance(part, int) and not _MICROS[0] < part < _MICROS[1]:
+            raise _refused(cursor)
+    return key
+
+
+def _micros(t: datetime | None) -> int | None:
+    return None if t is None else to_micros(t)
+
+
+def _time(us: int, cursor: str) -> datetime:
+    try:
+        return from_micros(us)
+    except OverflowError:
+        raise _refused(cursor) from None
+
+
+def fact_cursor(p: FactPosition) -> str:
+    return encode_after("facts", [_micros(p.valid_from), to_micros(p.recorded_at), p.id])
+
+
+def fact_position(cursor: str | None) -> FactPosition | None:
+    key = decode_after(cursor, "facts", FACTS)
+    if key is None or cursor is None:
+        return None
+    return FactPosition(None if key[0] is None else _time(key[0], cursor), _time(key[1], cursor), key[2])
+
+
+def message_cursor(p: MessagePosition) -> str:
+    return encode_after("messages", [to_micros(p.timestamp), p.session_id, p.seq])
+
+
+def message_position(cursor: str | None) -> MessagePosition | None:
+    key = decode_after(cursor, "messages", MESSAGES)
+    if key is None or cursor is None:
+        return None
+    return MessagePosition(_time(key[0], cursor), key[1], key[2])
+
+
+def page_after(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: Shape, cursor: str | None,
+               limit: int) -> tuple[list[T], str | None]:
+    """One page of a whole list read into memory, in ``key`` order, after the cursor's place; and the
+    cursor of the next page (``None`` at the end).  Keys of one list must compare (no ``None`` parts)."""
+    after = decode_after(cursor, name, shape)
+    rest = sorted((x for x in items if after is None or key(x) > after), key=key)
+    chunk = rest[:limit]
+    return chunk, encode_after(name, key(chunk[-1])) if len(rest) > limit else None

@@ -16,7 +16,8 @@ from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
 from ..validation import check_id
 from ..jobs.model import Job
 from ..memory import Memory
-from ..model import Entity, Fact
+from ..model import Entity, Fact, FactPosition, MessagePosition, Session
+from ..timeutil import to_micros
 from . import pagination
 from .schemas import (AddIn, AliasIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn,
                       EntityOut, ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
@@ -54,7 +55,7 @@ FactId = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS), FromPath, V
 JobId = FactId  # the same id rules
 SessionQ = Annotated[str | None, Query(min_length=1, max_length=MAX_ID_CHARS, description="only this session's"), ValidId]
 Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items per page")]
-Cursor = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
+Cursor = Annotated[str | None, Query(max_length=2048, description="next_cursor of the previous page")]
 WaitQ = Annotated[bool, Query(description="block until the job finished (or `timeout` passed)")]
 TimeoutQ = Annotated[float, Query(gt=0, le=3600, description="seconds to wait with wait=true")]
 
@@ -79,12 +80,23 @@ def job_out(job: Job) -> dict[str, Any]:
 T = TypeVar("T")
 
 
-def paged(items: Sequence[T], cursor: str | None, limit: int,
-          out: Callable[[T], Any] | None = None) -> dict[str, Any]:
-    """One page of ``items``, each made a reply by ``out`` (only the page's: a user's 20,000 facts are
-    not all turned into dicts to send 50)."""
-    chunk, nxt = pagination.page(items, pagination.decode(cursor), limit)
+def paged(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: pagination.Shape, cursor: str | None,
+          limit: int, out: Callable[[T], Any] | None = None) -> dict[str, Any]:
+    """One page of a list read whole (``name``'s, in ``key`` order), each item made a reply by ``out``
+    (only the page's)."""
+    chunk, nxt = pagination.page_after(items, name, key, shape, cursor, limit)
     return {"items": chunk if out is None else [out(x) for x in chunk], "next_cursor": nxt}
+
+
+def read_page(found: Sequence[T], limit: int, out: Callable[[T], Any], cursor_of: Callable[[T], str]) -> dict[str, Any]:
+    """The page of a list the store read from the cursor's place: ``found`` holds ``limit + 1`` items when
+    more follow."""
+    chunk = found[:limit]
+    return {"items": [out(x) for x in chunk], "next_cursor": cursor_of(chunk[-1]) if len(found) > limit else None}
+
+
+def _fact_page(found: Sequence[Fact], limit: int) -> dict[str, Any]:
+    return read_page(found, limit, fact_out, lambda f: pagination.fact_cursor(FactPosition.of(f)))
 
 
 def _job_reply(mem: Memory, job: Job, wait: bool, timeout: float, response: Response,
@@ -157,23 +169,30 @@ def list_jobs(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT
 @router.get("/users", response_model=Page[UserOut], tags=["users"])
 def list_users(mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """The users of your tenant."""
-    return paged([{"user_id": u} for u in mem.users()], cursor, limit)
+    return paged([{"user_id": u} for u in mem.users()], "users", lambda u: [u["user_id"]], (str,), cursor, limit)
 
 
 @router.get("/users/{user_id}/sessions", response_model=Page[SessionOut], tags=["users"])
 def list_sessions(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
                   cursor: Cursor = None) -> dict[str, Any]:
-    return paged([{"id": s.id, "agent_id": s.agent_id, "started_at": s.started_at, "ended_at": s.ended_at}
-                  for s in mem.sessions(user_id=user_id)], cursor, limit)
+    return paged(mem.sessions(user_id=user_id), "sessions", _session_key, (int, int, str), cursor, limit,
+                 lambda s: {"id": s.id, "agent_id": s.agent_id, "started_at": s.started_at, "ended_at": s.ended_at})
+
+
+def _session_key(s: Session) -> list[Any]:
+    return [0, 0, s.id] if s.started_at is None else [1, to_micros(s.started_at), s.id]
 
 
 @router.get("/users/{user_id}/messages", response_model=Page[StoredMessageOut], tags=["users"])
 def list_messages(user_id: UserId, mem: Mem, session_id: SessionQ = None,
                   limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """Stored turns, verbatim, in conversation order."""
-    return paged([{"id": m.id, "session_id": m.session_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
-                   "timestamp": m.timestamp, "extracted": m.extracted}
-                  for m in mem.messages(user_id=user_id, session_id=session_id)], cursor, limit)
+    found = mem.messages(user_id=user_id, session_id=session_id, after=pagination.message_position(cursor),
+                         limit=limit + 1)
+    return read_page(found, limit, lambda m: {"id": m.id, "session_id": m.session_id, "seq": m.seq,
+                                              "speaker": m.speaker, "text": m.text, "timestamp": m.timestamp,
+                                              "extracted": m.extracted},
+                     lambda m: pagination.message_cursor(MessagePosition.of(m)))
 
 
 @router.get("/users/{user_id}/summary", response_model=SummaryOut, tags=["sessions"])
@@ -209,8 +228,9 @@ def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(m
     symmetric and inverse facts stored from the other side are read from this one
     (``other_side``; marked ``origin`` derived, ``support_ids`` the stored fact)."""
     found = mem.facts(user_id=user_id, subject=subject, relation=relation, object=object, as_of=as_of,
-                      include_unstable=include_unstable, other_side=other_side)
-    return paged(found, cursor, limit, fact_out)
+                      include_unstable=include_unstable, other_side=other_side,
+                      after=pagination.fact_position(cursor), limit=limit + 1)
+    return _fact_page(found, limit)
 
 
 @router.get("/users/{user_id}/history", response_model=Page[FactOut], tags=["facts"])
@@ -221,8 +241,8 @@ def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_
     """Every stored version (open, closed, corrected, unstable), oldest first (``other_side``: as
     for the facts list)."""
     found = mem.history(user_id=user_id, subject=subject, relation=relation, object=object,
-                        other_side=other_side)
-    return paged(found, cursor, limit, fact_out)
+                        other_side=other_side, after=pagination.fact_position(cursor), limit=limit + 1)
+    return _fact_page(found, limit)
 
 
 def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
@@ -255,7 +275,11 @@ def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 @router.get("/users/{user_id}/entities", response_model=Page[EntityOut], tags=["facts"])
 def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
-    return paged(mem.entities(user_id=user_id), cursor, limit, Entity.to_dict)
+    return paged(mem.entities(user_id=user_id), "entities", _entity_key, (int, str), cursor, limit, Entity.to_dict)
+
+
+def _entity_key(e: Entity) -> list[Any]:
+    return [-1 if e.created_at is None else to_micros(e.created_at), e.id]
 
 
 @router.post("/users/{user_id}/entities/aliases", response_model=EntityOut, tags=["facts"])

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import Checkpoint, Entity, Fact, Message, Session
+from ..model import Checkpoint, Entity, Fact, FactPosition, Message, MessagePosition, Session
 
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobStatus
@@ -56,7 +56,10 @@ class Store(ABC):
 
     @abstractmethod
     def messages(self, user_id: str, *, session_id: str | None = None,
-                 ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]: ...
+                 ids: Sequence[str] | None = None, pending_only: bool = False,
+                 after: MessagePosition | None = None, limit: int | None = None) -> list[Message]:
+        """The user's turns matching every given filter, by timestamp, session and place in it
+        (:class:`~chronomem.model.MessagePosition`); ``after`` and ``limit``: one page of them."""
 
     @abstractmethod
     def next_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
@@ -137,11 +140,13 @@ class Store(ABC):
               touching: Sequence[str] | None = None, relations: Sequence[str] | None = None,
               as_of: datetime | None = None, min_confidence: float | None = None,
               session_id: str | None = None, limit: int | None = None,
-              closed_by: Sequence[str] | None = None) -> list[Fact]:
-        """Facts matching every given filter, oldest ``valid_from`` first.
+              closed_by: Sequence[str] | None = None, after: FactPosition | None = None) -> list[Fact]:
+        """Facts matching every given filter, in :class:`~chronomem.model.FactPosition` order (no start first,
+        then oldest ``valid_from``, ``recorded_at``, id).
 
         ``as_of`` keeps facts valid at that instant; ``touching`` matches either endpoint;
-        ``closed_by`` keeps facts closed (or corrected) by one of those fact ids.
+        ``closed_by`` keeps facts closed (or corrected) by one of those fact ids; ``after`` keeps the facts
+        placed after that position (with ``limit``: one page of a listing).
         """
 
     @abstractmethod

@@ -21,7 +21,7 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import Job, JobKind, JobStatus
 from ..keys import ApiKey
 from ..memo import text_memo
-from ..model import Checkpoint, Entity, Fact, Intent, Message, Origin, Session
+from ..model import Checkpoint, Entity, Fact, FactPosition, Intent, Message, MessagePosition, Origin, Session
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
 from .base import Store
 
@@ -375,7 +375,8 @@ class SQLStore(Store):
             self._exec(user_id, sql + f" AND id IN {self._in(chunk)}", (user_id, *chunk))
 
     def messages(self, user_id: str, *, session_id: str | None = None,
-                 ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]:
+                 ids: Sequence[str] | None = None, pending_only: bool = False,
+                 after: MessagePosition | None = None, limit: int | None = None) -> list[Message]:
         sql = f"SELECT {', '.join(MSG_COLS)} FROM messages WHERE user_id = ?"
         params: list[Any] = [user_id]
         if session_id is not None:
@@ -388,7 +389,13 @@ class SQLStore(Store):
             params.extend(ids)
         if pending_only:
             sql += " AND extracted <> 1"
+        if after is not None:  # the rows the ORDER BY below puts after it
+            t = to_micros(after.timestamp)
+            sql += " AND (ts > ? OR (ts = ? AND (session_id > ? OR (session_id = ? AND seq > ?))))"
+            params.extend((t, t, after.session_id, after.session_id, after.seq))
         sql += " ORDER BY ts, session_id, seq"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
         return [row_to_message(r) for r in self._all(sql, params)]
 
     def next_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
@@ -533,10 +540,10 @@ class SQLStore(Store):
               touching: Sequence[str] | None = None, relations: Sequence[str] | None = None,
               as_of: datetime | None = None, min_confidence: float | None = None,
               session_id: str | None = None, limit: int | None = None,
-              closed_by: Sequence[str] | None = None) -> list[Fact]:
+              closed_by: Sequence[str] | None = None, after: FactPosition | None = None) -> list[Fact]:
         filters: dict[str, Any] = dict(
             ids=ids, subject_ids=subject_ids, object_ids=object_ids, touching=touching, relations=relations,
-            closed_by=closed_by, as_of=as_of, min_confidence=min_confidence, session_id=session_id)
+            closed_by=closed_by, as_of=as_of, min_confidence=min_confidence, session_id=session_id, after=after)
         return [row_to_fact(r) for r in self._fact_rows(user_id, filters, limit)]
 
     def _fact_rows(self, user_id: str, filters: Mapping[str, Any], limit: int | None) -> list[Sequence[Any]]:
@@ -572,6 +579,14 @@ class SQLStore(Store):
         if filters["session_id"] is not None:
             where += " AND session_id = ?"
             params.append(filters["session_id"])
+        if (after := filters["after"]) is not None:  # the rows the ORDER BY below puts after it
+            later = "recorded_at > ? OR (recorded_at = ? AND id > ?)"
+            if after.valid_from is None:
+                where += f" AND (valid_from IS NOT NULL OR {later})"
+            else:
+                where += f" AND (valid_from > ? OR (valid_from = ? AND ({later})))"
+                params.extend((to_micros(after.valid_from),) * 2)
+            params.extend((to_micros(after.recorded_at), to_micros(after.recorded_at), after.id))
         cols = ", ".join(FACT_COLS)
         touching = filters["touching"]
         if touching is None:

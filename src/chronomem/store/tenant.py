@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ValidationError
 from ..keys import DEFAULT_TENANT, ApiKey, check_tenant
-from ..model import Checkpoint, Entity, Fact, Message, Session
+from ..model import Checkpoint, Entity, Fact, Message, MessagePosition, Session
 from .base import Store
 
 if TYPE_CHECKING:
@@ -135,9 +135,10 @@ class TenantStore(Store):
         return [m for m in messages if m.id in ids]
 
     def messages(self, user_id: str, *, session_id: str | None = None,
-                 ids: Sequence[str] | None = None, pending_only: bool = False) -> list[Message]:
+                 ids: Sequence[str] | None = None, pending_only: bool = False,
+                 after: MessagePosition | None = None, limit: int | None = None) -> list[Message]:
         return self._outs(self.inner.messages(self._k(user_id), session_id=session_id, ids=ids,
-                                              pending_only=pending_only))
+                                              pending_only=pending_only, after=after, limit=limit))
 
     def next_messages(self, user_id: str, ids: Sequence[str]) -> dict[str, Message]:
         out = self.inner.next_messages(self._k(user_id), ids)
