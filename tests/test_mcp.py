@@ -111,3 +111,22 @@ def test_the_server_serves_the_tenant_of_its_memory(tmp_path) -> None:
         tl = call(build_mcp(acme, "u1"), "timeline", {"subject": "Maya"})
         assert [f["object"] for f in tl] == ["Oslo"]
         acme.close()
+
+
+def test_an_agent_reads_what_a_fact_says_and_the_ids_to_forget_not_its_bookkeeping(tmp_path) -> None:
+    from test_memory_sessions import SessionLLM
+
+    with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
+        server = build_mcp(mem, "u1")
+        added = call(server, "remember", {"text": "I live in Berlin and work at Acme.", "speaker": "Maya",
+                                          "timestamp": "2023-01-10T10:00:00Z"})["added"]
+        berlin = next(f for f in added if f["object"] == "Berlin")
+        assert set(berlin) == {"id", "subject", "relation", "object", "valid_from", "valid_to", "confidence",
+                               "origin", "text", "session_id"}
+        stored = mem.store.facts("u1", ids=[berlin["id"]])[0]
+        assert stored.source_ids and berlin["text"] == stored.render() and berlin["session_id"] == stored.session_id
+        mem.add_facts([{"subject": "Rui", "relation": "sibling_of", "object": "Maya"}], user_id="u1")
+        reading = next(f for f in call(server, "timeline", {"subject": "Maya"}) if f["relation"] == "sibling_of")
+        assert reading["origin"] == "derived" and reading["object"] == "Rui"
+        assert call(server, "forget", {"fact_id": reading["support_ids"][0]})["facts_deleted"] == 1
+        assert not [f for f in call(server, "timeline", {"subject": "Maya"}) if f["relation"] == "sibling_of"]

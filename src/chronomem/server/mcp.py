@@ -8,8 +8,8 @@ by naming them.
 Tools: ``remember``, ``recall``, ``answer``, ``timeline``, ``sessions``,
 ``end_session``, ``summary``, ``forget``.  Facts come back as dicts (``id``,
 ``subject``, ``relation``, ``object``, ``valid_from``, ``valid_to``, ``confidence``,
-``text`` …) whichever tool returns them, so an agent can forget a fact by its
-id.  The tools call :class:`~chronomem.AsyncMemory` (the ``Memory`` API, one
+``origin``, ``text``, ``session_id``; see :func:`_fact`) whichever tool returns them, so an agent can
+forget a fact by its id.  The tools call :class:`~chronomem.AsyncMemory` (the ``Memory`` API, one
 worker thread, calls in order), so a slow model call never blocks the transport.
 A :class:`~chronomem.errors.ChronomemError` reaches the agent as a tool error
 result carrying its message ("invalid as_of=…", "user 'u' has no fact 'f1'"),
@@ -43,6 +43,7 @@ from ..errors import ChronomemError, ConfigError
 from ..memory import Memory
 from ..model import Fact
 from ..summarize.lifecycle import session_row
+from ..timeutil import iso
 from .hosts import LoopbackHostsOnly, is_loopback
 
 __all__ = ["ENV_MCP_TOKEN", "build_mcp", "check_http_exposure", "http_app", "is_loopback", "serve_http"]
@@ -152,8 +153,21 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
 
 
 def _fact(f: Fact) -> dict[str, Any]:
-    """A fact for an agent: every field (datetimes as ISO strings), and ``rendered``, its one-line sentence."""
-    return {**json.loads(json.dumps(f.to_dict(), default=str)), "rendered": f.render()}
+    """A fact as an agent reads it: what it says and when it held, its id to forget, no bookkeeping.
+
+    ``text`` is its one-line sentence (the words it was said in, else "subject relation object");
+    ``valid_to`` null while it holds.  A fact read by a rule (``origin`` derived: "Maya sibling_of Rui"
+    read from "Rui sibling_of Maya") names the stored facts it was read from in ``support_ids``: those
+    are the ids to forget.  The turns it came from, the statements that confirmed it, its entity ids and
+    the rest of :meth:`Fact.to_dict` stay out: a recall of ten facts costs an agent a third of the tokens
+    (BENCHMARKS.md "What an agent reads of a fact")."""
+    out: dict[str, Any] = {"id": f.id, "subject": f.subject, "relation": f.relation, "object": f.object,
+                           "valid_from": iso(f.valid_from), "valid_to": iso(f.valid_to),
+                           "confidence": round(f.confidence, 3), "origin": f.origin.value, "text": f.render(),
+                           "session_id": f.session_id}
+    if f.support_ids:
+        out["support_ids"] = list(f.support_ids)
+    return out
 
 
 # --------------------------------------------------------------------------- HTTP exposure
