@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import Job, JobKind, JobStatus
@@ -144,8 +144,16 @@ def _fact_order(r: Sequence[Any]) -> tuple[Any, ...]:
     return (1, r[7], r[13], r[1]) if r[7] is not None else (0, r[13], r[1])
 
 
+T = TypeVar("T")
 IN_CHUNK = 2000
 """Values of one ``IN`` list per statement: a filter of more is read in chunks (:meth:`SQLStore.facts`)."""
+
+
+def chunks(values: Sequence[T], size: int) -> Iterator[list[T]]:
+    """``values`` in lists of at most ``size``, in order: the ``IN`` lists of one long request (a
+    statement's parameters are bounded: PostgreSQL takes 65,535, SQLite 32,766)."""
+    for i in range(0, len(values), size):
+        yield list(values[i:i + size])
 _LISTED_FILTERS = ("ids", "subject_ids", "object_ids", "touching", "relations", "closed_by")
 
 
@@ -370,8 +378,7 @@ class SQLStore(Store):
         if ids is None:
             self._exec(user_id, sql, (user_id,))
             return
-        for i in range(0, len(ids), 500):
-            chunk = list(ids[i:i + 500])
+        for chunk in chunks(ids, 500):
             self._exec(user_id, sql + f" AND id IN {self._in(chunk)}", (user_id, *chunk))
 
     def messages(self, user_id: str, *, session_id: str | None = None,
@@ -436,8 +443,7 @@ class SQLStore(Store):
         else:  # only the asked entities and their names, in chunks under the drivers' limits on parameters
             ids = list(dict.fromkeys(ids))
             rows, named = [], []
-            for i in range(0, len(ids), IN_CHUNK):
-                chunk = ids[i:i + IN_CHUNK]
+            for chunk in chunks(ids, IN_CHUNK):
                 rows += self._all(f"{sql} AND id IN {self._in(chunk)}", (user_id, *chunk))
                 if with_aliases:
                     named += self._all(f"{alias_sql} AND entity_id IN {self._in(chunk)}", (user_id, *chunk))
@@ -453,8 +459,7 @@ class SQLStore(Store):
         # whole entities, sorted)
         out: dict[str, str | None] = {}
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for chunk in chunks(ids, 500):
             out.update(self._all(f"SELECT id, type FROM entities WHERE user_id = ? AND id IN {self._in(chunk)}",
                                  [user_id, *chunk]))
         return out
@@ -462,8 +467,7 @@ class SQLStore(Store):
     def entity_ids_by_norm(self, user_id: str, norms: Sequence[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         norms = list(dict.fromkeys(norms))
-        for i in range(0, len(norms), 500):
-            chunk = norms[i:i + 500]
+        for chunk in chunks(norms, 500):
             out.update(self._all(f"SELECT norm, entity_id FROM entity_names WHERE user_id = ? "
                                  f"AND norm IN {self._in(chunk)}", (user_id, *chunk)))
         return out
@@ -512,8 +516,7 @@ class SQLStore(Store):
             self._exec(user_id, "DELETE FROM entities WHERE user_id = ? AND id = ?", (user_id, source_id))
             self._exec(user_id, "DELETE FROM vectors WHERE user_id = ? AND kind = 'entity' AND item_id = ?",
                        (user_id, source_id))
-            for i in range(0, len(moved), 500):  # their text names the target now: embedded again on need
-                chunk = moved[i:i + 500]
+            for chunk in chunks(moved, 500):  # their text names the target now: embedded again on need
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'fact' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
         return moved
@@ -554,9 +557,8 @@ class SQLStore(Store):
         if long is not None:
             asked = list(filters[long])
             by_id: dict[str, Sequence[Any]] = {}  # a fact two chunks find comes once
-            for i in range(0, len(asked), IN_CHUNK):
-                chunk = {**filters, long: asked[i:i + IN_CHUNK]}
-                by_id.update((r[1], r) for r in self._fact_rows(user_id, chunk, None))
+            for chunk in chunks(asked, IN_CHUNK):
+                by_id.update((r[1], r) for r in self._fact_rows(user_id, {**filters, long: chunk}, None))
             rows = sorted(by_id.values(), key=_fact_order)
             return rows if limit is None else rows[:int(limit)]
         where = ""  # the filters besides user_id and touching
@@ -619,8 +621,7 @@ class SQLStore(Store):
     def held_fact_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         asked = list(dict.fromkeys(ids))
         held: set[str] = set()
-        for i in range(0, len(asked), IN_CHUNK):
-            chunk = asked[i:i + IN_CHUNK]
+        for chunk in chunks(asked, IN_CHUNK):
             held.update(r[0] for r in self._all(f"SELECT id FROM facts WHERE user_id = ? AND id IN {self._in(chunk)}",
                                                 (user_id, *chunk)))
         return held
@@ -630,8 +631,7 @@ class SQLStore(Store):
             return 0
         with self.transaction(user_id):
             n = 0
-            for i in range(0, len(ids), 500):
-                chunk = list(ids[i:i + 500])
+            for chunk in chunks(ids, 500):
                 n += self._exec(user_id, f"DELETE FROM facts WHERE user_id = ? AND id IN {self._in(chunk)}",
                                 (user_id, *chunk))
             self.drop_fact_copies(user_id, ids)
@@ -641,8 +641,7 @@ class SQLStore(Store):
         if not ids:
             return
         with self.transaction(user_id):
-            for i in range(0, len(ids), 500):
-                chunk = list(ids[i:i + 500])
+            for chunk in chunks(ids, 500):
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'fact' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
             self._forget_in_job_results(user_id, ids)
@@ -683,8 +682,7 @@ class SQLStore(Store):
     def get_vectors(self, user_id: str, kind: str, ids: Sequence[str], model: str) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         ids = list(dict.fromkeys(ids))
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for chunk in chunks(ids, 500):
             for item_id, vec in self._all(f"SELECT item_id, vec FROM vectors WHERE user_id = ? AND kind = ? "
                                           f"AND model = ? AND item_id IN {self._in(chunk)}",
                                           (user_id, kind, model, *chunk)):
@@ -726,8 +724,7 @@ class SQLStore(Store):
             self._exec(user_id, "DELETE FROM jobs WHERE user_id = ? AND session_id = ?", (user_id, session_id))
             ids = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ?",
                                            (user_id, session_id))]
-            for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
+            for chunk in chunks(ids, 500):
                 self._exec(user_id, f"DELETE FROM vectors WHERE user_id = ? AND kind = 'message' "
                            f"AND item_id IN {self._in(chunk)}", (user_id, *chunk))
             unnamed = self._forget_learned_aliases(user_id, set(ids))
@@ -741,8 +738,7 @@ class SQLStore(Store):
         norms = [n for n, ids in sources.items() if ids]
         with self.transaction(user_id):
             rows = []
-            for i in range(0, len(norms), 500):
-                chunk = norms[i:i + 500]
+            for chunk in chunks(norms, 500):
                 rows += self._all(f"SELECT norm, learned_from FROM entity_names WHERE user_id = ? AND "
                                   f"learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
             grown = self._with_turns(user_id, {norm: (json.loads(learned), list(sources[norm])) for norm, learned in rows})
@@ -752,8 +748,7 @@ class SQLStore(Store):
     def mark_given_by_hand(self, user_id: str, norms: Sequence[str]) -> None:
         norms = list(dict.fromkeys(norms))
         with self.transaction(user_id):
-            for i in range(0, len(norms), 500):
-                chunk = norms[i:i + 500]
+            for chunk in chunks(norms, 500):
                 self._exec(user_id, f"UPDATE entity_names SET learned_from = NULL WHERE user_id = ? AND "
                            f"learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
 
@@ -780,8 +775,7 @@ class SQLStore(Store):
                 todo[norm] = (old, fresh)
         ask = sorted({t for old, fresh in todo.values() for t in (*old[-keep:], *fresh)})
         place: dict[str, tuple[str, int, int]] = {}  # turn -> (session, when said, position)
-        for i in range(0, len(ask), 500):
-            chunk = ask[i:i + 500]
+        for chunk in chunks(ask, 500):
             for turn, session, ts, seq in self._all(f"SELECT id, session_id, ts, seq FROM messages WHERE "
                                                     f"user_id = ? AND id IN {self._in(chunk)}", (user_id, *chunk)):
                 place[turn] = (session, ts, seq)
@@ -835,8 +829,7 @@ class SQLStore(Store):
         naming: dict[str, dict[str, None]] = {}  # entity id -> the facts that name it
         said: dict[str, dict[str, None]] = {}  # entity id -> the turns of those facts
         spellings: dict[str, list[tuple[str, list[str] | None]]] = {}
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
+        for chunk in chunks(ids, 500):
             for fact_id, subject_id, object_id, source_ids in self._all(  # one index per endpoint, no OR
                     f"SELECT id, subject_id, object_id, source_ids FROM facts WHERE user_id = ? AND subject_id IN "
                     f"{self._in(chunk)} UNION SELECT id, subject_id, object_id, source_ids FROM facts WHERE "
@@ -850,8 +843,7 @@ class SQLStore(Store):
                 spellings.setdefault(entity_id, []).append((alias, json.loads(learned) if learned else None))
         turns = sorted({t for names in spellings.values() for _, learned in names for t in learned or ()})
         said_at: dict[str, tuple[int, int]] = {}
-        for i in range(0, len(turns), 500):
-            chunk = turns[i:i + 500]
+        for chunk in chunks(turns, 500):
             said_at.update((r[0], (r[1], r[2])) for r in self._all(
                 f"SELECT id, ts, seq FROM messages WHERE user_id = ? AND id IN {self._in(chunk)}", (user_id, *chunk)))
         kept = [eid for eid in sorted(naming) if eid not in spellings]
@@ -879,8 +871,7 @@ class SQLStore(Store):
                   "AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.user_id = e.user_id AND f.object_id = e.id)")
         with self.transaction(user_id):
             ids = [r[0] for r in self._all(orphan, (user_id,))]
-            for i in range(0, len(ids), 500):
-                chunk = ids[i:i + 500]
+            for chunk in chunks(ids, 500):
                 for table, col in (("entity_names", "entity_id"), ("entities", "id")):
                     self._exec(user_id, f"DELETE FROM {table} WHERE user_id = ? AND {col} IN {self._in(chunk)}",
                                (user_id, *chunk))
@@ -943,8 +934,7 @@ class SQLStore(Store):
         given = {r["norm"]: r for r in rows}
         norms = list(given)
         stored: list[tuple[str, str, str]] = []
-        for i in range(0, len(norms), 500):
-            chunk = norms[i:i + 500]
+        for chunk in chunks(norms, 500):
             stored += self._all(f"SELECT norm, entity_id, learned_from FROM entity_names WHERE user_id = ? "
                                 f"AND learned_from IS NOT NULL AND norm IN {self._in(chunk)}", (user_id, *chunk))
         pairs: dict[str, tuple[list[str], list[str]]] = {}
@@ -1047,8 +1037,7 @@ class SQLStore(Store):
 
     def unsend_jobs(self, job_ids: Sequence[str]) -> int:
         n = 0
-        for i in range(0, len(job_ids), 500):
-            chunk = list(job_ids[i:i + 500])
+        for chunk in chunks(job_ids, 500):
             n += self._exec(JOBS_LOCK, f"UPDATE jobs SET sent_at = NULL WHERE status = 'queued' AND id IN "
                             f"{self._in(chunk)}", chunk)
         return n
