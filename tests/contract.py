@@ -169,6 +169,29 @@ def test_facts_touching_entities_once_each_in_time_order(cmem: Memory) -> None:
     assert cmem.store.facts(U, touching=many) == touching
 
 
+def test_counts_and_heads_of_the_facts_touching_entities(cmem: Memory) -> None:
+    """``count_touching``: facts of any confidence naming each entity, another user's not; ``fact_heads``:
+    the ids, ends, relation and times of what ``facts(touching=…)`` gives, in its order."""
+    cmem.add_facts([
+        {"subject": "Maya", "relation": "sibling_of", "object": "Rui", "valid_from": "2001-01-01"},
+        {"subject": "Tiago", "relation": "married_to", "object": "Maya", "valid_from": "2015-06-01"},
+        {"subject": "Maya", "relation": "likes", "object": "jazz"},
+        {"subject": "Maya", "relation": "works_at", "object": "Acme", "valid_from": "2012-01-01", "confidence": 0.3},
+    ], user_id=U)
+    cmem.add_facts([{"subject": "Maya", "relation": "likes", "object": "opera"}], user_id=V)
+    ids = {e.name: e.id for e in cmem.store.entities(U)}
+    assert cmem.store.count_touching(U, [ids["Maya"], ids["Rui"], "no-such-entity", ids["Maya"]]) == {
+        ids["Maya"]: 4, ids["Rui"]: 1}
+    assert cmem.store.count_touching(V, [ids["Maya"]]) == {} and cmem.store.count_touching(U, []) == {}
+    for min_conf in (None, 0.5):
+        whole = cmem.store.facts(U, touching=[ids["Maya"]], min_confidence=min_conf)
+        heads = cmem.store.fact_heads(U, [ids["Maya"]], min_confidence=min_conf)
+        assert [(h.id, h.subject_id, h.subject, h.relation, h.object_id, h.object, h.valid_from, h.recorded_at)
+                for h in heads] == [(f.id, f.subject_id, f.subject, f.relation, f.object_id, f.object, f.valid_from,
+                                     f.recorded_at) for f in whole]
+        assert len(heads) == (4 if min_conf is None else 3)
+
+
 def test_entity_types_of_some_entities(cmem: Memory) -> None:
     cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "object_type": "city"}], user_id=U)
     cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id=V)

@@ -498,3 +498,39 @@ def test_a_hub_keeps_the_facts_the_question_asks_for_before_the_most_recent() ->
         assert [(f.relation, f.object) for f in job.facts][:1] == [("works_at", "Acme")]
         songs = search(m, "What songs does Maya like?").facts
         assert songs and {f.relation for f in songs} == {"likes"}  # the hub's other facts still answer
+
+
+@pytest.mark.parametrize("per_batch", [150, 250])  # 452 facts: read whole, then cut; 752: ranked on heads
+def test_a_hub_is_cut_on_its_heads_as_on_its_whole_facts(monkeypatch: pytest.MonkeyPatch, per_batch: int) -> None:
+    """A hub far over ``max_neighbours`` is ranked on its facts' heads (``Store.fact_heads``) and only the
+    kept ones read whole: the same facts in the same order as ranking every fact read whole, ties (one
+    start, one batch) too."""
+    from chronomem.retrieve.beam import BeamSearch
+
+    compared: list[int] = []
+    real = BeamSearch.neighbours
+
+    def spy(self: BeamSearch, entity_ids: list[str]) -> None:
+        real(self, entity_ids)
+        for e in dict.fromkeys(entity_ids):
+            whole = self.store.facts(self.user_id, touching=[e], min_confidence=self._min_conf())
+            if len(whole) > self.cfg.max_neighbours:
+                assert [f.id for f in self._neighbours[e]] == [f.id for f in self._keep_for_question(e, whole)]
+                compared.append(len(whole))
+
+    monkeypatch.setattr(BeamSearch, "neighbours", spy)
+    with Memory(":memory:", embedder=False) as m:
+        m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"},
+                     {"subject": "Rui", "relation": "sibling_of", "object": "Maya", "valid_from": "1990-01-01"}],
+                    user_id=U)
+        for batch in range(3):
+            m.add_facts([{"subject": "Maya", "relation": "likes", "object": f"song {batch}-{i}",
+                          "valid_from": "2024-01-01", "confidence": 0.4 if i % 7 == 0 else 0.9}
+                         for i in range(per_batch)], user_id=U)
+        heads = m.store.fact_heads
+        read_heads: list[int] = []
+        monkeypatch.setattr(m.store, "fact_heads", lambda *a, **kw: read_heads.append(1) or heads(*a, **kw))
+        for q in ("Where does Maya live?", "Which song does Maya like?", "Who is Maya's brother?"):
+            search(m, q)
+    assert compared and min(compared) > CFG.max_neighbours
+    assert bool(read_heads) == (3 * per_batch + 2 > 2 * CFG.max_neighbours)

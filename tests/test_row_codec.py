@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from chronomem.model import Fact, Intent, Origin
-from chronomem.store.sql import _fact_order, _id_list, fact_to_row, row_to_fact
+from chronomem.store.sql import FACT_COLS, HEAD_COLS, _id_list, _order_of, fact_to_row, row_to_fact
 
 ODD_IDS = [
     [],
@@ -58,4 +58,6 @@ def test_fact_order_is_the_stores_order_by() -> None:
         return tuple(r)
 
     rows = [row("b", 5, 1), row("a", 5, 1), row("c", None, 9), row("d", 3, 7), row("e", None, 2), row("f", 5, 0)]
-    assert [r[1] for r in sorted(rows, key=_fact_order)] == ["e", "c", "d", "f", "a", "b"]
+    assert [r[1] for r in sorted(rows, key=_order_of(FACT_COLS))] == ["e", "c", "d", "f", "a", "b"]
+    heads = [(r[1], None, "", "", None, "", r[7], r[13]) for r in rows]  # the same order over a head's columns
+    assert [h[0] for h in sorted(heads, key=_order_of(HEAD_COLS))] == ["e", "c", "d", "f", "a", "b"]

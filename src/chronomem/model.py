@@ -146,6 +146,21 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
+class FactHead:
+    """A stored fact's id, ends, relation and times, without its words, sources or statements: what ranks
+    the facts of a hub (an entity more facts name than a search reads) before the kept ones are read."""
+
+    id: str
+    subject_id: str | None
+    subject: str
+    relation: str
+    object_id: str | None
+    object: str
+    valid_from: datetime | None
+    recorded_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class FactPosition:
     """A place in the order facts are listed in (``Memory.facts`` / ``history``): no start first, then by
     ``valid_from``, ``recorded_at`` and id.  ``after=`` a position lists what comes after it, so paging goes

@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import Checkpoint, Entity, Fact, FactPosition, Message, MessagePosition, Session
+from ..model import Checkpoint, Entity, Fact, FactHead, FactPosition, Message, MessagePosition, Session
 
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobStatus
@@ -151,6 +151,17 @@ class Store(ABC):
 
     @abstractmethod
     def count_facts(self, user_id: str) -> int: ...
+
+    @abstractmethod
+    def count_touching(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        """How many facts, of any confidence and time, name each entity at either end (an entity named by
+        none has no entry): read from the endpoint indexes alone, to tell a hub before reading it."""
+
+    @abstractmethod
+    def fact_heads(self, user_id: str, touching: Sequence[str], *,
+                   min_confidence: float | None = None) -> list[FactHead]:
+        """The heads of the facts :meth:`facts` gives for ``touching`` and ``min_confidence``, in its order:
+        what ranks a hub's facts, read without their words, sources and statements."""
 
     @abstractmethod
     def held_fact_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:

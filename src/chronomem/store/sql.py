@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from importlib import resources
@@ -21,7 +21,8 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import Job, JobKind, JobStatus
 from ..keys import ApiKey
 from ..memo import text_memo
-from ..model import Checkpoint, Entity, Fact, FactPosition, Intent, Message, MessagePosition, Origin, Session
+from ..model import (Checkpoint, Entity, Fact, FactHead, FactPosition, Intent, Message, MessagePosition, Origin,
+                     Session)
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
 from .base import Store
 
@@ -29,6 +30,7 @@ FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", 
              "valid_from", "valid_to", "stated_to", "confidence", "intent", "origin",
              "recorded_at", "session_id", "agent_id", "source_ids", "text", "closed_by", "ended_by",
              "text_from", "confirmations", "started_by", "start_guessed", "other_words")
+HEAD_COLS = ("id", "subject_id", "subject", "relation", "object_id", "object", "valid_from", "recorded_at")
 MSG_COLS = ("user_id", "id", "session_id", "agent_id", "seq", "speaker", "text", "ts",
             "recorded_at", "extracted", "utc_offset")
 ENT_COLS = ("user_id", "id", "name", "type", "created_at")
@@ -139,9 +141,11 @@ _INTENTS = {m.value: m for m in Intent}
 _ORIGINS = {m.value: m for m in Origin}
 
 
-def _fact_order(r: Sequence[Any]) -> tuple[Any, ...]:
-    """``ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id`` of a fact row (ids are unique)."""
-    return (1, r[7], r[13], r[1]) if r[7] is not None else (0, r[13], r[1])
+def _order_of(columns: Sequence[str]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """``ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id`` of rows of ``columns`` (ids are
+    unique)."""
+    v, t, i = columns.index("valid_from"), columns.index("recorded_at"), columns.index("id")
+    return lambda r: (1, r[v], r[t], r[i]) if r[v] is not None else (0, r[t], r[i])
 
 
 T = TypeVar("T")
@@ -549,17 +553,37 @@ class SQLStore(Store):
             closed_by=closed_by, as_of=as_of, min_confidence=min_confidence, session_id=session_id, after=after)
         return [row_to_fact(r) for r in self._fact_rows(user_id, filters, limit)]
 
-    def _fact_rows(self, user_id: str, filters: Mapping[str, Any], limit: int | None) -> list[Sequence[Any]]:
-        """The rows of :meth:`facts`, in its order (``ORDER BY valid_from IS NOT NULL, valid_from,
-        recorded_at, id``).  A list of more values than one statement should take is read in chunks:
-        PostgreSQL refuses more than 65,535 parameters and SQLite 32,766."""
+    def count_touching(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for chunk in chunks(list(dict.fromkeys(entity_ids)), 500):
+            t_in = self._in(chunk)
+            for eid, n in self._all(f"SELECT subject_id, COUNT(*) FROM facts WHERE user_id = ? AND subject_id IN {t_in} "
+                                    f"GROUP BY subject_id UNION ALL SELECT object_id, COUNT(*) FROM facts "
+                                    f"WHERE user_id = ? AND object_id IN {t_in} GROUP BY object_id",
+                                    (user_id, *chunk, user_id, *chunk)):
+                out[eid] = out.get(eid, 0) + int(n)
+        return out
+
+    def fact_heads(self, user_id: str, touching: Sequence[str], *,
+                   min_confidence: float | None = None) -> list[FactHead]:
+        filters = {**dict.fromkeys(_LISTED_FILTERS), "touching": list(touching), "as_of": None,
+                   "min_confidence": min_confidence, "session_id": None, "after": None}
+        return [FactHead(r[0], r[1], r[2], r[3], r[4], r[5], _dt(r[6]), _dt(r[7]))  # type: ignore[arg-type]
+                for r in self._fact_rows(user_id, filters, None, HEAD_COLS)]
+
+    def _fact_rows(self, user_id: str, filters: Mapping[str, Any], limit: int | None,
+                   columns: Sequence[str] = FACT_COLS) -> list[Sequence[Any]]:
+        """The rows of :meth:`facts` (``columns`` of them, ``id`` and both times among them), in its order
+        (``ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id``).  A list of more values than one
+        statement should take is read in chunks: PostgreSQL refuses more than 65,535 parameters and SQLite
+        32,766."""
         long = next((k for k in _LISTED_FILTERS if filters[k] is not None and len(filters[k]) > IN_CHUNK), None)
         if long is not None:
             asked = list(filters[long])
             by_id: dict[str, Sequence[Any]] = {}  # a fact two chunks find comes once
             for chunk in chunks(asked, IN_CHUNK):
-                by_id.update((r[1], r) for r in self._fact_rows(user_id, {**filters, long: chunk}, None))
-            rows = sorted(by_id.values(), key=_fact_order)
+                by_id.update((r[1], r) for r in self._fact_rows(user_id, {**filters, long: chunk}, None, columns))
+            rows = sorted(by_id.values(), key=_order_of(columns))
             return rows if limit is None else rows[:int(limit)]
         where = ""  # the filters besides user_id and touching
         params: list[Any] = []
@@ -589,7 +613,7 @@ class SQLStore(Store):
                 where += f" AND (valid_from > ? OR (valid_from = ? AND ({later})))"
                 params.extend((to_micros(after.valid_from),) * 2)
             params.extend((to_micros(after.recorded_at), to_micros(after.recorded_at), after.id))
-        cols = ", ".join(FACT_COLS)
+        cols = ", ".join(columns)
         touching = filters["touching"]
         if touching is None:
             sql, all_params = f"SELECT {cols} FROM facts WHERE user_id = ?{where}", [user_id, *params]
@@ -603,7 +627,7 @@ class SQLStore(Store):
                                     f" UNION ALL SELECT {cols} FROM facts WHERE user_id = ? AND object_id IN {t_in}"
                                     f" AND subject_id NOT IN {t_in}{where}",
                                     [user_id, *touching, *params, user_id, *touching, *touching, *params]),
-                          key=_fact_order)  # the ORDER BY below, without a temp B-tree of rows
+                          key=_order_of(columns))  # the ORDER BY below, without a temp B-tree of rows
             return rows if limit is None else rows[:int(limit)]
         else:
             t_in = self._in(touching)

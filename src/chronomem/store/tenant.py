@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ValidationError
 from ..keys import DEFAULT_TENANT, ApiKey, check_tenant
-from ..model import Checkpoint, Entity, Fact, Message, MessagePosition, Session
+from ..model import Checkpoint, Entity, Fact, FactHead, Message, MessagePosition, Session
 from .base import Store
 
 if TYPE_CHECKING:
@@ -192,6 +192,13 @@ class TenantStore(Store):
 
     def count_facts(self, user_id: str) -> int:
         return self.inner.count_facts(self._k(user_id))
+
+    def count_touching(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
+        return self.inner.count_touching(self._k(user_id), entity_ids)
+
+    def fact_heads(self, user_id: str, touching: Sequence[str], *,
+                   min_confidence: float | None = None) -> list[FactHead]:
+        return self.inner.fact_heads(self._k(user_id), touching, min_confidence=min_confidence)
 
     def held_fact_ids(self, user_id: str, ids: Sequence[str]) -> set[str]:
         return self.inner.held_fact_ids(self._k(user_id), ids)
