@@ -214,3 +214,53 @@ def test_a_long_id_fits_its_cursor(mem: Memory) -> None:
     with TestClient(create_app(mem)) as c:
         walked = rest_walk(c, "/v1/users/u/messages", 1)
         assert [m["session_id"] for m in walked] == [long_session] * 3
+
+
+# -- jobs, newest first ----------------------------------------------------------------------------------------
+def _queue_jobs(mem: Memory, n: int) -> list[str]:
+    ids = []
+    for i in range(n):
+        job = mem.submit_messages([{"role": "user", "content": f"turn {i}"}], user_id="u", session_id=f"s{i}",
+                                  deliver=False)
+        ids.append(job.id)
+    return ids
+
+
+def _finish(mem: Memory, job_id: str) -> None:
+    from chronomem.jobs import JobStatus
+
+    now, store = utcnow(), mem.store.inner  # workers claim jobs through the store of every tenant
+    assert store.claim_job(job_id, "w", now, now + timedelta(minutes=1)) is not None
+    assert store.finish_job(job_id, "w", JobStatus.DONE, now, {}, None)
+
+
+def test_pages_of_jobs_go_on_while_jobs_arrive_and_finish(store_url: str) -> None:
+    from chronomem.jobs import JobPosition
+
+    with Memory(store_url, llm=False, embedder=False) as mem:
+        _queue_jobs(mem, 7)
+        whole = [j.id for j in mem.jobs(user_id="u")]
+        assert [j.id for j in walk(lambda **kw: mem.jobs(user_id="u", **kw), 3)] == whole
+        first = mem.jobs(user_id="u", status="queued", limit=3)
+        for j in first[:2]:
+            _finish(mem, j.id)  # they leave the queued list: an offset would skip the next two
+        _queue_jobs(mem, 2)  # newer jobs arrive at the front: an offset would repeat two
+        rest = mem.jobs(user_id="u", status="queued", after=first[-1])
+        assert [j.id for j in first + rest] == whole
+        assert [j.id for j in mem.jobs(user_id="u", after=JobPosition.of(first[0]), limit=1)] == whole[1:2]
+        with pytest.raises(ValidationError) as e:
+            mem.jobs(user_id="u", after="some job")  # type: ignore[arg-type]
+        assert e.value.field == "after"
+
+
+def test_rest_pages_of_jobs_skip_none_when_jobs_finish(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "m.db", llm=False, embedder=False)
+    _queue_jobs(mem, 6)
+    whole = [j.id for j in mem.jobs(user_id="u")]
+    with TestClient(create_app(mem, owns_memory=True)) as c:
+        walked = rest_walk(c, "/v1/users/u/jobs", 2, lambda page: [_finish(mem, j["id"]) for j in page],
+                           status="queued")
+        assert [j["id"] for j in walked] == whole
+        cursor = c.get("/v1/users/u/jobs", params={"limit": 1}).json()["next_cursor"]
+        r = c.get("/v1/users/u/history", params={"cursor": cursor})
+        assert r.status_code == 422 and "another list" in r.text

@@ -33,7 +33,7 @@ from .config import Config
 from .errors import ChronomemError
 from .forgetting import ForgetResult
 from .memory import Memory
-from .jobs.model import Job, JobStatus
+from .jobs.model import Job, JobPosition, JobStatus
 from .jobs.queue import JobQueue
 from .model import Entity, EntityMerge, Fact, FactInput, FactPosition, Message, MessagePosition, Session, UpdateReport
 from .providers.base import Embedder, LLM
@@ -266,8 +266,9 @@ class AsyncMemory:
         return await self._run(self._mem.job, job_id, user_id=user_id)
 
     async def jobs(self, *, user_id: str | None = None, status: JobStatus | str | None = None,
-                   limit: int | None = None, offset: int = 0) -> list[Job]:
-        return await self._run(self._mem.jobs, user_id=user_id, status=status, limit=limit, offset=offset)
+                   limit: int | None = None, offset: int = 0, after: Job | JobPosition | None = None) -> list[Job]:
+        return await self._run(self._mem.jobs, user_id=user_id, status=status, limit=limit, offset=offset,
+                               after=after)
 
     async def wait(self, job: Job | str, *, timeout: float | None = 300.0) -> Job:
         """Poll the job with ``asyncio.sleep`` between looks (the worker thread stays free meanwhile)."""

@@ -28,7 +28,7 @@ from .providers.base import Embedder, LLM, UsageTracker
 from .providers.cache import cache_owner
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
-from .jobs.model import Job, JobStatus
+from .jobs.model import Job, JobPosition, JobStatus
 from .jobs.queue import JobQueue
 from .jobs.service import JobService
 from .keys import DEFAULT_TENANT
@@ -365,9 +365,10 @@ class Memory:
         return self._jobs.get(job_id, user_id=user_id)
 
     def jobs(self, *, user_id: str | None = None, status: JobStatus | str | None = None,
-             limit: int | None = None, offset: int = 0) -> list[Job]:
-        """This tenant's jobs (of ``user_id`` when given), newest first."""
-        return self._jobs.list(user_id=user_id, status=status, limit=limit, offset=offset)
+             limit: int | None = None, offset: int = 0, after: Job | JobPosition | None = None) -> list[Job]:
+        """This tenant's jobs (of ``user_id`` when given), newest first; ``after`` (the last job of the page
+        before, or its position) pages them where jobs arrive and finish meanwhile, as :meth:`facts`."""
+        return self._jobs.list(user_id=user_id, status=status, limit=limit, offset=offset, after=after)
 
     def wait(self, job: Job | str, *, timeout: float | None = 300.0) -> Job:
         """Block until the job is done or failed; :class:`~chronomem.jobs.service.JobTimeoutError` after ``timeout`` s."""

@@ -1,6 +1,6 @@
 """Queued ingestion: the job record (:mod:`.model`), the queue transports (:mod:`.queue`),
 what a job does (:mod:`.runner`) and the worker (:mod:`.worker`)."""
 
-from .model import Job, JobKind, JobStatus
+from .model import Job, JobKind, JobPosition, JobStatus
 
-__all__ = ["Job", "JobKind", "JobStatus"]
+__all__ = ["Job", "JobKind", "JobPosition", "JobStatus"]

@@ -64,3 +64,16 @@ class Job:
                 "error": self.error, "attempts": self.attempts, "created_at": iso(self.created_at),
                 "started_at": iso(self.started_at) if self.started_at else None,
                 "finished_at": iso(self.finished_at) if self.finished_at else None}
+
+
+@dataclass(frozen=True, slots=True)
+class JobPosition:
+    """A place in the job list, newest first (by ``created_at``, then id, both descending): ``after=`` a
+    position lists the older jobs, so paging goes on where it stopped while jobs arrive or finish."""
+
+    created_at: datetime
+    id: str
+
+    @classmethod
+    def of(cls, job: Job) -> JobPosition:
+        return cls(job.created_at, job.id)

@@ -2,9 +2,9 @@
 
 A cursor names the place of the last item sent in its list's order (the ``id`` and times that order it),
 not a count of items: a fact forgotten or a turn stored between two pages moves nothing, so a walk
-through a list returns each item that stayed once.  A cursor is for the list it came from; one of
-another list, or one not made here, is refused (422, field ``cursor``).  The job list, newest first,
-keeps counting places (``encode`` / ``decode``): jobs arrive at its front.
+through a list returns each item that stayed once (the job list too, newest first, while jobs arrive at
+its front and leave a status filter as they finish).  A cursor is for the list it came from; one of
+another list, or one not made here, is refused (422, field ``cursor``).
 """
 
 from __future__ import annotations
@@ -17,19 +17,20 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import ValidationError
+from ..jobs.model import JobPosition
 from ..model import FactPosition, MessagePosition
 from ..timeutil import from_micros, to_micros
 
 T = TypeVar("T")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-MAX_OFFSET = 2**31 - 1  # more items than any list holds; a database takes it as an OFFSET
 _MICROS = (-(2**62), 2**62)  # any instant a datetime holds, in micro-seconds from 1970, lies inside
 
 #: a key's parts by type, per list: ``int`` / ``str``, or ``None`` for an int that may be null
 Shape = tuple[type | None, ...]
 FACTS: Shape = (None, int, str)  # valid_from, recorded_at (micro-seconds), id
 MESSAGES: Shape = (int, str, int)  # timestamp (micro-seconds), session id, seq
+JOBS: Shape = (int, str)  # created_at (micro-seconds), id
 
 
 def _pack(payload: dict[str, Any]) -> str:
@@ -46,21 +47,6 @@ def _unpack(cursor: str) -> Any:
 
 def _refused(cursor: str, why: str = "not a cursor returned by this API") -> ValidationError:
     return ValidationError("cursor", cursor[:60], why)
-
-
-def encode(offset: int) -> str:
-    return _pack({"o": offset})
-
-
-def decode(cursor: str | None) -> int:
-    """The offset a counting cursor stands for (0 without one); a cursor not made here is refused."""
-    if cursor is None or cursor == "":
-        return 0
-    raw = _unpack(cursor)
-    offset = raw.get("o") if isinstance(raw, dict) else None
-    if not isinstance(offset, int) or isinstance(offset, bool) or not 0 <= offset <= MAX_OFFSET:
-        raise _refused(cursor)
-    return offset
 
 
 def encode_after(name: str, key: Sequence[Any]) -> str:
@@ -120,6 +106,17 @@ def message_position(cursor: str | None) -> MessagePosition | None:
     if key is None or cursor is None:
         return None
     return MessagePosition(_time(key[0], cursor), key[1], key[2])
+
+
+def job_cursor(p: JobPosition) -> str:
+    return encode_after("jobs", [to_micros(p.created_at), p.id])
+
+
+def job_position(cursor: str | None) -> JobPosition | None:
+    key = decode_after(cursor, "jobs", JOBS)
+    if key is None or cursor is None:
+        return None
+    return JobPosition(_time(key[0], cursor), key[1])
 
 
 def page_after(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: Shape, cursor: str | None,

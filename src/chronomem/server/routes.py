@@ -14,7 +14,7 @@ from pydantic import AfterValidator, BeforeValidator
 from ..errors import NotFoundError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
 from ..validation import check_id
-from ..jobs.model import Job
+from ..jobs.model import Job, JobPosition
 from ..memory import Memory
 from ..model import Entity, Fact, FactPosition, MessagePosition, Session
 from ..timeutil import to_micros
@@ -159,10 +159,8 @@ def list_jobs(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT
               status: Annotated[str | None, Query(pattern="^(queued|running|done|failed)$")] = None,
               ) -> dict[str, Any]:
     """The user's jobs, newest first."""
-    offset = pagination.decode(cursor)
-    found = mem.jobs(user_id=user_id, status=status, limit=limit + 1, offset=offset)
-    nxt = pagination.encode(offset + limit) if len(found) > limit else None
-    return {"items": [job_out(j) for j in found[:limit]], "next_cursor": nxt}
+    found = mem.jobs(user_id=user_id, status=status, limit=limit + 1, after=pagination.job_position(cursor))
+    return read_page(found, limit, job_out, lambda j: pagination.job_cursor(JobPosition.of(j)))
 
 
 # -- users, sessions, messages ----------------------------------------------------------------------------

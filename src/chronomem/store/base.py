@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..model import Checkpoint, Entity, Fact, FactHead, FactPosition, Message, MessagePosition, Session
 
 if TYPE_CHECKING:
-    from ..jobs.model import Job, JobStatus
+    from ..jobs.model import Job, JobPosition, JobStatus
     from ..keys import ApiKey
 
 
@@ -250,8 +250,8 @@ class Store(ABC):
 
     @abstractmethod
     def jobs(self, tenant: str, *, user_id: str | None = None, status: JobStatus | None = None,
-             limit: int | None = None, offset: int = 0) -> list[Job]:
-        """The tenant's jobs (of ``user_id`` when given), newest first."""
+             limit: int | None = None, offset: int = 0, after: JobPosition | None = None) -> list[Job]:
+        """The tenant's jobs (of ``user_id`` when given), newest first; ``after``: those older than it."""
 
     @abstractmethod
     def claim_job(self, job_id: str, worker: str, now: datetime, lease_until: datetime) -> Job | None:

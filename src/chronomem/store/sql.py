@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, TypeVar
 
 from ..errors import CorruptDatabaseError, StoreError
-from ..jobs.model import Job, JobKind, JobStatus
+from ..jobs.model import Job, JobKind, JobPosition, JobStatus
 from ..keys import ApiKey
 from ..memo import text_memo
 from ..model import (Checkpoint, Entity, Fact, FactHead, FactPosition, Intent, Message, MessagePosition, Origin,
@@ -992,7 +992,7 @@ class SQLStore(Store):
         return row_to_job(rows[0]) if rows else None
 
     def jobs(self, tenant: str, *, user_id: str | None = None, status: JobStatus | None = None,
-             limit: int | None = None, offset: int = 0) -> list[Job]:
+             limit: int | None = None, offset: int = 0, after: JobPosition | None = None) -> list[Job]:
         sql = self._JOB_SELECT + " WHERE tenant = ?"
         params: list[Any] = [tenant]
         if user_id is not None:
@@ -1001,6 +1001,10 @@ class SQLStore(Store):
         if status is not None:
             sql += " AND status = ?"
             params.append(JobStatus(status).value)
+        if after is not None:  # the rows the ORDER BY below puts after it
+            t = to_micros(after.created_at)
+            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
+            params.extend((t, t, after.id))
         sql += " ORDER BY created_at DESC, id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"

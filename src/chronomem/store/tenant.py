@@ -27,7 +27,7 @@ from ..model import Checkpoint, Entity, Fact, FactHead, Message, MessagePosition
 from .base import Store
 
 if TYPE_CHECKING:
-    from ..jobs.model import Job, JobStatus
+    from ..jobs.model import Job, JobPosition, JobStatus
 
 SEP = "\x1f"  # ASCII unit separator: cannot appear in a user id
 _PASSTHROUGH = frozenset({"url", "vector_backend", "meta", "schema_version", "schema", "path",
@@ -278,9 +278,9 @@ class TenantStore(Store):
         return self._job_out(self.inner.job(self.tenant, job_id))
 
     def jobs(self, tenant: str, *, user_id: str | None = None, status: JobStatus | None = None,
-             limit: int | None = None, offset: int = 0) -> list[Job]:
+             limit: int | None = None, offset: int = 0, after: JobPosition | None = None) -> list[Job]:
         found = self.inner.jobs(self.tenant, user_id=None if user_id is None else self._k(user_id),
-                                status=status, limit=limit, offset=offset)
+                                status=status, limit=limit, offset=offset, after=after)
         return [j for j in map(self._job_out, found) if j is not None]
 
     def mark_job_sent(self, job_id: str, now: datetime, tenant: str | None = None) -> None:
