@@ -3,14 +3,15 @@
 Reads memory files the evolving benchmark wrote (``bench_evolving.py --out DIR``: facts extracted from
 real conversations by the local model, with their source turns, statements and confirmations) and calls
 the MCP ``recall`` and ``timeline`` tools for each answer check of the set: ``recall`` with the check's
-question, ``timeline`` with the conversation's user.  Each reply is counted twice in the local model's
-tokens, as the text blocks the MCP SDK sends (the JSON an agent's model reads): as sent (the agent view
-of ``chronomem.server.mcp``) and with every fact made ``Fact.to_dict()`` plus its rendering (the reply
-before session 41).
+question, ``timeline`` with the conversation's user.  Each reply is counted three times in the local
+model's tokens, as the text an agent's model reads: ``every_field``, every fact made ``Fact.to_dict()``
+plus its rendering, in the SDK's indented blocks (the reply before session 41); ``agent_view_indented``,
+the agent's view of a fact (``chronomem.server.mcp._fact``) in those blocks; ``sent``, as sent now (the
+agent's view in one block of compact JSON).
 
   python benchmarks/bench_agent_view.py --set tune --dbs bench-out/evolving/tune
 
-Prints one JSON line per tool: replies, median and total tokens of both forms.
+Prints one JSON line per tool: replies, median and total tokens of each form.
 """
 
 from __future__ import annotations
@@ -46,8 +47,9 @@ def every_field(held: dict[str, Fact], user: str, reply: Any) -> Any:
     return {k: [full(f) for f in v] if k == "facts" else v for k, v in reply.items()}
 
 
-def as_text(value: Any) -> list[str]:
-    """The text blocks the MCP SDK sends for a tool's return value (one per item of a list, indented)."""
+def as_sdk_wrote(value: Any) -> list[str]:
+    """The text blocks the MCP SDK wrote for a tool's return value before session 41's compact replies: one
+    per item of a list, indented by two spaces."""
     return [json.dumps(v, indent=2, ensure_ascii=False) for v in (value if isinstance(value, list) else [value])]
 
 
@@ -62,8 +64,8 @@ def main() -> None:
     args = ap.parse_args()
     llm = LocalLlamaLLM()
     data = json.loads((HERE / f"{args.set}.json").read_text())
-    counts: dict[str, dict[str, list[int]]] = {"recall": {"sent": [], "every_field": []},
-                                               "timeline": {"sent": [], "every_field": []}}
+    forms = ("every_field", "agent_view_indented", "sent")
+    counts: dict[str, dict[str, list[int]]] = {tool: {f: [] for f in forms} for tool in ("recall", "timeline")}
     for conv in data["conversations"]:
         db = Path(args.dbs) / f"{args.set}-{conv['name']}.db"
         user = conv["user"]
@@ -75,16 +77,14 @@ def main() -> None:
             for tool, arguments in calls:
                 res = asyncio.run(server.call_tool(tool, arguments))
                 sent = [c.text for c in res.content]
-                reply = [json.loads(t) for t in sent] if tool == "timeline" else json.loads(sent[0])
-                assert as_text(reply) == sent, "the SDK's text blocks are not what as_text writes"
+                reply = json.loads(sent[0])
                 counts[tool]["sent"].append(tokens(llm, sent))
-                counts[tool]["every_field"].append(tokens(llm, as_text(every_field(held, user, reply))))
+                counts[tool]["agent_view_indented"].append(tokens(llm, as_sdk_wrote(reply)))
+                counts[tool]["every_field"].append(tokens(llm, as_sdk_wrote(every_field(held, user, reply))))
     for tool, c in counts.items():
         print(json.dumps({"set": args.set, "tool": tool, "replies": len(c["sent"]),
-                          "median_tokens_sent": statistics.median(c["sent"]),
-                          "median_tokens_every_field": statistics.median(c["every_field"]),
-                          "total_sent": sum(c["sent"]), "total_every_field": sum(c["every_field"])}))
-
+                          **{f"median_{f}": statistics.median(c[f]) for f in forms},
+                          **{f"total_{f}": sum(c[f]) for f in forms}}))
 
 if __name__ == "__main__":
     main()

@@ -130,3 +130,21 @@ def test_an_agent_reads_what_a_fact_says_and_the_ids_to_forget_not_its_bookkeepi
         assert reading["origin"] == "derived" and reading["object"] == "Rui"
         assert call(server, "forget", {"fact_id": reading["support_ids"][0]})["facts_deleted"] == 1
         assert not [f for f in call(server, "timeline", {"subject": "Maya"}) if f["relation"] == "sibling_of"]
+
+
+def test_a_reply_is_one_block_of_compact_json_with_the_same_structured_content(tmp_path) -> None:
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Zürich"},
+                       {"subject": "Maya", "relation": "works_at", "object": "Acme"}], user_id="u1")
+        server = build_mcp(mem, "u1")
+        for tool, args in (("timeline", {"subject": "Maya"}), ("recall", {"query": "Where does Maya live?"}),
+                           ("sessions", {})):
+            res = asyncio.run(server.call_tool(tool, args))
+            structured = getattr(res, "structuredContent", None) or getattr(res, "structured_content", None)
+            assert len(res.content) == 1 and "\n" not in res.content[0].text
+            assert ("Zürich" in res.content[0].text) == (tool != "sessions")  # not escaped as \u00fc
+            value = json.loads(res.content[0].text)
+            assert value == (structured["result"] if isinstance(value, list) else structured)
+        tools = {t.name: t for t in asyncio.run(server.list_tools())}
+        schema = getattr(tools["timeline"], "outputSchema", None) or getattr(tools["timeline"], "output_schema", None)
+        assert schema is not None  # the output schema is still advertised
