@@ -264,3 +264,24 @@ def test_rest_pages_of_jobs_skip_none_when_jobs_finish(tmp_path: Path) -> None:
         cursor = c.get("/v1/users/u/jobs", params={"limit": 1}).json()["next_cursor"]
         r = c.get("/v1/users/u/history", params={"cursor": cursor})
         assert r.status_code == 422 and "another list" in r.text
+
+
+@pytest.mark.parametrize(("make", "field"), [
+    (lambda: FactPosition("2020-01-01", utcnow(), "x"), "FactPosition.valid_from"),  # type: ignore[arg-type]
+    (lambda: FactPosition(None, None, "x"), "FactPosition.recorded_at"),  # type: ignore[arg-type]
+    (lambda: FactPosition(None, utcnow(), 7), "FactPosition.id"),  # type: ignore[arg-type]
+    (lambda: MessagePosition(utcnow(), "s", True), "MessagePosition.seq"),
+    (lambda: MessagePosition(utcnow(), None, 1), "MessagePosition.session_id"),  # type: ignore[arg-type]
+])
+def test_a_place_made_of_the_wrong_parts_is_refused_by_name(make: Callable[[], object], field: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        make()
+    assert e.value.field == field
+
+
+def test_a_job_place_of_the_wrong_parts_is_refused_by_name() -> None:
+    from chronomem.jobs import JobPosition
+
+    with pytest.raises(ValidationError) as e:
+        JobPosition("yesterday", "j1")  # type: ignore[arg-type]
+    assert e.value.field == "JobPosition.created_at"

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from .timeutil import iso, parse_optional_time, parse_time
+from .validation import check_place
 
 
 class Intent(str, Enum):
@@ -172,6 +173,10 @@ class FactPosition:
     recorded_at: datetime
     id: str
 
+    def __post_init__(self) -> None:
+        check_place("FactPosition", (("valid_from", self.valid_from, datetime, True),
+                                      ("recorded_at", self.recorded_at, datetime, False), ("id", self.id, str, False)))
+
     @classmethod
     def of(cls, fact: Fact) -> FactPosition:
         stored = fact.support_ids[0] if fact.origin is Origin.DERIVED and len(fact.support_ids) == 1 else fact.id
@@ -237,6 +242,10 @@ class MessagePosition:
     timestamp: datetime
     session_id: str
     seq: int
+
+    def __post_init__(self) -> None:
+        check_place("MessagePosition", (("timestamp", self.timestamp, datetime, False),
+                                         ("session_id", self.session_id, str, False), ("seq", self.seq, int, False)))
 
     @classmethod
     def of(cls, message: Message) -> MessagePosition:

@@ -56,3 +56,16 @@ def check_user(user_id: Any) -> str:
     if user_id is None:
         raise ValidationError("user_id", user_id, "is required: every memory belongs to a user")
     return check_id("user_id", user_id)
+
+
+_KINDS = {"datetime": "a datetime", "str": "a string", "int": "a whole number"}
+
+
+def check_place(kind: str, parts: tuple[tuple[str, Any, type, bool], ...]) -> None:
+    """The parts of a place in a list (``FactPosition``, ``MessagePosition``, ``JobPosition``), each
+    ``(name, value, type, may be None)``: a bad one is refused by name when the position is made, not as a
+    database error when a page is read."""
+    for name, value, want, optional in parts:
+        if (value is not None or not optional) and (isinstance(value, bool) or not isinstance(value, want)):
+            raise ValidationError(f"{kind}.{name}", value, f"must be {_KINDS.get(want.__name__, want.__name__)}"
+                                  + (" or None" * optional))

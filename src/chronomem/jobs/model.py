@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from ..timeutil import iso
+from ..validation import check_place
 
 
 class JobKind(str, Enum):
@@ -73,6 +74,9 @@ class JobPosition:
 
     created_at: datetime
     id: str
+
+    def __post_init__(self) -> None:
+        check_place("JobPosition", (("created_at", self.created_at, datetime, False), ("id", self.id, str, False)))
 
     @classmethod
     def of(cls, job: Job) -> JobPosition:
