@@ -8,7 +8,9 @@ variants, acronyms, near spellings and ties all occur."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -96,7 +98,8 @@ def _letters(i: int) -> str:
     return out.title()
 
 
-def test_many_new_names_into_a_large_user_compare_few_spellings(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_many_new_names_into_a_large_user_compare_few_spellings(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """2,000 new names resolved against 3,000 entities (no digits: one bucket): each name was compared with
     every spelling, 6,000,000 comparisons; the index lets difflib compare a name only with spellings that
     can reach the threshold."""
