@@ -150,3 +150,53 @@ def test_slots_replayed_apart_as_when_every_pair_is_compared(spec_name, rows, da
     ours = in_their_slots(members, spec, registry_key)
     for f in facts:
         assert ours(f) == any(f.id == m.id or in_slot(m, f, spec, registry_key) for m in members), (f, members)
+
+
+_PEOPLE = ["Maya", "Rui", "Ana", "Tiago"]
+_THINGS = ["jazz", "tea", "Porto", "Braga", "Acme"]
+@st.composite
+def batch_fact(draw: st.DrawFn) -> dict[str, object]:
+    start = draw(st.integers(2010, 2019))
+    fact: dict[str, object] = {
+        "subject": draw(st.sampled_from(_PEOPLE)),
+        "relation": draw(st.sampled_from(["lives_in", "works_at", "likes", "friend_of", "parent_of", "child_of",
+                                          "manages", "reports_to"])),
+        "object": draw(st.sampled_from(_PEOPLE + _THINGS)), "valid_from": f"{start}-01-01",
+        "confidence": draw(st.sampled_from([0.3, 0.8, 1.0]))}
+    if draw(st.booleans()):
+        fact["valid_to"] = f"{start + draw(st.integers(1, 5))}-06-01"
+    return fact
+
+
+@given(st.lists(st.lists(batch_fact(), min_size=1, max_size=6), min_size=1, max_size=5))
+def test_a_batch_reads_the_facts_of_its_keys_as_the_rules_would_meet_them_all(tmp_path_factory, batches) -> None:
+    """``GraphWriter._load_batch`` reads, for many-valued facts, only the facts between the two entities;
+    the histories equal those of reading every fact of the batch's relations touching its entities."""
+    from chronomem.graph import GraphWriter, _Batch
+
+    def read_wide(self, user_id, inputs, ents):  # type: ignore[no-untyped-def]
+        relations = {f.relation for f in inputs}
+        relations |= {inv for r in relations if (inv := self.registry.spec(r).inverse)}
+        ids = list({ents[f.subject].id for f in inputs} | {ents[f.object].id for f in inputs})
+        return _Batch(self.registry, self.theta, self._cached_key(),
+                      self.store.facts(user_id, touching=ids, relations=sorted(relations)))
+
+    def history(mem: Memory) -> list[tuple[object, ...]]:
+        return sorted((f.subject, f.relation, f.object, str(f.valid_from), str(f.valid_to), round(f.confidence, 6),
+                       f.closed_by is not None, len(f.source_ids)) for f in mem.history(user_id="u"))
+
+    keyed = Memory(":memory:", llm=False, embedder=False)
+    wide = Memory(":memory:", llm=False, embedder=False)
+    real = GraphWriter._load_batch
+    try:
+        for batch in batches:
+            keyed.add_facts([dict(f) for f in batch], user_id="u")
+            GraphWriter._load_batch = read_wide  # type: ignore[method-assign]
+            try:
+                wide.add_facts([dict(f) for f in batch], user_id="u")
+            finally:
+                GraphWriter._load_batch = real  # type: ignore[method-assign]
+        assert history(keyed) == history(wide)
+    finally:
+        keyed.close()
+        wide.close()

@@ -20,7 +20,7 @@ from typing import Any
 from .entities import ExactResolver, Resolver, new_id, normalize_name
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
-from .model import Entity, Fact, FactInput, Intent, Origin, UpdateReport
+from .model import Entity, Fact, FactInput, FactPosition, Intent, Origin, UpdateReport
 from .registry import RelationRegistry, RelationSpec, statement_identity
 from .store.base import Store
 from .temporal import in_their_slots, plan_update
@@ -224,6 +224,11 @@ def slot_family(registry: RelationRegistry, relation: str) -> tuple[RelationSpec
     return spec, tuple(dict.fromkeys(r for r in (spec.name, spec.inverse) if r is not None))
 
 
+#: entities listed as both subjects and objects of one read of a batch's many-valued facts at most (the
+#: statement holds them twice, under SQLite's 32,766 parameters with the chunked side's 2,000)
+_KEYED_ENDS = 2000
+
+
 class _Batch:
     """The facts one ``apply`` can touch, indexed by (entity id, relation), and what it changed.
 
@@ -371,12 +376,31 @@ class GraphWriter:
         return batch.report()
 
     def _load_batch(self, user_id: str, inputs: Sequence[FactInput], ents: Mapping[str, Entity]) -> _Batch:
-        """The stored facts a batch can interact with: its relations (and their inverses) touching its entities."""
-        relations = {f.relation for f in inputs}
-        relations |= {inv for r in relations if (inv := self.registry.spec(r).inverse)}
-        ids = list({ents[f.subject].id for f in inputs} | {ents[f.object].id for f in inputs})
-        stored = self.store.facts(user_id, touching=ids, relations=sorted(relations))
-        return _Batch(self.registry, self.theta, self._cached_key(), stored)
+        """The stored facts a batch can interact with (:meth:`_Batch.add`): for a fact of a single-valued
+        slot, its relation family touching its subject or object; for a many-valued one, the facts of its
+        key, which name the same two entities ("Maya likes song 9" meets "Maya likes song 9", not the
+        thousands of Maya's other likes, which were read whole for each batch)."""
+        wide: tuple[set[str], set[str]] = (set(), set())  # relations, entity ids
+        keyed: tuple[set[str], set[str]] = (set(), set())
+        for f in inputs:
+            spec, family = slot_family(self.registry, f.relation)
+            relations, ids = wide if spec.single_valued else keyed
+            relations.update(family)
+            ids.update((ents[f.subject].id, ents[f.object].id))
+        if len(keyed[1]) > _KEYED_ENDS:  # both ends listed would pass a statement's parameter limit: read wide
+            wide[0].update(keyed[0])
+            wide[1].update(keyed[1])
+            keyed = (set(), set())
+        stored: dict[str, Fact] = {}
+        if wide[0]:
+            stored.update((f.id, f) for f in self.store.facts(user_id, touching=sorted(wide[1]),
+                                                              relations=sorted(wide[0])))
+        if keyed[0]:
+            ends = sorted(keyed[1])
+            stored.update((f.id, f) for f in self.store.facts(user_id, subject_ids=ends, object_ids=ends,
+                                                              relations=sorted(keyed[0])))
+        ordered = sorted(stored.values(), key=lambda f: FactPosition.of(f).sort_key())  # as one read gave them
+        return _Batch(self.registry, self.theta, self._cached_key(), ordered)
 
     def merge_entities(self, user_id: str, source_id: str, target_id: str) -> tuple[int, int]:
         """Make the entity ``source_id`` part of ``target_id`` (two names resolution kept apart: "Mom" and
