@@ -38,7 +38,7 @@ from .store.tenant import TenantStore
 from .temporal import replaced_by_correction
 from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
 from .exports import check_tables
-from .validation import check_id, check_name, check_text, check_user
+from .validation import check_after, check_id, check_name, check_text, check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
@@ -459,16 +459,13 @@ class Memory:
         from .retrieve.lookup import select_facts
 
         _check_limit(limit)
-        if isinstance(after, Fact):
-            after = FactPosition.of(after)
-        elif after is not None and not isinstance(after, FactPosition):
-            raise ValidationError("after", after, "must be a Fact of the page before, a FactPosition or None")
+        place: FactPosition | None = check_after(after, Fact, FactPosition)
         relations = None if relation is None else [self.registry.canonical(check_name("relation", relation))]
         return select_facts(self.store, self.registry, user_id,
                             subject_ids=self._entity_ids(user_id, subject, "subject"),
                             object_ids=self._entity_ids(user_id, obj, "object"), relations=relations, as_of=when,
                             min_confidence=None if include_unstable else self.config.theta_stable,
-                            other_side=other_side, after=after, limit=limit)
+                            other_side=other_side, after=place, limit=limit)
 
     @_user_calls
     def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
@@ -515,11 +512,8 @@ class Memory:
         if session_id is not None:
             check_id("session_id", session_id)
         _check_limit(limit)
-        if isinstance(after, Message):
-            after = MessagePosition.of(after)
-        elif after is not None and not isinstance(after, MessagePosition):
-            raise ValidationError("after", after, "must be a Message of the page before, a MessagePosition or None")
-        return self.store.messages(check_user(user_id), session_id=session_id, after=after, limit=limit)
+        return self.store.messages(check_user(user_id), session_id=session_id,
+                                   after=check_after(after, Message, MessagePosition), limit=limit)
 
     def entities(self, *, user_id: str) -> list[Entity]:
         return self.store.entities(check_user(user_id))

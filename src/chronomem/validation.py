@@ -69,3 +69,14 @@ def check_place(kind: str, parts: tuple[tuple[str, Any, type, bool], ...]) -> No
         if (value is not None or not optional) and (isinstance(value, bool) or not isinstance(value, want)):
             raise ValidationError(f"{kind}.{name}", value, f"must be {_KINDS.get(want.__name__, want.__name__)}"
                                   + (" or None" * optional))
+
+
+def check_after(after: Any, item: type, position: type) -> Any:
+    """A page's ``after``: the last ``item`` of the page before (made its ``position``), a ``position``, or
+    ``None`` (the list's start)."""
+    if isinstance(after, item):
+        return position.of(after)  # type: ignore[attr-defined]
+    if after is None or isinstance(after, position):
+        return after
+    raise ValidationError("after", after, f"must be a {item.__name__} of the page before, a {position.__name__} "
+                                          "or None")

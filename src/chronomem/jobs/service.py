@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, NotFoundError, ValidationError
 from ..timeutil import iso, parse_time, utcnow
-from ..validation import check_id, check_user
+from ..validation import check_after, check_id, check_user
 
 MAX_JOBS = 2**31 - 1  # a limit or offset any store takes (PostgreSQL's bigint, SQLite's integers)
 from .model import Job, JobKind, JobPosition, JobStatus
@@ -160,12 +160,8 @@ class JobService:
             raise ValidationError("limit", limit, f"must be a whole number from 1 to {MAX_JOBS}, or None for all")
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_JOBS:
             raise ValidationError("offset", offset, f"must be a whole number from 0 to {MAX_JOBS}")
-        if isinstance(after, Job):
-            after = JobPosition.of(after)
-        elif after is not None and not isinstance(after, JobPosition):
-            raise ValidationError("after", after, "must be a Job of the page before, a JobPosition or None")
         return self.mem.store.jobs(self.mem.tenant, user_id=user_id, status=wanted, limit=limit, offset=offset,
-                                   after=after)
+                                   after=check_after(after, Job, JobPosition))
 
     def wait(self, job: Job | str, *, timeout: float | None = 300.0, poll_s: float = 0.05) -> Job:
         """Poll until the job is done or failed; :class:`JobTimeoutError` after ``timeout`` seconds."""
