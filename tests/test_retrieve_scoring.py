@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chronomem.model import Fact, Intent, Origin
 from chronomem.registry import RelationRegistry
@@ -246,3 +248,22 @@ def test_fact_text_drops_only_time_words_the_interval_dates_exactly() -> None:
     undated = replace(base, text="Jon started dance studio [yesterday]", valid_from=None)
     assert fact_text(undated) == "Jon started dance studio [yesterday]"
     assert fact_text(replace(base, text="")) == "Jon started dance studio"
+
+
+_PIECES = list("aeiouylnrstdgcmpbhkfwvzéü'’ -EYS") + ["ies", "ied", "ing", "ed", "es", "'s", "ss"]
+_WORDISH = st.lists(st.sampled_from(_PIECES), max_size=14).map("".join)  # suffixes the stemmer strips, often
+
+
+@given(_WORDISH, st.lists(_WORDISH, max_size=4))
+def test_probes_miss_no_text_that_shares_a_term(text: str, question: list[str]) -> None:
+    """``may_share_terms`` may only say yes too often: a text whose terms meet the question's is never
+    passed over (a hub's cut skips stemming the names that hold no probe)."""
+    wanted = set().union(*(S.term_set(q) for q in question)) if question else set()
+    if S.term_set(text) & wanted:
+        assert S.may_share_terms(text, S.term_probes(wanted))
+
+
+def test_probes_of_a_stem_made_from_ies_drop_its_y() -> None:
+    assert set(S.term_probes({"party", "liv"})) == {"part", "liv"}
+    assert S.may_share_terms("The Parties of 2019", S.term_probes(S.term_set("party")))
+    assert not S.may_share_terms("song 17", S.term_probes(S.term_set("where does Maya live")))

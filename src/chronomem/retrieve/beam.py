@@ -59,8 +59,10 @@ from .scoring import (
     hybrid_relevance,
     lexical_relevance,
     logical_consistency,
+    may_share_terms,
     path_score,
     relation_terms,
+    term_probes,
     term_set,
 )
 
@@ -351,6 +353,7 @@ class BeamSearch:
             return facts
         own = facts[0].subject if facts[0].subject_id == entity_id else facts[0].object
         wanted = self.relevance.q_terms - term_set(own)
+        probes = term_probes(wanted)
         by_relation: dict[str, int] = {}
 
         def asked(f: _Head) -> int:
@@ -358,7 +361,8 @@ class BeamSearch:
             if n is None:
                 vocab = self.relevance.vocab.get(f.relation) or term_set(f.relation.replace("_", " "))
                 n = by_relation[f.relation] = len(vocab & wanted)
-            return n + len(term_set(f.object if f.subject_id == entity_id else f.subject) & wanted)
+            other = f.object if f.subject_id == entity_id else f.subject
+            return n + (len(term_set(other) & wanted) if may_share_terms(other, probes) else 0)
 
         ranked = sorted(facts, key=lambda f: (asked(f), f.valid_from is not None, f.valid_from or f.recorded_at),
                         reverse=True)
