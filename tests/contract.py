@@ -190,6 +190,9 @@ def test_counts_and_heads_of_the_facts_touching_entities(cmem: Memory) -> None:
                 for h in heads] == [(f.id, f.subject_id, f.subject, f.relation, f.object_id, f.object, f.valid_from,
                                      f.recorded_at) for f in whole]
         assert len(heads) == (4 if min_conf is None else 3)
+    # thousands of entities at once are read in chunks, and a fact is kept once by its id (not its subject)
+    many = [f"nobody-{i}" for i in range(3000)] + [ids["Maya"]]
+    assert cmem.store.fact_heads(U, many) == cmem.store.fact_heads(U, [ids["Maya"]])
 
 
 def test_entity_types_of_some_entities(cmem: Memory) -> None:

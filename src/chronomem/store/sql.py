@@ -161,6 +161,11 @@ def chunks(values: Sequence[T], size: int) -> Iterator[list[T]]:
 _LISTED_FILTERS = ("ids", "subject_ids", "object_ids", "touching", "relations", "closed_by")
 
 
+def _fact_filters(**given: Any) -> dict[str, Any]:
+    """Every filter :meth:`SQLStore._fact_rows` reads: the given ones, ``None`` (not filtered) for the rest."""
+    return {**dict.fromkeys((*_LISTED_FILTERS, "as_of", "min_confidence", "session_id", "after")), **given}
+
+
 def row_to_fact(r: Sequence[Any]) -> Fact:
     return Fact(
         user_id=r[0], id=r[1], subject_id=r[2], subject=r[3], relation=r[4], object_id=r[5],
@@ -548,9 +553,9 @@ class SQLStore(Store):
               as_of: datetime | None = None, min_confidence: float | None = None,
               session_id: str | None = None, limit: int | None = None,
               closed_by: Sequence[str] | None = None, after: FactPosition | None = None) -> list[Fact]:
-        filters: dict[str, Any] = dict(
-            ids=ids, subject_ids=subject_ids, object_ids=object_ids, touching=touching, relations=relations,
-            closed_by=closed_by, as_of=as_of, min_confidence=min_confidence, session_id=session_id, after=after)
+        filters = _fact_filters(ids=ids, subject_ids=subject_ids, object_ids=object_ids, touching=touching,
+                                relations=relations, closed_by=closed_by, as_of=as_of, min_confidence=min_confidence,
+                                session_id=session_id, after=after)
         return [row_to_fact(r) for r in self._fact_rows(user_id, filters, limit)]
 
     def count_touching(self, user_id: str, entity_ids: Sequence[str]) -> dict[str, int]:
@@ -566,8 +571,7 @@ class SQLStore(Store):
 
     def fact_heads(self, user_id: str, touching: Sequence[str], *,
                    min_confidence: float | None = None) -> list[FactHead]:
-        filters = {**dict.fromkeys(_LISTED_FILTERS), "touching": list(touching), "as_of": None,
-                   "min_confidence": min_confidence, "session_id": None, "after": None}
+        filters = _fact_filters(touching=list(touching), min_confidence=min_confidence)
         return [FactHead(r[0], r[1], r[2], r[3], r[4], r[5], _dt(r[6]), _dt(r[7]))  # type: ignore[arg-type]
                 for r in self._fact_rows(user_id, filters, None, HEAD_COLS)]
 
@@ -581,8 +585,9 @@ class SQLStore(Store):
         if long is not None:
             asked = list(filters[long])
             by_id: dict[str, Sequence[Any]] = {}  # a fact two chunks find comes once
+            at = columns.index("id")
             for chunk in chunks(asked, IN_CHUNK):
-                by_id.update((r[1], r) for r in self._fact_rows(user_id, {**filters, long: chunk}, None, columns))
+                by_id.update((r[at], r) for r in self._fact_rows(user_id, {**filters, long: chunk}, None, columns))
             rows = sorted(by_id.values(), key=_order_of(columns))
             return rows if limit is None else rows[:int(limit)]
         where = ""  # the filters besides user_id and touching
