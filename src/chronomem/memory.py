@@ -38,7 +38,7 @@ from .store.tenant import TenantStore
 from .temporal import replaced_by_correction
 from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
 from .exports import check_tables
-from .validation import check_after, check_id, check_name, check_text, check_user
+from .validation import check_after, check_id, check_limit, check_name, check_text, check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
     from .extract.pipeline import AddResult, WritePipeline
@@ -134,12 +134,6 @@ def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_
     except AttributeError:  # a buffer with __slots__: nothing to mark
         pass
     return buf
-
-
-def _check_limit(limit: object) -> None:
-    """A page's ``limit``: a whole number a database takes as a LIMIT, or ``None`` for all."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit < 2**31):
-        raise ValidationError("limit", limit, "must be a whole number from 1 to 2**31 - 1, or None for all")
 
 
 def _check_options(options: object) -> SearchOptions:
@@ -458,7 +452,7 @@ class Memory:
                 after: Fact | FactPosition | None) -> list[Fact]:
         from .retrieve.lookup import select_facts
 
-        _check_limit(limit)
+        check_limit(limit)
         place: FactPosition | None = check_after(after, Fact, FactPosition)
         relations = None if relation is None else [self.registry.canonical(check_name("relation", relation))]
         return select_facts(self.store, self.registry, user_id,
@@ -511,7 +505,7 @@ class Memory:
         ``after`` (the last turn of the page before, or its position) page them as :meth:`facts` does."""
         if session_id is not None:
             check_id("session_id", session_id)
-        _check_limit(limit)
+        check_limit(limit)
         return self.store.messages(check_user(user_id), session_id=session_id,
                                    after=check_after(after, Message, MessagePosition), limit=limit)
 

@@ -80,3 +80,13 @@ def check_after(after: Any, item: type, position: type) -> Any:
         return after
     raise ValidationError("after", after, f"must be a {item.__name__} of the page before, a {position.__name__} "
                                           "or None")
+
+
+MAX_ROWS = 2**31 - 1  # a LIMIT or OFFSET any store takes (PostgreSQL's bigint, SQLite's integers)
+
+
+def check_limit(limit: Any) -> int | None:
+    """A page's ``limit``: a whole number from 1 to :data:`MAX_ROWS`, or ``None`` for all."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_ROWS):
+        raise ValidationError("limit", limit, f"must be a whole number from 1 to {MAX_ROWS}, or None for all")
+    return limit

@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ChronomemError, NotFoundError, ValidationError
 from ..timeutil import iso, parse_time, utcnow
-from ..validation import check_after, check_id, check_user
+from ..validation import MAX_ROWS, check_after, check_id, check_limit, check_user
 
-MAX_JOBS = 2**31 - 1  # a limit or offset any store takes (PostgreSQL's bigint, SQLite's integers)
 from .model import Job, JobKind, JobPosition, JobStatus
 from .queue import BrokerQueue, JobQueue, LocalQueue, queue_url
 from .runner import add_result_json
@@ -156,10 +155,9 @@ class JobService:
                 raise ValidationError("status", status, f"one of {[s.value for s in JobStatus]}") from None
         if user_id is not None:
             check_user(user_id)
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_JOBS):
-            raise ValidationError("limit", limit, f"must be a whole number from 1 to {MAX_JOBS}, or None for all")
-        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_JOBS:
-            raise ValidationError("offset", offset, f"must be a whole number from 0 to {MAX_JOBS}")
+        check_limit(limit)
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_ROWS:
+            raise ValidationError("offset", offset, f"must be a whole number from 0 to {MAX_ROWS}")
         return self.mem.store.jobs(self.mem.tenant, user_id=user_id, status=wanted, limit=limit, offset=offset,
                                    after=check_after(after, Job, JobPosition))
 
