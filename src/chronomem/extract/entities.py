@@ -91,6 +91,11 @@ def similarity_at_least(a: str, b: str, threshold: float) -> float:
     return r if r >= threshold else 0.0
 
 
+def names_of(e: Entity) -> list[str]:
+    """Every name of ``e``: its own, then its aliases."""
+    return [e.name, *e.aliases]
+
+
 _BINS = 64  # characters counted modulo this: a lower bound of the distance of two character counts
 
 
@@ -113,7 +118,7 @@ class SpellingIndex:
         texts: list[str] = []  # the normalised spellings of min_length or more, compared by difflib
         spelled: list[str] = []
         for e in self.entities:
-            for s in (e.name, *e.aliases):
+            for s in names_of(e):
                 if key := variant_key(s):
                     self._variants.setdefault(key, {})[e.id] = e
                 if acr := acronym(s):
@@ -221,7 +226,7 @@ class FuzzyEntityResolver:
             # with a spelling of its numbers, found once per call (not a scan of every entity per name)
             by_numbers: dict[tuple[str, ...], dict[str, Entity]] = {}
             for e in candidates:
-                for s in self._spellings(e):
+                for s in names_of(e):
                     by_numbers.setdefault(numbers(s), {})[e.id] = e
             indexes: dict[tuple[str, ...], SpellingIndex] = {}
             for n in missing:
@@ -240,9 +245,6 @@ class FuzzyEntityResolver:
         return out
 
     # -- matching --------------------------------------------------------------
-    def _spellings(self, e: Entity) -> list[str]:
-        return [e.name, *e.aliases]
-
     def _match(self, name: str, index: SpellingIndex) -> Entity | None:
         """The one entity of the index (the entities with a spelling of ``name``'s numbers) that ``name`` is
         a variant, an acronym or a near spelling of."""

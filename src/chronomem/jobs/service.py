@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ChronomemError, NotFoundError, ValidationError
 from ..timeutil import iso, parse_time, utcnow
 from ..validation import MAX_ROWS, check_after, check_id, check_limit, check_user
-
 from .model import Job, JobKind, JobPosition, JobStatus
 from .queue import BrokerQueue, JobQueue, LocalQueue, queue_url
 from .runner import add_result_json
