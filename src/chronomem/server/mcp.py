@@ -57,7 +57,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _agent_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+def _agent_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     """A tool's reply as one block of compact JSON (with the same value as structured content), and a
     ChronomemError as a ToolError, whose text the MCP server passes on to the agent.
 
@@ -90,7 +90,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
 
     @server.tool(description="Store a conversation turn verbatim and extract facts from it. Give the same "
                              "session_id for the turns of one conversation.")
-    @_agent_errors
+    @_agent_tool
     async def remember(text: str, speaker: str = "user", session_id: str | None = None,
                        timestamp: str | None = None) -> dict[str, Any]:
         res = await amem.add([{"speaker": speaker, "text": text}], user_id=user_id, session_id=session_id,
@@ -101,7 +101,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
 
     @server.tool(description="Facts relevant to a query, with validity intervals and sources. as_of "
                              "(ISO date) asks about the past.")
-    @_agent_errors
+    @_agent_tool
     async def recall(query: str, as_of: str | None = None, top_k: int = 10) -> dict[str, Any]:
         res = await amem.search(query, user_id=user_id, as_of=as_of, top_k=top_k)
         return {"context": res.context, "facts": [_fact(f) for f in res.facts]}
@@ -109,7 +109,7 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     @server.tool(description="Answer a question from memory; says 'Not mentioned' when memory has nothing. "
                              "method: 'real+rsum' (default: facts, stored turns and the summary), 'real' (facts "
                              "and stored turns) or 'rsum' (the summary only).")
-    @_agent_errors
+    @_agent_tool
     async def answer(question: str, as_of: str | None = None,
                      method: Literal["real", "rsum", "real+rsum"] = "real+rsum") -> dict[str, Any]:
         ans = await amem.answer(question, user_id=user_id, as_of=as_of, method=method)
@@ -117,26 +117,26 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
 
     @server.tool(description="Every version of a subject's facts (optionally one relation), oldest first, "
                              "including the ones that stopped holding.")
-    @_agent_errors
+    @_agent_tool
     async def timeline(subject: str, relation: str | None = None) -> list[dict[str, Any]]:
         return [_fact(f) for f in await amem.history(user_id=user_id, subject=subject, relation=relation)]
 
     @server.tool(description="The user's conversation sessions, oldest first: id, started_at, ended_at "
                              "(null while open) and agent_id.")
-    @_agent_errors
+    @_agent_tool
     async def sessions() -> list[dict[str, Any]]:
         return [session_row(s) for s in await amem.sessions(user_id=user_id)]
 
     @server.tool(description="End a conversation session: extract what is left and update the summary. "
                              "Returns session_id, turns_flushed (buffered turns written), turns_stored (of "
                              "those, the new ones) and summary.")
-    @_agent_errors
+    @_agent_tool
     async def end_session(session_id: str, ended_at: str | None = None) -> dict[str, Any]:
         res = await amem.end_session(user_id=user_id, session_id=session_id, ended_at=ended_at)
         return res.report(session_id)
 
     @server.tool(description="The user's running summary after the last ended session (as of an ISO date).")
-    @_agent_errors
+    @_agent_tool
     async def summary(as_of: str | None = None) -> dict[str, Any]:
         return {"summary": await amem.summary(user_id=user_id, as_of=as_of)}
 
@@ -144,14 +144,14 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
                              "user says 'Mom is Linda'): `name`'s facts and names move to `into`, histories are "
                              "placed in time order together, a fact both said becomes one. Names, aliases or "
                              "entity ids. Refused while a fact relates the two (forget or correct it first).")
-    @_agent_errors
+    @_agent_tool
     async def merge_entities(name: str, into: str) -> dict[str, Any]:
         return (await amem.merge_entities(name, into, user_id=user_id)).to_dict()
 
     @server.tool(description="Delete for good exactly one of: a fact (fact_id), a session with its turns and "
                              "facts (session_id), or everything stored about the user (everything=true). Facts "
                              "a forgotten fact had closed hold again.")
-    @_agent_errors
+    @_agent_tool
     async def forget(fact_id: str | None = None, session_id: str | None = None,
                      everything: Annotated[bool, Field(description="deletes everything stored about the user, "
                                                                    "for good")] = False) -> dict[str, Any]:

@@ -562,9 +562,9 @@ class SQLStore(Store):
         out: dict[str, int] = {}
         for chunk in chunks(list(dict.fromkeys(entity_ids)), 500):
             t_in = self._in(chunk)
-            for eid, n in self._all(f"SELECT subject_id, COUNT(*) FROM facts WHERE user_id = ? AND subject_id IN {t_in} "
-                                    f"GROUP BY subject_id UNION ALL SELECT object_id, COUNT(*) FROM facts "
-                                    f"WHERE user_id = ? AND object_id IN {t_in} GROUP BY object_id",
+            for eid, n in self._all(f"SELECT subject_id, COUNT(*) FROM facts WHERE user_id = ? "
+                                    f"AND subject_id IN {t_in} GROUP BY subject_id UNION ALL SELECT object_id, "
+                                    f"COUNT(*) FROM facts WHERE user_id = ? AND object_id IN {t_in} GROUP BY object_id",
                                     (user_id, *chunk, user_id, *chunk)):
                 out[eid] = out.get(eid, 0) + int(n)
         return out
