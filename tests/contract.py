@@ -221,6 +221,53 @@ def test_users_are_isolated(cmem: Memory) -> None:
     assert cmem.store.users() == [V]
 
 
+def walk_users(mem: Memory, limit: int) -> list[str]:
+    pages, after = [], None
+    while page := mem.users(limit=limit, after=after):
+        assert len(page) <= limit
+        pages += page
+        after = page[-1]
+    return pages
+
+
+def test_users_are_listed_in_pages_per_tenant(cmem: Memory) -> None:
+    # a user is one with a row in any table; other tenants' keys ("acme\x1fu1") lie among the default
+    # tenant's ("acme", "acme ", "acmf") in the stores' byte order
+    acme, ac, acme_x = cmem.for_tenant("acme"), cmem.for_tenant("ac"), cmem.for_tenant("acme-x")
+    lives(cmem, "Porto", user="acme")
+    cmem.store.ensure_session("acme ", "s1")
+    cmem.alias("Maya", "May", user_id="acmf")
+    cmem.store.put_checkpoint(Checkpoint(user_id="é", session_id="s1", seq=1, memory="M", created_at=dt("2024-01-02")))
+    cmem.store.ensure_session("Z", "s1")
+    cmem.store.add_messages("Z", [msg(1, "s1", "hi", user="Z")])
+    lives(acme, "Oslo", user="u1")
+    acme.store.ensure_session("u2", "s1")
+    acme.store.add_messages("u2", [msg(1, "s1", "hi", user="u2")])
+    lives(ac, "Oslo", user="q")
+    acme_x.alias("Maya", "May", user_id="w")
+    mine = ["Z", "acme", "acme ", "acmf", "é"]
+    assert cmem.users() == mine
+    assert acme.users() == ["u1", "u2"] and ac.users() == ["q"] and acme_x.users() == ["w"]
+    for limit in range(1, 7):
+        assert walk_users(cmem, limit) == mine
+        assert walk_users(acme, limit) == ["u1", "u2"]
+    assert cmem.users(limit=2, after="acme") == ["acme ", "acmf"]
+    assert cmem.users(after="acmd", limit=1) == ["acme"]  # after an id nobody holds: the next one
+    assert acme.users(after="u1") == ["u2"] and acme.users(after="u2", limit=3) == []
+    assert cmem.store.inner.users() == sorted(["ac\x1fq", "acme\x1fu1", "acme\x1fu2", "acme-x\x1fw", *mine])
+    cmem.forget(user_id="acme ", everything=True)
+    assert walk_users(cmem, 2) == ["Z", "acme", "acmf", "é"]
+    for bad, field in (({"limit": 0}, "limit"), ({"limit": True}, "limit"), ({"after": ""}, "after"),
+                       ({"after": "a\x1fb"}, "after"), ({"after": 7}, "after")):
+        with pytest.raises(ValidationError) as e:
+            cmem.users(**bad)  # type: ignore[arg-type]
+        assert e.value.field == field
+    with pytest.raises(ValidationError) as e:
+        acme.store.users(tenant="beta")
+    assert e.value.field == "tenant"
+    assert acme.store.users(tenant="acme") == ["u1", "u2"]
+
+
 # -- search ---------------------------------------------------------------------------------------
 def test_full_text_search_over_facts_and_messages(cmem: Memory) -> None:
     cmem.add_facts([{"subject": "Maya", "relation": "plays", "object": "the cello", "valid_from": "2020-01-01",

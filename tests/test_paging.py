@@ -198,6 +198,16 @@ def test_a_cursor_not_of_the_list_is_refused_by_name(mem: Memory, cursor: str) -
             mem.history(user_id="u"))  # nothing changed
 
 
+@pytest.mark.parametrize("user", ["a\x1fb", "", " ", 3, None, "u" * 300])
+def test_a_user_cursor_no_user_could_hold_is_refused_by_name(mem: Memory, user: Any) -> None:
+    mem.add_facts(FACTS[:1], user_id="u")
+    with TestClient(create_app(mem)) as c:
+        r = c.get("/v1/users", params={"cursor": _cursor({"l": "users", "a": [user]})})
+        assert r.status_code == 422 and r.json()["field"] == "cursor", r.text
+        assert c.get("/v1/users", params={"cursor": _cursor({"l": "users", "a": ["t"]})}).json() == {
+            "items": [{"user_id": "u"}], "next_cursor": None}
+
+
 def test_a_cursor_of_another_list_says_so(mem: Memory) -> None:
     mem.add_facts(FACTS, user_id="u")
     with TestClient(create_app(mem)) as c:

@@ -290,8 +290,8 @@ class AsyncMemory:
     async def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
         return await self._run(self._mem.correct, fact_id, user_id=user_id, **changes)
 
-    async def users(self) -> list[str]:
-        return await self._run(self._mem.users)
+    async def users(self, *, limit: int | None = None, after: str | None = None) -> list[str]:
+        return await self._run(self._mem.users, limit=limit, after=after)
 
     async def tenants(self) -> list[str]:
         return await self._run(self._mem.tenants)

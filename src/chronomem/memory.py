@@ -474,9 +474,11 @@ class Memory:
 
         return correct_fact(self, user_id, fact_id, changes)[1]
 
-    def users(self) -> list[str]:
-        """The user ids of this memory's tenant."""
-        return self.store.users()
+    def users(self, *, limit: int | None = None, after: str | None = None) -> list[str]:
+        """The user ids of this memory's tenant, in byte order; ``limit`` and ``after`` (the last id of the
+        page before) page them, each page an indexed read however many users and rows the store holds."""
+        check_limit(limit)
+        return self.store.users(after=None if after is None else check_id("after", after), limit=limit)
 
     def tenants(self) -> list[str]:
         """Every tenant that holds a user in this memory's store or turns waiting in the session buffer

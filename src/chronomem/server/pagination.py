@@ -17,9 +17,12 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from ..errors import ValidationError
+from ..keys import DEFAULT_TENANT
 from ..jobs.model import JobPosition
 from ..model import FactPosition, MessagePosition
+from ..store.tenant import user_key
 from ..timeutil import from_micros, to_micros
+from ..validation import check_user
 
 T = TypeVar("T")
 DEFAULT_LIMIT = 50
@@ -31,6 +34,7 @@ Shape = tuple[type | None, ...]
 FACTS: Shape = (None, int, str)  # valid_from, recorded_at (micro-seconds), id
 MESSAGES: Shape = (int, str, int)  # timestamp (micro-seconds), session id, seq
 JOBS: Shape = (int, str)  # created_at (micro-seconds), id
+USERS: Shape = (str,)  # user id
 
 
 def _pack(payload: dict[str, Any]) -> str:
@@ -117,6 +121,21 @@ def job_position(cursor: str | None) -> JobPosition | None:
     if key is None or cursor is None:
         return None
     return JobPosition(_time(key[0], cursor), key[1])
+
+
+def user_cursor(user_id: str) -> str:
+    return encode_after("users", [user_id])
+
+
+def user_after(cursor: str | None) -> str | None:
+    """The user id a cursor of the user list names (one no user could have is refused as the cursor)."""
+    key = decode_after(cursor, "users", USERS)
+    if key is None or cursor is None:
+        return None
+    try:
+        return user_key(DEFAULT_TENANT, check_user(key[0]))
+    except ValidationError:
+        raise _refused(cursor) from None
 
 
 def page_after(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: Shape, cursor: str | None,

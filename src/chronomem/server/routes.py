@@ -167,7 +167,8 @@ def list_jobs(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT
 @router.get("/users", response_model=Page[UserOut], tags=["users"])
 def list_users(mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """The users of your tenant."""
-    return paged([{"user_id": u} for u in mem.users()], "users", lambda u: [u["user_id"]], (str,), cursor, limit)
+    found = mem.users(limit=limit + 1, after=pagination.user_after(cursor))
+    return read_page(found, limit, lambda u: {"user_id": u}, pagination.user_cursor)
 
 
 @router.get("/users/{user_id}/sessions", response_model=Page[SessionOut], tags=["users"])

@@ -37,7 +37,10 @@ class Store(ABC):
         """A write transaction that serialises writers of ``user_id``.  Nests."""
 
     @abstractmethod
-    def users(self) -> list[str]: ...
+    def users(self, *, tenant: str | None = None, after: str | None = None,
+              limit: int | None = None) -> list[str]:
+        """User keys that hold anything, in byte order: ``tenant``'s only when given (its users' keys,
+        see :mod:`.tenant`), those after ``after``, at most ``limit``."""
 
     # -- sessions & messages --------------------------------------------------
     @abstractmethod

@@ -25,6 +25,7 @@ from ..model import (Checkpoint, Entity, Fact, FactHead, FactPosition, Intent, M
                      Session)
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
 from .base import Store
+from .tenant import KeySpan
 
 FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
              "valid_from", "valid_to", "stated_to", "confidence", "intent", "origin",
@@ -150,6 +151,7 @@ def _order_of(columns: Sequence[str]) -> Callable[[Sequence[Any]], tuple[Any, ..
 
 T = TypeVar("T")
 IN_CHUNK = 2000
+USER_TABLES = ("messages", "facts", "entities", "sessions", "checkpoints")  # a user is one with a row in any
 """Values of one ``IN`` list per statement: a filter of more is read in chunks (:meth:`SQLStore.facts`)."""
 
 
@@ -301,11 +303,48 @@ class SQLStore(Store):
         return "(" + ", ".join("?" * len(values)) + ")"
 
     # -- users -------------------------------------------------------------------------
-    def users(self) -> list[str]:
-        rows = self._all("SELECT user_id FROM messages UNION SELECT user_id FROM facts "
-                         "UNION SELECT user_id FROM entities UNION SELECT user_id FROM sessions "
-                         "UNION SELECT user_id FROM checkpoints")
-        return sorted(r[0] for r in rows)
+    def users(self, *, tenant: str | None = None, after: str | None = None,
+              limit: int | None = None) -> list[str]:
+        span = KeySpan.of(tenant)
+        if limit is None:
+            return self._all_users(span, after)
+        # a page: one indexed probe per user (the least key after the last one, over the tables that
+        # hold users), so a page costs the same whatever the users hold and whatever other tenants hold
+        out: list[str] = []
+        low, inclusive = (after, False) if after is not None else (span.low, True)
+        while len(out) < limit:
+            key = self._next_user(low, inclusive, span.high)
+            if key is None:
+                break
+            if span.holds(key):
+                out.append(key)
+                low, inclusive = key, False
+            else:  # a key of a tenant, in the default tenant's walk: skip that tenant's keys at once
+                low, inclusive = span.past(key), True
+        return out
+
+    def _all_users(self, span: KeySpan, after: str | None) -> list[str]:
+        where, params = ["user_id >= ?"], [span.low]
+        if span.high is not None:
+            where.append("user_id < ?")
+            params.append(span.high)
+        if after is not None:
+            where.append("user_id > ?")
+            params.append(after)
+        cond = " AND ".join(where)
+        rows = self._all(" UNION ".join(f"SELECT user_id FROM {t} WHERE {cond}" for t in USER_TABLES),
+                         params * len(USER_TABLES))
+        return sorted(k for (k,) in rows if span.holds(k))
+
+    def _next_user(self, low: str, inclusive: bool, high: str | None) -> str | None:
+        cond = "user_id >= ?" if inclusive else "user_id > ?"
+        params: list[Any] = [low]
+        if high is not None:
+            cond += " AND user_id < ?"
+            params.append(high)
+        probes = " UNION ALL ".join(f"SELECT min(user_id) AS k FROM {t} WHERE {cond}" for t in USER_TABLES)
+        row = self._all(f"SELECT min(k) FROM ({probes}) AS firsts", params * len(USER_TABLES))
+        return row[0][0] if row else None
 
     # -- sessions & messages -----------------------------------------------------------
     def ensure_session(self, user_id: str, session_id: str, *, started_at: datetime | None = None,

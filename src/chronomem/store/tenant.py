@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,17 +31,19 @@ if TYPE_CHECKING:
     from ..jobs.model import Job, JobPosition, JobStatus
 
 SEP = "\x1f"  # ASCII unit separator: cannot appear in a user id
+_PAST_SEP = chr(ord(SEP) + 1)  # "<tenant>" + this follows every "<tenant>\x1f<user>"
 _PASSTHROUGH = frozenset({"url", "vector_backend", "meta", "schema_version", "schema", "path",
                           "use_vector_index", "extension_schema", "vector_extension_version"})
 T = TypeVar("T", Fact, Message, Entity, Session, Checkpoint)
 
 
-def user_key(tenant: str, user_id: str) -> str:
-    """The store's key for ``user_id`` of ``tenant`` (refuses ids that could name another tenant)."""
+def user_key(tenant: str, user_id: str, field: str = "user_id") -> str:
+    """The store's key for ``user_id`` of ``tenant`` (refuses ids that could name another tenant; an error
+    names ``field``)."""
     if not isinstance(user_id, str):
-        raise ValidationError("user_id", user_id, "must be a string")
+        raise ValidationError(field, user_id, "must be a string")
     if SEP in user_id:
-        raise ValidationError("user_id", user_id, "must not contain the control character \\x1f")
+        raise ValidationError(field, user_id, "must not contain the control character \\x1f")
     return user_id if tenant == DEFAULT_TENANT else f"{tenant}{SEP}{user_id}"
 
 
@@ -48,6 +51,35 @@ def split_key(key: str) -> tuple[str, str]:
     """``(tenant, user_id)`` of a store user key."""
     tenant, sep, user = key.partition(SEP)
     return (tenant, user) if sep else (DEFAULT_TENANT, key)
+
+
+@dataclass(frozen=True)
+class KeySpan:
+    """Where the store keys of one tenant's users lie in byte order (the order of both stores' keys):
+    from ``low`` on, before ``high`` (``None``: to the end).  The default tenant's keys are the bare user
+    ids, among every other tenant's keys: ``bare`` keeps only those."""
+
+    low: str
+    high: str | None
+    bare: bool
+
+    @classmethod
+    def of(cls, tenant: str | None) -> KeySpan:
+        """The span of ``tenant``'s keys; ``None``: every key of the store."""
+        if tenant is None:
+            return cls("", None, False)
+        if check_tenant(tenant) == DEFAULT_TENANT:
+            return cls("", None, True)
+        return cls(tenant + SEP, tenant + _PAST_SEP, False)
+
+    def holds(self, key: str) -> bool:
+        """Whether ``key``, found between ``low`` and ``high``, is one of the span's."""
+        return not (self.bare and SEP in key)
+
+    @staticmethod
+    def past(key: str) -> str:
+        """The least key after every key of ``key``'s tenant."""
+        return key.partition(SEP)[0] + _PAST_SEP
 
 
 class TenantStore(Store):
@@ -111,8 +143,13 @@ class TenantStore(Store):
     def transaction(self, user_id: str) -> AbstractContextManager[None]:
         return self.inner.transaction(self._k(user_id))
 
-    def users(self) -> list[str]:
-        return sorted(split_key(k)[1] for k in self.inner.users() if self._mine(k))
+    def users(self, *, tenant: str | None = None, after: str | None = None,
+              limit: int | None = None) -> list[str]:
+        if tenant is not None and check_tenant(tenant) != self.tenant:
+            raise ValidationError("tenant", tenant, f"this store is bound to tenant {self.tenant!r}")
+        start = None if after is None else user_key(self.tenant, after, "after")
+        keys = self.inner.users(tenant=self.tenant, after=start, limit=limit)
+        return keys if self._bare else [split_key(k)[1] for k in keys]
 
     def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
         return [(split_key(k)[1], sid) for k, sid in self.inner.idle_sessions(before) if self._mine(k)]
