@@ -1,8 +1,8 @@
 """Walking a large user's lists page by page over REST v1: time, and what a change between pages does.
 
 One user with ``--facts`` facts (a quarter of them "friend_of", which is read from both sides, a tenth
-with no start) and ``--turns`` stored turns.  For each list (facts, history, facts of one subject,
-messages) every page is fetched with ``--limit`` items per page; printed: pages, items, seconds in all and
+with no start; three quarters name a new entity) and ``--turns`` stored turns in ``--sessions`` sessions.
+For each list (facts, history, facts of one subject, messages, entities, sessions) every page is fetched with ``--limit`` items per page; printed: pages, items, seconds in all and
 the median seconds per page.  Then the walk of the history is repeated twice, changing the user after the
 first page: once forgetting a fact the walk has passed, once adding a fact dated before all others.
 Printed are the items the walk returned twice and the stored versions (but the added one) it never
@@ -11,6 +11,7 @@ repeats one after the add.
 
   python benchmarks/bench_paging.py --facts 20000 --turns 5000 --limit 500
   python benchmarks/bench_paging.py --facts 20000 --turns 5000 --limit 50
+  python benchmarks/bench_paging.py --facts 20000 --turns 5000 --sessions 2000 --limit 50
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--facts", type=int, default=20000)
     ap.add_argument("--turns", type=int, default=5000)
+    ap.add_argument("--sessions", type=int, default=10, help="the turns are split into this many sessions")
     ap.add_argument("--limit", type=int, default=500)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,14 +80,17 @@ def main() -> None:
         facts = _facts(args.facts)
         for start in range(0, len(facts), 5000):
             mem.add_facts(facts[start:start + 5000], user_id="u")
-        for s in range(0, args.turns, 500):
+        per = -(-args.turns // args.sessions)
+        for k, s in enumerate(range(0, args.turns, per)):
             mem.submit_messages([{"role": "user", "content": f"turn {s + i} of the walk"}
-                                 for i in range(min(500, args.turns - s))],
-                                user_id="u", session_id=f"s{s // 500}", deliver=False)
+                                 for i in range(min(per, args.turns - s))],
+                                user_id="u", session_id=f"s{k}", deliver=False,
+                                timestamp=datetime(2020, 1, 1, tzinfo=timezone.utc) + timedelta(hours=k))
         with TestClient(create_app(mem, owns_memory=True)) as c:
             for name, path in (("facts", "/v1/users/u/facts"), ("history", "/v1/users/u/history"),
                                ("facts of Maya", "/v1/users/u/facts?subject=Maya"),
-                               ("messages", "/v1/users/u/messages")):
+                               ("messages", "/v1/users/u/messages"), ("entities", "/v1/users/u/entities"),
+                               ("sessions", "/v1/users/u/sessions")):
                 ids, seconds = walk(c, path, args.limit)
                 print(json.dumps({"list": name, "limit": args.limit, "pages": len(seconds), "items": len(ids),
                                   "distinct": len(set(ids)), "total_s": round(sum(seconds), 3),

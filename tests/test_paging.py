@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from chronomem import FactPosition, Memory, MessagePosition, ValidationError
+from chronomem import EntityPosition, FactPosition, Memory, MessagePosition, SessionPosition, ValidationError
 from chronomem.model import Fact
 from chronomem.server import create_app
 from chronomem.timeutil import utcnow
@@ -127,11 +127,48 @@ def test_pages_of_turns_are_every_turn_in_order(store_url: str) -> None:
         assert [m.id for m in mem.messages(user_id="u", session_id="s2", limit=2, after=whole[5])] == s2[1:3]
 
 
+def test_pages_of_entities_are_every_entity_in_order_with_its_names(store_url: str) -> None:
+    with Memory(store_url, llm=False, embedder=False) as mem:
+        mem.add_facts(FACTS, user_id="u")  # one batch: entities made in the same instant sort by id
+        mem.add_facts([{"subject": "Ana", "relation": "lives_in", "object": "Braga"}], user_id="u")
+        mem.alias("Maya", "May", user_id="u")
+        mem.alias("Braga", "Bracara", user_id="u")
+        whole = mem.entities(user_id="u")
+        assert len({e.created_at for e in whole}) < len(whole)  # ties of time, broken by id
+        for limit in (1, 2, 7, 100):
+            walked = walk(lambda **kw: mem.entities(user_id="u", **kw), limit)
+            assert [(e.id, e.name, e.aliases) for e in walked] == [(e.id, e.name, e.aliases) for e in whole]
+        assert {e.name: e.aliases for e in whole}["Maya"] == ["May"]
+        assert mem.entities(user_id="u", after=whole[3]) == whole[4:]
+        assert mem.entities(user_id="u", after=EntityPosition.of(whole[3]), limit=2) == whole[4:6]
+        start = EntityPosition(whole[0].created_at - timedelta(microseconds=1), "~")  # a place no entity holds
+        assert mem.entities(user_id="u", after=start, limit=3) == whole[:3]
+        asked = [whole[5].id, whole[1].id, whole[3].id, whole[1].id]  # by id too: in list order, once each
+        assert mem.store.entities("u", asked, after=EntityPosition.of(whole[1]), limit=1) == [whole[3]]
+        assert mem.store.entities("u", asked, with_aliases=False) == [replace(e, aliases=[]) for e in
+                                                                      (whole[1], whole[3], whole[5])]
+
+
+def test_pages_of_sessions_list_those_not_started_first(store_url: str) -> None:
+    with Memory(store_url, llm=False, embedder=False) as mem:
+        for s, when in (("s2", "2024-01-02T10:00:00Z"), ("s1", "2024-01-03T10:00:00Z"), ("s3", "2024-01-02T10:00:00Z")):
+            mem.submit_messages([{"role": "user", "content": f"{s} hi"}], user_id="u", session_id=s, timestamp=when,
+                                deliver=False)
+        for s in ("z", "a"):
+            mem.store.ensure_session("u", s)  # no turns, no start
+        whole = mem.sessions(user_id="u")
+        assert [x.id for x in whole] == ["a", "z", "s2", "s3", "s1"]  # the same in both stores' dialects
+        for limit in (1, 2, 10):
+            assert walk(lambda **kw: mem.sessions(user_id="u", **kw), limit) == whole
+        assert [x.id for x in mem.sessions(user_id="u", after=SessionPosition(None, "b"))] == ["z", "s2", "s3", "s1"]
+        assert [x.id for x in mem.sessions(user_id="u", after=whole[2], limit=1)] == ["s3"]
+
+
 @pytest.mark.parametrize(("kw", "field"), [({"limit": 0}, "limit"), ({"limit": True}, "limit"),
                                            ({"limit": 2**31}, "limit"), ({"limit": "5"}, "limit"),
                                            ({"after": "some id"}, "after"), ({"after": 3}, "after")])
 def test_a_bad_limit_or_place_is_refused_by_name(mem: Memory, kw: dict[str, Any], field: str) -> None:
-    for read in (mem.facts, mem.history, mem.messages):
+    for read in (mem.facts, mem.history, mem.messages, mem.entities, mem.sessions):
         with pytest.raises(ValidationError) as e:
             read(user_id="u", **kw)
         assert e.value.field == field

@@ -35,7 +35,8 @@ from .forgetting import ForgetResult
 from .memory import Memory
 from .jobs.model import Job, JobPosition, JobStatus
 from .jobs.queue import JobQueue
-from .model import Entity, EntityMerge, Fact, FactInput, FactPosition, Message, MessagePosition, Session, UpdateReport
+from .model import (Entity, EntityMerge, EntityPosition, Fact, FactInput, FactPosition, Message, MessagePosition,
+                    Session, SessionPosition, UpdateReport)
 from .providers.base import Embedder, LLM
 from .registry import RelationSpec
 
@@ -168,8 +169,9 @@ class AsyncMemory:
                                object=object, include_unstable=include_unstable, other_side=other_side,
                                limit=limit, after=after)
 
-    async def entities(self, *, user_id: str) -> list[Entity]:
-        return await self._run(self._mem.entities, user_id=user_id)
+    async def entities(self, *, user_id: str, limit: int | None = None,
+                       after: Entity | EntityPosition | None = None) -> list[Entity]:
+        return await self._run(self._mem.entities, user_id=user_id, limit=limit, after=after)
 
     async def alias(self, name: str, alias: str, *, user_id: str) -> Entity:
         return await self._run(self._mem.alias, name, alias, user_id=user_id)
@@ -296,8 +298,9 @@ class AsyncMemory:
     async def tenants(self) -> list[str]:
         return await self._run(self._mem.tenants)
 
-    async def sessions(self, *, user_id: str) -> list[Session]:
-        return await self._run(self._mem.sessions, user_id=user_id)
+    async def sessions(self, *, user_id: str, limit: int | None = None,
+                       after: Session | SessionPosition | None = None) -> list[Session]:
+        return await self._run(self._mem.sessions, user_id=user_id, limit=limit, after=after)
 
     async def messages(self, *, user_id: str, session_id: str | None = None, limit: int | None = None,
                        after: Message | MessagePosition | None = None) -> list[Message]:

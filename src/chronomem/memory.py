@@ -22,8 +22,8 @@ from .extract.entities import FuzzyEntityResolver
 from .errors import ChronomemError, ConfigError, NotFoundError, ValidationError, log_reason
 from .forgetting import ForgetResult, forget
 from .graph import GraphWriter
-from .model import (Entity, EntityMerge, Fact, FactInput, FactPosition, Message, MessagePosition, Session,
-                    UpdateReport)
+from .model import (Entity, EntityMerge, EntityPosition, Fact, FactInput, FactPosition, Message, MessagePosition,
+                    Session, SessionPosition, UpdateReport)
 from .providers.base import Embedder, LLM, UsageTracker
 from .providers.cache import cache_owner
 from .providers.modelset import ModelSet
@@ -497,9 +497,13 @@ class Memory:
             found.add(self.tenant)  # any other buffer holds this tenant's sessions only
         return sorted(found)
 
-    def sessions(self, *, user_id: str) -> list[Session]:
-        """The user's sessions, oldest first."""
-        return self.store.sessions(check_user(user_id))
+    def sessions(self, *, user_id: str, limit: int | None = None,
+                 after: Session | SessionPosition | None = None) -> list[Session]:
+        """The user's sessions, oldest first (those with no start before them); ``limit`` and ``after`` (the
+        last session of the page before, or its position) page them as :meth:`facts` does."""
+        check_limit(limit)
+        return self.store.sessions(check_user(user_id), after=check_after(after, Session, SessionPosition),
+                                   limit=limit)
 
     def messages(self, *, user_id: str, session_id: str | None = None, limit: int | None = None,
                  after: Message | MessagePosition | None = None) -> list[Message]:
@@ -511,8 +515,12 @@ class Memory:
         return self.store.messages(check_user(user_id), session_id=session_id,
                                    after=check_after(after, Message, MessagePosition), limit=limit)
 
-    def entities(self, *, user_id: str) -> list[Entity]:
-        return self.store.entities(check_user(user_id))
+    def entities(self, *, user_id: str, limit: int | None = None,
+                 after: Entity | EntityPosition | None = None) -> list[Entity]:
+        """The user's entities, oldest first, each with its other names; ``limit`` and ``after`` (the last
+        entity of the page before, or its position) page them as :meth:`facts` does."""
+        check_limit(limit)
+        return self.store.entities(check_user(user_id), after=check_after(after, Entity, EntityPosition), limit=limit)
 
     @_user_calls
     def alias(self, name: str, alias: str, *, user_id: str) -> Entity:

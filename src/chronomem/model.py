@@ -205,6 +205,22 @@ class Entity:
                 "aliases": list(self.aliases), "created_at": iso(self.created_at) if self.created_at else None}
 
 
+@dataclass(frozen=True, slots=True)
+class EntityPosition:
+    """A place in the order entities are listed in (``Memory.entities``): by creation time, then id.
+    ``after=`` a position lists the entities after it."""
+
+    created_at: datetime
+    id: str
+
+    def __post_init__(self) -> None:
+        check_place("EntityPosition", (("created_at", self.created_at, datetime, False), ("id", self.id, str, False)))
+
+    @classmethod
+    def of(cls, entity: Entity) -> EntityPosition:
+        return cls(entity.created_at, entity.id)  # type: ignore[arg-type]  # a stored entity has its time
+
+
 @dataclass(slots=True)
 class EntityMerge:
     """What :meth:`chronomem.Memory.merge_entities` did: the entity both names now denote, how many facts
@@ -259,6 +275,22 @@ class Session:
     started_at: datetime | None = None
     ended_at: datetime | None = None
     agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionPosition:
+    """A place in the order sessions are listed in (``Memory.sessions``): those with no start first, then by
+    ``started_at``, then id.  ``after=`` a position lists the sessions after it."""
+
+    started_at: datetime | None
+    id: str
+
+    def __post_init__(self) -> None:
+        check_place("SessionPosition", (("started_at", self.started_at, datetime, True), ("id", self.id, str, False)))
+
+    @classmethod
+    def of(cls, session: Session) -> SessionPosition:
+        return cls(session.started_at, session.id)
 
 
 @dataclass(slots=True)

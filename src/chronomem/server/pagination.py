@@ -13,28 +13,26 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..errors import ValidationError
-from ..keys import DEFAULT_TENANT
 from ..jobs.model import JobPosition
-from ..model import FactPosition, MessagePosition
+from ..keys import DEFAULT_TENANT
+from ..model import EntityPosition, FactPosition, MessagePosition, SessionPosition
 from ..store.tenant import user_key
 from ..timeutil import from_micros, to_micros
 from ..validation import check_user
 
 T = TypeVar("T")
+P = TypeVar("P")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
 _MICROS = (-(2**62), 2**62)  # any instant a datetime holds, in micro-seconds from 1970, lies inside
 
 #: a key's parts by type, per list: ``int`` / ``str``, or ``None`` for an int that may be null
 Shape = tuple[type | None, ...]
-FACTS: Shape = (None, int, str)  # valid_from, recorded_at (micro-seconds), id
-MESSAGES: Shape = (int, str, int)  # timestamp (micro-seconds), session id, seq
-JOBS: Shape = (int, str)  # created_at (micro-seconds), id
-USERS: Shape = (str,)  # user id
 
 
 def _pack(payload: dict[str, Any]) -> str:
@@ -79,63 +77,65 @@ def decode_after(cursor: str | None, name: str, shape: Shape) -> list[Any] | Non
     return key
 
 
+@dataclass(frozen=True)
+class Listing(Generic[P]):
+    """A list the store pages, and how the place of an item (``P``, a position) is written in its cursors:
+    ``key`` turns a place into the cursor's parts (of ``shape``), ``place`` turns them back; a key no
+    place could have (a time out of range, an id no user holds) is refused as the cursor."""
+
+    name: str
+    shape: Shape
+    key: Callable[[P], list[Any]]
+    place: Callable[[list[Any]], P]
+
+    def cursor(self, place: P) -> str:
+        return encode_after(self.name, self.key(place))
+
+    def after(self, cursor: str | None) -> P | None:
+        """The place a cursor of this list names (``None`` without one: the list's start)."""
+        key = decode_after(cursor, self.name, self.shape)
+        if key is None or cursor is None:
+            return None
+        try:
+            return self.place(key)
+        except (OverflowError, ValueError):  # ValidationError is a ValueError
+            raise _refused(cursor) from None
+
+
 def _micros(t: datetime | None) -> int | None:
     return None if t is None else to_micros(t)
 
 
-def _time(us: int, cursor: str) -> datetime:
-    try:
-        return from_micros(us)
-    except OverflowError:
-        raise _refused(cursor) from None
+def _time(us: int | None) -> datetime | None:
+    return None if us is None else from_micros(us)
 
 
-def fact_cursor(p: FactPosition) -> str:
-    return encode_after("facts", [_micros(p.valid_from), to_micros(p.recorded_at), p.id])
+def _user(user_id: str) -> str:
+    return user_key(DEFAULT_TENANT, check_user(user_id))  # refuses an id that could name another tenant's key
 
 
-def fact_position(cursor: str | None) -> FactPosition | None:
-    key = decode_after(cursor, "facts", FACTS)
-    if key is None or cursor is None:
-        return None
-    return FactPosition(None if key[0] is None else _time(key[0], cursor), _time(key[1], cursor), key[2])
-
-
-def message_cursor(p: MessagePosition) -> str:
-    return encode_after("messages", [to_micros(p.timestamp), p.session_id, p.seq])
-
-
-def message_position(cursor: str | None) -> MessagePosition | None:
-    key = decode_after(cursor, "messages", MESSAGES)
-    if key is None or cursor is None:
-        return None
-    return MessagePosition(_time(key[0], cursor), key[1], key[2])
-
-
-def job_cursor(p: JobPosition) -> str:
-    return encode_after("jobs", [to_micros(p.created_at), p.id])
-
-
-def job_position(cursor: str | None) -> JobPosition | None:
-    key = decode_after(cursor, "jobs", JOBS)
-    if key is None or cursor is None:
-        return None
-    return JobPosition(_time(key[0], cursor), key[1])
-
-
-def user_cursor(user_id: str) -> str:
-    return encode_after("users", [user_id])
-
-
-def user_after(cursor: str | None) -> str | None:
-    """The user id a cursor of the user list names (one no user could have is refused as the cursor)."""
-    key = decode_after(cursor, "users", USERS)
-    if key is None or cursor is None:
-        return None
-    try:
-        return user_key(DEFAULT_TENANT, check_user(key[0]))
-    except ValidationError:
-        raise _refused(cursor) from None
+#: valid_from (null: none), recorded_at (micro-seconds), id
+FACTS: Listing[FactPosition] = Listing(
+    "facts", (None, int, str), lambda p: [_micros(p.valid_from), to_micros(p.recorded_at), p.id],
+    lambda k: FactPosition(_time(k[0]), from_micros(k[1]), k[2]))
+#: timestamp (micro-seconds), session id, seq
+MESSAGES: Listing[MessagePosition] = Listing(
+    "messages", (int, str, int), lambda p: [to_micros(p.timestamp), p.session_id, p.seq],
+    lambda k: MessagePosition(from_micros(k[0]), k[1], k[2]))
+#: created_at (micro-seconds), id: newest first
+JOBS: Listing[JobPosition] = Listing(
+    "jobs", (int, str), lambda p: [to_micros(p.created_at), p.id], lambda k: JobPosition(from_micros(k[0]), k[1]))
+#: user id
+USERS: Listing[str] = Listing("users", (str,), lambda u: [u], lambda k: _user(k[0]))
+#: created_at (micro-seconds), id
+ENTITIES: Listing[EntityPosition] = Listing(
+    "entities", (int, str), lambda p: [to_micros(p.created_at), p.id],
+    lambda k: EntityPosition(from_micros(k[0]), k[1]))
+#: started (0 / 1), started_at (micro-seconds, 0 when not started), id
+SESSIONS: Listing[SessionPosition] = Listing(
+    "sessions", (int, int, str),
+    lambda p: [0, 0, p.id] if p.started_at is None else [1, to_micros(p.started_at), p.id],
+    lambda k: SessionPosition(from_micros(k[1]) if k[0] else None, k[2]))
 
 
 def page_after(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: Shape, cursor: str | None,

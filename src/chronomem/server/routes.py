@@ -16,8 +16,7 @@ from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
 from ..validation import check_id
 from ..jobs.model import Job, JobPosition
 from ..memory import Memory
-from ..model import Entity, Fact, FactPosition, MessagePosition, Session
-from ..timeutil import to_micros
+from ..model import Entity, EntityPosition, Fact, FactPosition, MessagePosition, SessionPosition
 from . import pagination
 from .schemas import (AddIn, AliasIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn,
                       EntityOut, ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
@@ -96,7 +95,7 @@ def read_page(found: Sequence[T], limit: int, out: Callable[[T], Any], cursor_of
 
 
 def _fact_page(found: Sequence[Fact], limit: int) -> dict[str, Any]:
-    return read_page(found, limit, fact_out, lambda f: pagination.fact_cursor(FactPosition.of(f)))
+    return read_page(found, limit, fact_out, lambda f: pagination.FACTS.cursor(FactPosition.of(f)))
 
 
 def _job_reply(mem: Memory, job: Job, wait: bool, timeout: float, response: Response,
@@ -159,39 +158,37 @@ def list_jobs(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT
               status: Annotated[str | None, Query(pattern="^(queued|running|done|failed)$")] = None,
               ) -> dict[str, Any]:
     """The user's jobs, newest first."""
-    found = mem.jobs(user_id=user_id, status=status, limit=limit + 1, after=pagination.job_position(cursor))
-    return read_page(found, limit, job_out, lambda j: pagination.job_cursor(JobPosition.of(j)))
+    found = mem.jobs(user_id=user_id, status=status, limit=limit + 1, after=pagination.JOBS.after(cursor))
+    return read_page(found, limit, job_out, lambda j: pagination.JOBS.cursor(JobPosition.of(j)))
 
 
 # -- users, sessions, messages ----------------------------------------------------------------------------
 @router.get("/users", response_model=Page[UserOut], tags=["users"])
 def list_users(mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """The users of your tenant."""
-    found = mem.users(limit=limit + 1, after=pagination.user_after(cursor))
-    return read_page(found, limit, lambda u: {"user_id": u}, pagination.user_cursor)
+    found = mem.users(limit=limit + 1, after=pagination.USERS.after(cursor))
+    return read_page(found, limit, lambda u: {"user_id": u}, pagination.USERS.cursor)
 
 
 @router.get("/users/{user_id}/sessions", response_model=Page[SessionOut], tags=["users"])
 def list_sessions(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
                   cursor: Cursor = None) -> dict[str, Any]:
-    return paged(mem.sessions(user_id=user_id), "sessions", _session_key, (int, int, str), cursor, limit,
-                 lambda s: {"id": s.id, "agent_id": s.agent_id, "started_at": s.started_at, "ended_at": s.ended_at})
-
-
-def _session_key(s: Session) -> list[Any]:
-    return [0, 0, s.id] if s.started_at is None else [1, to_micros(s.started_at), s.id]
+    found = mem.sessions(user_id=user_id, limit=limit + 1, after=pagination.SESSIONS.after(cursor))
+    return read_page(found, limit,
+                     lambda s: {"id": s.id, "agent_id": s.agent_id, "started_at": s.started_at, "ended_at": s.ended_at},
+                     lambda s: pagination.SESSIONS.cursor(SessionPosition.of(s)))
 
 
 @router.get("/users/{user_id}/messages", response_model=Page[StoredMessageOut], tags=["users"])
 def list_messages(user_id: UserId, mem: Mem, session_id: SessionQ = None,
                   limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """Stored turns, verbatim, in conversation order."""
-    found = mem.messages(user_id=user_id, session_id=session_id, after=pagination.message_position(cursor),
+    found = mem.messages(user_id=user_id, session_id=session_id, after=pagination.MESSAGES.after(cursor),
                          limit=limit + 1)
     return read_page(found, limit, lambda m: {"id": m.id, "session_id": m.session_id, "seq": m.seq,
                                               "speaker": m.speaker, "text": m.text, "timestamp": m.timestamp,
                                               "extracted": m.extracted},
-                     lambda m: pagination.message_cursor(MessagePosition.of(m)))
+                     lambda m: pagination.MESSAGES.cursor(MessagePosition.of(m)))
 
 
 @router.get("/users/{user_id}/summary", response_model=SummaryOut, tags=["sessions"])
@@ -228,7 +225,7 @@ def list_facts(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(m
     (``other_side``; marked ``origin`` derived, ``support_ids`` the stored fact)."""
     found = mem.facts(user_id=user_id, subject=subject, relation=relation, object=object, as_of=as_of,
                       include_unstable=include_unstable, other_side=other_side,
-                      after=pagination.fact_position(cursor), limit=limit + 1)
+                      after=pagination.FACTS.after(cursor), limit=limit + 1)
     return _fact_page(found, limit)
 
 
@@ -240,7 +237,7 @@ def history(user_id: UserId, mem: Mem, subject: Annotated[str | None, Query(max_
     """Every stored version (open, closed, corrected, unstable), oldest first (``other_side``: as
     for the facts list)."""
     found = mem.history(user_id=user_id, subject=subject, relation=relation, object=object,
-                        other_side=other_side, after=pagination.fact_position(cursor), limit=limit + 1)
+                        other_side=other_side, after=pagination.FACTS.after(cursor), limit=limit + 1)
     return _fact_page(found, limit)
 
 
@@ -274,11 +271,8 @@ def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 @router.get("/users/{user_id}/entities", response_model=Page[EntityOut], tags=["facts"])
 def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
-    return paged(mem.entities(user_id=user_id), "entities", _entity_key, (int, str), cursor, limit, Entity.to_dict)
-
-
-def _entity_key(e: Entity) -> list[Any]:
-    return [-1 if e.created_at is None else to_micros(e.created_at), e.id]
+    found = mem.entities(user_id=user_id, limit=limit + 1, after=pagination.ENTITIES.after(cursor))
+    return read_page(found, limit, Entity.to_dict, lambda e: pagination.ENTITIES.cursor(EntityPosition.of(e)))
 
 
 @router.post("/users/{user_id}/entities/aliases", response_model=EntityOut, tags=["facts"])

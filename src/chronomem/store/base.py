@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import Checkpoint, Entity, Fact, FactHead, FactPosition, Message, MessagePosition, Session
+from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Message, MessagePosition, Session,
+                     SessionPosition)
 
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobPosition, JobStatus
@@ -51,7 +52,10 @@ class Store(ABC):
     def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None: ...
 
     @abstractmethod
-    def sessions(self, user_id: str) -> list[Session]: ...
+    def sessions(self, user_id: str, *, after: SessionPosition | None = None,
+                 limit: int | None = None) -> list[Session]:
+        """The user's sessions in :class:`SessionPosition` order (no start first, then by start and id);
+        those after ``after``, at most ``limit``."""
 
     @abstractmethod
     def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]:
@@ -85,9 +89,10 @@ class Store(ABC):
 
     # -- entities --------------------------------------------------------------
     @abstractmethod
-    def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
-                 with_aliases: bool = True) -> list[Entity]:
-        """The user's entities (all, or those with ``ids``); ``with_aliases=False`` skips loading aliases."""
+    def entities(self, user_id: str, ids: Sequence[str] | None = None, *, with_aliases: bool = True,
+                 after: EntityPosition | None = None, limit: int | None = None) -> list[Entity]:
+        """The user's entities (all, or those with ``ids``) by creation time, then id; those after ``after``,
+        at most ``limit``.  ``with_aliases=False`` skips loading aliases."""
 
     def entity_types(self, user_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         """The type of each of the entities ``ids`` that exists (``None`` when it has none)."""

@@ -21,8 +21,8 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import Job, JobKind, JobPosition, JobStatus
 from ..keys import ApiKey
 from ..memo import text_memo
-from ..model import (Checkpoint, Entity, Fact, FactHead, FactPosition, Intent, Message, MessagePosition, Origin,
-                     Session)
+from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Intent, Message,
+                     MessagePosition, Origin, Session, SessionPosition)
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
 from .base import Store
 from .tenant import KeySpan
@@ -184,6 +184,10 @@ def row_to_fact(r: Sequence[Any]) -> Fact:
         start_guessed=r[23] == 1,
         other_words=[(ids, words) for ids, words in json.loads(r[24])] if r[24] else [],
     )
+
+
+def row_to_session(r: Sequence[Any]) -> Session:
+    return Session(user_id=r[0], id=r[1], agent_id=r[2], started_at=_dt(r[3]), ended_at=_dt(r[4]))
 
 
 def row_to_message(r: Sequence[Any]) -> Message:
@@ -355,7 +359,11 @@ class SQLStore(Store):
             self._exec(user_id, "UPDATE sessions SET started_at = ? WHERE user_id = ? AND id = ? "
                        "AND (started_at IS NULL OR started_at > ?)",
                        (_us(started_at), user_id, session_id, _us(started_at)))
-        return next(s for s in self.sessions(user_id) if s.id == session_id)
+        return self._session(user_id, session_id)
+
+    def _session(self, user_id: str, session_id: str) -> Session:
+        return row_to_session(self._all(f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE user_id = ? AND id = ?",
+                                        (user_id, session_id))[0])
 
     def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None:
         self._exec(user_id, "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND id = ?",
@@ -368,11 +376,21 @@ class SQLStore(Store):
                          (_us(before),))
         return [(r[0], r[1]) for r in rows]
 
-    def sessions(self, user_id: str) -> list[Session]:
-        rows = self._all(f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE user_id = ? "
-                         "ORDER BY started_at, id", (user_id,))
-        return [Session(user_id=r[0], id=r[1], agent_id=r[2], started_at=_dt(r[3]), ended_at=_dt(r[4]))
-                for r in rows]
+    def sessions(self, user_id: str, *, after: SessionPosition | None = None,
+                 limit: int | None = None) -> list[Session]:
+        sql = f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if after is not None:  # the rows the ORDER BY below puts after it
+            if after.started_at is None:
+                sql += " AND (started_at IS NOT NULL OR id > ?)"
+            else:
+                sql += " AND (started_at > ? OR (started_at = ? AND id > ?))"
+                params.extend((to_micros(after.started_at),) * 2)
+            params.append(after.id)
+        sql += " ORDER BY started_at IS NOT NULL, started_at, id"  # no start first, in both dialects
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [row_to_session(r) for r in self._all(sql, params)]
 
     def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]:
         if not messages:
@@ -481,26 +499,41 @@ class SQLStore(Store):
                    [(state, user_id, i) for i in ids])
 
     # -- entities -------------------------------------------------------------------------
-    def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
-                 with_aliases: bool = True) -> list[Entity]:
+    def entities(self, user_id: str, ids: Sequence[str] | None = None, *, with_aliases: bool = True,
+                 after: EntityPosition | None = None, limit: int | None = None) -> list[Entity]:
         sql = f"SELECT {', '.join(ENT_COLS)} FROM entities WHERE user_id = ?"
-        alias_sql = "SELECT entity_id, alias FROM entity_names WHERE user_id = ?"
+        params: list[Any] = [user_id]
+        if after is not None:  # the rows the ORDER BY below puts after it
+            sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
+            params.extend((to_micros(after.created_at), to_micros(after.created_at), after.id))
         if ids is None:
-            rows = self._all(sql + " ORDER BY created_at, id", (user_id,))
-            named = self._all(alias_sql, (user_id,)) if with_aliases and rows else []
+            page = "" if limit is None else f" LIMIT {int(limit)}"
+            rows = self._all(f"{sql} ORDER BY created_at, id{page}", params)
+            if not (with_aliases and rows):
+                named = []
+            elif limit is None:
+                named = self._all("SELECT entity_id, alias FROM entity_names WHERE user_id = ?", (user_id,))
+            else:  # a page: the names of its entities only
+                named = self._names_of(user_id, [r[1] for r in rows])
         else:  # only the asked entities and their names, in chunks under the drivers' limits on parameters
             ids = list(dict.fromkeys(ids))
-            rows, named = [], []
+            rows = []
             for chunk in chunks(ids, IN_CHUNK):
-                rows += self._all(f"{sql} AND id IN {self._in(chunk)}", (user_id, *chunk))
-                if with_aliases:
-                    named += self._all(f"{alias_sql} AND entity_id IN {self._in(chunk)}", (user_id, *chunk))
+                rows += self._all(f"{sql} AND id IN {self._in(chunk)}", (*params, *chunk))
             rows.sort(key=lambda r: (r[4], r[1]))  # ORDER BY created_at, id
+            del rows[len(rows) if limit is None else limit:]
+            named = self._names_of(user_id, [r[1] for r in rows]) if with_aliases else []
         aliases: dict[str, list[str]] = {}
         for eid, alias in sorted(named, key=lambda r: r[1]):  # ORDER BY alias
             aliases.setdefault(eid, []).append(alias)
         return [Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]),
                        aliases=[a for a in aliases.get(r[1], []) if a != r[2]]) for r in rows]
+
+    def _names_of(self, user_id: str, ids: Sequence[str]) -> list[Any]:
+        """``(entity_id, alias)`` of every name of the entities ``ids``."""
+        return [r for chunk in chunks(ids, IN_CHUNK) for r in self._all(
+            f"SELECT entity_id, alias FROM entity_names WHERE user_id = ? AND entity_id IN {self._in(chunk)}",
+            (user_id, *chunk))]
 
     def entity_types(self, user_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         # two columns, no order: the search asks this for every path's end (Store.entities builds

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ValidationError
 from ..keys import DEFAULT_TENANT, ApiKey, check_tenant
-from ..model import Checkpoint, Entity, Fact, FactHead, Message, MessagePosition, Session
+from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, Message, MessagePosition, Session,
+                     SessionPosition)
 from .base import Store
 
 if TYPE_CHECKING:
@@ -163,8 +164,9 @@ class TenantStore(Store):
     def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None:
         self.inner.end_session(self._k(user_id), session_id, ended_at)
 
-    def sessions(self, user_id: str) -> list[Session]:
-        return self._outs(self.inner.sessions(self._k(user_id)))
+    def sessions(self, user_id: str, *, after: SessionPosition | None = None,
+                 limit: int | None = None) -> list[Session]:
+        return self._outs(self.inner.sessions(self._k(user_id), after=after, limit=limit))
 
     def add_messages(self, user_id: str, messages: Sequence[Message]) -> list[Message]:
         new = self.inner.add_messages(self._k(user_id), [self._in(m) for m in messages])
@@ -189,9 +191,10 @@ class TenantStore(Store):
         self.inner.mark_extracted(self._k(user_id), ids, state)
 
     # -- entities ----------------------------------------------------------------------------------
-    def entities(self, user_id: str, ids: Sequence[str] | None = None, *,
-                 with_aliases: bool = True) -> list[Entity]:
-        return self._outs(self.inner.entities(self._k(user_id), ids, with_aliases=with_aliases))
+    def entities(self, user_id: str, ids: Sequence[str] | None = None, *, with_aliases: bool = True,
+                 after: EntityPosition | None = None, limit: int | None = None) -> list[Entity]:
+        return self._outs(self.inner.entities(self._k(user_id), ids, with_aliases=with_aliases, after=after,
+                                              limit=limit))
 
     def entity_types(self, user_id: str, ids: Sequence[str]) -> dict[str, str | None]:
         return self.inner.entity_types(self._k(user_id), ids)
