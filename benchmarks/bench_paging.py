@@ -2,9 +2,11 @@
 
 One user with ``--facts`` facts (a quarter of them "friend_of", which is read from both sides, a tenth
 with no start; three quarters name a new entity) and ``--turns`` stored turns in ``--sessions`` sessions.
-For each list (facts, history, facts of one subject, messages, entities, sessions) every page is fetched with ``--limit`` items per page; printed: pages, items, seconds in all and
-the median seconds per page.  Then the walk of the history is repeated twice, changing the user after the
-first page: once forgetting a fact the walk has passed, once adding a fact dated before all others.
+For each list (facts, history, facts of one subject, messages, entities, sessions) every page is fetched
+with ``--limit`` items per page; printed: pages, items, seconds in all and the median seconds per page.
+Then the first reply of the MCP tool ``timeline`` for "Maya": its facts and characters.
+Then the walk of the history is repeated twice, changing the user after the first page: once forgetting
+a fact the walk has passed, once adding a fact dated before all others.
 Printed are the items the walk returned twice and the stored versions (but the added one) it never
 returned: both 0 for a cursor that names a place in the order; an offset skips one after the forget and
 repeats one after the add.
@@ -17,6 +19,7 @@ repeats one after the add.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import statistics
 import sys
@@ -32,6 +35,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 
 from chronomem import Memory  # noqa: E402
 from chronomem.server import create_app  # noqa: E402
+from chronomem.server.mcp import build_mcp  # noqa: E402
 
 
 def _facts(n: int) -> list[dict[str, Any]]:
@@ -95,6 +99,13 @@ def main() -> None:
                 print(json.dumps({"list": name, "limit": args.limit, "pages": len(seconds), "items": len(ids),
                                   "distinct": len(set(ids)), "total_s": round(sum(seconds), 3),
                                   "median_page_s": round(statistics.median(seconds), 4)}))
+
+            # what an agent's first call reads: the MCP timeline of the user's own entity
+            res = asyncio.run(build_mcp(mem, "u").call_tool("timeline", {"subject": "Maya"}))
+            reply = json.loads(res.content[0].text)
+            items = reply["items"] if isinstance(reply, dict) else reply  # a list before replies were paged
+            print(json.dumps({"list": "MCP timeline of Maya, first reply", "items": len(items),
+                              "characters": len(res.content[0].text)}))
 
             def forget_one(seen: list[str]) -> None:
                 mem.forget(user_id="u", fact_id=seen[0])

@@ -29,7 +29,7 @@ def test_tools_are_listed_and_scoped_to_one_user(tmp_path) -> None:
         assert {"remember", "recall", "answer", "timeline", "sessions", "end_session", "summary", "forget"} <= names
         out = call(server, "remember", {"text": "I live in Berlin and work at Acme.", "speaker": "Maya"})
         assert sorted(f["object"] for f in out["added"]) == ["Acme", "Berlin"]
-        tl = call(server, "timeline", {"subject": "Maya"})
+        tl = call(server, "timeline", {"subject": "Maya"})["items"]
         assert sorted(f["object"] for f in tl) == ["Acme", "Berlin"]  # not the other user's Porto
         rec = call(server, "recall", {"query": "Where does Maya live?"})
         assert "Berlin" in rec["context"] and "Porto" not in rec["context"]
@@ -43,7 +43,7 @@ def test_an_agent_merges_two_names_the_user_says_are_one(tmp_path) -> None:
         server = build_mcp(mem, "u1")
         out = call(server, "merge_entities", {"name": "Mom", "into": "Linda"})
         assert (out["entity"]["name"], out["entity"]["aliases"], out["facts_moved"]) == ("Linda", ["Mom"], 1)
-        assert sorted(f["object"] for f in call(server, "timeline", {"subject": "Mom"})) == ["Boston", "tea"]
+        assert sorted(f["object"] for f in call(server, "timeline", {"subject": "Mom"})["items"]) == ["Boston", "tea"]
         with pytest.raises(ToolError, match="no entity named 'Grandma'"):
             asyncio.run(server.call_tool("merge_entities", {"name": "Grandma", "into": "Linda"}))
         assert sorted(e.name for e in mem.entities(user_id="other")) == ["Mom", "jazz"]  # another user's Mom stays
@@ -88,18 +88,19 @@ def test_sessions_end_session_and_forget_everything(tmp_path) -> None:
     with Memory(tmp_path / "m.db", llm=SessionLLM(), embedder=False) as mem:
         server = build_mcp(mem, "u1")
         assert {"sessions", "forget"} <= {t.name for t in asyncio.run(server.list_tools())}
-        assert call(server, "sessions", {}) == []
+        assert call(server, "sessions", {}) == {"items": [], "next_cursor": None}
         call(server, "remember", {"text": "I live in Berlin.", "speaker": "Maya", "session_id": "s1",
                                   "timestamp": "2023-01-10T10:00:00Z"})
-        assert call(server, "sessions", {}) == [{"id": "s1", "started_at": "2023-01-10T10:00:00+00:00",
-                                                 "ended_at": None, "agent_id": None}]
+        assert call(server, "sessions", {})["items"] == [{"id": "s1", "started_at": "2023-01-10T10:00:00+00:00",
+                                                          "ended_at": None, "agent_id": None}]
         end = call(server, "end_session", {"session_id": "s1", "ended_at": "2023-01-10T11:00:00Z"})
         assert set(end) == {"session_id", "turns_flushed", "turns_stored", "summary"} and end["summary"]
-        assert call(server, "sessions", {})[0]["ended_at"] == "2023-01-10T11:00:00+00:00"
+        assert call(server, "sessions", {})["items"][0]["ended_at"] == "2023-01-10T11:00:00+00:00"
         mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="other")
         gone = call(server, "forget", {"everything": True})
         assert gone["facts_deleted"] == 1 and gone["sessions_deleted"] == 1 and gone["messages_deleted"] == 1
-        assert call(server, "sessions", {}) == [] and call(server, "timeline", {"subject": "Maya"}) == []
+        assert call(server, "sessions", {})["items"] == []
+        assert call(server, "timeline", {"subject": "Maya"})["items"] == []
         assert [f.object for f in mem.facts(user_id="other")] == ["Porto"]  # only this server's user
 
 
@@ -108,7 +109,7 @@ def test_the_server_serves_the_tenant_of_its_memory(tmp_path) -> None:
         mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
         acme = mem.for_tenant("acme")
         acme.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Oslo"}], user_id="u1")
-        tl = call(build_mcp(acme, "u1"), "timeline", {"subject": "Maya"})
+        tl = call(build_mcp(acme, "u1"), "timeline", {"subject": "Maya"})["items"]
         assert [f["object"] for f in tl] == ["Oslo"]
         acme.close()
 
@@ -126,10 +127,11 @@ def test_an_agent_reads_what_a_fact_says_and_the_ids_to_forget_not_its_bookkeepi
         stored = mem.store.facts("u1", ids=[berlin["id"]])[0]
         assert stored.source_ids and berlin["text"] == stored.render() and berlin["session_id"] == stored.session_id
         mem.add_facts([{"subject": "Rui", "relation": "sibling_of", "object": "Maya"}], user_id="u1")
-        reading = next(f for f in call(server, "timeline", {"subject": "Maya"}) if f["relation"] == "sibling_of")
+        timeline = call(server, "timeline", {"subject": "Maya"})["items"]
+        reading = next(f for f in timeline if f["relation"] == "sibling_of")
         assert reading["origin"] == "derived" and reading["object"] == "Rui"
         assert call(server, "forget", {"fact_id": reading["support_ids"][0]})["facts_deleted"] == 1
-        assert not [f for f in call(server, "timeline", {"subject": "Maya"}) if f["relation"] == "sibling_of"]
+        assert not [f for f in call(server, "timeline", {"subject": "Maya"})["items"] if f["relation"] == "sibling_of"]
 
 
 def test_a_reply_is_one_block_of_compact_json_with_the_same_structured_content(tmp_path) -> None:
@@ -148,3 +150,30 @@ def test_a_reply_is_one_block_of_compact_json_with_the_same_structured_content(t
         tools = {t.name: t for t in asyncio.run(server.list_tools())}
         schema = getattr(tools["timeline"], "outputSchema", None) or getattr(tools["timeline"], "output_schema", None)
         assert schema is not None  # the output schema is still advertised
+
+
+def test_long_lists_reach_an_agent_a_page_at_a_time(tmp_path) -> None:
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"song {i}",
+                        "valid_from": f"{2000 + i}-01-01"} for i in range(120)], user_id="u1")
+        for i in range(7):
+            mem.store.ensure_session("u1", f"s{i}", started_at=mem.history(user_id="u1")[i].valid_from)
+        server = build_mcp(mem, "u1")
+        first = call(server, "timeline", {"subject": "Maya"})
+        assert len(first["items"]) == 50 and first["next_cursor"]  # not 120 facts into the agent's context
+        walked, cursor = [], None
+        while True:
+            page = call(server, "timeline", {"subject": "Maya", "limit": 45, **({"cursor": cursor} if cursor else {})})
+            walked += [f["object"] for f in page["items"]]
+            if not (cursor := page["next_cursor"]):
+                break
+        assert walked == [f"song {i}" for i in range(120)]
+        page = call(server, "sessions", {"limit": 3})
+        rest = call(server, "sessions", {"limit": 5, "cursor": page["next_cursor"]})
+        assert [s["id"] for s in page["items"] + rest["items"]] == [f"s{i}" for i in range(7)]
+        assert rest["next_cursor"] is None
+        for bad in ({"limit": 0}, {"limit": 501}, {"cursor": "nope"}):
+            with pytest.raises(ToolError, match="cursor|limit"):
+                asyncio.run(server.call_tool("timeline", {"subject": "Maya", **bad}))
+        with pytest.raises(ToolError, match="another list"):
+            asyncio.run(server.call_tool("sessions", {"cursor": first["next_cursor"]}))

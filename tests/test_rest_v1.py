@@ -256,7 +256,7 @@ def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
 
 def test_a_page_turns_only_its_own_items_into_replies() -> None:
     from chronomem.server import pagination
-    from chronomem.server.routes import paged
+    from chronomem.server.pagination import paged
 
     made: list[int] = []
     first = paged(list(range(10)), "n", lambda x: [x], (int,), None, 3, lambda x: made.append(x) or {"n": x})

@@ -22,7 +22,8 @@ from ..timeutil import parse_time, utcnow
 from . import pagination
 from .explorer_schemas import CheckpointOut, GraphOut, ProvenanceOut, SettingsOut
 from .schemas import IsoTime, Page
-from .routes import ERRORS, Cursor, FactId, Limit, Mem, SessionQ, UserId, fact_out, paged
+from .pagination import paged
+from .routes import ERRORS, Cursor, FactId, Limit, Mem, SessionQ, UserId, fact_out
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["explorer"])
 

@@ -42,10 +42,12 @@ from pydantic import Field
 from ..async_memory import AsyncMemory
 from ..errors import ChronomemError, ConfigError
 from ..memory import Memory
-from ..model import Fact
+from ..model import Fact, FactPosition, SessionPosition
 from ..summarize.lifecycle import session_row
 from ..timeutil import iso
+from . import pagination
 from .hosts import LoopbackHostsOnly, is_loopback
+from .pagination import read_page
 
 __all__ = ["ENV_MCP_TOKEN", "build_mcp", "check_http_exposure", "http_app", "is_loopback", "serve_http"]
 
@@ -55,6 +57,8 @@ ENV_MCP_TOKEN = "CHRONOMEM_MCP_TOKEN"
 
 P = ParamSpec("P")
 R = TypeVar("R")
+PAGE = 50  # a reply's items unless the agent asks for more: one subject's life can hold thousands of facts
+PageSize = Annotated[int, Field(ge=1, le=pagination.MAX_LIMIT, description="items a reply holds at most")]
 
 
 def _agent_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
@@ -116,16 +120,22 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
         return {"answer": ans.text, "evidence": [_fact(f) for f in ans.evidence]}
 
     @server.tool(description="Every version of a subject's facts (optionally one relation), oldest first, "
-                             "including the ones that stopped holding.")
+                             "including the ones that stopped holding. At most `limit` facts a reply (`items`): "
+                             "give its `next_cursor` as `cursor` for the next ones (null: no more).")
     @_agent_tool
-    async def timeline(subject: str, relation: str | None = None) -> list[dict[str, Any]]:
-        return [_fact(f) for f in await amem.history(user_id=user_id, subject=subject, relation=relation)]
+    async def timeline(subject: str, relation: str | None = None, limit: PageSize = PAGE,
+                       cursor: str | None = None) -> dict[str, Any]:
+        found = await amem.history(user_id=user_id, subject=subject, relation=relation, limit=limit + 1,
+                                   after=pagination.FACTS.after(cursor))
+        return read_page(found, limit, _fact, lambda f: pagination.FACTS.cursor(FactPosition.of(f)))
 
     @server.tool(description="The user's conversation sessions, oldest first: id, started_at, ended_at "
-                             "(null while open) and agent_id.")
+                             "(null while open) and agent_id. At most `limit` a reply (`items`): give its "
+                             "`next_cursor` as `cursor` for the next ones (null: no more).")
     @_agent_tool
-    async def sessions() -> list[dict[str, Any]]:
-        return [session_row(s) for s in await amem.sessions(user_id=user_id)]
+    async def sessions(limit: PageSize = PAGE, cursor: str | None = None) -> dict[str, Any]:
+        found = await amem.sessions(user_id=user_id, limit=limit + 1, after=pagination.SESSIONS.after(cursor))
+        return read_page(found, limit, session_row, lambda s: pagination.SESSIONS.cursor(SessionPosition.of(s)))
 
     @server.tool(description="End a conversation session: extract what is left and update the summary. "
                              "Returns session_id, turns_flushed (buffered turns written), turns_stored (of "

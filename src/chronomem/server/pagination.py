@@ -146,3 +146,18 @@ def page_after(items: Sequence[T], name: str, key: Callable[[T], list[Any]], sha
     rest = sorted((x for x in items if after is None or key(x) > after), key=key)
     chunk = rest[:limit]
     return chunk, encode_after(name, key(chunk[-1])) if len(rest) > limit else None
+
+
+def paged(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: Shape, cursor: str | None,
+          limit: int, out: Callable[[T], Any] | None = None) -> dict[str, Any]:
+    """One page of a list read whole (``name``'s, in ``key`` order), each item made a reply by ``out``
+    (only the page's)."""
+    chunk, nxt = page_after(items, name, key, shape, cursor, limit)
+    return {"items": chunk if out is None else [out(x) for x in chunk], "next_cursor": nxt}
+
+
+def read_page(found: Sequence[T], limit: int, out: Callable[[T], Any], cursor_of: Callable[[T], str]) -> dict[str, Any]:
+    """The page of a list the store read from the cursor's place: ``found`` holds ``limit + 1`` items when
+    more follow."""
+    chunk = found[:limit]
+    return {"items": [out(x) for x in chunk], "next_cursor": cursor_of(chunk[-1]) if len(found) > limit else None}

@@ -3,9 +3,9 @@ user ids in paths are the tenant's own, and the store keeps tenants apart."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 from urllib.parse import unquote
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
@@ -18,6 +18,7 @@ from ..jobs.model import Job, JobPosition
 from ..memory import Memory
 from ..model import Entity, EntityPosition, Fact, FactPosition, MessagePosition, SessionPosition
 from . import pagination
+from .pagination import read_page
 from .schemas import (AddIn, AliasIn, IsoTime, AnswerOut, AskIn, ContextIn, ContextOut, CorrectionOut, EndSessionIn,
                       EntityOut, ErrorOut, FactOut, FactPatch, FactsIn, ForgetOut, JobOut, MergeIn, MergeOut, Page, QueryIn,
                       SearchOut, SessionOut, StoredMessageOut, SummaryOut, UpdateOut, UserOut)
@@ -74,24 +75,6 @@ def fact_out(f: Fact) -> dict[str, Any]:
 
 def job_out(job: Job) -> dict[str, Any]:
     return job.to_dict()
-
-
-T = TypeVar("T")
-
-
-def paged(items: Sequence[T], name: str, key: Callable[[T], list[Any]], shape: pagination.Shape, cursor: str | None,
-          limit: int, out: Callable[[T], Any] | None = None) -> dict[str, Any]:
-    """One page of a list read whole (``name``'s, in ``key`` order), each item made a reply by ``out``
-    (only the page's)."""
-    chunk, nxt = pagination.page_after(items, name, key, shape, cursor, limit)
-    return {"items": chunk if out is None else [out(x) for x in chunk], "next_cursor": nxt}
-
-
-def read_page(found: Sequence[T], limit: int, out: Callable[[T], Any], cursor_of: Callable[[T], str]) -> dict[str, Any]:
-    """The page of a list the store read from the cursor's place: ``found`` holds ``limit + 1`` items when
-    more follow."""
-    chunk = found[:limit]
-    return {"items": [out(x) for x in chunk], "next_cursor": cursor_of(chunk[-1]) if len(found) > limit else None}
 
 
 def _fact_page(found: Sequence[Fact], limit: int) -> dict[str, Any]:

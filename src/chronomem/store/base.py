@@ -15,8 +15,8 @@ from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Message, MessagePosition, Session,
-                     SessionPosition)
+from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Message, MessagePosition,
+                     Session, SessionPosition)
 
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobPosition, JobStatus
