@@ -177,3 +177,19 @@ def test_long_lists_reach_an_agent_a_page_at_a_time(tmp_path) -> None:
                 asyncio.run(server.call_tool("timeline", {"subject": "Maya", **bad}))
         with pytest.raises(ToolError, match="another list"):
             asyncio.run(server.call_tool("sessions", {"cursor": first["next_cursor"]}))
+
+
+def test_making_the_server_leaves_the_apps_logging_as_it_was(tmp_path) -> None:
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers[:] = []  # an app that configured nothing: the SDK's basicConfig would take the root logger
+    root.setLevel(logging.WARNING)
+    try:
+        with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+            build_mcp(mem, "u1")
+            assert root.handlers == [] and root.level == logging.WARNING
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)

@@ -25,12 +25,13 @@ with the REST service's key store.)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hmac
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
@@ -82,15 +83,30 @@ def _agent_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     return tool
 
 
+@contextlib.contextmanager
+def _app_logging_kept() -> Iterator[None]:
+    """The MCP SDK's server configures the root logger when made (``basicConfig``: INFO, a rich handler),
+    so every INFO line of the embedding app's libraries (each HTTP request of httpx) would be printed.
+    Logging is the app's: the root logger is left as it was."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
     """An MCP server whose tools read and write ``user_id``'s memory in ``mem``."""
     amem = mem if isinstance(mem, AsyncMemory) else AsyncMemory.wrap(mem)
-    server = MCPServer("chronomem", instructions=(
-        "Long-term memory of the user. Call `remember` with what the user tells you about "
-        "themselves, `recall` or `answer` before replying to questions about their past, "
-        "`timeline` to see how something changed, `sessions` to list the conversations, `end_session` "
-        "when a conversation is over (this writes the session summary), `summary` for what is known "
-        "overall, and `forget` to delete a fact, a session or everything about the user for good."))
+    with _app_logging_kept():
+        server = MCPServer("chronomem", instructions=(
+            "Long-term memory of the user. Call `remember` with what the user tells you about "
+            "themselves, `recall` or `answer` before replying to questions about their past, "
+            "`timeline` to see how something changed, `sessions` to list the conversations, `end_session` "
+            "when a conversation is over (this writes the session summary), `summary` for what is known "
+            "overall, and `forget` to delete a fact, a session or everything about the user for good."))
 
     @server.tool(description="Store a conversation turn verbatim and extract facts from it. Give the same "
                              "session_id for the turns of one conversation.")
