@@ -255,6 +255,9 @@ def test_users_are_listed_in_pages_per_tenant(cmem: Memory) -> None:
     assert cmem.users(after="acmd", limit=1) == ["acme"]  # after an id nobody holds: the next one
     assert acme.users(after="u1") == ["u2"] and acme.users(after="u2", limit=3) == []
     assert cmem.store.inner.users() == sorted(["ac\x1fq", "acme\x1fu1", "acme\x1fu2", "acme-x\x1fw", *mine])
+    for after in ("a", "acme", "acme\x1f"):  # a place before the tenant's keys starts at its first
+        assert cmem.store.inner.users(tenant="acme", after=after, limit=5) == ["acme\x1fu1", "acme\x1fu2"]
+    assert cmem.store.inner.users(tenant="acme", after="b", limit=5) == []
     cmem.forget(user_id="acme ", everything=True)
     assert walk_users(cmem, 2) == ["Z", "acme", "acmf", "é"]
     for bad, field in (({"limit": 0}, "limit"), ({"limit": True}, "limit"), ({"after": ""}, "after"),
@@ -373,6 +376,24 @@ def test_vectors_put_knn_replace_and_filters(cmem: Memory) -> None:
     items = [(f"v{i}", [float(i % 7), float(i % 5), float(i % 3) + 0.5]) for i in range(300)]
     st.put_vectors(U, "message", items, "m1")
     assert st.knn(U, "message", [6.0, 4.0, 2.5], k=1)[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_entities_without_vectors_of_a_model(cmem: Memory) -> None:
+    cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"},
+                    {"subject": "Maya", "relation": "works_at", "object": "Acme"}], user_id=U)
+    cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Oslo"}], user_id=V)
+    cmem.alias("Maya", "May", user_id=U)
+    ids = {e.name: e.id for e in cmem.entities(user_id=U)}
+    st = cmem.store
+    st.put_vectors(U, "entity", [(ids["Maya"], [1.0, 0.0])], "m1")
+    st.put_vectors(U, "entity", [(ids["Porto"], [1.0, 0.0])], "m2")  # another model's vector is none of m1's
+    st.put_vectors(U, "fact", [(ids["Acme"], [1.0, 0.0])], "m1")  # nor is a vector of another kind
+    missing = st.entities_without_vectors(U, "entity", "m1")
+    assert [e.name for e in missing] == [e.name for e in cmem.entities(user_id=U) if e.name != "Maya"]
+    assert all(e.aliases == [] and e.user_id == U and e.created_at for e in missing)
+    assert sorted(e.name for e in st.entities_without_vectors(V, "entity", "m1")) == ["Maya", "Oslo"]  # V's own
+    st.put_vectors(U, "entity", [(ids["Porto"], [0.0, 1.0]), (ids["Acme"], [0.0, 1.0])], "m1")
+    assert st.entities_without_vectors(U, "entity", "m1") == []
 
 
 def test_store_reports_its_vector_backend(store_url: str, request: pytest.FixtureRequest) -> None:

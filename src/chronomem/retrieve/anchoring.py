@@ -113,8 +113,7 @@ def anchor_speaker(store: Store, user_id: str, speaker: str) -> Anchor | None:
 
 def ensure_entity_vectors(store: Store, user_id: str, embedder: Embedder) -> int:
     """Embed the user's entity names that have no vector for this embedder yet; returns how many."""
-    have = store.vector_ids(user_id, ENTITY_KIND, embedder.name)
-    missing = [e for e in store.entities(user_id) if e.id not in have]
+    missing = store.entities_without_vectors(user_id, ENTITY_KIND, embedder.name)
     if not missing:
         return 0
     texts = [e.name if not e.type else f"{e.name} ({e.type})" for e in missing]

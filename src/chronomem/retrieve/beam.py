@@ -218,10 +218,8 @@ class Relevance:
         self._terms: dict[str, set[str]] = {}
         self._cos: dict[str, float] = {}
         self._qvec: list[float] | None = None
-        self._have: set[str] = set()
         if embedder is not None:
             self._qvec = embedder.embed([query])[0]
-            self._have = store.vector_ids(user_id, FACT_KIND, embedder.name)
 
     def terms_of(self, f: Fact) -> set[str]:
         t = self._terms.get(f.id)
@@ -238,7 +236,7 @@ class Relevance:
             return
         q = self._qvec
         qn = math.sqrt(sum(x * x for x in q)) or 1.0
-        known = self.store.get_vectors(self.user_id, FACT_KIND, [f.id for f in todo if f.id in self._have],
+        known = self.store.get_vectors(self.user_id, FACT_KIND, [f.id for f in todo if f.origin != Origin.DERIVED],
                                        self.embedder.name)
         for fid, v in known.items():
             vn = math.sqrt(sum(x * x for x in v)) or 1.0
@@ -251,14 +249,13 @@ class Relevance:
         for f, v in zip(todo, vecs):
             vn = math.sqrt(sum(x * x for x in v)) or 1.0
             self._cos[f.id] = sum(a * b for a, b in zip(q, v)) / (qn * vn)
-            if f.origin != Origin.DERIVED and f.id not in self._have:
+            if f.origin != Origin.DERIVED:  # a reading from the other side is made per query, never stored
                 stored.append((f.id, v))
         if stored:
             with self.store.transaction(self.user_id):  # a fact forgotten while it was embedded gets no vector
                 alive = self.store.held_fact_ids(self.user_id, [i for i, _ in stored])
                 stored = [(i, v) for i, v in stored if i in alive]
                 self.store.put_vectors(self.user_id, FACT_KIND, stored, self.embedder.name)
-            self._have.update(i for i, _ in stored)
             self.stats["embedded_facts"] = self.stats.get("embedded_facts", 0) + len(stored)
 
     def score(self, facts: Sequence[Fact], root_terms: AbstractSet[str]) -> float:

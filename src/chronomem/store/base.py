@@ -205,6 +205,11 @@ class Store(ABC):
     def vector_ids(self, user_id: str, kind: str, model: str) -> set[str]: ...
 
     @abstractmethod
+    def entities_without_vectors(self, user_id: str, kind: str, model: str) -> list[Entity]:
+        """The user's entities that have no ``kind`` vector of ``model``, oldest first, without aliases (the
+        ones a search must embed before it compares names with a question's: one read, not every entity)."""
+
+    @abstractmethod
     def get_vectors(self, user_id: str, kind: str, ids: Sequence[str], model: str) -> dict[str, list[float]]:
         """Stored vectors of the given items (missing ones absent)."""
 

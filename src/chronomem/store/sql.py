@@ -151,8 +151,9 @@ def _order_of(columns: Sequence[str]) -> Callable[[Sequence[Any]], tuple[Any, ..
 
 T = TypeVar("T")
 IN_CHUNK = 2000
-USER_TABLES = ("messages", "facts", "entities", "sessions", "checkpoints")  # a user is one with a row in any
 """Values of one ``IN`` list per statement: a filter of more is read in chunks (:meth:`SQLStore.facts`)."""
+USER_TABLES = ("messages", "facts", "entities", "sessions", "checkpoints")
+"""The tables keyed by ``user_id`` that make a user: one with a row in any is listed by :meth:`SQLStore.users`."""
 
 
 def chunks(values: Sequence[T], size: int) -> Iterator[list[T]]:
@@ -184,6 +185,10 @@ def row_to_fact(r: Sequence[Any]) -> Fact:
         start_guessed=r[23] == 1,
         other_words=[(ids, words) for ids, words in json.loads(r[24])] if r[24] else [],
     )
+
+
+def row_to_entity(r: Sequence[Any], aliases: Sequence[str] = ()) -> Entity:
+    return Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]), aliases=list(aliases))
 
 
 def row_to_session(r: Sequence[Any]) -> Session:
@@ -315,7 +320,7 @@ class SQLStore(Store):
         # a page: one indexed probe per user (the least key after the last one, over the tables that
         # hold users), so a page costs the same whatever the users hold and whatever other tenants hold
         out: list[str] = []
-        low, inclusive = (after, False) if after is not None else (span.low, True)
+        low, inclusive = (after, False) if after is not None and after >= span.low else (span.low, True)
         while len(out) < limit:
             key = self._next_user(low, inclusive, span.high)
             if key is None:
@@ -362,7 +367,8 @@ class SQLStore(Store):
         return self._session(user_id, session_id)
 
     def _session(self, user_id: str, session_id: str) -> Session:
-        return row_to_session(self._all(f"SELECT {', '.join(SESSION_COLS)} FROM sessions WHERE user_id = ? AND id = ?",
+        cols = ", ".join(SESSION_COLS)
+        return row_to_session(self._all(f"SELECT {cols} FROM sessions WHERE user_id = ? AND id = ?",
                                         (user_id, session_id))[0])
 
     def end_session(self, user_id: str, session_id: str, ended_at: datetime) -> None:
@@ -526,8 +532,14 @@ class SQLStore(Store):
         aliases: dict[str, list[str]] = {}
         for eid, alias in sorted(named, key=lambda r: r[1]):  # ORDER BY alias
             aliases.setdefault(eid, []).append(alias)
-        return [Entity(user_id=r[0], id=r[1], name=r[2], type=r[3], created_at=_dt(r[4]),
-                       aliases=[a for a in aliases.get(r[1], []) if a != r[2]]) for r in rows]
+        return [row_to_entity(r, [a for a in aliases.get(r[1], []) if a != r[2]]) for r in rows]
+
+    def entities_without_vectors(self, user_id: str, kind: str, model: str) -> list[Entity]:
+        cols = ", ".join(f"e.{c}" for c in ENT_COLS)
+        return [row_to_entity(r) for r in self._all(
+            f"SELECT {cols} FROM entities e WHERE e.user_id = ? AND NOT EXISTS (SELECT 1 FROM vectors v "
+            "WHERE v.user_id = e.user_id AND v.kind = ? AND v.item_id = e.id AND v.model = ?) "
+            "ORDER BY e.created_at, e.id", (user_id, kind, model))]
 
     def _names_of(self, user_id: str, ids: Sequence[str]) -> list[Any]:
         """``(entity_id, alias)`` of every name of the entities ``ids``."""

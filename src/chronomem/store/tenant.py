@@ -267,6 +267,9 @@ class TenantStore(Store):
     def vector_ids(self, user_id: str, kind: str, model: str) -> set[str]:
         return self.inner.vector_ids(self._k(user_id), kind, model)
 
+    def entities_without_vectors(self, user_id: str, kind: str, model: str) -> list[Entity]:
+        return self._outs(self.inner.entities_without_vectors(self._k(user_id), kind, model))
+
     def get_vectors(self, user_id: str, kind: str, ids: Sequence[str], model: str) -> dict[str, list[float]]:
         return self.inner.get_vectors(self._k(user_id), kind, ids, model)
 
