@@ -271,6 +271,27 @@ def test_users_are_listed_in_pages_per_tenant(cmem: Memory) -> None:
     assert acme.store.users(tenant="acme") == ["u1", "u2"]
 
 
+def test_idle_sessions_are_listed_per_tenant(cmem: Memory) -> None:
+    views = {t: cmem.for_tenant(t) for t in ("acme", "ac")}
+    for mem, user in ((cmem, "acme"), (cmem, "zed"), (views["acme"], "u1"), (views["ac"], "q")):
+        mem.store.ensure_session(user, "s1")
+        mem.store.add_messages(user, [msg(1, "s1", "hi", user=user)])
+        mem.store.ensure_session(user, "s2")  # ended: never idle
+        mem.store.add_messages(user, [msg(2, "s2", "bye", user=user)])
+        mem.store.end_session(user, "s2", dt("2024-01-02"))
+    later = dt("2030-01-01")
+    assert cmem.store.idle_sessions(later) == [("acme", "s1"), ("zed", "s1")]
+    assert views["acme"].store.idle_sessions(later) == [("u1", "s1")]
+    assert views["ac"].store.idle_sessions(later, tenant="ac") == [("q", "s1")]
+    raw = cmem.store.inner
+    assert raw.idle_sessions(later) == [("ac\x1fq", "s1"), ("acme", "s1"), ("acme\x1fu1", "s1"), ("zed", "s1")]
+    assert raw.idle_sessions(later, tenant="acme") == [("acme\x1fu1", "s1")]
+    assert raw.idle_sessions(dt("2023-01-01")) == []  # their last turn came later
+    with pytest.raises(ValidationError) as e:
+        views["acme"].store.idle_sessions(later, tenant="ac")
+    assert e.value.field == "tenant"
+
+
 # -- search ---------------------------------------------------------------------------------------
 def test_full_text_search_over_facts_and_messages(cmem: Memory) -> None:
     cmem.add_facts([{"subject": "Maya", "relation": "plays", "object": "the cello", "valid_from": "2020-01-01",

@@ -330,11 +330,12 @@ class Store(ABC):
     def iter_users(self) -> Iterator[str]:
         yield from self.users()
 
-    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+    def idle_sessions(self, before: datetime, *, tenant: str | None = None) -> list[tuple[str, str]]:
         """``(user_id, session_id)`` of every session not ended whose last turn was recorded
-        (``recorded_at``, arrival time) at or before ``before``; sessions without turns are left out."""
+        (``recorded_at``, arrival time) at or before ``before``; sessions without turns are left out;
+        ``tenant``'s users only when given (as :meth:`users` lists them)."""
         out = []
-        for user_id in self.users():
+        for user_id in self.users(tenant=tenant):
             for s in self.sessions(user_id):
                 if s.ended_at is not None:
                     continue

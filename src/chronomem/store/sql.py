@@ -375,12 +375,17 @@ class SQLStore(Store):
         self._exec(user_id, "UPDATE sessions SET ended_at = ? WHERE user_id = ? AND id = ?",
                    (_us(ended_at), user_id, session_id))
 
-    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
+    def idle_sessions(self, before: datetime, *, tenant: str | None = None) -> list[tuple[str, str]]:
+        span = KeySpan.of(tenant)  # a tenant's sweep reads its own key range, not every tenant's sessions
+        within, params = "s.user_id >= ?", [span.low]
+        if span.high is not None:
+            within += " AND s.user_id < ?"
+            params.append(span.high)
         rows = self._all("SELECT s.user_id, s.id FROM sessions s JOIN messages m "
-                         "ON m.user_id = s.user_id AND m.session_id = s.id WHERE s.ended_at IS NULL "
+                         f"ON m.user_id = s.user_id AND m.session_id = s.id WHERE {within} AND s.ended_at IS NULL "
                          "GROUP BY s.user_id, s.id HAVING max(m.recorded_at) <= ? ORDER BY s.user_id, s.id",
-                         (_us(before),))
-        return [(r[0], r[1]) for r in rows]
+                         (*params, _us(before)))
+        return [(r[0], r[1]) for r in rows if span.holds(r[0])]
 
     def sessions(self, user_id: str, *, after: SessionPosition | None = None,
                  limit: int | None = None) -> list[Session]:

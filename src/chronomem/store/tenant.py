@@ -106,6 +106,11 @@ class TenantStore(Store):
         return f"TenantStore({self.inner.url!r}, tenant={self.tenant!r})"
 
     # -- key mapping ----------------------------------------------------------------------
+    def _check_own(self, tenant: str | None) -> None:
+        """A ``tenant=`` given to this store's cross-user reads must be its own."""
+        if tenant is not None and check_tenant(tenant) != self.tenant:
+            raise ValidationError("tenant", tenant, f"this store is bound to tenant {self.tenant!r}")
+
     def _k(self, user_id: str) -> str:
         return user_key(self.tenant, user_id)
 
@@ -132,10 +137,6 @@ class TenantStore(Store):
         c.user_id = key
         return c
 
-    def _mine(self, key: str) -> bool:
-        tenant, _ = split_key(key)
-        return tenant == self.tenant
-
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
         if self.owns_inner:
@@ -146,14 +147,14 @@ class TenantStore(Store):
 
     def users(self, *, tenant: str | None = None, after: str | None = None,
               limit: int | None = None) -> list[str]:
-        if tenant is not None and check_tenant(tenant) != self.tenant:
-            raise ValidationError("tenant", tenant, f"this store is bound to tenant {self.tenant!r}")
+        self._check_own(tenant)
         start = None if after is None else user_key(self.tenant, after, "after")
         keys = self.inner.users(tenant=self.tenant, after=start, limit=limit)
         return keys if self._bare else [split_key(k)[1] for k in keys]
 
-    def idle_sessions(self, before: datetime) -> list[tuple[str, str]]:
-        return [(split_key(k)[1], sid) for k, sid in self.inner.idle_sessions(before) if self._mine(k)]
+    def idle_sessions(self, before: datetime, *, tenant: str | None = None) -> list[tuple[str, str]]:
+        self._check_own(tenant)
+        return [(split_key(k)[1], sid) for k, sid in self.inner.idle_sessions(before, tenant=self.tenant)]
 
     # -- sessions & messages --------------------------------------------------------------------
     def ensure_session(self, user_id: str, session_id: str, *, started_at: datetime | None = None,
