@@ -8,6 +8,7 @@ checkpoints).  Collected from ``test_store_contract.py``.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -1082,6 +1083,36 @@ def test_export_import_round_trip(cmem: Memory, url_factory) -> None:
     assert cmem.export(user_id=U)["tables"] == exp["tables"]
     assert [v[0] for v in versions(cmem, user=V)] == ["Köln", "Zürich", "Paris"]
     assert [f.object for f in cmem.facts(user_id=V, subject="maya s.")] == ["Zürich"]
+
+
+def test_a_users_rows_come_a_batch_at_a_time_in_key_order(cmem: Memory) -> None:
+    _populate(cmem)
+    cmem.store.put_vectors(U, "fact", [(f"v{i}", [float(i), 1.0]) for i in range(5)], "m")
+    cmem.store.put_vectors(U, "entity", [(f"v{i}", [1.0, float(i)]) for i in range(3)], "m")  # same ids, other kind
+    whole = cmem.store.dump_user(U)
+    batches = list(cmem.store.iter_user(U, batch=2))
+    assert [t for t, _ in batches] == sorted((t for t, _ in batches), key=list(whole).index)  # tables in turn
+    assert all(len(rows) <= 2 for _, rows in batches)
+    assert {t for t, rows in batches if not rows} == {t for t, rows in whole.items() if not rows}  # one empty batch
+    for table, rows in whole.items():
+        assert [r for t, b in batches if t == table for r in b] == rows
+    assert len(whole["vectors"]) == 9  # and _populate's own
+    stopped = cmem.store.iter_user(U, batch=2)
+    next(stopped)
+    stopped.close()  # an export abandoned half way lets the user's writers go on
+    lives(cmem, "Oslo", "2030-01-01")
+
+
+def test_an_export_written_a_batch_at_a_time_is_the_export(cmem: Memory) -> None:
+    _populate(cmem)
+    exp = cmem.export(user_id=U)
+    out = io.BytesIO()
+    counts = cmem.export_to(out, user_id=U)
+    assert {**json.loads(out.getvalue()), "exported_at": None} == {**exp, "exported_at": None}
+    assert counts == {t: len(rows) for t, rows in exp["tables"].items()}
+    empty = io.BytesIO()
+    cmem.export_to(empty, user_id="nobody")
+    assert all(rows == [] for rows in json.loads(empty.getvalue())["tables"].values())
 
 
 # -- refusing foreign databases -------------------------------------------------------------------------

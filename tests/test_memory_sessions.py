@@ -3,6 +3,9 @@ forgetting a session replays later summaries.  A test-double LLM, no model."""
 
 from __future__ import annotations
 
+import io
+import json
+
 from typing import Any
 
 import pytest
@@ -228,6 +231,11 @@ def _waiting_turns_exported(mem: Memory, user: str, tmp_path) -> None:  # type: 
     mem.end_session(user_id=user, session_id="s1")
     mem.add(conv("I moved to Munich last week.", prefix="b", ts="2023-06-10T10:00:00Z"), user_id=user, session_id="s2")
     data = mem.export(user_id=user)
+    written = io.BytesIO()
+    counts = mem.export_to(written, user_id=user)  # the same JSON, a batch at a time
+    streamed = json.loads(written.getvalue())
+    assert {**streamed, "exported_at": None} == {**data, "exported_at": None}
+    assert counts == {t: len(rows) for t, rows in data["tables"].items()}
     turns = {r["id"]: r for r in data["tables"]["messages"]}
     assert set(turns) == {"t0", "b0"} and (turns["t0"]["extracted"], turns["b0"]["extracted"]) == (1, 0)
     assert sorted(r["id"] for r in data["tables"]["sessions"]) == ["s1", "s2"]

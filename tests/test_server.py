@@ -156,6 +156,25 @@ def test_export_import_over_http(client: TestClient) -> None:
     assert [f["object"] for f in client.get("/v1/users/u9/facts").json()["items"]] == ["tea"]
 
 
+def test_an_export_larger_than_the_spool_streams_from_disk_whole(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from chronomem.server import routes
+
+    monkeypatch.setattr(routes, "EXPORT_SPOOL_BYTES", 4096)  # past this the export waits in a temporary file
+    mem = Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False)
+    mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"song {i} ünïcödé"} for i in range(300)],
+                  user_id="u1")
+    mem.store.put_vectors("u1", "entity", [(e.id, [0.25, -1.5]) for e in mem.entities(user_id="u1")], "m")
+    with TestClient(create_app(mem)) as c:
+        r = c.get("/v1/users/u1/export")
+        assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+        assert len(r.content) > 10 * 4096 and "ünïcödé" in r.text  # not escaped, as the other replies
+        assert {**r.json(), "exported_at": None} == {**mem.export(user_id="u1"), "exported_at": None}
+        assert c.get("/v1/users/nobody/export").json()["tables"]["facts"] == []
+        bad = c.get("/v1/users/%20/export")
+        assert bad.status_code == 422 and bad.json()["field"] == "user_id"
+
+
 def test_api_key_is_enforced(tmp_path: Path) -> None:
     with TestClient(create_app(Memory(tmp_path / "k.db"), api_key="s3cret")) as c:
         assert c.get("/v1/users/u1/facts").status_code == 401

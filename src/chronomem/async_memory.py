@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .config import Config
 from .errors import ChronomemError
@@ -221,6 +221,10 @@ class AsyncMemory:
 
     async def export(self, *, user_id: str) -> dict[str, Any]:
         return await self._run(self._mem.export, user_id=user_id)
+
+    async def export_to(self, fp: IO[bytes], *, user_id: str) -> dict[str, int]:
+        """:meth:`Memory.export_to`; ``fp`` is written from a worker thread."""
+        return await self._run(self._mem.export_to, fp, user_id=user_id)
 
     async def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
         return await self._run(self._mem.import_, data, user_id=user_id)

@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import IO, Any
 
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_OTHER_WORDS, MAX_TEXT_CHARS
 from .model import Intent, Origin
-from .store.sql import TABLES, TIME_COLS
+from .store.sql import TABLE_KEYS, TABLES, TIME_COLS
 from .timeutil import to_micros
 from .validation import text_problem
 
-__all__ = ["check_tables"]
+__all__ = ["check_tables", "write_export"]
 
 # the primary key of each table, after user_id (duplicates inside one import are refused)
-KEYS: dict[str, tuple[str, ...]] = {
-    "sessions": ("id",), "messages": ("id",), "entities": ("id",), "entity_names": ("norm",),
-    "facts": ("id",), "checkpoints": ("seq",), "vectors": ("kind", "item_id"),
-}
+KEYS = TABLE_KEYS
 # NOT NULL columns besides user_id (which the import sets)
 REQUIRED: dict[str, frozenset[str]] = {
     "sessions": frozenset({"id"}),
@@ -202,3 +199,27 @@ def check_tables(tables: Mapping[str, Any], where: str = "data.tables") -> dict[
             checked.append(row)
         out[table] = checked
     return out
+
+
+_compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+
+
+def write_export(fp: IO[bytes], head: Mapping[str, Any], rows: Iterable[tuple[str, list[dict[str, Any]]]]
+                 ) -> dict[str, int]:
+    """Write an export to ``fp`` as compact UTF-8 JSON: ``head``'s fields, then ``tables``, each table's rows
+    as ``rows`` yields them (a table's batches one after another, as :meth:`Store.iter_user` does), each row
+    encoded and written on its own.  Returns the rows written per table."""
+    fp.write(("{" + ",".join(f"{_compact(k)}:{_compact(v)}" for k, v in head.items()) + ',"tables":{').encode())
+    counts: dict[str, int] = {}
+    current: str | None = None
+    for table, batch in rows:
+        if table != current:
+            if table in counts:
+                raise ValueError(f"the rows of table {table!r} came in two runs")
+            fp.write(f"{'' if current is None else '],'}{_compact(table)}:[".encode())
+            current, counts[table] = table, 0
+        for row in batch:
+            fp.write((("," if counts[table] else "") + _compact(row)).encode())
+            counts[table] += 1
+    fp.write(b"]}}" if current is not None else b"}}")
+    return counts

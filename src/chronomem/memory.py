@@ -13,9 +13,10 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from .config import Config
 from .extract.entities import FuzzyEntityResolver
@@ -34,10 +35,11 @@ from .jobs.service import JobService
 from .keys import DEFAULT_TENANT
 from .memo import clear_text_memos
 from .store import Store, open_store
+from .store.base import UserRows
 from .store.tenant import TenantStore
 from .temporal import replaced_by_correction
 from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
-from .exports import check_tables
+from .exports import check_tables, write_export
 from .validation import check_after, check_id, check_limit, check_name, check_text, check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
@@ -93,20 +95,24 @@ def _name_facts_as_their_entities(rows: dict[str, list[dict[str, Any]]], held: M
         rows["vectors"] = [v for v in rows.get("vectors", []) if not (v["kind"] == "fact" and v["item_id"] in renamed)]
 
 
-def _export_waiting_turns(buffer: SessionBuffer, user_id: str, tables: dict[str, list[dict[str, Any]]]) -> None:
-    """Add the user's turns waiting in ``buffer`` (not stored yet) to an export's ``tables``, as pending turns."""
-    stored = {r["id"] for r in tables["messages"]}
-    sessions = {r["id"] for r in tables["sessions"]}
-    for sid in buffer.active_sessions(user_id):
-        turns = [m for m in buffer.read(user_id, sid) if m.id not in stored]
-        if turns and sid not in sessions:
-            tables["sessions"].append({"user_id": user_id, "id": sid, "agent_id": turns[0].agent_id,
-                                       "started_at": to_micros(min(m.timestamp for m in turns)),
-                                       "ended_at": None})
-        tables["messages"] += [{"user_id": user_id, "id": m.id, "session_id": m.session_id,
-                                "agent_id": m.agent_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
-                                "ts": to_micros(m.timestamp), "recorded_at": to_micros(m.recorded_at),
-                                "extracted": 0, "utc_offset": local_offset(m.timestamp)} for m in turns]
+def _waiting_rows(store: Store, buffer: SessionBuffer | None, user_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The user's turns waiting in ``buffer`` and not stored, as an export's rows of pending turns, and the
+    rows of their sessions (all of them: the export keeps those it did not dump).  Read inside the dump's
+    transaction, so a turn flushed meanwhile is either dumped or here, once."""
+    waiting = {sid: buffer.read(user_id, sid) for sid in buffer.active_sessions(user_id)} if buffer else {}
+    ids = [m.id for turns in waiting.values() for m in turns]
+    stored = {m.id for m in store.messages(user_id, ids=ids)} if ids else set()
+    out: dict[str, list[dict[str, Any]]] = {"sessions": [], "messages": []}
+    for sid, turns in waiting.items():
+        turns = [m for m in turns if m.id not in stored]
+        if turns:
+            out["sessions"].append({"user_id": user_id, "id": sid, "agent_id": turns[0].agent_id,
+                                    "started_at": to_micros(min(m.timestamp for m in turns)), "ended_at": None})
+        out["messages"] += [{"user_id": user_id, "id": m.id, "session_id": m.session_id,
+                             "agent_id": m.agent_id, "seq": m.seq, "speaker": m.speaker, "text": m.text,
+                             "ts": to_micros(m.timestamp), "recorded_at": to_micros(m.recorded_at),
+                             "extracted": 0, "utc_offset": local_offset(m.timestamp)} for m in turns]
+    return out
 
 
 def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
@@ -813,13 +819,44 @@ class Memory:
         Turns still waiting in the session buffer are included as stored turns not extracted yet
         (and their sessions, if new): an export answers "what do you hold about me" in full, and
         importing it stores them so (extract them with :meth:`extract_pending` or :meth:`end_session`).
+        A large user's export is large (vectors most of it): :meth:`export_to` writes the same JSON
+        holding one batch of rows in memory at a time.
         """
         user_id = check_user(user_id)
-        tables = self.store.dump_user(user_id)
-        if self._buffer is not None:
-            _export_waiting_turns(self._buffer, user_id, tables)
-        return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id,
-                "exported_at": iso(utcnow()), "tables": tables}
+        tables: dict[str, list[dict[str, Any]]] = {}
+        with closing(self._export_rows(user_id)) as rows:
+            for table, batch in rows:
+                tables.setdefault(table, []).extend(batch)
+        return {**self._export_head(user_id), "tables": tables}
+
+    def export_to(self, fp: IO[bytes], *, user_id: str) -> dict[str, int]:
+        """Write :meth:`export` to ``fp`` as compact UTF-8 JSON, a batch of rows at a time: the memory it
+        takes is a batch's, not the user's.  Returns the rows written per table."""
+        user_id = check_user(user_id)
+        with closing(self._export_rows(user_id)) as rows:
+            return write_export(fp, self._export_head(user_id), rows)
+
+    def _export_head(self, user_id: str) -> dict[str, Any]:
+        return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "user_id": user_id, "exported_at": iso(utcnow())}
+
+    def _export_rows(self, user_id: str) -> UserRows:
+        """The user's stored rows table by table, each of sessions and messages followed by the rows of the
+        turns waiting in the session buffer (read inside the dump's transaction)."""
+        waiting: dict[str, list[dict[str, Any]]] = {}
+        current = None
+        with closing(self.store.iter_user(user_id)) as rows:
+            for table, batch in rows:
+                if current is None:  # the first batch: the dump's transaction is open
+                    waiting = _waiting_rows(self.store, self._buffer, user_id)
+                elif table != current and waiting.get(current):
+                    yield current, waiting.pop(current)  # after the table's last stored row
+                current = table
+                if table == "sessions":  # a waiting turn's session is new only if the store has none
+                    held = {r["id"] for r in batch}
+                    waiting["sessions"] = [r for r in waiting["sessions"] if r["id"] not in held]
+                yield table, batch
+        if current is not None and waiting.get(current):
+            yield current, waiting.pop(current)
 
     def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
         """Load an :meth:`export` (into ``user_id``, default the exported user).  Existing ids are kept.

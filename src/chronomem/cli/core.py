@@ -6,9 +6,11 @@ import dataclasses
 import importlib
 import json
 import os
+import sys
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import IO, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -248,23 +250,28 @@ def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out
     """Export a user's memory as JSON (stdout or --out)."""
     if out is not None and out.is_dir():
         raise ValidationError("--out", str(out), "is a directory; give a file name")
-    with open_memory(db, tenant, existing=True) as mem:
-        text = json.dumps(mem.export(user_id=user), ensure_ascii=False, indent=1)
-    if out:
-        write_atomically(out, text)
-    else:
-        typer.echo(text)
+    with open_memory(db, tenant, existing=True) as mem:  # a batch of rows in memory at a time, not the user
+        if out:
+            write_atomically(out, lambda fp: mem.export_to(fp, user_id=user))
+        else:
+            mem.export_to(sys.stdout.buffer, user_id=user)
+            sys.stdout.buffer.write(b"\n")
+            sys.stdout.buffer.flush()
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder: whole or not at all."""
+def write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
+    """Call ``write`` with a file in the same folder as ``path`` and move it there: whole or not at all."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        with open(tmp, "wb") as fp:
+            write(fp)
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
         raise ValidationError("--out", str(path), f"cannot be written: {e.strerror or e}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(

@@ -3,13 +3,16 @@ user ids in paths are the tenant's own, and the store keeps tenants apart."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Annotated, Any
 from urllib.parse import unquote
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BeforeValidator
+from starlette.background import BackgroundTask
 
 from ..errors import NotFoundError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
@@ -303,10 +306,26 @@ def forget_user(user_id: UserId, mem: Mem) -> dict[str, Any]:
     return asdict(mem.forget(user_id=user_id, everything=True))
 
 
-@router.get("/users/{user_id}/export", tags=["export"])
-def export(user_id: UserId, mem: Mem) -> dict[str, Any]:
-    """Everything stored for the user (format chronomem.export); POST it to /import to restore."""
-    return mem.export(user_id=user_id)
+EXPORT_SPOOL_BYTES = 8 * 2**20  # an export larger than this waits on disk, not in memory, for the client
+
+
+@router.get("/users/{user_id}/export", tags=["export"], response_class=StreamingResponse, responses={
+    200: {"description": "The export, a JSON object", "content": {"application/json": {"schema": {"type": "object"}}}}})
+def export(user_id: UserId, mem: Mem) -> StreamingResponse:
+    """Everything stored for the user (format chronomem.export); POST it to /import to restore.
+
+    Written a batch of rows at a time to a spooled file (memory up to 8 MiB, then a temporary file) while
+    the user's rows are read in one transaction, then sent from it: the server never holds a large user's
+    export in memory, and a slow client holds no lock."""
+    spool = tempfile.SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES)
+    try:
+        mem.export_to(spool, user_id=user_id)
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return StreamingResponse(iter(lambda: spool.read(2**20), b""), media_type="application/json",
+                             background=BackgroundTask(spool.close))
 
 
 @router.post("/users/{user_id}/import", tags=["export"])

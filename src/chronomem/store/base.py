@@ -10,8 +10,8 @@ holds the one query layer, and pass the same contract tests.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, closing
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,9 @@ from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPos
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobPosition, JobStatus
     from ..keys import ApiKey
+
+#: a user's rows, table by table and a batch at a time (:meth:`Store.iter_user`)
+UserRows = Generator[tuple[str, list[dict[str, Any]]], None, None]
 
 
 class Store(ABC):
@@ -242,7 +245,18 @@ class Store(ABC):
 
     # -- bulk rows for export / import / copy ------------------------------------------
     @abstractmethod
-    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]: ...
+    def iter_user(self, user_id: str, *, batch: int = 1000) -> UserRows:
+        """Every row of the user as ``(table, rows)``: each table in turn (its rows in key order, at most
+        ``batch`` a time; a table without rows as one empty batch), all read in one transaction of the user,
+        so the rows agree with each other.  Exhaust or close the iterator: it holds the transaction."""
+
+    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
+        """Every row of the user, per table (:meth:`iter_user` read whole)."""
+        out: dict[str, list[dict[str, Any]]] = {}
+        with closing(self.iter_user(user_id)) as rows:
+            for table, batch in rows:
+                out.setdefault(table, []).extend(batch)
+        return out
 
     @abstractmethod
     def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:

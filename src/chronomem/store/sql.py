@@ -24,7 +24,7 @@ from ..memo import text_memo
 from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Intent, Message,
                      MessagePosition, Origin, Session, SessionPosition)
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
-from .base import Store
+from .base import Store, UserRows
 from .tenant import KeySpan
 
 FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
@@ -56,6 +56,12 @@ TABLES: dict[str, tuple[str, ...]] = {
     "checkpoints": CP_COLS,
     "vectors": VEC_COLS,
 }
+#: each table's primary key after ``user_id``: the order a user's rows are dumped in, a batch at a time
+TABLE_KEYS: dict[str, tuple[str, ...]] = {
+    "sessions": ("id",), "messages": ("id",), "entities": ("id",), "entity_names": ("norm",),
+    "facts": ("id",), "checkpoints": ("seq",), "vectors": ("kind", "item_id"),
+}
+DUMP_BATCH = 1000  # rows a dump reads at once (a vector row is ~2 KB as floats)
 TIME_COLS = {"valid_from", "valid_to", "stated_to", "recorded_at", "ts", "started_at",
              "ended_at", "created_at", "session_time"}
 
@@ -1004,22 +1010,32 @@ class SQLStore(Store):
                 self._exec(user_id, f"DELETE FROM {table} WHERE user_id = ?", (user_id,))
 
     # -- dump / load ------------------------------------------------------------------------------------------
-    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
-        out: dict[str, list[dict[str, Any]]] = {}
-        # one table at a time, but inside the user's write transaction: no writer of the user lands
-        # between two reads, so no fact names an entity the dump lacks (an export must import again)
+    def iter_user(self, user_id: str, *, batch: int = DUMP_BATCH) -> UserRows:
+        # a batch at a time, but inside the user's write transaction: no writer of the user lands between
+        # two reads, so no fact names an entity the dump lacks (an export must import again)
         with self.transaction(user_id):
             for table, cols in TABLES.items():
-                rows = self._all(f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ? ORDER BY "
-                                 f"{', '.join(cols[1:3])}", (user_id,))
-                dicts = []
-                for r in rows:
-                    d = dict(zip(cols, r))
-                    if table == "vectors":
-                        d["vec"] = self._vec_from_db(d["vec"])
-                    dicts.append(d)
-                out[table] = dicts
-        return out
+                keys = TABLE_KEYS[table]
+                sql = f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ?"
+                page = f" ORDER BY {', '.join(keys)} LIMIT {int(batch)}"
+                rows = self._all(sql + page, (user_id,))
+                yield table, [self._dump_row(table, cols, r) for r in rows]
+                while len(rows) == batch:  # the rows after the last one's key (keys are unique per user)
+                    last = dict(zip(cols, rows[-1]))
+                    if len(keys) == 1:
+                        after, params = f"{keys[0]} > ?", [last[keys[0]]]
+                    else:
+                        after = f"({keys[0]} > ? OR ({keys[0]} = ? AND {keys[1]} > ?))"
+                        params = [last[keys[0]], last[keys[0]], last[keys[1]]]
+                    rows = self._all(f"{sql} AND {after}{page}", (user_id, *params))
+                    if rows:
+                        yield table, [self._dump_row(table, cols, r) for r in rows]
+
+    def _dump_row(self, table: str, cols: Sequence[str], r: Sequence[Any]) -> dict[str, Any]:
+        d = dict(zip(cols, r))
+        if table == "vectors":
+            d["vec"] = self._vec_from_db(d["vec"])
+        return d
 
     def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
         stored: dict[str, int] = {}

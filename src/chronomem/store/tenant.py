@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,7 +26,7 @@ from ..errors import ValidationError
 from ..keys import DEFAULT_TENANT, ApiKey, check_tenant
 from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, Message, MessagePosition, Session,
                      SessionPosition)
-from .base import Store
+from .base import Store, UserRows
 
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobPosition, JobStatus
@@ -295,13 +295,13 @@ class TenantStore(Store):
         self.inner.delete_user(self._k(user_id))
 
     # -- dump / load -------------------------------------------------------------------------------------------
-    def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
-        rows = self.inner.dump_user(self._k(user_id))
-        for table in rows.values():
-            for r in table:
-                if "user_id" in r:
-                    r["user_id"] = user_id
-        return rows
+    def iter_user(self, user_id: str, *, batch: int = 1000) -> UserRows:
+        with closing(self.inner.iter_user(self._k(user_id), batch=batch)) as rows:
+            for table, found in rows:
+                for r in found:
+                    if "user_id" in r:
+                        r["user_id"] = user_id
+                yield table, found
 
     def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
         return self.inner.load_user(self._k(user_id), rows)  # the inner store rewrites user_id on every row
