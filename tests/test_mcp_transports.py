@@ -163,8 +163,9 @@ async def exercise(session: ClientSession) -> None:
     names = {t.name for t in (await session.list_tools()).tools}
     assert names >= {"remember", "recall", "answer", "timeline", "end_session", "summary", "forget"}
 
-    before = data(await session.call_tool("timeline", {"subject": "Maya"}))
-    assert [f["object"] for f in before] == ["Acme"]  # u1's only: not the other user's Porto
+    page = data(await session.call_tool("timeline", {"subject": "Maya"}))
+    before = page["items"]
+    assert [f["object"] for f in before] == ["Acme"] and page["next_cursor"] is None  # not the other user's Porto
 
     out = data(await session.call_tool("remember", {"text": "I live in Berlin now.", "speaker": "Maya",
                                                     "session_id": "s1", "timestamp": "2024-05-01T10:00:00"}))
@@ -197,7 +198,7 @@ async def exercise(session: ClientSession) -> None:
     assert gone["facts_deleted"] == 1
     gone = data(await session.call_tool("forget", {"session_id": "s1"}))
     assert gone["sessions_deleted"] == 1 and gone["messages_deleted"] == 1
-    assert data(await session.call_tool("timeline", {"subject": "Maya"})) == []
+    assert data(await session.call_tool("timeline", {"subject": "Maya"})) == {"items": [], "next_cursor": None}
 
 
 def test_stdio_transport(served: tuple[str, dict[str, str]]) -> None:

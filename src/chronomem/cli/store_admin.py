@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Optional
 
@@ -52,7 +53,8 @@ def store_info(store: Store) -> dict[str, Any]:
 
 
 def _has_rows(store: Store, user_id: str) -> bool:
-    return any(store.dump_user(user_id).values())
+    with closing(store.iter_user(user_id, batch=1)) as rows:  # stops at the first row, not a dump of the user
+        return any(batch for _, batch in rows)
 
 
 def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
