@@ -27,42 +27,22 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_search_vectors import HashEmbedder, add_embedded_user  # noqa: E402
 
 from chronomem import Memory  # noqa: E402
 
 HERE = Path(__file__).resolve()
 
 
-def _facts(n: int) -> list[dict[str, Any]]:
-    out = []
-    for i in range(n):
-        if i % 4 == 0:
-            out.append({"subject": f"Person {i % 97}", "relation": "friend_of", "object": "Maya"})
-        else:
-            out.append({"subject": "Maya", "relation": "likes", "object": f"song {i}",
-                        "valid_from": f"20{10 + i % 15:02d}-{1 + i % 12:02d}-{1 + i % 28:02d}"})
-    return out
-
-
 def build(db: str, facts: int, turns: int) -> None:
-    sys.path.insert(0, str(HERE.parent))
-    from bench_search_vectors import HashEmbedder
-
-    emb = HashEmbedder()
     with Memory(db, llm=False, embedder=False) as mem:
-        todo = _facts(facts)
-        for start in range(0, len(todo), 5000):
-            mem.add_facts(todo[start:start + 5000], user_id="u")
+        add_embedded_user(mem, "u", facts, HashEmbedder())
         for s in range(0, turns, 500):
             mem.submit_messages([{"role": "user", "content": f"turn {s + i}: we talked about song {s + i}"}
                                  for i in range(min(500, turns - s))], user_id="u", session_id=f"s{s // 500}",
                                 deliver=False)
-        ents = mem.store.entities("u", with_aliases=False)
-        mem.store.put_vectors("u", "entity", list(zip([e.id for e in ents], emb.embed([e.name for e in ents]))),
-                              emb.name)
-        held = mem.store.facts("u")
-        mem.store.put_vectors("u", "fact", list(zip([f.id for f in held], emb.embed([f.render() for f in held]))),
-                              emb.name)
 
 
 def measure(db: str, how: str) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from chronomem import Memory, SearchConfig  # noqa: E402
+from chronomem import Entity, Fact, Memory, SearchConfig  # noqa: E402
 
 DIM = 384
 QUESTIONS = ["Where does Maya's friend Dorotea live?", "Which songs does Maya like from Kalimba?",
@@ -54,7 +54,8 @@ class HashEmbedder:
         return out
 
 
-def _facts(n: int) -> list[dict[str, Any]]:
+def user_facts(n: int) -> list[dict[str, Any]]:
+    """``n`` facts of one user: a quarter "Person N friend_of Maya", the rest songs Maya likes (new entities)."""
     out = []
     for i in range(n):
         if i % 4 == 0:
@@ -65,6 +66,21 @@ def _facts(n: int) -> list[dict[str, Any]]:
     return out
 
 
+def add_embedded_user(mem: Memory, user: str, n: int, emb: HashEmbedder) -> tuple[list[Entity], list[Fact]]:
+    """Add :func:`user_facts` to ``user``, then a vector of every entity and held fact, as a search would
+    have left them; returns the entities and the held facts."""
+    facts = user_facts(n)
+    for start in range(0, len(facts), 5000):
+        mem.add_facts(facts[start:start + 5000], user_id=user)
+    ents = mem.store.entities(user, with_aliases=False)
+    mem.store.put_vectors(user, "entity", list(zip([e.id for e in ents], emb.embed([e.name for e in ents]))),
+                          emb.name)
+    held = mem.store.facts(user)
+    mem.store.put_vectors(user, "fact", list(zip([f.id for f in held], emb.embed([f.render() for f in held]))),
+                          emb.name)
+    return ents, held
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--facts", type=int, default=20000)
@@ -73,15 +89,7 @@ def main() -> None:
     emb = HashEmbedder()
     with tempfile.TemporaryDirectory() as tmp:
         mem = Memory(str(Path(tmp) / "vectors.db"), llm=False, embedder=emb)
-        facts = _facts(args.facts)
-        for start in range(0, len(facts), 5000):
-            mem.add_facts(facts[start:start + 5000], user_id="u")
-        ents = mem.store.entities("u", with_aliases=False)
-        mem.store.put_vectors("u", "entity", list(zip([e.id for e in ents], emb.embed([e.name for e in ents]))),
-                              emb.name)
-        held = mem.store.facts("u")
-        mem.store.put_vectors("u", "fact", list(zip([f.id for f in held], emb.embed([f.render() for f in held]))),
-                              emb.name)
+        ents, held = add_embedded_user(mem, "u", args.facts, emb)
         cfg = SearchConfig(evaluator=False)
         seconds, written = [], 0
         for i in range(args.queries + 2):
