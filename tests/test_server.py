@@ -171,6 +171,11 @@ def test_an_export_larger_than_the_spool_streams_from_disk_whole(tmp_path: Path,
         assert len(r.content) > 10 * 4096 and "ünïcödé" in r.text  # not escaped, as the other replies
         assert {**r.json(), "exported_at": None} == {**mem.export(user_id="u1"), "exported_at": None}
         assert c.get("/v1/users/nobody/export").json()["tables"]["facts"] == []
+    with TestClient(create_app(mem, max_body_bytes=4096)) as c:  # an export over the body limit
+        r = c.post("/v1/users/u2/import", content=c.get("/v1/users/u1/export").content,
+                   headers={"content-type": "application/json"})
+        assert r.status_code == 413 and "chronomem import" in r.json()["detail"], r.text
+        assert mem.facts(user_id="u2") == []
         bad = c.get("/v1/users/%20/export")
         assert bad.status_code == 422 and bad.json()["field"] == "user_id"
 

@@ -99,9 +99,11 @@ class BodyLimit:
         await self.app(scope, buffered, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = _error(413, "PayloadTooLarge",
-                          f"request body over {self.max_bytes} bytes (chronomem.limits.MAX_BODY_BYTES)")
-        await response(scope, receive, send)
+        detail = f"request body over {self.max_bytes} bytes (chronomem.limits.MAX_BODY_BYTES)"
+        if str(scope.get("path", "")).endswith("/import"):  # an export of a large user outgrows any body limit
+            detail += ("; import an export this large where the store is: `chronomem import FILE --user U` "
+                       "or Memory.import_")
+        await _error(413, "PayloadTooLarge", detail)(scope, receive, send)
 
 
 _ENCODED_SLASH = re.compile("%2f", re.IGNORECASE)

@@ -312,7 +312,8 @@ EXPORT_SPOOL_BYTES = 8 * 2**20  # an export larger than this waits on disk, not 
 @router.get("/users/{user_id}/export", tags=["export"], response_class=StreamingResponse, responses={
     200: {"description": "The export, a JSON object", "content": {"application/json": {"schema": {"type": "object"}}}}})
 def export(user_id: UserId, mem: Mem) -> StreamingResponse:
-    """Everything stored for the user (format chronomem.export); POST it to /import to restore.
+    """Everything stored for the user (format chronomem.export); POST it to /import to restore (a body of
+    up to 16 MiB, `chronomem.limits.MAX_BODY_BYTES`: a larger export is imported with `chronomem import`).
 
     Written a batch of rows at a time to a spooled file (memory up to 8 MiB, then a temporary file) while
     the user's rows are read in one transaction, then sent from it: the server never holds a large user's
@@ -330,4 +331,5 @@ def export(user_id: UserId, mem: Mem) -> StreamingResponse:
 
 @router.post("/users/{user_id}/import", tags=["export"])
 def import_(user_id: UserId, data: dict[str, Any], mem: Mem) -> dict[str, int]:
+    """Load an export into the user (413 over 16 MiB: import a larger one with `chronomem import`)."""
     return mem.import_(data, user_id=user_id)
