@@ -170,6 +170,26 @@ def chunks(values: Sequence[T], size: int) -> Iterator[list[T]]:
 _LISTED_FILTERS = ("ids", "subject_ids", "object_ids", "touching", "relations", "closed_by")
 
 
+def _beyond(key: Sequence[tuple[str, Any]], op: str = ">") -> tuple[str, list[Any]]:
+    """The condition (and its parameters) of the rows past ``key``, ``(column, value)`` pairs in ``ORDER BY``
+    order (``op`` ``"<"`` for a descending order): the list's place of a page's last item."""
+    (column, value), rest = key[0], key[1:]
+    if not rest:
+        return f"{column} {op} ?", [value]
+    inner, params = _beyond(rest, op)
+    return f"({column} {op} ? OR ({column} = ? AND {inner}))", [value, value, *params]
+
+
+def _key_range(column: str, low: str, inclusive: bool, high: str | None) -> tuple[str, list[Any]]:
+    """The condition (and parameters) of user keys from ``low`` (itself too when ``inclusive``) to before
+    ``high`` (``None``: no end), on ``column``."""
+    cond, params = f"{column} {'>=' if inclusive else '>'} ?", [low]
+    if high is not None:
+        cond += f" AND {column} < ?"
+        params.append(high)
+    return cond, params
+
+
 def _fact_filters(**given: Any) -> dict[str, Any]:
     """Every filter :meth:`SQLStore._fact_rows` reads: the given ones, ``None`` (not filtered) for the rest."""
     return {**dict.fromkeys((*_LISTED_FILTERS, "as_of", "min_confidence", "session_id", "after")), **given}
@@ -339,24 +359,16 @@ class SQLStore(Store):
         return out
 
     def _all_users(self, span: KeySpan, after: str | None) -> list[str]:
-        where, params = ["user_id >= ?"], [span.low]
-        if span.high is not None:
-            where.append("user_id < ?")
-            params.append(span.high)
+        cond, params = _key_range("user_id", span.low, True, span.high)
         if after is not None:
-            where.append("user_id > ?")
+            cond += " AND user_id > ?"
             params.append(after)
-        cond = " AND ".join(where)
         rows = self._all(" UNION ".join(f"SELECT user_id FROM {t} WHERE {cond}" for t in USER_TABLES),
                          params * len(USER_TABLES))
         return sorted(k for (k,) in rows if span.holds(k))
 
     def _next_user(self, low: str, inclusive: bool, high: str | None) -> str | None:
-        cond = "user_id >= ?" if inclusive else "user_id > ?"
-        params: list[Any] = [low]
-        if high is not None:
-            cond += " AND user_id < ?"
-            params.append(high)
+        cond, params = _key_range("user_id", low, inclusive, high)
         probes = " UNION ALL ".join(f"SELECT min(user_id) AS k FROM {t} WHERE {cond}" for t in USER_TABLES)
         row = self._all(f"SELECT min(k) FROM ({probes}) AS firsts", params * len(USER_TABLES))
         return row[0][0] if row else None
@@ -383,10 +395,7 @@ class SQLStore(Store):
 
     def idle_sessions(self, before: datetime, *, tenant: str | None = None) -> list[tuple[str, str]]:
         span = KeySpan.of(tenant)  # a tenant's sweep reads its own key range, not every tenant's sessions
-        within, params = "s.user_id >= ?", [span.low]
-        if span.high is not None:
-            within += " AND s.user_id < ?"
-            params.append(span.high)
+        within, params = _key_range("s.user_id", span.low, True, span.high)
         rows = self._all("SELECT s.user_id, s.id FROM sessions s JOIN messages m "
                          f"ON m.user_id = s.user_id AND m.session_id = s.id WHERE {within} AND s.ended_at IS NULL "
                          "GROUP BY s.user_id, s.id HAVING max(m.recorded_at) <= ? ORDER BY s.user_id, s.id",
@@ -399,11 +408,12 @@ class SQLStore(Store):
         params: list[Any] = [user_id]
         if after is not None:  # the rows the ORDER BY below puts after it
             if after.started_at is None:
-                sql += " AND (started_at IS NOT NULL OR id > ?)"
+                cond, past = _beyond([("id", after.id)])
+                cond = f"(started_at IS NOT NULL OR {cond})"
             else:
-                sql += " AND (started_at > ? OR (started_at = ? AND id > ?))"
-                params.extend((to_micros(after.started_at),) * 2)
-            params.append(after.id)
+                cond, past = _beyond([("started_at", to_micros(after.started_at)), ("id", after.id)])
+            sql += f" AND {cond}"
+            params += past
         sql += " ORDER BY started_at IS NOT NULL, started_at, id"  # no start first, in both dialects
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -480,9 +490,10 @@ class SQLStore(Store):
         if pending_only:
             sql += " AND extracted <> 1"
         if after is not None:  # the rows the ORDER BY below puts after it
-            t = to_micros(after.timestamp)
-            sql += " AND (ts > ? OR (ts = ? AND (session_id > ? OR (session_id = ? AND seq > ?))))"
-            params.extend((t, t, after.session_id, after.session_id, after.seq))
+            cond, past = _beyond([("ts", to_micros(after.timestamp)), ("session_id", after.session_id),
+                                  ("seq", after.seq)])
+            sql += f" AND {cond}"
+            params += past
         sql += " ORDER BY ts, session_id, seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -521,8 +532,9 @@ class SQLStore(Store):
         sql = f"SELECT {', '.join(ENT_COLS)} FROM entities WHERE user_id = ?"
         params: list[Any] = [user_id]
         if after is not None:  # the rows the ORDER BY below puts after it
-            sql += " AND (created_at > ? OR (created_at = ? AND id > ?))"
-            params.extend((to_micros(after.created_at), to_micros(after.created_at), after.id))
+            cond, past = _beyond([("created_at", to_micros(after.created_at)), ("id", after.id)])
+            sql += f" AND {cond}"
+            params += past
         if ids is None:
             page = "" if limit is None else f" LIMIT {int(limit)}"
             rows = self._all(f"{sql} ORDER BY created_at, id{page}", params)
@@ -706,13 +718,14 @@ class SQLStore(Store):
             where += " AND session_id = ?"
             params.append(filters["session_id"])
         if (after := filters["after"]) is not None:  # the rows the ORDER BY below puts after it
-            later = "recorded_at > ? OR (recorded_at = ? AND id > ?)"
+            later = [("recorded_at", to_micros(after.recorded_at)), ("id", after.id)]
             if after.valid_from is None:
-                where += f" AND (valid_from IS NOT NULL OR {later})"
+                cond, past = _beyond(later)
+                cond = f"(valid_from IS NOT NULL OR {cond})"
             else:
-                where += f" AND (valid_from > ? OR (valid_from = ? AND ({later})))"
-                params.extend((to_micros(after.valid_from),) * 2)
-            params.extend((to_micros(after.recorded_at), to_micros(after.recorded_at), after.id))
+                cond, past = _beyond([("valid_from", to_micros(after.valid_from)), *later])
+            where += f" AND {cond}"
+            params += past
         cols = ", ".join(columns)
         touching = filters["touching"]
         if touching is None:
@@ -1018,18 +1031,14 @@ class SQLStore(Store):
                 keys = TABLE_KEYS[table]
                 sql = f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ?"
                 page = f" ORDER BY {', '.join(keys)} LIMIT {int(batch)}"
-                rows = self._all(sql + page, (user_id,))
-                yield table, [self._dump_row(table, cols, r) for r in rows]
-                while len(rows) == batch:  # the rows after the last one's key (keys are unique per user)
-                    last = dict(zip(cols, rows[-1]))
-                    if len(keys) == 1:
-                        after, params = f"{keys[0]} > ?", [last[keys[0]]]
-                    else:
-                        after = f"({keys[0]} > ? OR ({keys[0]} = ? AND {keys[1]} > ?))"
-                        params = [last[keys[0]], last[keys[0]], last[keys[1]]]
-                    rows = self._all(f"{sql} AND {after}{page}", (user_id, *params))
-                    if rows:
-                        yield table, [self._dump_row(table, cols, r) for r in rows]
+                found = [self._dump_row(table, cols, r) for r in self._all(sql + page, (user_id,))]
+                yield table, found
+                while len(found) == batch:  # the rows after the last one's key (keys are unique per user)
+                    cond, past = _beyond([(k, found[-1][k]) for k in keys])
+                    found = [self._dump_row(table, cols, r) for r in self._all(f"{sql} AND {cond}{page}",
+                                                                               (user_id, *past))]
+                    if found:
+                        yield table, found
 
     def _dump_row(self, table: str, cols: Sequence[str], r: Sequence[Any]) -> dict[str, Any]:
         d = dict(zip(cols, r))
@@ -1112,9 +1121,9 @@ class SQLStore(Store):
             sql += " AND status = ?"
             params.append(JobStatus(status).value)
         if after is not None:  # the rows the ORDER BY below puts after it
-            t = to_micros(after.created_at)
-            sql += " AND (created_at < ? OR (created_at = ? AND id < ?))"
-            params.extend((t, t, after.id))
+            cond, past = _beyond([("created_at", to_micros(after.created_at)), ("id", after.id)], "<")
+            sql += f" AND {cond}"
+            params += past
         sql += " ORDER BY created_at DESC, id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
