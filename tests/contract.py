@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -1113,6 +1114,74 @@ def test_an_export_written_a_batch_at_a_time_is_the_export(cmem: Memory) -> None
     empty = io.BytesIO()
     cmem.export_to(empty, user_id="nobody")
     assert all(rows == [] for rows in json.loads(empty.getvalue())["tables"].values())
+
+
+def _as_file(data: dict[str, object]) -> io.BytesIO:
+    return io.BytesIO(json.dumps(data, ensure_ascii=False).encode())
+
+
+def _rows_of(mem: Memory, user: str) -> dict[str, list[dict[str, object]]]:
+    return {t: [{**r, "user_id": None} if "user_id" in r else r for r in rows]
+            for t, rows in mem.store.dump_user(user).items()}
+
+
+def test_an_import_read_from_its_file_a_row_at_a_time_is_the_import(cmem: Memory,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """import_from reads an export a batch at a time (here one row): what it writes is what import_ writes,
+    turns whose previous turn comes in a later batch included, and entities merged across batches."""
+    import chronomem.memory
+
+    monkeypatch.setattr(chronomem.memory, "IMPORT_BATCH", 1)
+    _populate(cmem, user="src")
+    st = cmem.store
+    st.ensure_session("src", "s9")
+    st.add_messages("src", [msg(11, "s9", "Which instrument did you pick up this winter?", user="src", speaker="Rui"),
+                            msg(12, "s9", "The cello, lessons every Tuesday.", user="src"),
+                            msg(13, "s9", "Nice!", user="src", speaker="Rui")])
+    ids = {"m1": "t9", "m11": "t3", "m12": "t2", "m13": "t1"}  # s9's turns in key order: the reply first
+    data = json.loads(re.sub(r"\bm1[123]?\b", lambda m: ids[m.group()], json.dumps(cmem.export(user_id="src"))))
+    assert sorted(m["id"] for m in data["tables"]["messages"]) == sorted(ids.values())
+    lives(cmem, "Lisbon", "2019-06-01", user="base")  # the targets know another Maya, and Lisbon
+    cmem.alias("Maya", "Maya S.", user_id="base")
+    base = cmem.export(user_id="base")
+    for target in ("t-dict", "t-file"):
+        cmem.import_(base, user_id=target)
+    assert _rows_of(cmem, "t-dict") == _rows_of(cmem, "t-file")
+    by_dict = cmem.import_(json.loads(json.dumps(data)), user_id="t-dict")
+    by_file = cmem.import_from(_as_file(data), user_id="t-file")
+    assert by_file == by_dict and by_file["facts"] == 5 and by_file["already_present"] > 0  # Maya merged
+    assert _rows_of(cmem, "t-file") == _rows_of(cmem, "t-dict")
+    assert [e.name for e in cmem.entities(user_id="t-file")].count("Maya") == 1
+    for question, found in (("What instrument did she pick up?", ["t2", "t3"]), ("cello tuesday", ["t1", "t2"])):
+        for target in ("t-dict", "t-file"):
+            assert sorted(i for i, _ in st.search_messages_text(target, question)) == found, (target, question)
+    assert cmem.import_from(_as_file(data), user_id="t-file") == cmem.import_(data, user_id="t-dict")  # again
+    assert _rows_of(cmem, "t-file") == _rows_of(cmem, "t-dict")
+
+
+def test_a_bad_row_late_in_an_import_file_leaves_the_user_as_they_were(cmem: Memory,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Earlier batches are written before a later row is read: the import's one transaction takes them back."""
+    import chronomem.memory
+
+    monkeypatch.setattr(chronomem.memory, "IMPORT_BATCH", 2)
+    _populate(cmem, user="src")
+    data = cmem.export(user_id="src")
+    lives(cmem, "Lisbon", "2019-06-01")
+    before = everything_of(cmem, U)
+    last = len(data["tables"]["vectors"]) - 1
+    data["tables"]["vectors"][last]["dim"] = 99
+    with pytest.raises(ValidationError) as e:
+        cmem.import_from(_as_file(data), user_id=U)
+    assert e.value.field == f"data.tables.vectors[{last}].dim"
+    assert everything_of(cmem, U) == before, "half-written"
+    data["tables"]["vectors"][last]["dim"] = len(data["tables"]["vectors"][last]["vec"])
+    whole = _as_file(data).getvalue()
+    cut = whole.index(b'"checkpoints"')
+    with pytest.raises(ValidationError, match="not valid JSON"):  # a file cut short after the facts
+        cmem.import_from(io.BytesIO(whole[:cut]), user_id=U)
+    assert everything_of(cmem, U) == before, "half-written"
+    assert cmem.import_from(io.BytesIO(whole), user_id=U)["facts"] == len(data["tables"]["facts"])
 
 
 # -- refusing foreign databases -------------------------------------------------------------------------

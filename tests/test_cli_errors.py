@@ -43,6 +43,7 @@ def files(tmp_path: Path) -> dict[str, str]:
         {"format": "chronomem.export", "version": 1, "user_id": "u",
          "tables": {"facts": [{"id": "f1", "subject": None}]}}))
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "deepfield.json").write_text('{"format": ' + "[" * 100_000 + "]" * 100_000 + "}")
     (tmp_path / "adir").mkdir()
     Memory(tmp_path / "m.db").close()  # an empty store: the read commands below fail on their input, not on --db
     return {p.name: str(p) for p in tmp_path.iterdir()} | {"db": str(tmp_path / "m.db"),
@@ -59,7 +60,8 @@ def files(tmp_path: Path) -> dict[str, str]:
     (("add-facts", "{empty.json}", "--user", "u", "--db", "{db}"), ("holds no facts",)),
     (("add-facts", "{adir}", "--user", "u", "--db", "{db}"), ("cannot be read",)),
     (("add-facts", "{deep.json}", "--user", "u", "--db", "{db}"), ("deep.json", "nested too deeply")),
-    (("import", "{deep.json}", "--db", "{db}"), ("deep.json", "nested too deeply")),
+    (("import", "{deep.json}", "--db", "{db}"), ("deep.json", "not a chronomem export")),
+    (("import", "{deepfield.json}", "--db", "{db}"), ("deepfield.json", "data.format", "nested too deeply")),
     (("export", "--user", "u", "-o", "{adir}", "--db", "{db}"), ("--out", "is a directory")),
     (("export", "--user", "u", "-o", "{tmp}/no/such/dir/u.json", "--db", "{db}"), ("--out", "cannot be written")),
     (("export", "--user", "u", "-o", "/proc/u.json", "--db", "{db}"), ("--out", "cannot be written")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -235,11 +236,21 @@ def test_export_import_round_trip_is_lossless(tmp_path: Path) -> None:
         assert b.export(user_id=U)["tables"] == exported["tables"]
 
 
-@pytest.mark.parametrize("data", [{}, {"format": "other"}, {"format": "chronomem.export", "version": 99},
-                                  {"format": "chronomem.export", "version": 1, "user_id": "x"}])
-def test_import_rejects_foreign_data(mem: Memory, data) -> None:
-    with pytest.raises(ValidationError):
+@pytest.mark.parametrize("data, field", [
+    ({}, "data.format"), ({"format": "other"}, "data.format"),
+    ({"format": "chronomem.export", "version": 99}, "data.version"),
+    ({"format": "chronomem.export", "version": 1, "user_id": "x"}, "data.tables"),
+    ({"format": "chronomem.export", "version": 1, "tables": {}}, "user_id"),
+    ({"format": "chronomem.export", "version": 1, "user_id": "x", "tables": {"notes": []}}, "data.tables.notes"),
+    ({"format": "chronomem.export", "version": 1, "user_id": "x", "tables": {"facts": {}}}, "data.tables.facts"),
+])
+def test_import_rejects_foreign_data(mem: Memory, data, field: str) -> None:
+    """The same refusal, naming the same field, from an export in memory and from its file."""
+    with pytest.raises(ValidationError) as in_memory:
         mem.import_(data)
+    with pytest.raises(ValidationError) as from_file:
+        mem.import_from(io.BytesIO(json.dumps(data).encode()))
+    assert in_memory.value.field == from_file.value.field == field
 
 
 def test_corrupt_database_file_gives_clear_error(tmp_path: Path) -> None:

@@ -229,6 +229,10 @@ class AsyncMemory:
     async def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
         return await self._run(self._mem.import_, data, user_id=user_id)
 
+    async def import_from(self, fp: IO[bytes], *, user_id: str | None = None) -> dict[str, int]:
+        """:meth:`Memory.import_from`; ``fp`` is read from a worker thread."""
+        return await self._run(self._mem.import_from, fp, user_id=user_id)
+
     # -- idle sweeper --------------------------------------------------------------------------
     def start_idle_sweeper(self, *, interval: float | None = None) -> asyncio.Task[None] | None:
         """Run :meth:`end_idle_sessions` every ``interval`` seconds (default: a quarter of the idle

@@ -1,12 +1,13 @@
-"""Checking the rows of an export before :meth:`Memory.import_` writes any of them.
+"""Checking the rows of an export as :meth:`Memory.import_` writes them, and writing an export.
 
 An export's ``tables`` hold the store's rows as plain JSON (see
-:meth:`Store.dump_user`).  Imported data is caller input like any other: every
+:meth:`Store.iter_user`).  Imported data is caller input like any other: every
 row is checked against the schema (required columns, types, the limits of
 :mod:`chronomem.limits`, enum values, well-formed intervals, no duplicate keys)
-before the store sees it, so both stores accept exactly the same imports and a
+before the store sees it, so both stores accept exactly the same imports, and a
 bad file is refused whole, naming the first bad field
-(``data.tables.facts[3].valid_to``), with nothing written.
+(``data.tables.facts[3].valid_to``): the import's one transaction is rolled back
+(:mod:`chronomem.importing`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .store.sql import TABLE_KEYS, TABLES, TIME_COLS
 from .timeutil import to_micros
 from .validation import text_problem
 
-__all__ = ["check_tables", "write_export"]
+__all__ = ["RowChecker", "unknown_table", "write_export"]
 
 # the primary key of each table, after user_id (duplicates inside one import are refused)
 KEYS = TABLE_KEYS
@@ -177,28 +178,33 @@ def _interval(f: dict[str, Any], where: str) -> None:
     raise ValidationError(f"{where}.valid_to", end, f"must be after valid_from ({start})")
 
 
-def check_tables(tables: Mapping[str, Any], where: str = "data.tables") -> dict[str, list[dict[str, Any]]]:
-    """Every row of an export's ``tables`` checked and normalised; raises on the first bad field."""
-    unknown = sorted(set(tables) - set(TABLES))
-    if unknown:
-        raise ValidationError(f"{where}.{unknown[0]}", None, f"unknown table; an export has {', '.join(TABLES)}")
-    out: dict[str, list[dict[str, Any]]] = {}
-    for table, cols in TABLES.items():
-        rows = tables.get(table, [])
+def unknown_table(where: str) -> ValidationError:
+    return ValidationError(where, None, f"unknown table; an export has {', '.join(TABLES)}")
+
+
+class RowChecker:
+    """Checks an import's rows a batch at a time, in table order, refusing a key seen twice in the import."""
+
+    def __init__(self, where: str = "data.tables") -> None:
+        self.where = where
+        self._seen: dict[str, set[tuple[Any, ...]]] = {table: set() for table in TABLES}
+
+    def rows(self, table: str, start: int, rows: Any) -> list[dict[str, Any]]:
+        """``rows`` of ``table``, the first being its row number ``start``, checked and normalised."""
+        if table not in TABLES:
+            raise unknown_table(f"{self.where}.{table}")
+        where, cols, keys, seen = f"{self.where}.{table}", TABLES[table], KEYS[table], self._seen[table]
         if not isinstance(rows, Sequence) or isinstance(rows, str | bytes):
-            raise ValidationError(f"{where}.{table}", type(rows).__name__, "must be a list of rows")
-        seen: set[tuple[Any, ...]] = set()
+            raise ValidationError(where, type(rows).__name__, "must be a list of rows")
         checked = []
-        for i, d in enumerate(rows):
-            row = _row(table, cols, d, f"{where}.{table}[{i}]")
-            key = tuple(row[k] for k in KEYS[table])
+        for i, d in enumerate(rows, start):
+            row = _row(table, cols, d, f"{where}[{i}]")
+            key = tuple(row[k] for k in keys)
             if key in seen:
-                raise ValidationError(f"{where}.{table}[{i}]", dict(zip(KEYS[table], key)),
-                                      "duplicate key in this import")
+                raise ValidationError(f"{where}[{i}]", dict(zip(keys, key)), "duplicate key in this import")
             seen.add(key)
             checked.append(row)
-        out[table] = checked
-    return out
+        return checked
 
 
 _compact = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode

@@ -36,10 +36,13 @@ from .keys import DEFAULT_TENANT
 from .memo import clear_text_memos
 from .store import Store, open_store
 from .store.base import UserRows
+from .store.sql import TABLES
 from .store.tenant import TenantStore
 from .temporal import replaced_by_correction
 from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
-from .exports import check_tables, write_export
+from .export_reader import ExportReader
+from .exports import write_export
+from .importing import IMPORT_BATCH, import_batches
 from .validation import check_after, check_id, check_limit, check_name, check_text, check_user
 
 if TYPE_CHECKING:  # the write and read paths are imported on first use
@@ -77,22 +80,6 @@ def _user_calls(method: Callable[Concatenate[Memory, _P], _R]) -> Callable[Conca
             return method(self, *args, **kwargs)
 
     return tagged
-
-
-def _name_facts_as_their_entities(rows: dict[str, list[dict[str, Any]]], held: Mapping[str, str]) -> None:
-    """A fact names its endpoints as their entities are named: an imported fact joining an entity the user
-    holds under another name (restored after forgetting renamed it, or mapped onto it by an alias) takes
-    that name, and its vector, made of the words it had, is made again on need."""
-    names = {r["id"]: r["name"] for r in rows.get("entities", [])} | dict(held)  # the user's own row wins
-    renamed: set[str] = set()
-    for r in rows.get("facts", []):
-        for col in ("subject", "object"):
-            name = names.get(r[f"{col}_id"])
-            if name is not None and r[col] != name:
-                r[col] = name
-                renamed.add(r["id"])
-    if renamed:
-        rows["vectors"] = [v for v in rows.get("vectors", []) if not (v["kind"] == "fact" and v["item_id"] in renamed)]
 
 
 def _waiting_rows(store: Store, buffer: SessionBuffer | None, user_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -861,82 +848,52 @@ class Memory:
     def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
         """Load an :meth:`export` (into ``user_id``, default the exported user).  Existing ids are kept.
 
-        Every row is checked first (:mod:`chronomem.exports`): a bad one is a
-        :class:`ValidationError` naming it, and nothing is written.  Returns the
-        rows added per table and ``already_present``: rows skipped because their
-        key was stored already.
+        Every row is checked (:mod:`chronomem.exports`) as it is written, all in one transaction: a bad
+        one is a :class:`ValidationError` naming it, and nothing is written.  Returns the rows added per
+        table and ``already_present``: rows skipped because their key was stored already.
 
         Data about entities the user already holds (a backup restored after a forget, or
         another user's "Maya" who is this one's) joins their histories: an entity is matched
         by id, name or alias and keeps its current name, which the imported facts take, and
-        the slots the new facts join are placed in time order again.
+        the slots the new facts join are placed in time order again (:mod:`chronomem.importing`).
+        A large export is better read from its file with :meth:`import_from`.
         """
-        if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
-            raise ValidationError("data.format", data.get("format") if isinstance(data, Mapping) else data,
+        if not isinstance(data, Mapping):
+            raise ValidationError("data.format", data, f"not a chronomem export (expected format {EXPORT_FORMAT!r})")
+        tables = data.get("tables")
+        target = self._import_target(data, user_id)
+        if not isinstance(tables, Mapping):
+            raise ValidationError("data.tables", tables, "missing or not a mapping")
+        order = sorted(set(tables) - set(TABLES)) + [t for t in TABLES if t in tables]  # unknown ones refused first
+        return import_batches(self.store, self.resolver, self.graph, target, ((t, 0, tables[t]) for t in order))
+
+    def import_from(self, fp: IO[bytes], *, user_id: str | None = None) -> dict[str, int]:
+        """:meth:`import_` an export read from the binary file ``fp`` (as :meth:`export_to` writes it) a
+        batch of rows at a time: the memory it takes is a batch's, not the export's.  The file's head
+        (``format``, ``version``, ``user_id``) must come before its ``tables``, and the tables in the
+        order an export writes them; a file that is not so, or not JSON, is a :class:`ValidationError`
+        naming where, with nothing written."""
+        reader = ExportReader(fp)
+        head = reader.head()
+        if reader.has_tables and "format" not in head:
+            raise ValidationError("data.format", None, f"not a chronomem export (expected format {EXPORT_FORMAT!r} "
+                                                       "before its tables)")
+        target = self._import_target(head, user_id)
+        if not reader.has_tables:
+            raise ValidationError("data.tables", None, "missing or not a mapping")
+        return import_batches(self.store, self.resolver, self.graph, target, reader.batches(IMPORT_BATCH))
+
+    @staticmethod
+    def _import_target(head: Mapping[str, Any], user_id: str | None) -> str:
+        """The user an export with this head goes to, once its format and version are checked."""
+        if head.get("format") != EXPORT_FORMAT:
+            raise ValidationError("data.format", head.get("format"),
                                   f"not a chronomem export (expected format {EXPORT_FORMAT!r})")
-        version = data.get("version")
+        version = head.get("version")
         if isinstance(version, bool) or not isinstance(version, int) or version != EXPORT_VERSION:
             raise ValidationError("data.version", version,
                                   f"unsupported export version (this chronomem reads {EXPORT_VERSION})")
-        tables = data.get("tables")
-        if not isinstance(tables, Mapping):
-            raise ValidationError("data.tables", tables, "missing or not a mapping")
-        target = check_user(user_id if user_id is not None else data.get("user_id"))
-        rows = check_tables(tables)  # every row checked before the store sees one
-        given = sum(len(r) for r in rows.values())
-        with self.store.transaction(target):
-            self._merge_known_entities(target, rows)
-            held = self._check_entity_references(target, rows)
-            _name_facts_as_their_entities(rows, held)
-            new_facts = self._facts_not_held(target, rows)
-            stored = self.store.load_user(target, rows)
-            # facts joining an entity's history the user holds (a backup restored after a forget, or
-            # the import's Maya who is the user's Maya): their slots are placed in time order together
-            joining = sorted(r["id"] for r in rows.get("facts", [])
-                             if r["id"] in new_facts and (r["subject_id"] in held or r["object_id"] in held))
-            if joining:
-                self.graph.rebuild(target, self.store.facts(target, ids=joining))
-        return {**stored, "already_present": given - sum(stored.values())}
-
-    def _facts_not_held(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> set[str]:
-        ids = [r["id"] for r in rows.get("facts", [])]
-        return set(ids) - self.store.held_fact_ids(user_id, ids) if ids else set()
-
-    def _merge_known_entities(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> None:
-        """Map the import's entities onto the user's entities of the same name.
-
-        Importing into a user who already knows "Maya" under another id would otherwise make a second
-        Maya, whose facts no query by her name reaches.  The merged entity keeps the user's id; the
-        import's rows naming the other id are rewritten, and its own row and vector dropped.
-        """
-        names = {r["id"]: r["name"] for r in rows.get("entities", [])}
-        known = self.resolver.lookup(user_id, list(set(names.values()))) if names else {}
-        remap = {eid: known[name] for eid, name in names.items() if name in known and known[name] != eid}
-        if not remap:
-            return
-        rows["entities"] = [r for r in rows["entities"] if r["id"] not in remap]
-        rows["vectors"] = [r for r in rows.get("vectors", []) if not (r["kind"] == "entity" and r["item_id"] in remap)]
-        for r in rows.get("facts", []):
-            for col in ("subject_id", "object_id"):
-                r[col] = remap.get(r[col], r[col])
-        for r in rows.get("entity_names", []):
-            r["entity_id"] = remap.get(r["entity_id"], r["entity_id"])
-
-    def _check_entity_references(self, user_id: str, rows: Mapping[str, list[dict[str, Any]]]) -> dict[str, str]:
-        """Every entity id a fact or an alias row names is in the import or already the user's: a fact
-        pointing at no entity would be found by history() and by no query on its subject.  Returns the
-        user's entities among them (id → name)."""
-        refs = [(f"data.tables.facts[{i}].{col}", r[col]) for i, r in enumerate(rows.get("facts", []))
-                for col in ("subject_id", "object_id") if r[col] is not None]
-        refs += [(f"data.tables.entity_names[{i}].entity_id", r["entity_id"])
-                 for i, r in enumerate(rows.get("entity_names", []))]
-        asked = sorted({v for _, v in refs} | {r["id"] for r in rows.get("entities", [])})
-        held = {e.id: e.name for e in self.store.entities(user_id, ids=asked, with_aliases=False)} if asked else {}
-        have = held.keys() | {r["id"] for r in rows.get("entities", [])}
-        for where, value in refs:
-            if value not in have:
-                raise ValidationError(where, value, "names no entity of this export or of the user")
-        return held
+        return check_user(user_id if user_id is not None else head.get("user_id"))
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:

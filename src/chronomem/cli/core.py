@@ -277,13 +277,18 @@ def write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
 def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(
                    "--user", "-u", help="User id to import into (default: the export's own)")] = None,
                db: DbOpt = None, tenant: TenantOpt = None) -> None:
-    """Import a JSON export (optionally into another user id)."""
-    records = read_records(file)
-    if len(records) != 1 or not isinstance(records[0], dict):
-        raise ValidationError("file", str(file), "is not a chronomem export (one JSON object, as written by "
-                                                 "`chronomem export`)")
-    with open_memory(db, tenant) as mem:
-        counts = mem.import_(records[0], user_id=user)
+    """Import a JSON export (optionally into another user id), a batch of rows at a time."""
+    try:
+        fp = open(file, "rb")
+    except OSError as e:
+        raise ValidationError("file", str(file), f"cannot be read: {e.strerror}") from None
+    with fp, open_memory(db, tenant) as mem:
+        try:
+            counts = mem.import_from(fp, user_id=user)
+        except ValidationError as e:  # the file's contents: name the file
+            if e.field != "data" and not e.field.startswith("data."):
+                raise
+            raise ValidationError(e.field, e.value, f"{e.reason} (in {file})") from None
     added = ", ".join(f"{n} {table}" for table, n in counts.items() if n and table != "already_present")
     console.print(f"imported {added or 'nothing new'}"
                   + (f"; {counts['already_present']} row(s) were there already" if counts["already_present"]

@@ -260,10 +260,11 @@ class Store(ABC):
 
     @abstractmethod
     def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
-        """Insert dumped rows in one transaction; rows whose key exists are kept as stored.
+        """Insert dumped rows in one transaction (the caller's, when it holds one); rows whose key
+        exists are kept as stored.  An import calls it a batch of one table at a time.
 
         Returns the rows actually added per table.  Callers check the rows first
-        (:func:`chronomem.exports.check_tables`): the store trusts them.
+        (:class:`chronomem.exports.RowChecker`): the store trusts them.
         """
 
     # -- jobs (chronomem.jobs): keyed by job id; ``user_id`` is the store's user key -----------------

@@ -463,16 +463,23 @@ class SQLStore(Store):
                 stale += later + [m.id for m in msgs[1:]]
         return context, stale
 
-    def _fill_context(self, user_id: str, ids: Sequence[str] | None = None) -> None:
-        """Recompute ``messages.context`` in SQL for the given turns (all of the user's when None)."""
+    def _fill_context(self, user_id: str, ids: Sequence[str]) -> None:
+        """Recompute ``messages.context`` in SQL for the given turns."""
         sql = ("UPDATE messages SET context = COALESCE((SELECT p.speaker || ': ' || p.text FROM messages p "
                "WHERE p.user_id = messages.user_id AND p.session_id = messages.session_id "
                "AND p.seq < messages.seq ORDER BY p.seq DESC LIMIT 1), '') WHERE user_id = ?")
-        if ids is None:
-            self._exec(user_id, sql, (user_id,))
-            return
         for chunk in chunks(ids, 500):
             self._exec(user_id, sql + f" AND id IN {self._in(chunk)}", (user_id, *chunk))
+
+    def _with_next_turns(self, user_id: str, ids: Sequence[str]) -> list[str]:
+        """``ids`` and the turn after each in its session: the turns whose previous turn they are."""
+        out = set(ids)
+        for chunk in chunks(ids, 500):
+            out.update(r[0] for r in self._all(
+                "SELECT (SELECT n.id FROM messages n WHERE n.user_id = m.user_id AND n.session_id = m.session_id "
+                f"AND n.seq > m.seq ORDER BY n.seq LIMIT 1) FROM messages m WHERE m.user_id = ? AND m.id IN "
+                f"{self._in(chunk)}", (user_id, *chunk)) if r[0] is not None)
+        return sorted(out)
 
     def messages(self, user_id: str, *, session_id: str | None = None,
                  ids: Sequence[str] | None = None, pending_only: bool = False,
@@ -1066,8 +1073,8 @@ class SQLStore(Store):
                 before = int(self._all(count, (user_id,))[0][0])
                 self._many(user_id, self._upsert_ignore(table, cols), batch)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
-                if table == "messages" and stored[table]:
-                    self._fill_context(user_id)  # the index's previous-turn context is not exported
+                if table == "messages" and stored[table]:  # the index's previous-turn context is not exported
+                    self._fill_context(user_id, self._with_next_turns(user_id, [d["id"] for d in rows[table]]))
         return stored
 
     def _merge_spelling_sources(self, user_id: str, rows: Sequence[Mapping[str, Any]]) -> None:

@@ -1,0 +1,132 @@
+"""Importing an export: its rows checked, joined to what the user holds and written a batch at a time.
+
+:meth:`Memory.import_` (an export in memory) and :meth:`Memory.import_from` (an export file, read by
+:class:`chronomem.export_reader.ExportReader`) both hand :func:`import_batches` the export's rows in
+table order, a batch at a time.  Everything happens in one transaction of the user: a bad row anywhere
+(:mod:`chronomem.exports` checks each) rolls back what earlier batches wrote, so a refused import leaves
+the store as it was, and the memory taken is a batch's plus the ids the import has seen.
+
+Joining what the user holds:
+- an imported entity named like one of the user's entities (by name or alias, known before this import)
+  is that entity: its row and vector are dropped and the rows naming its id name the user's;
+- every entity a fact or a spelling names is in the import or the user's;
+- a fact names its endpoints as their entities are named now (the user's own row wins), and the vector
+  of a fact so renamed is dropped, to be made again from its new words;
+- facts joining the history of an entity the user held are placed in time order with it at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ValidationError
+from .exports import RowChecker
+from .extract.entities import FuzzyEntityResolver
+from .graph import GraphWriter
+from .store import Store
+from .store.sql import TABLES
+
+__all__ = ["ExportBatches", "IMPORT_BATCH", "import_batches"]
+
+IMPORT_BATCH = 1000  # rows of an export file checked and written at once
+
+#: ``(table, number of the batch's first row in its table, rows as read)``, tables in the order of TABLES
+ExportBatches = Iterable[tuple[str, int, Any]]
+
+
+@dataclass
+class _Import:
+    """What one import has learnt of its entities so far, and what it wrote."""
+
+    store: Store
+    resolver: FuzzyEntityResolver
+    user_id: str
+    checker: RowChecker = field(default_factory=RowChecker)
+    names: dict[str, str] = field(default_factory=dict)  # the import's entity id -> its name, as imported
+    kept: set[str] = field(default_factory=set)  # the import's entity ids written as themselves
+    new: set[str] = field(default_factory=set)  # ... of those, the ones the user did not hold before
+    remap: dict[str, str] = field(default_factory=dict)  # import entity id -> the user's entity it is
+    held: dict[str, str] = field(default_factory=dict)  # the user's entities the import names: id -> name
+    renamed_facts: set[str] = field(default_factory=set)
+    joining: list[str] = field(default_factory=list)  # new facts of an entity the user held
+    stored: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TABLES, 0))
+    given: int = 0
+
+    def add(self, table: str, start: int, raw: Any) -> None:
+        rows = self.checker.rows(table, start, raw)
+        self.given += len(rows)
+        where = f"data.tables.{table}"
+        if table == "entities":
+            rows = self._entities(rows)
+        elif table == "entity_names":
+            for r in rows:
+                r["entity_id"] = self.remap.get(r["entity_id"], r["entity_id"])
+            self._check_references([(f"{where}[{i}].entity_id", r["entity_id"]) for i, r in enumerate(rows, start)])
+        elif table == "facts":
+            self._facts(rows, start)
+        elif table == "vectors":
+            rows = [r for r in rows if not (r["kind"] == "entity" and r["item_id"] in self.remap
+                                            or r["kind"] == "fact" and r["item_id"] in self.renamed_facts)]
+        if rows:
+            self.stored[table] += self.store.load_user(self.user_id, {table: rows})[table]
+
+    def _entities(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The batch less the entities that are the user's own (mapped onto them)."""
+        names = {r["id"]: r["name"] for r in rows}
+        self.names.update(names)
+        held = {e.id: e.name for e in self.store.entities(self.user_id, ids=list(names), with_aliases=False)}
+        self.held.update(held)
+        known = self.resolver.lookup(self.user_id, list(set(names.values())))
+        # known before this import: an entity an earlier batch wrote is not the user's to merge into
+        remap = {eid: known[name] for eid, name in names.items()
+                 if name in known and known[name] != eid and known[name] not in self.new}
+        self.remap.update(remap)
+        kept = [r for r in rows if r["id"] not in remap]
+        self.kept.update(r["id"] for r in kept)
+        self.new.update(r["id"] for r in kept if r["id"] not in held)
+        return kept
+
+    def _facts(self, rows: list[dict[str, Any]], start: int) -> None:
+        for r in rows:
+            for col in ("subject_id", "object_id"):
+                if r[col] is not None:
+                    r[col] = self.remap.get(r[col], r[col])
+        self._check_references([(f"data.tables.facts[{i}].{col}", r[col]) for i, r in enumerate(rows, start)
+                                for col in ("subject_id", "object_id") if r[col] is not None])
+        for r in rows:  # a fact names its endpoints as their entities are named (the user's row wins)
+            for col in ("subject", "object"):
+                entity = r[f"{col}_id"]
+                name = self.held.get(entity) or self.names.get(entity)
+                if name is not None and r[col] != name:
+                    r[col] = name
+                    self.renamed_facts.add(r["id"])
+        ids = [r["id"] for r in rows]
+        new = set(ids) - self.store.held_fact_ids(self.user_id, ids)
+        self.joining += [r["id"] for r in rows
+                         if r["id"] in new and (r["subject_id"] in self.held or r["object_id"] in self.held)]
+
+    def _check_references(self, refs: Sequence[tuple[str, str]]) -> None:
+        """Every entity id named is the import's or the user's (a fact pointing at no entity would be found
+        by history() and by no query on its subject); the user's are remembered with their names."""
+        asked = sorted({v for _, v in refs if v not in self.kept and v not in self.held})
+        if asked:
+            self.held.update((e.id, e.name) for e in self.store.entities(self.user_id, ids=asked,
+                                                                           with_aliases=False))
+        for where, value in refs:
+            if value not in self.kept and value not in self.held:
+                raise ValidationError(where, value, "names no entity of this export or of the user")
+
+
+def import_batches(store: Store, resolver: FuzzyEntityResolver, graph: GraphWriter, user_id: str,
+                   batches: ExportBatches) -> dict[str, int]:
+    """Check and write ``batches`` into ``user_id`` in one transaction; the rows added per table and
+    ``already_present`` (rows whose key was stored already, or entities that were the user's)."""
+    with store.transaction(user_id):
+        state = _Import(store, resolver, user_id)
+        for table, start, rows in batches:
+            state.add(table, start, rows)
+        if state.joining:  # their slots are placed in time order with the entity's history
+            graph.rebuild(user_id, store.facts(user_id, ids=sorted(state.joining)))
+    return {**state.stored, "already_present": state.given - sum(state.stored.values())}

@@ -1,0 +1,114 @@
+"""Reading an export file a batch of rows at a time (chronomem.export_reader), and Memory.import_from's
+rules for a file: its head before its tables, the tables in export order, nothing but the object."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from chronomem import Memory, ValidationError
+from chronomem import export_reader
+from chronomem.export_reader import ExportReader
+
+HEAD = {"format": "chronomem.export", "version": 1, "user_id": "u", "exported_at": "2026-12-07T00:00:00Z"}
+TABLES = {"sessions": [{"id": "s"}],
+          "messages": [{"id": f"m{i}", "text": "ünïcödé 😀 " * (i % 7), "seq": i} for i in range(23)],
+          "facts": [{"id": f"f{i}", "confidence": 0.5 + i / 1000, "source_ids": json.dumps([f"m{i}"])}
+                    for i in range(10)]}
+
+
+def read(raw: bytes, *, read_bytes: int = 1 << 20, size: int = 1000) -> tuple[dict[str, Any], dict[str, list[Any]],
+                                                                             list[tuple[str, int, int]]]:
+    reader = ExportReader(io.BytesIO(raw), read_bytes=read_bytes)
+    head = reader.head()
+    tables: dict[str, list[Any]] = {}
+    shape = []
+    for table, start, rows in reader.batches(size):
+        assert start == len(tables.setdefault(table, []))  # each batch says where in its table it starts
+        tables[table] += rows
+        shape.append((table, start, len(rows)))
+    return head, tables, shape
+
+
+@pytest.mark.parametrize("indent", [None, 1, "\t"])
+@pytest.mark.parametrize("read_bytes", [1, 3, 64, 1 << 20])
+def test_an_export_is_read_whole_whatever_its_layout_and_however_the_file_is_read(indent: Any,
+                                                                                  read_bytes: int) -> None:
+    raw = json.dumps({**HEAD, "tables": TABLES, "trailing": {"ignored": [1, 2]}}, indent=indent,
+                     ensure_ascii=read_bytes == 3).encode()  # characters split across reads, or escaped
+    head, tables, shape = read(raw, read_bytes=read_bytes, size=10)
+    assert head == HEAD and tables == TABLES
+    assert shape == [("sessions", 0, 1), ("messages", 0, 10), ("messages", 10, 10), ("messages", 20, 3),
+                     ("facts", 0, 10)]
+
+
+def test_a_number_cut_by_a_read_is_read_whole() -> None:
+    for read_bytes in range(1, 12):
+        head, _, _ = read(b'{"version":1234567,"user_id":true,"tables":{}}', read_bytes=read_bytes)
+        assert head == {"version": 1234567, "user_id": True}
+
+
+def test_an_object_without_tables_is_its_head() -> None:
+    reader = ExportReader(io.BytesIO(b'\xef\xbb\xbf {"format": "x"} \n'))  # after a byte-order mark
+    assert reader.head() == {"format": "x"} and not reader.has_tables
+    assert list(reader.batches()) == []
+
+
+@pytest.mark.parametrize("raw, field, words", [
+    (b"", "data", "ends inside"),
+    (b"[]", "data", "not a chronomem export"),
+    (b'{"format": "x"', "data", "ends inside"),
+    (b'{"format": "x"} {}', "data", "more after the export"),
+    (b'{"format": "x",}', "data", "field name in double quotes"),
+    (b'{"format" "x"}', "data.format", "expected ':'"),
+    (b'{"format": "x", "format": "y"}', "data.format", "appears twice"),
+    (b'{"format": nope}', "data.format", "not valid JSON"),
+    (b'{"tables": []}', "data.tables", "must be an object"),
+    (b'{"tables": {"notes": []}}', "data.tables.notes", "unknown table"),
+    (b'{"tables": {"facts": [], "sessions": []}}', "data.tables.sessions", "comes after facts"),
+    (b'{"tables": {"facts": [], "facts": []}}', "data.tables.facts", "appears twice"),
+    (b'{"tables": {"facts": {"id": 1}}}', "data.tables.facts", "must be a list of rows"),
+    (b'{"tables": {"facts": [{"id": 1},]}}', "data.tables.facts[1]", "not valid JSON"),
+    (b'{"tables": {"facts": [{"id": 1} {"id": 2}]}}', "data.tables.facts", "expected ',' or ']' after row 0"),
+    (b'{"tables": {"facts": [{"id": 1}, {"id": "\xff"}]}}', "data", "not UTF-8"),
+    (b'{"tables": {"facts": [{"id": 1}, {"id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}]}}",
+     "data.tables.facts[1]", "nested too deeply"),
+])
+def test_a_broken_file_is_refused_naming_where(raw: bytes, field: str, words: str) -> None:
+    for read_bytes in (1, 1 << 20):
+        with pytest.raises(ValidationError) as e:
+            read(raw, read_bytes=read_bytes)
+        assert (e.value.field, words in str(e.value)) == (field, True), str(e.value)
+
+
+def test_the_byte_of_a_syntax_error_is_counted_in_the_file() -> None:
+    bad = b' {"id": 1}'  # no comma before it
+    raw = b'{"tables": {"messages": [' + b",".join([b'{"text": "\xc3\xa9"}'] * 5000) + bad + b"]}}"
+    with pytest.raises(ValidationError) as e:
+        read(raw, read_bytes=1000)
+    assert f"at byte {raw.index(bad) + 1}" in str(e.value)
+
+
+def test_a_value_longer_than_any_row_is_refused_without_reading_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(export_reader, "MAX_VALUE_CHARS", 100)
+    raw = b'{"tables": {"facts": [{"text": "' + b"x" * 10_000  # never closed
+    with pytest.raises(ValidationError, match="longer than 100 characters") as e:
+        read(raw, read_bytes=16)
+    assert e.value.field == "data.tables.facts[0]"
+
+
+def test_import_from_needs_the_head_before_the_tables(tmp_path: Any) -> None:
+    with Memory(tmp_path / "m.db", embedder=False) as mem:
+        late = b'{"tables": {}, "format": "chronomem.export", "version": 1, "user_id": "u"}'
+        with pytest.raises(ValidationError, match="before its tables") as e:
+            mem.import_from(io.BytesIO(late))
+        assert e.value.field == "data.format"
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u")
+        out = io.BytesIO()
+        mem.export_to(out, user_id="u")
+        assert mem.import_from(io.BytesIO(out.getvalue()), user_id="v")["facts"] == 1
+        assert [f.object for f in mem.facts(user_id="v")] == ["Porto"]
+        assert mem.import_from(io.BytesIO(out.getvalue()))["already_present"] > 0  # into the export's own user
