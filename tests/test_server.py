@@ -171,13 +171,22 @@ def test_an_export_larger_than_the_spool_streams_from_disk_whole(tmp_path: Path,
         assert len(r.content) > 10 * 4096 and "ünïcödé" in r.text  # not escaped, as the other replies
         assert {**r.json(), "exported_at": None} == {**mem.export(user_id="u1"), "exported_at": None}
         assert c.get("/v1/users/nobody/export").json()["tables"]["facts"] == []
-    with TestClient(create_app(mem, max_body_bytes=4096)) as c:  # an export over the body limit
-        r = c.post("/v1/users/u2/import", content=c.get("/v1/users/u1/export").content,
-                   headers={"content-type": "application/json"})
-        assert r.status_code == 413 and "chronomem import" in r.json()["detail"], r.text
-        assert mem.facts(user_id="u2") == []
+    with TestClient(create_app(mem, max_body_bytes=4096)) as c:  # an import has its own limit: spooled to disk
+        body = c.get("/v1/users/u1/export").content
+        r = c.post("/v1/users/u2/import", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 200 and r.json()["facts"] == 300, r.text
+        assert c.post("/v1/users/u3/facts", content=b"[" + b" " * 5000 + b"]").status_code == 413  # the rest keep it
         bad = c.get("/v1/users/%20/export")
         assert bad.status_code == 422 and bad.json()["field"] == "user_id"
+    assert {f.object for f in mem.facts(user_id="u2")} == {f.object for f in mem.facts(user_id="u1")}
+    with TestClient(create_app(mem, max_import_bytes=len(body) - 1)) as c:  # an export over the import limit
+        declared = c.post("/v1/users/u4/import", content=body)
+        chunked = c.post("/v1/users/u4/import", content=iter([body[:5000], body[5000:]]))
+        for r in (declared, chunked):
+            assert r.status_code == 413 and r.json()["error"] == "PayloadTooLarge", r.text
+            assert "MAX_IMPORT_BYTES" in r.json()["detail"] and "chronomem import" in r.json()["detail"]
+        assert mem.facts(user_id="u4") == []
+        assert c.post("/v1/users/u4/import", content=iter([body])).status_code == 413
 
 
 def test_api_key_is_enforced(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ text that is not valid UTF-8, index rows over ~2.7 kB), so without one set of li
 memory written to one store could not always be copied to the other.  The validation
 layer (:mod:`chronomem.validation`) checks every caller-supplied string against these
 before a store sees it; the REST server also refuses request bodies over
-:data:`MAX_BODY_BYTES` with 413.
+:data:`MAX_BODY_BYTES` (an import's over :data:`MAX_IMPORT_BYTES`) with 413.
 
 Lengths are in characters (Python ``len``).  Every string must also be encodable as
 UTF-8 (no lone surrogates such as ``"\\ud800"``) and free of NUL characters.
@@ -26,6 +26,9 @@ MAX_OTHER_WORDS = 8
 MAX_QUERY_CHARS = 4000
 #: the largest REST request body, in bytes (413 above it).
 MAX_BODY_BYTES = 16 * 1024 * 1024
+#: the largest REST import (``POST /v1/users/{u}/import``, an export), in bytes: it is read to a
+#: temporary file as it arrives and imported a batch of rows at a time
+MAX_IMPORT_BYTES = 1024 * 1024 * 1024
 
-__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_NAME_CHARS", "MAX_OTHER_WORDS", "MAX_QUERY_CHARS",
-           "MAX_TEXT_CHARS"]
+__all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_IMPORT_BYTES", "MAX_NAME_CHARS", "MAX_OTHER_WORDS",
+           "MAX_QUERY_CHARS", "MAX_TEXT_CHARS"]

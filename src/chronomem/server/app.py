@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import __version__
 from ..errors import ChronomemError, ConfigError, ModelError, NotFoundError, StoreError, ValidationError
 from ..jobs.queue import BrokerQueue
-from ..limits import MAX_BODY_BYTES
+from ..limits import MAX_BODY_BYTES, MAX_IMPORT_BYTES
 from ..memory import Memory
 from .auth import Tenancy, Unauthorized
 from .docs import add_docs
@@ -63,31 +63,41 @@ class BodyLimit:
     """ASGI middleware: a request body over ``max_bytes`` is refused with 413 before any route reads it.
 
     A declared ``Content-Length`` is checked up front; a chunked body is read up to the
-    limit, then either refused or replayed to the app unchanged.
+    limit, then either refused or replayed to the app unchanged.  An import (a path ending in
+    ``/import``) has its own limit, ``import_bytes``, and is not held here: its route reads the
+    body as it arrives (to a temporary file), and a chunked body passing the limit ends the
+    read with 413.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES,
+                 import_bytes: int = MAX_IMPORT_BYTES) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.import_bytes = import_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        importing = str(scope.get("path", "")).endswith("/import")
+        limit = self.import_bytes if importing else self.max_bytes
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None:
-            if not declared.isdigit() or int(declared) > self.max_bytes:
-                await self._refuse(scope, receive, send)
+            if not declared.isdigit() or int(declared) > limit:
+                await _error(413, "PayloadTooLarge", self._detail(importing))(scope, receive, send)
                 return
             await self.app(scope, receive, send)
+            return
+        if importing:
+            await self.app(scope, self._counted(receive, limit, self._detail(importing)), send)
             return
         messages, size = [], 0
         while True:
             message = await receive()
             messages.append(message)
             size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                await self._refuse(scope, receive, send)
+            if size > limit:
+                await _error(413, "PayloadTooLarge", self._detail(importing))(scope, receive, send)
                 return
             if message["type"] != "http.request" or not message.get("more_body"):
                 break
@@ -98,12 +108,26 @@ class BodyLimit:
 
         await self.app(scope, buffered, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        detail = f"request body over {self.max_bytes} bytes (chronomem.limits.MAX_BODY_BYTES)"
-        if str(scope.get("path", "")).endswith("/import"):  # an export of a large user outgrows any body limit
-            detail += ("; import an export this large where the store is: `chronomem import FILE --user U` "
-                       "or Memory.import_")
-        await _error(413, "PayloadTooLarge", detail)(scope, receive, send)
+    @staticmethod
+    def _counted(receive: Receive, limit: int, detail: str) -> Receive:
+        """``receive`` raising 413 (an HTTP error the app's handler answers) once the body passes ``limit``."""
+        size = 0
+
+        async def counted() -> Message:
+            nonlocal size
+            message = await receive()
+            size += len(message.get("body", b""))
+            if size > limit:
+                raise StarletteHTTPException(413, detail)
+            return message
+
+        return counted
+
+    def _detail(self, importing: bool) -> str:
+        if not importing:
+            return f"request body over {self.max_bytes} bytes (chronomem.limits.MAX_BODY_BYTES)"
+        return (f"an import's body over {self.import_bytes} bytes (chronomem.limits.MAX_IMPORT_BYTES); import an "
+                "export this large where the store is: `chronomem import FILE --user U` or Memory.import_from")
 
 
 _ENCODED_SLASH = re.compile("%2f", re.IGNORECASE)
@@ -146,14 +170,15 @@ class EncodedSlashes:
 
 def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: str | None = None,
                owns_memory: bool | None = None, max_body_bytes: int = MAX_BODY_BYTES,
-               loopback_hosts_while_open: bool = False) -> FastAPI:
+               max_import_bytes: int = MAX_IMPORT_BYTES, loopback_hosts_while_open: bool = False) -> FastAPI:
     """Build the app around ``memory`` (a Memory, a factory, or the configured default).
 
     ``memory``'s store holds the API keys; each key's tenant gets a Memory sharing that store.
     ``api_key`` (default ``$CHRONOMEM_API_KEY``) is one more key, for the default tenant.
     At shutdown the app closes the Memory it made (``None`` or a factory), and one passed in
     only with ``owns_memory=True``.  Request bodies over ``max_body_bytes`` are refused with 413
-    (:class:`BodyLimit`).  ``loopback_hosts_while_open`` (``chronomem serve`` sets it) refuses, while
+    (:class:`BodyLimit`), an import's (an export, read to a temporary file as it arrives) over
+    ``max_import_bytes``.  ``loopback_hosts_while_open`` (``chronomem serve`` sets it) refuses, while
     no key exists, requests addressed to any name but localhost (:class:`LoopbackHostWhileOpen`).
     """
     owns = not isinstance(memory, Memory) if owns_memory is None else owns_memory
@@ -174,7 +199,7 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     app.state.memory = mem
     app.state.tenancy = tenancy
     app.add_middleware(EncodedSlashes)
-    app.add_middleware(BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(BodyLimit, max_bytes=max_body_bytes, import_bytes=max_import_bytes)
     if loopback_hosts_while_open:
         app.add_middleware(LoopbackHostsOnly, active=lambda: not tenancy.keys_enabled)
 

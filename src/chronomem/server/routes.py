@@ -13,6 +13,7 @@ from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Re
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BeforeValidator
 from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
 
 from ..errors import NotFoundError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
@@ -312,8 +313,7 @@ EXPORT_SPOOL_BYTES = 8 * 2**20  # an export larger than this waits on disk, not 
 @router.get("/users/{user_id}/export", tags=["export"], response_class=StreamingResponse, responses={
     200: {"description": "The export, a JSON object", "content": {"application/json": {"schema": {"type": "object"}}}}})
 def export(user_id: UserId, mem: Mem) -> StreamingResponse:
-    """Everything stored for the user (format chronomem.export); POST it to /import to restore (a body of
-    up to 16 MiB, `chronomem.limits.MAX_BODY_BYTES`: a larger export is imported with `chronomem import`).
+    """Everything stored for the user (format chronomem.export); POST it to /import to restore.
 
     Written a batch of rows at a time to a spooled file (memory up to 8 MiB, then a temporary file) while
     the user's rows are read in one transaction, then sent from it: the server never holds a large user's
@@ -329,7 +329,22 @@ def export(user_id: UserId, mem: Mem) -> StreamingResponse:
                              background=BackgroundTask(spool.close))
 
 
-@router.post("/users/{user_id}/import", tags=["export"])
-def import_(user_id: UserId, data: dict[str, Any], mem: Mem) -> dict[str, int]:
-    """Load an export into the user (413 over 16 MiB: import a larger one with `chronomem import`)."""
-    return mem.import_(data, user_id=user_id)
+@router.post("/users/{user_id}/import", tags=["export"], openapi_extra={"requestBody": {
+    "required": True, "content": {"application/json": {"schema": {
+        "type": "object", "description": "An export, as GET /export sends it"}}}}})
+async def import_(user_id: UserId, request: Request, mem: Mem) -> dict[str, int]:
+    """Load an export into the user: the rows added per table and `already_present` (rows held already).
+
+    The body (up to 1 GiB, `chronomem.limits.MAX_IMPORT_BYTES`) is read as it arrives to a spooled file
+    (memory up to 8 MiB, then a temporary file), then imported a batch of rows at a time in one
+    transaction (`Memory.import_from`): a bad row anywhere is a 422 naming it, with nothing written."""
+    with tempfile.SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES) as spool:
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size <= EXPORT_SPOOL_BYTES:
+                spool.write(chunk)
+            else:  # on disk now: not on the event loop
+                await run_in_threadpool(spool.write, chunk)
+        spool.seek(0)
+        return await run_in_threadpool(mem.import_from, spool, user_id=user_id)
