@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from chronomem import ChronomemError, Memory, StoreError, ValidationError
@@ -77,6 +78,22 @@ def test_import_reports_exactly_what_it_stored(smem: Memory) -> None:
     again = smem.import_(copy.deepcopy(data))
     assert again == {**{t: 0 for t in rows}, "already_present": sum(rows.values())}
     assert smem.export(user_id=U)["tables"] == data["tables"]
+
+
+@pytest.mark.parametrize("vec", [[0.5, float("nan")], [0.5, float("inf")], [True, 0.5], [0.5, "0.5"], [0.5, None],
+                                 [10**400, 0.5], [], "0.5,0.5", {"0": 0.5}])
+def test_a_vector_that_is_not_finite_numbers_is_refused(smem: Memory, vec: Any) -> None:
+    data = exported(smem)
+    good = {"kind": "fact", "item_id": data["tables"]["facts"][0]["id"], "model": "m", "dim": 2, "vec": [0.5, -1]}
+    data["tables"]["vectors"] = [good, {**good, "item_id": data["tables"]["facts"][1]["id"], "vec": vec,
+                                        "dim": max(len(vec), 1)}]
+    with pytest.raises(ValidationError, match="finite numbers") as e:
+        smem.import_(copy.deepcopy(data))
+    assert e.value.field == "data.tables.vectors[1].vec"
+    assert not any(smem.store.dump_user(U).values())
+    data["tables"]["vectors"][1].update(vec=[np.float64(0.25), 1], dim=2)  # a float subclass (numpy's), an int
+    smem.import_(data)
+    assert sorted(r["vec"] for r in smem.store.dump_user(U)["vectors"]) == [[0.25, 1.0], [0.5, -1.0]]
 
 
 def test_duplicate_keys_and_unknown_tables_are_refused(smem: Memory) -> None:

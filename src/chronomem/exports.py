@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import IO, Any
 
+import numpy as np
+
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_OTHER_WORDS, MAX_TEXT_CHARS
 from .model import Intent, Origin
@@ -68,6 +70,17 @@ def _string(where: str, v: Any, col: str) -> str:
     return v
 
 
+def _finite_numbers(v: Sequence[Any]) -> bool:
+    """Every item a finite int or float, not a bool.  A vector's items as JSON reads them (plain floats and
+    ints) are checked at once by numpy: an import of 30,000 vectors checked 11 million floats one by one."""
+    if set(map(type, v)) <= {float, int}:
+        try:
+            return bool(np.isfinite(np.fromiter(v, dtype=np.float64, count=len(v))).all())
+        except OverflowError:  # an int beyond any float
+            return False
+    return all(not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) for x in v)
+
+
 def _value(table: str, col: str, v: Any, where: str) -> Any:
     if col in INT_COLS:
         if isinstance(v, bool) or not isinstance(v, int) or not -_BIG <= v <= _BIG:
@@ -89,8 +102,7 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
             raise ValidationError(where, v, "must be a number between 0 and 1")
         return float(v)
     if col == "vec":
-        if not isinstance(v, Sequence) or isinstance(v, str | bytes) or not v or not all(
-                not isinstance(x, bool) and isinstance(x, int | float) and math.isfinite(x) for x in v):
+        if not isinstance(v, Sequence) or isinstance(v, str | bytes) or not v or not _finite_numbers(v):
             raise ValidationError(where, v if not isinstance(v, Sequence) else f"{type(v).__name__}[{len(v)}]",
                                   "must be a non-empty list of finite numbers")
         return list(v)
