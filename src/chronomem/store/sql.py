@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from importlib import resources
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import Job, JobKind, JobPosition, JobStatus
@@ -64,6 +64,39 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
 DUMP_BATCH = 1000  # rows a dump reads at once (a vector row is ~2 KB as floats)
 TIME_COLS = {"valid_from", "valid_to", "stated_to", "recorded_at", "ts", "started_at",
              "ended_at", "created_at", "session_time"}
+
+
+def pair_turns(new: Sequence[tuple[int, str]], stored: Sequence[tuple[int, str]]
+               ) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Each new turn's turn before (None: the stored one before them all, or none) and the stored turns
+    whose turn before becomes a new one, given ``(seq, id)`` of one session's new turns and of its stored
+    turns from the first new one's ``seq`` on, both in ``seq`` order.  "Before" is the last turn of a
+    smaller ``seq``, as the index's SQL reads it (turns of one ``seq`` follow the same turn)."""
+    merged = sorted([(seq, 1, i) for seq, i in new] + [(seq, 0, i) for seq, i in stored])
+    before: dict[str, str | None] = {}
+    after: dict[str, str] = {}
+    prev: tuple[int, str] | None = None  # (is new, id) of the last turn of the previous seq
+    last: tuple[int, str] | None = None
+    current = None
+    for seq, is_new, i in merged:
+        if seq != current:
+            prev, current = last, seq
+        if is_new:
+            before[i] = None if prev is None else prev[1]
+        elif prev is not None and prev[0]:
+            after[i] = prev[1]
+        last = (is_new, i)
+    return before, after
+
+
+class _Turn(NamedTuple):
+    """What the full-text index's pairing of a turn with the one before it reads of a turn."""
+
+    id: str
+    session_id: str
+    seq: int
+    speaker: str
+    text: str
 
 
 SCHEMA_VERSION_KEY = "schema_version"
@@ -427,59 +460,51 @@ class SQLStore(Store):
             existing = {r[0] for r in self._all(
                 f"SELECT id FROM messages WHERE user_id = ? AND id IN {self._in(ids)}", (user_id, *ids))}
             new = [m for m in messages if m.id not in existing]
-            context, stale = self._turn_contexts(user_id, new)
+            context, updates = self._turn_contexts(user_id, [_Turn(m.id, m.session_id, m.seq, m.speaker, m.text)
+                                                           for m in new])
             self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)), [
                 (user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text,
                  to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted), local_offset(m.timestamp),
                  context[m.id])
                 for m in new])
-            if stale:
-                self._fill_context(user_id, stale)
+            self._set_context(user_id, updates)
         return new
 
     # The full-text index holds each turn with the turn before it in its session (migration 0007/0004):
     # a question that shares its words with what was asked then finds the reply that answers it.
-    def _turn_contexts(self, user_id: str, new: Sequence[Message]) -> tuple[dict[str, str], list[str]]:
-        """``"Speaker: text"`` of the turn before each new message in its session ('' for a first turn),
-        and the turns whose pairing must be re-derived once the new ones are stored: when a session's
-        turns arrive out of order (rare), its stored turns after the first new one and the new ones
-        after it, so the index never pairs a turn with a stale predecessor."""
+    def _turn_contexts(self, user_id: str, new: Sequence[_Turn]) -> tuple[dict[str, str], dict[str, str]]:
+        """``"Speaker: text"`` of the turn before each new turn in its session ('' for a first turn), and the
+        stored turns whose turn before is now a new one, with their new context.  Turns arrive out of order
+        (an import reads them in key order): each new turn is placed among the session's stored turns by
+        ``seq``, reading the stored turns' ids from the first new one on and the text of those that come
+        just before a new turn."""
         context: dict[str, str] = {}
-        stale: list[str] = []
-        by_session: dict[str, list[Message]] = {}
+        updates: dict[str, str] = {}
+        by_session: dict[str, list[_Turn]] = {}
         for m in new:
             by_session.setdefault(m.session_id, []).append(m)
-        for sid, msgs in by_session.items():
-            msgs.sort(key=lambda m: m.seq)
+        for sid, turns in by_session.items():
+            turns.sort(key=lambda m: m.seq)
             rows = self._all("SELECT speaker, text FROM messages WHERE user_id = ? AND session_id = ? "
-                             "AND seq < ? ORDER BY seq DESC LIMIT 1", (user_id, sid, msgs[0].seq))
-            prev = f"{rows[0][0]}: {rows[0][1]}" if rows else ""
-            for m in msgs:
-                context[m.id] = prev
-                prev = f"{m.speaker}: {m.text}"
-            later = [r[0] for r in self._all("SELECT id FROM messages WHERE user_id = ? AND session_id = ? "
-                                             "AND seq > ?", (user_id, sid, msgs[0].seq))]
-            if later:  # interleaved with stored turns: pair the session's turns from the first new one in SQL
-                stale += later + [m.id for m in msgs[1:]]
-        return context, stale
+                             "AND seq < ? ORDER BY seq DESC LIMIT 1", (user_id, sid, turns[0].seq))
+            first = f"{rows[0][0]}: {rows[0][1]}" if rows else ""
+            later = [(int(seq), i) for i, seq in self._all(
+                "SELECT id, seq FROM messages WHERE user_id = ? AND session_id = ? AND seq >= ? ORDER BY seq",
+                (user_id, sid, turns[0].seq))]
+            before, after = pair_turns([(m.seq, m.id) for m in turns], later)
+            texts = {m.id: f"{m.speaker}: {m.text}" for m in turns}
+            wanted = sorted({p for p in before.values() if p is not None and p not in texts})
+            for chunk in chunks(wanted, 500):
+                texts.update((i, f"{sp}: {tx}") for i, sp, tx in self._all(
+                    f"SELECT id, speaker, text FROM messages WHERE user_id = ? AND id IN {self._in(chunk)}",
+                    (user_id, *chunk)))
+            context.update((m, first if p is None else texts[p]) for m, p in before.items())
+            updates.update((stored, texts[p]) for stored, p in after.items())
+        return context, updates
 
-    def _fill_context(self, user_id: str, ids: Sequence[str]) -> None:
-        """Recompute ``messages.context`` in SQL for the given turns."""
-        sql = ("UPDATE messages SET context = COALESCE((SELECT p.speaker || ': ' || p.text FROM messages p "
-               "WHERE p.user_id = messages.user_id AND p.session_id = messages.session_id "
-               "AND p.seq < messages.seq ORDER BY p.seq DESC LIMIT 1), '') WHERE user_id = ?")
-        for chunk in chunks(ids, 500):
-            self._exec(user_id, sql + f" AND id IN {self._in(chunk)}", (user_id, *chunk))
-
-    def _with_next_turns(self, user_id: str, ids: Sequence[str]) -> list[str]:
-        """``ids`` and the turn after each in its session: the turns whose previous turn they are."""
-        out = set(ids)
-        for chunk in chunks(ids, 500):
-            out.update(r[0] for r in self._all(
-                "SELECT (SELECT n.id FROM messages n WHERE n.user_id = m.user_id AND n.session_id = m.session_id "
-                f"AND n.seq > m.seq ORDER BY n.seq LIMIT 1) FROM messages m WHERE m.user_id = ? AND m.id IN "
-                f"{self._in(chunk)}", (user_id, *chunk)) if r[0] is not None)
-        return sorted(out)
+    def _set_context(self, user_id: str, updates: Mapping[str, str]) -> None:
+        self._many(user_id, "UPDATE messages SET context = ? WHERE user_id = ? AND id = ?",
+                   [(text, user_id, i) for i, text in updates.items()])
 
     def messages(self, user_id: str, *, session_id: str | None = None,
                  ids: Sequence[str] | None = None, pending_only: bool = False,
@@ -1066,6 +1091,9 @@ class SQLStore(Store):
                 if not batch:
                     stored[table] = 0
                     continue
+                if table == "messages":
+                    stored[table] = self._load_turns(user_id, rows[table], batch)
+                    continue
                 if table == "entity_names":  # a spelling both know: the import's turns said it too
                     self._merge_spelling_sources(user_id, rows[table])
                 # rows whose key already exists are kept as they are: count what was really added
@@ -1073,9 +1101,23 @@ class SQLStore(Store):
                 before = int(self._all(count, (user_id,))[0][0])
                 self._many(user_id, self._upsert_ignore(table, cols), batch)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
-                if table == "messages" and stored[table]:  # the index's previous-turn context is not exported
-                    self._fill_context(user_id, self._with_next_turns(user_id, [d["id"] for d in rows[table]]))
         return stored
+
+    def _load_turns(self, user_id: str, rows: Sequence[Mapping[str, Any]], values: Sequence[list[Any]]) -> int:
+        """Insert the turns not stored yet, each with the previous turn of its session as the full-text
+        index pairs them (not exported: derived as :meth:`add_messages` does); the number inserted."""
+        ids = [d["id"] for d in rows]
+        held: set[str] = set()
+        for chunk in chunks(ids, 500):
+            held.update(r[0] for r in self._all(f"SELECT id FROM messages WHERE user_id = ? AND id IN "
+                                                f"{self._in(chunk)}", (user_id, *chunk)))
+        new = [(d, v) for d, v in zip(rows, values) if d["id"] not in held]
+        context, updates = self._turn_contexts(user_id, [_Turn(d["id"], d["session_id"], d["seq"], d["speaker"],
+                                                             d["text"]) for d, _ in new])
+        self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)),
+                   [[*v, context[d["id"]]] for d, v in new])
+        self._set_context(user_id, updates)
+        return len(new)
 
     def _merge_spelling_sources(self, user_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Imported spellings the user already has for the same entity add the turns that used them
