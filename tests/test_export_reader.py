@@ -98,6 +98,10 @@ def test_a_value_longer_than_any_row_is_refused_without_reading_on(monkeypatch: 
     with pytest.raises(ValidationError, match="longer than 100 characters") as e:
         read(raw, read_bytes=16)
     assert e.value.field == "data.tables.facts[0]"
+    broken = b'{"tables": {"facts": [{"id": 1 "x": 2}, ' + b'{"id": 3}, ' * 10_000  # a syntax error, then more
+    with pytest.raises(ValidationError, match="Expecting ',' delimiter at byte 31") as e:
+        read(broken, read_bytes=16)
+    assert e.value.field == "data.tables.facts[0]"
 
 
 def test_import_from_needs_the_head_before_the_tables(tmp_path: Any) -> None:

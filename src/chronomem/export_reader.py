@@ -45,8 +45,7 @@ class ExportReader:
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")("strict")  # a byte-order mark is skipped
         self._text = ""  # decoded and not yet consumed past self._pos
         self._pos = 0
-        self._offset = 0  # characters dropped from the front of self._text
-        self._dropped_bytes = 0  # the UTF-8 length of those characters
+        self._dropped_bytes = 0  # the UTF-8 length of the text consumed and dropped from the front
         self._eof = False
         self._keys: set[tuple[str, str]] = set()
         self.has_tables = False
@@ -211,16 +210,21 @@ class ExportReader:
         return False
 
     def _grow(self, where: str) -> None:
-        if len(self._text) - self._pos > MAX_VALUE_CHARS:
-            raise ValidationError(where, None, f"is longer than {MAX_VALUE_CHARS} characters: no row of an export "
-                                               "is (or its JSON is broken)")
+        if len(self._text) - self._pos > MAX_VALUE_CHARS:  # broken JSON, or a value no export holds
+            try:
+                _decoder.raw_decode(self._text, self._pos)
+                problem = "is not valid JSON"
+            except json.JSONDecodeError as e:
+                problem = f"is not valid JSON ({e.msg} at byte {self._byte(e.pos)})"
+            raise ValidationError(where, None, f"{problem}, or longer than {MAX_VALUE_CHARS} characters, "
+                                               "which no row of an export is")
         before = len(self._text) - self._pos
         while len(self._text) - self._pos == before:
             if not self._read():
                 return
 
     def _byte(self, pos: int) -> int:
-        """The file offset of the character at ``pos`` in the text (exact for ASCII; else counted)."""
+        """The file offset of the character at ``pos`` in the text."""
         return self._dropped_bytes + len(self._text[:pos].encode("utf-8"))
 
     def _error(self, where: str, problem: str, back: int = 0) -> ValidationError:
