@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 from typer.testing import CliRunner
 
-from chronomem import Memory, ValidationError
+from chronomem import Memory, StoreError, ValidationError
 from chronomem.cli import app
 from chronomem.cli.store_admin import copy_memory
 from chronomem.store import open_store
@@ -65,6 +65,23 @@ def test_copy_refuses_to_overwrite_unless_replace(url_factory: Callable[[str], s
         assert rep.users["u"]["facts"] == 1
     with Memory(b) as m:
         assert [f.object for f in m.history(user_id="u")] == ["Porto"]
+
+
+def test_a_copy_goes_a_batch_at_a_time_and_a_row_that_does_not_arrive_fails_it(
+        url_factory: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b, c = url_factory("sqlite"), url_factory("postgres"), url_factory("sqlite")
+    with Memory(a) as m:
+        _populate(m, "alice")
+        want = m.store.dump_user("alice")
+    with open_store(a) as src, open_store(b) as dst:
+        rep = copy_memory(src, dst, batch=2)  # every table of more than two rows in several batches
+        assert rep.users["alice"] == {t: len(rows) for t, rows in want.items()}
+        assert dst.dump_user("alice") == want
+    with open_store(a) as src, open_store(c) as dst:
+        load = dst.load_user
+        monkeypatch.setattr(dst, "load_user", lambda user, rows: load(user, {t: r[1:] for t, r in rows.items()}))
+        with pytest.raises(StoreError, match="does not read back identically"):
+            copy_memory(src, dst, batch=2)
 
 
 def test_migrate_on_sqlite(tmp_path) -> None:

@@ -3,8 +3,9 @@
 ``migrate`` opens a store (which applies pending migrations under a lock) and
 shows its schema version and vector backend.  ``copy`` moves one user's or
 every user's memory between any two stores — SQLite ↔ PostgreSQL — row for row
-through :meth:`Store.dump_user` / :meth:`Store.load_user`, then re-reads the
-destination and checks it equals the source, so a copy is lossless or fails.
+through :meth:`Store.iter_user` / :meth:`Store.load_user`, a batch of rows at a
+time, then re-reads the destination beside the source and checks they are equal,
+so a copy is lossless or fails.
 A copy of the whole store also brings its API keys (their hashes, revoked ones
 included), so the service answers the same keys at the new address; the job
 history (what a queue ran) is not copied.
@@ -16,6 +17,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Annotated, Any, Optional
 
 import typer
@@ -23,6 +25,7 @@ import typer
 from ..errors import StoreError, ValidationError
 from ..keys import DEFAULT_TENANT, check_tenant
 from ..store import Store, open_store
+from ..store.sql import DUMP_BATCH, TABLES
 from ..store.tenant import split_key, user_key
 
 log = logging.getLogger(__name__)
@@ -58,8 +61,8 @@ def _has_rows(store: Store, user_id: str) -> bool:
 
 
 def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
-                replace: bool = False) -> CopyReport:
-    """Copy ``users`` (default: all) from ``src`` to ``dst`` losslessly.
+                replace: bool = False, batch: int = DUMP_BATCH) -> CopyReport:
+    """Copy ``users`` (default: all) from ``src`` to ``dst`` losslessly, ``batch`` rows at a time.
 
     A user who already has data in ``dst`` is refused unless ``replace``, which
     deletes that user's rows there first (in the same transaction as the load).
@@ -76,16 +79,24 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
             raise ValidationError("user", busy[0], f"already has data in {dst.url}; pass --replace to overwrite")
     report = CopyReport()
     for user in chosen:
-        rows = src.dump_user(user)
-        with dst.transaction(user):
+        counts = dict.fromkeys(TABLES, 0)
+        with closing(src.iter_user(user, batch=batch)) as rows, dst.transaction(user):
             if replace:
                 dst.delete_user(user)
-            dst.load_user(user, rows)
-        if dst.dump_user(user) != rows:
+            for table, found in rows:
+                dst.load_user(user, {table: found})
+                counts[table] += len(found)
+        if not _same_rows(src, dst, user, batch):
             raise StoreError(f"copy of user {user!r} to {dst.url} does not read back identically")
-        report.users[user] = {t: len(r) for t, r in rows.items()}
-        log.info("copied user %s: %s", user, report.users[user])
+        report.users[user] = counts
+        log.info("copied user %s: %s", user, counts)
     return report
+
+
+def _same_rows(a: Store, b: Store, user_id: str, batch: int) -> bool:
+    """Whether two stores hold the same rows for the user, read side by side a batch at a time."""
+    with closing(a.iter_user(user_id, batch=batch)) as left, closing(b.iter_user(user_id, batch=batch)) as right:
+        return all(x == y for x, y in zip_longest(left, right))
 
 
 def copy_api_keys(src: Store, dst: Store) -> int:
