@@ -4,6 +4,7 @@ Memory without its async twin fails here), run on one worker thread per instance
 from __future__ import annotations
 
 import asyncio
+import io
 import inspect
 import threading
 from datetime import timedelta
@@ -70,6 +71,11 @@ def test_write_read_and_sessions(tmp_path) -> None:
             assert ctx[0]["role"] == "system" and ctx[-1]["content"] == "hi"
             dump = await mem.export(user_id="u1")
             assert (await mem.import_(dump, user_id="u2"))["messages"] == 1
+            written = io.BytesIO()
+            await mem.export_to(written, user_id="u1")
+            written.seek(0)
+            assert (await mem.import_from(written, user_id="u3"))["facts"] == 2
+            assert {f.object for f in await mem.facts(user_id="u3")} == {"Berlin", "Acme"}
             assert (await mem.alias("Berlin", "the capital", user_id="u2")).name == "Berlin"
             assert {e.name for e in await mem.entities(user_id="u2")} >= {"Maya", "Berlin"}
             gone = await mem.forget(user_id="u2", everything=True)
