@@ -456,18 +456,24 @@ class SQLStore(Store):
         if not messages:
             return []
         with self.transaction(user_id):
-            ids = [m.id for m in messages]
-            existing = {r[0] for r in self._all(
-                f"SELECT id FROM messages WHERE user_id = ? AND id IN {self._in(ids)}", (user_id, *ids))}
-            new = [m for m in messages if m.id not in existing]
-            context, updates = self._turn_contexts(user_id, [_Turn(m.id, m.session_id, m.seq, m.speaker, m.text)
-                                                           for m in new])
-            self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)), [
-                (user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text,
-                 to_micros(m.timestamp), to_micros(m.recorded_at), int(m.extracted), local_offset(m.timestamp),
-                 context[m.id])
-                for m in new])
-            self._set_context(user_id, updates)
+            inserted = self._insert_turns(
+                user_id, [_Turn(m.id, m.session_id, m.seq, m.speaker, m.text) for m in messages],
+                [(user_id, m.id, m.session_id, m.agent_id, m.seq, m.speaker, m.text, to_micros(m.timestamp),
+                  to_micros(m.recorded_at), int(m.extracted), local_offset(m.timestamp)) for m in messages])
+        return [messages[k] for k in inserted]
+
+    def _insert_turns(self, user_id: str, turns: Sequence[_Turn], values: Sequence[Sequence[Any]]) -> list[int]:
+        """Insert the turns not stored yet (``values``: each turn's :data:`MSG_COLS`), each with the turn
+        before it in its session as the full-text index pairs them; the positions of those inserted."""
+        held: set[str] = set()
+        for chunk in chunks([t.id for t in turns], 500):
+            held.update(r[0] for r in self._all(f"SELECT id FROM messages WHERE user_id = ? AND id IN "
+                                                f"{self._in(chunk)}", (user_id, *chunk)))
+        new = [k for k, t in enumerate(turns) if t.id not in held]
+        context, updates = self._turn_contexts(user_id, [turns[k] for k in new])
+        self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)),
+                   [(*values[k], context[turns[k].id]) for k in new])
+        self._set_context(user_id, updates)
         return new
 
     # The full-text index holds each turn with the turn before it in its session (migration 0007/0004):
@@ -1091,8 +1097,10 @@ class SQLStore(Store):
                 if not batch:
                     stored[table] = 0
                     continue
-                if table == "messages":
-                    stored[table] = self._load_turns(user_id, rows[table], batch)
+                if table == "messages":  # the index's pairing of turns is not exported: made as turns arrive
+                    stored[table] = len(self._insert_turns(user_id, [
+                        _Turn(d["id"], d["session_id"], d["seq"], d["speaker"], d["text"]) for d in rows[table]],
+                        batch))
                     continue
                 if table == "entity_names":  # a spelling both know: the import's turns said it too
                     self._merge_spelling_sources(user_id, rows[table])
@@ -1102,22 +1110,6 @@ class SQLStore(Store):
                 self._many(user_id, self._upsert_ignore(table, cols), batch)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
         return stored
-
-    def _load_turns(self, user_id: str, rows: Sequence[Mapping[str, Any]], values: Sequence[list[Any]]) -> int:
-        """Insert the turns not stored yet, each with the previous turn of its session as the full-text
-        index pairs them (not exported: derived as :meth:`add_messages` does); the number inserted."""
-        ids = [d["id"] for d in rows]
-        held: set[str] = set()
-        for chunk in chunks(ids, 500):
-            held.update(r[0] for r in self._all(f"SELECT id FROM messages WHERE user_id = ? AND id IN "
-                                                f"{self._in(chunk)}", (user_id, *chunk)))
-        new = [(d, v) for d, v in zip(rows, values) if d["id"] not in held]
-        context, updates = self._turn_contexts(user_id, [_Turn(d["id"], d["session_id"], d["seq"], d["speaker"],
-                                                             d["text"]) for d, _ in new])
-        self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)),
-                   [[*v, context[d["id"]]] for d, v in new])
-        self._set_context(user_id, updates)
-        return len(new)
 
     def _merge_spelling_sources(self, user_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Imported spellings the user already has for the same entity add the turns that used them
