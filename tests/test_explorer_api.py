@@ -97,6 +97,27 @@ def test_provenance_has_source_turns_versions_and_the_correction(
     assert r.status_code == 404 and r.json()["error"] == "NotFoundError"
 
 
+def test_the_versions_of_a_fact_of_many_values_are_its_own(tmp_path: Any) -> None:
+    """The other things Maya likes are not versions of her liking tea (a hub of thousands made each
+    provenance list them all); a correction is, even one that renames both ends."""
+    mem = Memory(tmp_path / "v.db", llm=False, embedder=False)
+    mem.add_facts([{"subject": "Maya", "relation": "likes", "object": o} for o in ("tea", "jazz", "chess")]
+                  + [{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2019-01-01"},
+                     {"subject": "Maya", "relation": "lives_in", "object": "Oslo", "valid_from": "2021-01-01"}],
+                  user_id="u")
+    by = {f.object: f for f in mem.history(user_id="u")}
+    fixed = mem.correct(by["tea"].id, user_id="u", subject="Mia", object="green tea")  # both ends renamed
+    with TestClient(create_app(mem, owns_memory=True)) as c:
+        def versions(fact_id: str) -> list[tuple[str, str]]:
+            prov = c.get(f"/v1/users/u/facts/{fact_id}/provenance").json()
+            return [(v["subject"], v["object"]) for v in prov["versions"]]
+
+        assert versions(by["tea"].id) == [("Maya", "tea"), ("Mia", "green tea")]
+        assert versions(fixed.id) == [("Maya", "tea"), ("Mia", "green tea")]
+        assert versions(by["jazz"].id) == [("Maya", "jazz")]
+        assert versions(by["Oslo"].id) == [("Maya", "Porto"), ("Maya", "Oslo")]  # one value at a time: its slot
+
+
 def test_answer_carries_its_search_trace(client: tuple[TestClient, dict[str, str], str]) -> None:
     c, key, _ = client
     body = c.post(f"/v1/users/{USER}/answer", json={"question": "Where does Maya live?", "method": "real"},

@@ -85,16 +85,23 @@ def checkpoints(user_id: UserId, mem: Mem,
 
 
 def _versions(mem: Memory, user_id: str, f: Fact) -> list[Fact]:
-    """Versions of ``f``: same subject and relation, plus what it corrected or was corrected by."""
-    same = mem.store.facts(user_id, subject_ids=[f.subject_id], relations=[f.relation]) if f.subject_id else [f]
+    """Versions of ``f``: the facts of its slot (same subject and relation; for a relation of many values at
+    once, same object too: the other things Maya likes are not versions of this one), plus what it
+    corrected or was corrected by, followed both ways (a correction may rename subject or relation)."""
+    if f.subject_id:
+        many = not mem.registry.spec(f.relation).single_valued and f.object_id
+        same = mem.store.facts(user_id, subject_ids=[f.subject_id], relations=[f.relation],
+                               object_ids=[f.object_id] if many else None)
+    else:
+        same = [f]
     linked = {x.id: x for x in same}
     linked.setdefault(f.id, f)
     todo = [f]
-    while todo:  # follow closed_by both ways (a correction may rename subject or relation)
+    while todo:
         cur = todo.pop()
-        near = mem.store.facts(user_id, touching=[i for i in (cur.subject_id, cur.object_id) if i])
-        for x in near + ([y for y in mem.store.facts(user_id, ids=[cur.closed_by])] if cur.closed_by else []):
-            if x.id not in linked and (x.closed_by == cur.id or cur.closed_by == x.id):
+        closed = mem.store.facts(user_id, closed_by=[cur.id])
+        for x in closed + (mem.store.facts(user_id, ids=[cur.closed_by]) if cur.closed_by else []):
+            if x.id not in linked:
                 linked[x.id] = x
                 todo.append(x)
     return sorted(linked.values(), key=lambda x: (x.valid_from is not None, x.valid_from or x.recorded_at,
