@@ -89,9 +89,9 @@ def _versions(mem: Memory, user_id: str, f: Fact) -> list[Fact]:
     once, same object too: the other things Maya likes are not versions of this one), plus what it
     corrected or was corrected by, followed both ways (a correction may rename subject or relation)."""
     if f.subject_id:
-        many = not mem.registry.spec(f.relation).single_valued and f.object_id
+        one_value = mem.registry.spec(f.relation).single_valued
         same = mem.store.facts(user_id, subject_ids=[f.subject_id], relations=[f.relation],
-                               object_ids=[f.object_id] if many else None)
+                               object_ids=None if one_value or f.object_id is None else [f.object_id])
     else:
         same = [f]
     linked = {x.id: x for x in same}
