@@ -184,28 +184,36 @@ def test_an_idle_session_that_fails_twice_is_ended_and_costs_no_more_sweeps(tmp_
         assert [m.extracted for m in mem.messages(user_id="u1")] == [False]  # extract_pending retries it
 
 
-def test_an_export_is_one_snapshot_though_another_writer_runs(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_export_is_one_snapshot_while_other_writers_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dump reads one snapshot on a connection of its own: another process's write between its entities
+    and its facts neither waits for it nor shows in it (before: it waited for the dump's write lock), and
+    a write through the same store from another thread goes on meanwhile too."""
     with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem, \
             Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as other:
         mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "tea"}], user_id="u1")
         inner = mem.store.inner
-        real_all = inner._all
-        writer = threading.Thread(target=lambda: other.add_facts(
-            [{"subject": "Maya", "relation": "likes", "object": "coffee"}], user_id="u1"))
+        real = inner.iter_user
+        done: list[str] = []
 
-        def read_then_let_a_writer_in(sql: str, params: Any = ()) -> Any:
-            rows = real_all(sql, params)
-            if "FROM entities" in sql and not writer.is_alive() and writer.ident is None:
-                writer.start()  # another process writes between the dump's entities and its facts
-                writer.join(timeout=0.5)  # it waits for the dump's transaction (before: it wrote now)
-            return rows
+        def write(m: Memory, user: str, thing: str) -> None:
+            m.add_facts([{"subject": "Maya", "relation": "likes", "object": thing}], user_id=user)
+            done.append(thing)
 
-        monkeypatch.setattr(inner, "_all", read_then_let_a_writer_in)
+        def writers_between_entities_and_facts(user_id: str, *, batch: int = 1000) -> Any:
+            for table, rows in real(user_id, batch=batch):
+                yield table, rows
+                if table == "entities":
+                    for m, user, thing in ((other, "u1", "coffee"), (mem, "u3", "cocoa")):
+                        t = threading.Thread(target=write, args=(m, user, thing))
+                        t.start()
+                        t.join(timeout=30)  # while the dump is open
+
+        monkeypatch.setattr(inner, "iter_user", writers_between_entities_and_facts)
         data = mem.export(user_id="u1")
         monkeypatch.undo()
-        writer.join()
-        mem.import_(data, user_id="u2")  # refused before: a fact named an entity the export lacked
+        assert done == ["coffee", "cocoa"]  # neither waited for the dump to end
+        assert [r["object"] for r in data["tables"]["facts"]] == ["tea"]  # the dump's snapshot
+        mem.import_(data, user_id="u2")  # a fact naming an entity the export lacks would be refused
         assert [f.object for f in mem.facts(user_id="u2")] == ["tea"]
         assert sorted(f.object for f in mem.facts(user_id="u1")) == ["coffee", "tea"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import json
-
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -249,6 +249,37 @@ def _waiting_turns_exported(mem: Memory, user: str, tmp_path) -> None:  # type: 
 def test_an_export_holds_the_turns_still_waiting_in_the_buffer(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with Memory(tmp_path / "b.db", llm=SessionLLM(), embedder=False, buffer=True) as mem:
         _waiting_turns_exported(mem, "u1", tmp_path)
+
+
+@pytest.mark.parametrize("stored", ["before the dump's snapshot", "after its first read"])
+def test_a_turn_flushed_as_an_export_starts_is_exported_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              stored: str) -> None:
+    """The buffer is read before the dump's snapshot: a turn stored before the snapshot is in both, and
+    exported as the store holds it (extracted), not twice (an import would refuse the duplicate); a turn
+    stored after the snapshot began is exported as it waited (not lost between the two)."""
+    with Memory(tmp_path / "b.db", llm=SessionLLM(), embedder=False, buffer=True) as mem:
+        mem.add(conv("I live in Berlin and work at Acme.", ts="2023-01-10T10:00:00Z"), user_id="u1",
+                session_id="s1")
+        real = mem.store.iter_user
+
+        def session_ends_meanwhile(user_id: str, *, batch: int = 1000):  # type: ignore[no-untyped-def]
+            if stored.startswith("before"):
+                mem.end_session(user_id="u1", session_id="s1")  # the buffered turns are stored now
+            dump = real(user_id, batch=batch)
+            first = next(dump)  # the snapshot is taken
+            if stored.startswith("after"):
+                mem.end_session(user_id="u1", session_id="s1")
+            yield first
+            yield from dump
+
+        monkeypatch.setattr(mem.store, "iter_user", session_ends_meanwhile)
+        data = mem.export(user_id="u1")
+        monkeypatch.undo()
+        extracted = 1 if stored.startswith("before") else 0  # the store's copy, or the buffer's
+        assert [(r["id"], r["extracted"]) for r in data["tables"]["messages"]] == [("t0", extracted)]
+        assert [r["id"] for r in data["tables"]["sessions"]] == ["s1"]
+        mem.import_(data, user_id="u2")
+        assert [m.id for m in mem.messages(user_id="u2")] == ["t0"]
 
 
 def test_an_export_holds_the_turns_still_waiting_in_redis(tmp_path, redis_client) -> None:  # type: ignore[no-untyped-def]

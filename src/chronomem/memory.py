@@ -84,8 +84,7 @@ def _user_calls(method: Callable[Concatenate[Memory, _P], _R]) -> Callable[Conca
 
 def _waiting_rows(store: Store, buffer: SessionBuffer | None, user_id: str) -> dict[str, list[dict[str, Any]]]:
     """The user's turns waiting in ``buffer`` and not stored, as an export's rows of pending turns, and the
-    rows of their sessions (all of them: the export keeps those it did not dump).  Read inside the dump's
-    transaction, so a turn flushed meanwhile is either dumped or here, once."""
+    rows of their sessions (all of them: the export keeps those it did not dump)."""
     waiting = {sid: buffer.read(user_id, sid) for sid in buffer.active_sessions(user_id)} if buffer else {}
     ids = [m.id for turns in waiting.values() for m in turns]
     stored = {m.id for m in store.messages(user_id, ids=ids)} if ids else set()
@@ -828,19 +827,19 @@ class Memory:
 
     def _export_rows(self, user_id: str) -> UserRows:
         """The user's stored rows table by table, each of sessions and messages followed by the rows of the
-        turns waiting in the session buffer (read inside the dump's transaction)."""
-        waiting: dict[str, list[dict[str, Any]]] = {}
+        turns waiting in the session buffer.  The buffer is read before the dump's snapshot (or lock) is
+        taken, so a turn flushed in between is in both: the dump's copy is kept.  A turn flushed after it
+        is still in what was read of the buffer: each turn is exported once."""
+        waiting = _waiting_rows(self.store, self._buffer, user_id)
         current = None
         with closing(self.store.iter_user(user_id)) as rows:
             for table, batch in rows:
-                if current is None:  # the first batch: the dump's transaction is open
-                    waiting = _waiting_rows(self.store, self._buffer, user_id)
-                elif table != current and waiting.get(current):
+                if current is not None and table != current and waiting.get(current):
                     yield current, waiting.pop(current)  # after the table's last stored row
                 current = table
-                if table == "sessions":  # a waiting turn's session is new only if the store has none
-                    held = {r["id"] for r in batch}
-                    waiting["sessions"] = [r for r in waiting["sessions"] if r["id"] not in held]
+                if waiting.get(table):  # a waiting turn's session is new only if the store has none; a turn
+                    held = {r["id"] for r in batch}  # flushed since the buffer was read is the dump's
+                    waiting[table] = [r for r in waiting[table] if r["id"] not in held]
                 yield table, batch
         if current is not None and waiting.get(current):
             yield current, waiting.pop(current)

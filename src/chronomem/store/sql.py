@@ -1065,18 +1065,21 @@ class SQLStore(Store):
         # a batch at a time, but inside the user's write transaction: no writer of the user lands between
         # two reads, so no fact names an entity the dump lacks (an export must import again)
         with self.transaction(user_id):
-            for table, cols in TABLES.items():
-                keys = TABLE_KEYS[table]
-                sql = f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ?"
-                page = f" ORDER BY {', '.join(keys)} LIMIT {int(batch)}"
-                found = [self._dump_row(table, cols, r) for r in self._all(sql + page, (user_id,))]
-                yield table, found
-                while len(found) == batch:  # the rows after the last one's key (keys are unique per user)
-                    cond, past = _beyond([(k, found[-1][k]) for k in keys])
-                    found = [self._dump_row(table, cols, r) for r in self._all(f"{sql} AND {cond}{page}",
-                                                                               (user_id, *past))]
-                    if found:
-                        yield table, found
+            yield from self._user_rows(self._all, user_id, batch)
+
+    def _user_rows(self, read: Callable[[str, Sequence[Any]], list[Any]], user_id: str, batch: int) -> UserRows:
+        """:meth:`iter_user`'s rows, each query answered by ``read`` (in one snapshot of the store)."""
+        for table, cols in TABLES.items():
+            keys = TABLE_KEYS[table]
+            sql = f"SELECT {', '.join(cols)} FROM {table} WHERE user_id = ?"
+            page = f" ORDER BY {', '.join(keys)} LIMIT {int(batch)}"
+            found = [self._dump_row(table, cols, r) for r in read(sql + page, (user_id,))]
+            yield table, found
+            while len(found) == batch:  # the rows after the last one's key (keys are unique per user)
+                cond, past = _beyond([(k, found[-1][k]) for k in keys])
+                found = [self._dump_row(table, cols, r) for r in read(f"{sql} AND {cond}{page}", (user_id, *past))]
+                if found:
+                    yield table, found
 
     def _dump_row(self, table: str, cols: Sequence[str], r: Sequence[Any]) -> dict[str, Any]:
         d = dict(zip(cols, r))

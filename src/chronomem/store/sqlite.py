@@ -25,7 +25,8 @@ from ..model import Fact
 from ..timeutil import to_micros, utcnow
 from .free_space import zero_free_space
 from .fulltext import query_words
-from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .base import UserRows
+from .sql import APP_KEY, APP_NAME, DUMP_BATCH, SCHEMA_VERSION_KEY, SQLStore, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
 
 log = logging.getLogger(__name__)
@@ -255,6 +256,38 @@ class SQLiteStore(SQLStore):
                 yield self._db
             except (sqlite3.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
                 raise StoreError(f"SQLite read failed on {self.path}: {e}") from e
+
+    def iter_user(self, user_id: str, *, batch: int = DUMP_BATCH) -> UserRows:
+        """The user's rows read in one read transaction on a connection of the dump's own: under WAL it
+        sees the file as it was at its first read while the store's connection goes on serving (and
+        writing) for every other caller; the base class's way held the store's one connection, and its
+        write lock, for the whole dump (two seconds for a user of 15,000 facts).  An in-memory store has
+        no second connection to it: it dumps the base class's way."""
+        if self.path == ":memory:":
+            yield from super().iter_user(user_id, batch=batch)
+            return
+        try:
+            conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open a read transaction on {self.path}: {e}") from e
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("BEGIN")  # the snapshot is taken at the first read and kept to the end
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreError(f"cannot open a read transaction on {self.path}: {e}") from e
+
+        def read(sql: str, params: Sequence[Any] = ()) -> list[Any]:
+            try:
+                return conn.execute(self._q(sql), params).fetchall()
+            except (sqlite3.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
+                raise StoreError(f"SQLite read failed on {self.path}: {e}") from e
+
+        try:
+            yield from self._user_rows(read, user_id, batch)
+        finally:
+            conn.close()  # ends the read transaction
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         q = _fts_query(query)
