@@ -1116,6 +1116,25 @@ def test_an_export_written_a_batch_at_a_time_is_the_export(cmem: Memory) -> None
     assert all(rows == [] for rows in json.loads(empty.getvalue())["tables"].values())
 
 
+def test_a_users_writers_go_on_while_the_user_is_dumped(cmem: Memory) -> None:
+    """A dump reads one snapshot: the user's own writers neither wait for it nor show in it."""
+    import threading
+
+    _populate(cmem)
+    before = everything_of(cmem, U)
+    dump = cmem.store.iter_user(U, batch=2)
+    first = next(dump)  # the snapshot is taken
+    writer = threading.Thread(target=lives, args=(cmem, "Oslo", "2030-01-01"))
+    writer.start()
+    writer.join(timeout=30)
+    assert not writer.is_alive(), "the user's writer waited for the dump"
+    rows: dict[str, list[dict[str, object]]] = {first[0]: list(first[1])}
+    for table, batch in dump:
+        rows.setdefault(table, []).extend(batch)
+    assert rows == before  # without the fact written meanwhile
+    assert "Oslo" in [f.object for f in cmem.history(user_id=U)]
+
+
 def _as_file(data: dict[str, object]) -> io.BytesIO:
     return io.BytesIO(json.dumps(data, ensure_ascii=False).encode())
 

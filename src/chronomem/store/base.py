@@ -247,8 +247,9 @@ class Store(ABC):
     @abstractmethod
     def iter_user(self, user_id: str, *, batch: int = 1000) -> UserRows:
         """Every row of the user as ``(table, rows)``: each table in turn (its rows in key order, at most
-        ``batch`` a time; a table without rows as one empty batch), all read in one transaction of the user,
-        so the rows agree with each other.  Exhaust or close the iterator: it holds the transaction."""
+        ``batch`` a time; a table without rows as one empty batch), all read in one snapshot of the store
+        (a read transaction of its own, or the user's write transaction), so the rows agree with each other.
+        Exhaust or close the iterator: it holds the transaction."""
 
     def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
         """Every row of the user, per table (:meth:`iter_user` read whole)."""

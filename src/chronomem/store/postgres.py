@@ -72,7 +72,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import ConfigError, CorruptDatabaseError, StoreError
 from ..timeutil import to_micros, utcnow
 from .fulltext import query_words
-from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .base import UserRows
+from .sql import APP_KEY, APP_NAME, DUMP_BATCH, SCHEMA_VERSION_KEY, SQLStore, schema_version
 
 log = logging.getLogger(__name__)
 
@@ -335,6 +336,23 @@ class PostgresStore(SQLStore):
                 raise StoreError(f"PostgreSQL rejected a value: {str(e).strip()}") from e
             except (psycopg.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
                 raise StoreError(f"PostgreSQL write failed on {redact(self.url)}: {str(e).strip()}") from e
+
+    def iter_user(self, user_id: str, *, batch: int = DUMP_BATCH) -> UserRows:
+        """The user's rows read in one REPEATABLE READ, READ ONLY transaction on a pooled connection of the
+        dump's own: one snapshot, taken at its first read, while the user's writers go on (the base class's
+        way held the user's write lock for the whole dump)."""
+        with self._connection() as raw:
+            try:
+                with raw.transaction():
+                    raw.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                    conn = _Conn(raw)
+
+                    def read(sql: str, params: Sequence[Any] = ()) -> list[Any]:
+                        return conn.execute(self._q(sql), params).fetchall()
+
+                    yield from self._user_rows(read, user_id, batch)
+            except (psycopg.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
+                raise StoreError(f"PostgreSQL read failed on {redact(self.url)}: {str(e).strip()}") from e
 
     def _relax_commit(self) -> None:
         self._local.conn.execute("SET LOCAL synchronous_commit TO OFF")
