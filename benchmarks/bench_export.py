@@ -9,7 +9,8 @@ the export above what it held before.  Each runs in a fresh process, its peak re
 ``/proc/self/clear_refs`` (Linux): ``ru_maxrss`` starts at the parent's size at the fork, which hid
 whatever an export took below it, and Starlette's test client holds a whole reply in memory.  Older code
 has no ``export_to`` (that row fails).  The export imports again as a check.  ``copy``: ``chronomem copy``
-of the store into a new SQLite file (``copy_memory``, verified), the same way.
+of the store into a new SQLite file (``copy_memory``, verified), the same way.  ``beside``: ``export_to``
+while another thread of the same Memory writes another user's fact every 20 ms, and how long those waited.
 
 The same script runs against older code (``git archive REV src | tar -x -C DIR``; copy this file to
 ``DIR/benchmarks``):
@@ -37,7 +38,7 @@ from bench_search_vectors import HashEmbedder, add_embedded_user  # noqa: E402
 from chronomem import Memory  # noqa: E402
 
 HERE = Path(__file__).resolve()
-WAYS = ("rest", "python", "export_to", "copy")
+WAYS = ("rest", "python", "export_to", "copy", "beside")
 
 
 def build(db: str, facts: int, turns: int) -> None:
@@ -79,6 +80,38 @@ def measure(db: str, how: str) -> dict[str, Any]:
     assert all(added[t] == n for t, n in counts.items()), (added, counts)
     return {"export": how, "seconds": round(took, 2), "mb": round(size / 1e6, 1), "rss_before_mb": round(base / 1024),
             "peak_rise_mb": round((peak - base) / 1024, 1), "rows": counts}
+
+
+def measure_beside(db: str) -> dict[str, Any]:
+    """In this (fresh) process: ``export_to`` of the user while another thread of the same Memory writes
+    a fact of another user every 20 ms; how long those writes waited while the export ran."""
+    import statistics
+    import threading
+
+    with tempfile.TemporaryDirectory() as tmp, Memory(db, llm=False, embedder=False) as mem:
+        mem.add_facts([{"subject": "Tom", "relation": "likes", "object": "warm-up"}], user_id="other")
+        waits: list[float] = []
+        done = threading.Event()
+
+        def other_user() -> None:
+            n = 0
+            while not done.is_set():
+                t = time.perf_counter()
+                mem.add_facts([{"subject": "Tom", "relation": "likes", "object": f"thing {n}"}], user_id="other")
+                waits.append(time.perf_counter() - t)
+                n += 1
+                time.sleep(0.02)
+
+        beside = threading.Thread(target=other_user)
+        t = time.perf_counter()
+        beside.start()
+        with open(Path(tmp) / "export.json", "wb") as fp:
+            mem.export_to(fp, user_id="u")
+        took = time.perf_counter() - t
+        done.set()
+        beside.join()
+    return {"export": "beside", "seconds": round(took, 2), "writes_meanwhile": len(waits),
+            "write_ms_median": round(statistics.median(waits) * 1000, 1), "write_ms_max": round(max(waits) * 1000, 1)}
 
 
 def measure_copy(db: str) -> dict[str, Any]:
@@ -148,16 +181,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--facts", type=int, default=20000)
     ap.add_argument("--turns", type=int, default=5000)
+    ap.add_argument("--ways", default=",".join(WAYS), help=f"which to measure, of {','.join(WAYS)}")
     ap.add_argument("--measure", choices=WAYS, help=argparse.SUPPRESS)
     ap.add_argument("--db", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure_copy(args.db) if args.measure == "copy" else measure(args.db, args.measure)))
+        special = {"copy": measure_copy, "beside": measure_beside}
+        print(json.dumps(special[args.measure](args.db) if args.measure in special
+                         else measure(args.db, args.measure)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         db = str(Path(tmp) / "export.db")
         build(db, args.facts, args.turns)
-        for how in WAYS:
+        for how in args.ways.split(","):
             done = subprocess.run([sys.executable, str(HERE), "--measure", how, "--db", db],
                                   capture_output=True, text=True)
             last = (done.stdout if done.returncode == 0 else done.stderr).strip().splitlines()
