@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_search_vectors import user_facts  # noqa: E402
+from bench_search_vectors import add_in_batches, user_facts  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from chronomem import Memory  # noqa: E402
@@ -39,9 +39,7 @@ def main() -> None:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         mem = Memory(str(Path(tmp) / "p.db"), llm=False, embedder=False)
-        facts = user_facts(args.facts)
-        for start in range(0, len(facts), 5000):
-            mem.add_facts(facts[start:start + 5000], user_id="u")
+        add_in_batches(mem, "u", user_facts(args.facts))
         held = mem.store.facts("u")
         (hub, relation), _ = Counter((f.subject, f.relation) for f in held).most_common(1)[0]
         cases = {f"{hub} {relation} (one of many)": next(f for f in held if (f.subject, f.relation) == (hub, relation)),

@@ -66,12 +66,16 @@ def user_facts(n: int) -> list[dict[str, Any]]:
     return out
 
 
+def add_in_batches(mem: Memory, user: str, facts: list[dict[str, Any]], size: int = 5000) -> None:
+    """``Memory.add_facts`` of many facts, ``size`` at a time (each call is one write transaction)."""
+    for start in range(0, len(facts), size):
+        mem.add_facts(facts[start:start + size], user_id=user)
+
+
 def add_embedded_user(mem: Memory, user: str, n: int, emb: HashEmbedder) -> tuple[list[Entity], list[Fact]]:
     """Add :func:`user_facts` to ``user``, then a vector of every entity and held fact, as a search would
     have left them; returns the entities and the held facts."""
-    facts = user_facts(n)
-    for start in range(0, len(facts), 5000):
-        mem.add_facts(facts[start:start + 5000], user_id=user)
+    add_in_batches(mem, user, user_facts(n))
     ents = mem.store.entities(user, with_aliases=False)
     mem.store.put_vectors(user, "entity", list(zip([e.id for e in ents], emb.embed([e.name for e in ents]))),
                           emb.name)
