@@ -63,8 +63,8 @@ class BodyLimit:
     """ASGI middleware: a request body over ``max_bytes`` is refused with 413 before any route reads it.
 
     A declared ``Content-Length`` is checked up front; a chunked body is read up to the
-    limit, then either refused or replayed to the app unchanged.  An import (a path ending in
-    ``/import``) has its own limit, ``import_bytes``, and is not held here: its route reads the
+    limit, then either refused or replayed to the app unchanged.  An import (``/v1/users/…/import``)
+    has its own limit, ``import_bytes``, and is not held here: its route reads the
     body as it arrives (to a temporary file), and a chunked body passing the limit ends the
     read with 413.
     """
@@ -79,7 +79,8 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        importing = str(scope.get("path", "")).endswith("/import")
+        path = str(scope.get("path", ""))
+        importing = path.startswith("/v1/users/") and path.endswith("/import")
         limit = self.import_bytes if importing else self.max_bytes
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None:
