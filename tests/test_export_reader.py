@@ -58,7 +58,8 @@ def test_an_object_without_tables_is_its_head() -> None:
 
 
 @pytest.mark.parametrize("raw, field, words", [
-    (b"", "data", "ends inside"),
+    (b"", "data", "is empty"),
+    (b" \n", "data", "is empty"),
     (b"[]", "data", "not a chronomem export"),
     (b'{"format": "x"', "data", "ends inside"),
     (b'{"format": "x"} {}', "data", "more after the export"),

@@ -53,6 +53,9 @@ class ExportReader:
     # -- the object ----------------------------------------------------------------------------------
     def head(self) -> dict[str, Any]:
         """The object's fields before ``tables`` (all of them when it has none)."""
+        self._skip()
+        if self._pos >= len(self._text):
+            raise ValidationError("data", None, "is empty: not a chronomem export")
         if self._peek("data") != "{":
             raise ValidationError("data", None, "not a chronomem export (one JSON object, as an export is written)")
         self._pos += 1
