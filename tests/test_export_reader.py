@@ -117,3 +117,13 @@ def test_import_from_needs_the_head_before_the_tables(tmp_path: Any) -> None:
         assert mem.import_from(io.BytesIO(out.getvalue()), user_id="v")["facts"] == 1
         assert [f.object for f in mem.facts(user_id="v")] == ["Porto"]
         assert mem.import_from(io.BytesIO(out.getvalue()))["already_present"] > 0  # into the export's own user
+
+
+def test_an_in_memory_store_dumps_through_its_one_connection() -> None:
+    """A ``:memory:`` database has no second connection for a snapshot: its dump holds the store's own."""
+    with Memory(":memory:", embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u")
+        out = io.BytesIO()
+        assert mem.export_to(out, user_id="u")["facts"] == 1
+        assert mem.import_from(io.BytesIO(out.getvalue()), user_id="v")["facts"] == 1
+        assert mem.export(user_id="v")["tables"]["facts"][0]["object"] == "Porto"
