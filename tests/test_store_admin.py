@@ -77,6 +77,21 @@ def test_a_copy_goes_a_batch_at_a_time_and_a_row_that_does_not_arrive_fails_it(
         rep = copy_memory(src, dst, batch=2)  # every table of more than two rows in several batches
         assert rep.users["alice"] == {t: len(rows) for t, rows in want.items()}
         assert dst.dump_user("alice") == want
+    with open_store(a) as src, open_store(url_factory("sqlite")) as dst:  # the source written to meanwhile
+        real = src.iter_user
+        calls = []
+
+        def written_after_the_copy(user: str, *, batch: int = 1000):  # type: ignore[no-untyped-def]
+            calls.append(user)
+            if len(calls) == 2:  # the check's read: a writer came between
+                with Memory(a) as m:
+                    m.add_facts([{"subject": "Maya", "relation": "likes", "object": "tea"}], user_id="alice")
+            return real(user, batch=batch)
+
+        monkeypatch.setattr(src, "iter_user", written_after_the_copy)
+        with pytest.raises(StoreError, match="does not read back identically"):
+            copy_memory(src, dst, batch=2)
+        monkeypatch.undo()
     with open_store(a) as src, open_store(c) as dst:
         load = dst.load_user
         monkeypatch.setattr(dst, "load_user", lambda user, rows: load(user, {t: r[1:] for t, r in rows.items()}))

@@ -66,7 +66,9 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
 
     A user who already has data in ``dst`` is refused unless ``replace``, which
     deletes that user's rows there first (in the same transaction as the load).
-    Each user is verified after the copy: the destination's rows must equal the source's.
+    Each user is verified after the copy: the destination's rows must equal the source's,
+    read again beside them, so a user written to while being copied fails the check (its
+    copy would be stale): copy a store nobody writes to, or copy that user again.
     """
     chosen = list(users) if users else src.users()
     known = set(src.users())
