@@ -189,6 +189,31 @@ def test_an_export_larger_than_the_spool_streams_from_disk_whole(tmp_path: Path,
         assert c.post("/v1/users/u4/import", content=iter([body])).status_code == 413
 
 
+def test_a_full_disk_under_the_spool_is_507_and_nothing_is_imported(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+    import tempfile
+
+    from chronomem.server import routes
+
+    mem = Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False)
+    mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"song {i}"} for i in range(300)], user_id="u1")
+    with TestClient(create_app(mem, owns_memory=True)) as c:
+        body = c.get("/v1/users/u1/export").content
+
+        class FullDisk(tempfile.SpooledTemporaryFile):  # type: ignore[type-arg]
+            def write(self, data: bytes) -> int:  # type: ignore[override]
+                if self.tell() + len(data) > 4096:
+                    raise OSError(errno.ENOSPC, "No space left on device")
+                return super().write(data)
+
+        monkeypatch.setattr(routes.tempfile, "SpooledTemporaryFile", FullDisk)
+        for r in (c.post("/v1/users/u2/import", content=body), c.get("/v1/users/u1/export")):
+            assert r.status_code == 507 and r.json()["error"] == "InsufficientStorage", r.text
+            assert "No space left on device" in r.json()["detail"]
+        assert mem.facts(user_id="u2") == []
+
+
 def test_api_key_is_enforced(tmp_path: Path) -> None:
     with TestClient(create_app(Memory(tmp_path / "k.db"), api_key="s3cret")) as c:
         assert c.get("/v1/users/u1/facts").status_code == 401

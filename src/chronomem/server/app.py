@@ -42,7 +42,8 @@ from .ui import add_ui
 log = logging.getLogger(__name__)
 
 _STATUS_NAMES = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-                 405: "MethodNotAllowed", 413: "PayloadTooLarge", 415: "UnsupportedMediaType"}
+                 405: "MethodNotAllowed", 413: "PayloadTooLarge", 415: "UnsupportedMediaType",
+                 507: "InsufficientStorage"}
 
 
 def _error(status: int, error: str, detail: str, field: str | None = None,

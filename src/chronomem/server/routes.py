@@ -4,12 +4,13 @@ user ids in paths are the tenant's own, and the store keeps tenants apart."""
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Annotated, Any
 from urllib.parse import unquote
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Header, Path, Query, Request, Response
+from fastapi import APIRouter, BackgroundTasks, Depends, Header, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BeforeValidator
 from starlette.background import BackgroundTask
@@ -320,8 +321,9 @@ def export(user_id: UserId, mem: Mem) -> StreamingResponse:
     export in memory, and a slow client holds no lock."""
     spool = tempfile.SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES)
     try:
-        mem.export_to(spool, user_id=user_id)
-        spool.seek(0)
+        with _spooling("export"):
+            mem.export_to(spool, user_id=user_id)
+            spool.seek(0)
     except BaseException:
         spool.close()
         raise
@@ -339,12 +341,23 @@ async def import_(user_id: UserId, request: Request, mem: Mem) -> dict[str, int]
     (memory up to 8 MiB, then a temporary file), then imported a batch of rows at a time in one
     transaction (`Memory.import_from`): a bad row anywhere is a 422 naming it, with nothing written."""
     with tempfile.SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES) as spool:
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size <= EXPORT_SPOOL_BYTES:
-                spool.write(chunk)
-            else:  # on disk now: not on the event loop
-                await run_in_threadpool(spool.write, chunk)
-        spool.seek(0)
+        with _spooling("import"):
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size <= EXPORT_SPOOL_BYTES:
+                    spool.write(chunk)
+                else:  # on disk now: not on the event loop
+                    await run_in_threadpool(spool.write, chunk)
+            spool.seek(0)
         return await run_in_threadpool(mem.import_from, spool, user_id=user_id)
+
+
+@contextmanager
+def _spooling(what: str) -> Iterator[None]:
+    """A temporary file that cannot be written (a full disk) is 507, not an unexplained 500."""
+    try:
+        yield
+    except OSError as e:
+        raise HTTPException(507, f"the server could not hold the {what} in a temporary file: "
+                                 f"{e.strerror or e}") from e
