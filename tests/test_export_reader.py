@@ -8,6 +8,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from chronomem import Memory, ValidationError
 from chronomem import export_reader
@@ -127,3 +129,37 @@ def test_an_in_memory_store_dumps_through_its_one_connection() -> None:
         assert mem.export_to(out, user_id="u")["facts"] == 1
         assert mem.import_from(io.BytesIO(out.getvalue()), user_id="v")["facts"] == 1
         assert mem.export(user_id="v")["tables"]["facts"][0]["object"] == "Porto"
+
+
+_EXPORT = json.dumps({**HEAD, "version": 1, "tables": {
+    "sessions": [{"id": "s", "started_at": 0}],
+    "messages": [{"id": "m1", "session_id": "s", "seq": 0, "speaker": "Maya", "text": "hi", "ts": 0,
+                  "recorded_at": 0, "extracted": 1}],
+    "entities": [{"id": "e1", "name": "Maya", "created_at": 0}, {"id": "e2", "name": "Porto", "created_at": 0}],
+    "facts": [{"id": "f1", "subject_id": "e1", "subject": "Maya", "relation": "lives_in", "object_id": "e2",
+               "object": "Porto", "confidence": 0.9, "intent": "FACT", "origin": "imported", "recorded_at": 0,
+               "source_ids": "[\"m1\"]", "text": "Maya lives in Porto"}],
+    "vectors": [{"kind": "entity", "item_id": "e1", "model": "m", "dim": 2, "vec": [0.5, -1.0]}]}}).encode()
+
+
+@pytest.fixture(scope="module")
+def fuzz_mem(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Memory(tmp_path_factory.mktemp("fuzz") / "m.db", embedder=False) as mem:
+        yield mem
+
+
+def test_the_fuzz_seed_is_a_good_export(fuzz_mem: Memory) -> None:
+    assert fuzz_mem.import_from(io.BytesIO(_EXPORT), user_id="seed")["facts"] == 1
+
+
+@given(st.integers(0, len(_EXPORT)), st.integers(0, 40), st.binary(max_size=40))
+def test_a_damaged_export_is_refused_by_name_or_imported_whole(fuzz_mem: Memory, at: int, cut: int,
+                                                               junk: bytes) -> None:
+    """Any damage to a file is a ValidationError (never another exception), and a refused import leaves the
+    user without a row; what is still a valid export imports."""
+    raw = _EXPORT[:at] + junk + _EXPORT[at + cut:]
+    user = f"u{abs(hash((at, cut, junk)))}"
+    try:
+        fuzz_mem.import_from(io.BytesIO(raw), user_id=user)
+    except ValidationError:
+        assert not any(fuzz_mem.store.dump_user(user).values())
