@@ -88,6 +88,25 @@ def test_export_import_and_forget(tmp_path: Path) -> None:
     assert json.loads(run("facts", "--user", "u9", "--json", "--db", db2).output) == []
 
 
+def test_an_import_on_a_terminal_shows_the_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from chronomem.cli import core
+
+    db = str(tmp_path / "a.db")
+    f = tmp_path / "facts.json"
+    f.write_text(json.dumps([{"subject": "Maya", "relation": "likes", "object": "jazz"}]))
+    run("add-facts", str(f), "--user", "u1", "--db", db)
+    out = tmp_path / "export.json"
+    run("export", "--user", "u1", "--out", str(out), "--db", db)
+    screen = io.StringIO()
+    monkeypatch.setattr(core, "status", Console(file=screen, force_terminal=True, width=100))
+    assert run("import", str(out), "--user", "u2", "--db", db).exit_code == 0
+    assert "importing export.json" in screen.getvalue()  # the bar, cleared when done
+
+
 def test_forget_takes_the_short_id_the_tables_show(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     f = tmp_path / "facts.json"

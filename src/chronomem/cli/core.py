@@ -14,6 +14,7 @@ from typing import IO, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..config import Config, config_path
 from ..errors import NotFoundError, ValidationError
@@ -282,9 +283,12 @@ def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(
         fp = open(file, "rb")
     except OSError as e:
         raise ValidationError("file", str(file), f"cannot be read: {e.strerror}") from None
-    with fp, open_memory(db, tenant) as mem:
-        try:
-            counts = mem.import_from(fp, user_id=user)
+    with fp, open_memory(db, tenant) as mem, Progress(
+            TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
+            console=status, transient=True, disable=not status.is_terminal) as progress:
+        try:  # the bar follows the bytes read: a large export takes a while
+            read = progress.wrap_file(fp, total=os.fstat(fp.fileno()).st_size, description=f"importing {file.name}")
+            counts = mem.import_from(read, user_id=user)
         except ValidationError as e:  # the file's contents: name the file
             if e.field != "data" and not e.field.startswith("data."):
                 raise
