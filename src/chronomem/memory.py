@@ -35,7 +35,7 @@ from .jobs.service import JobService
 from .keys import DEFAULT_TENANT
 from .memo import clear_text_memos
 from .store import Store, open_store
-from .store.base import UserRows
+from .store.base import UserRows, rows_by_table
 from .store.sql import TABLES
 from .store.tenant import TenantStore
 from .temporal import replaced_by_correction
@@ -809,11 +809,7 @@ class Memory:
         holding one batch of rows in memory at a time.
         """
         user_id = check_user(user_id)
-        tables: dict[str, list[dict[str, Any]]] = {}
-        with closing(self._export_rows(user_id)) as rows:
-            for table, batch in rows:
-                tables.setdefault(table, []).extend(batch)
-        return {**self._export_head(user_id), "tables": tables}
+        return {**self._export_head(user_id), "tables": rows_by_table(self._export_rows(user_id))}
 
     def export_to(self, fp: IO[bytes], *, user_id: str) -> dict[str, int]:
         """Write :meth:`export` to ``fp`` as compact UTF-8 JSON, a batch of rows at a time: the memory it

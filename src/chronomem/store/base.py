@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 UserRows = Generator[tuple[str, list[dict[str, Any]]], None, None]
 
 
+def rows_by_table(rows: UserRows) -> dict[str, list[dict[str, Any]]]:
+    """``rows`` (as :meth:`Store.iter_user` yields them) read whole, per table; the iterator is closed."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    with closing(rows):
+        for table, batch in rows:
+            out.setdefault(table, []).extend(batch)
+    return out
+
+
 class Store(ABC):
     """Abstract persistence for one chronomem memory."""
 
@@ -253,11 +262,7 @@ class Store(ABC):
 
     def dump_user(self, user_id: str) -> dict[str, list[dict[str, Any]]]:
         """Every row of the user, per table (:meth:`iter_user` read whole)."""
-        out: dict[str, list[dict[str, Any]]] = {}
-        with closing(self.iter_user(user_id)) as rows:
-            for table, batch in rows:
-                out.setdefault(table, []).extend(batch)
-        return out
+        return rows_by_table(self.iter_user(user_id))
 
     @abstractmethod
     def load_user(self, user_id: str, rows: dict[str, list[dict[str, Any]]]) -> dict[str, int]:
