@@ -89,7 +89,7 @@ class ExportReader:
             raise ValidationError("data.tables", type(self._value("data.tables")).__name__, "must be an object")
         self._pos += 1
         order = list(TABLES)
-        last = -1
+        last = -1  # the place in TABLES of the table read last
         if self._peek("data.tables") == "}":
             self._pos += 1
             return
@@ -98,10 +98,11 @@ class ExportReader:
             where = f"data.tables.{table}"
             if table not in TABLES:
                 raise unknown_table(where)
-            if order.index(table) <= last:
+            place = order.index(table)
+            if place <= last:
                 raise ValidationError(where, None, f"comes after {order[last]}: an export lists its tables in "
                                                    f"the order {', '.join(TABLES)} (as chronomem export writes)")
-            last = order.index(table)
+            last = place
             yield from self._rows(table, where, size)
             if not self._next_member("data.tables"):
                 return

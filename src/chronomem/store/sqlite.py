@@ -266,16 +266,15 @@ class SQLiteStore(SQLStore):
         if self.path == ":memory:":
             yield from super().iter_user(user_id, batch=batch)
             return
+        conn = None
         try:
             conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
                                    check_same_thread=False)
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open a read transaction on {self.path}: {e}") from e
-        try:
             conn.execute("PRAGMA query_only = ON")
             conn.execute("BEGIN")  # the snapshot is taken at the first read and kept to the end
         except sqlite3.Error as e:
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise StoreError(f"cannot open a read transaction on {self.path}: {e}") from e
 
         def read(sql: str, params: Sequence[Any] = ()) -> list[Any]:
