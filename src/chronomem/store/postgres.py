@@ -151,12 +151,14 @@ class _Conn:
     def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+    def execute(self, sql: str, params: Sequence[Any] = (), *, own_plan: bool = False) -> psycopg.Cursor[Any]:
+        # ``own_plan``: planned for its values every time, never prepared.
         # A statement with a long IN list is never prepared.  psycopg prepares a statement run five
         # times; PostgreSQL then moves to a generic plan, in which ``IN ($1, …, $2000)`` is searched
         # item by item for every row instead of through a hash of the constants: reading the facts
         # touching 2,000 entities of a 30,000-fact user went from 0.013 s to 2.7 s a chunk.
-        return self.raw.execute(sql, params, prepare=False if len(params) > LONG_PARAMETER_LIST else None)
+        own_plan = own_plan or len(params) > LONG_PARAMETER_LIST
+        return self.raw.execute(sql, params, prepare=False if own_plan else None)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.raw.cursor() as cur:
@@ -369,10 +371,13 @@ class PostgresStore(SQLStore):
         q = _ts_query(query)
         if not q:
             return []
+        # planned for the user each time: a prepared statement's generic plan, made for no user in
+        # particular, reads every user's rows that hold the words from the full-text index and keeps the
+        # user's (13 ms with 300 other users of 1,000 facts against 0.8 ms through the user's own rows)
         rows = conn.execute(
             f"SELECT id, ts_rank(tsv, q) AS score FROM {table}, to_tsquery('english', %s) AS q "
             f"WHERE user_id = %s AND tsv @@ q ORDER BY score DESC, id LIMIT %s",
-            (q, user_id, limit)).fetchall()
+            (q, user_id, limit), own_plan=True).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
     def _vec_param(self, vector: Sequence[float]) -> Any:
