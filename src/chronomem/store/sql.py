@@ -320,6 +320,20 @@ class SQLStore(Store):
     def _vec_from_db(self, value: Any) -> list[float]:
         raise NotImplementedError
 
+    def _row_ids(self, user_id: str, table: str, n: int) -> list[int] | None:
+        """Inside a write transaction: the row ids ``n`` new rows of ``table`` (facts, messages) of
+        ``user_id`` take, or None to let the database choose (the default)."""
+        return None
+
+    def _numbered(self, user_id: str, table: str, cols: Sequence[str],
+                  rows: Sequence[Sequence[Any]]) -> tuple[Sequence[str], Sequence[Sequence[Any]]]:
+        """``cols`` and ``rows`` of new rows of ``table``, with the dialect's row ids in front where it
+        places them (:meth:`_row_ids`)."""
+        ids = self._row_ids(user_id, table, len(rows)) if rows else None
+        if ids is None:
+            return cols, rows
+        return ("rowid", *cols), [(i, *r) for i, r in zip(ids, rows)]
+
     def _upsert_ignore(self, table: str, cols: Sequence[str]) -> str:
         ph = ", ".join([self.param] * len(cols))
         return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({ph}) ON CONFLICT DO NOTHING"
@@ -471,8 +485,9 @@ class SQLStore(Store):
                                                 f"{self._in(chunk)}", (user_id, *chunk)))
         new = [k for k, t in enumerate(turns) if t.id not in held]
         context, updates = self._turn_contexts(user_id, [turns[k] for k in new])
-        self._many(user_id, self._upsert_ignore("messages", MSG_COLS + ("context",)),
-                   [(*values[k], context[turns[k].id]) for k in new])
+        cols, rows = self._numbered(user_id, "messages", MSG_COLS + ("context",),
+                                    [(*values[k], context[turns[k].id]) for k in new])
+        self._many(user_id, self._upsert_ignore("messages", cols), rows)
         self._set_context(user_id, updates)
         return new
 
@@ -677,8 +692,10 @@ class SQLStore(Store):
 
     # -- facts ----------------------------------------------------------------------------------
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
-        self._many(user_id, f"INSERT INTO facts ({', '.join(FACT_COLS)}) VALUES "
-                   f"({', '.join('?' * len(FACT_COLS))})", [fact_to_row(f) for f in facts])
+        with self.transaction(user_id):
+            cols, rows = self._numbered(user_id, "facts", FACT_COLS, [fact_to_row(f) for f in facts])
+            self._many(user_id, f"INSERT INTO facts ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                       rows)
 
     def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self._many(user_id, "UPDATE facts SET valid_from = ?, valid_to = ?, stated_to = ?, confidence = ?, "
@@ -1110,7 +1127,8 @@ class SQLStore(Store):
                 # rows whose key already exists are kept as they are: count what was really added
                 count = f"SELECT COUNT(*) FROM {table} WHERE user_id = ?"
                 before = int(self._all(count, (user_id,))[0][0])
-                self._many(user_id, self._upsert_ignore(table, cols), batch)
+                placed, numbered = self._numbered(user_id, table, cols, batch) if table == "facts" else (cols, batch)
+                self._many(user_id, self._upsert_ignore(table, placed), numbered)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
         return stored
 

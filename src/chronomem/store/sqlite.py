@@ -37,6 +37,10 @@ CHECKPOINT_WAIT_MS = 5000
 # the schema version from which every forget zeroes the unused space of the file's pages
 FREE_SPACE_ZEROED_FROM = 12
 
+# a user's facts and turns take rowids from block * BLOCK_ROWS on (migration 0014): a full-text search
+# reads only its user's part of the index
+BLOCK_ROWS = 1 << 32
+
 # what the full-text index holds for a fact (the same expression as the delete/update triggers)
 FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
 
@@ -243,7 +247,9 @@ class SQLiteStore(SQLStore):
 
     def delete_user(self, user_id: str) -> None:
         self._scrub_wal = True
-        super().delete_user(user_id)
+        with self.transaction(user_id):
+            super().delete_user(user_id)
+            self._exec(user_id, "DELETE FROM user_blocks WHERE user_id = ?", (user_id,))
 
     def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
         self._scrub_wal = True
@@ -290,14 +296,30 @@ class SQLiteStore(SQLStore):
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         q = _fts_query(query)
-        if not q:
+        block = conn.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+        if not q or block is None:  # no block: the user has no facts or turns
             return []
+        # the rowid range keeps FTS5 inside the user's block; the user_id test stays the rule of who sees what
         rows = conn.execute(
             f"SELECT t.id, bm25({table}_fts) AS score FROM {table}_fts "
             f"JOIN {table} t ON t.rowid = {table}_fts.rowid "
-            f"WHERE {table}_fts MATCH ? AND t.user_id = ? ORDER BY score LIMIT ?",
-            (q, user_id, limit)).fetchall()
+            f"WHERE {table}_fts MATCH ? AND {table}_fts.rowid BETWEEN ? AND ? AND t.user_id = ? "
+            f"ORDER BY score LIMIT ?",
+            (q, *_block_range(block[0]), user_id, limit)).fetchall()
         return [(r[0], -float(r[1])) for r in rows]  # FTS5 bm25 is lower-is-better
+
+    def _row_ids(self, user_id: str, table: str, n: int) -> list[int]:
+        """The next ``n`` rowids of the user's block in ``table``, the block given on the user's first row."""
+        with self._conn(user_id, write=True) as c:
+            c.execute("INSERT OR IGNORE INTO user_blocks (user_id, block) "
+                      "SELECT ?, COALESCE(MAX(block), 0) + 1 FROM user_blocks", (user_id,))
+            low, high = _block_range(c.execute("SELECT block FROM user_blocks WHERE user_id = ?",
+                                               (user_id,)).fetchone()[0])
+            top = _last_rowid(c, table, low, high)
+        start = (low if top is None else top) + 1
+        if start + n - 1 > high:
+            raise StoreError(f"{self.path}: user {user_id!r} has no rowids left for {n} more {table} rows")
+        return list(range(start, start + n))
 
     def _vec_param(self, vector: Sequence[float]) -> bytes:
         return struct.pack(f"{len(vector)}f", *vector)
@@ -343,17 +365,37 @@ class SQLiteStore(SQLStore):
         Every path that inserts facts must go through this: the index has no
         insert trigger (see migration 0002), and deleting a fact that was never
         indexed would corrupt it.  One writer at a time, so the new rows are
-        exactly those above the old maximum rowid.
+        exactly those above the old maximum rowid of the user's block (and, had
+        a row been given no rowid of the block, those above the old maximum of
+        the table).
         """
         with self._conn(user_id, write=True) as c:
-            start = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
+            block = c.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+            low, high = _block_range(block[0]) if block else (0, -1)
+            top = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
+            in_block = _last_rowid(c, "facts", low, high)
             yield
+            if not block:  # the block given by the inserts
+                block = c.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+                low, high = _block_range(block[0]) if block else (0, -1)
             c.execute(f"INSERT INTO facts_fts (rowid, text) SELECT rowid, {FACT_FTS_TEXT} FROM facts "
-                      "WHERE rowid > ?", (start,))
+                      "WHERE rowid BETWEEN ? AND ? OR rowid > ?", (max(low, (in_block or 0) + 1), high, top))
 
     def close(self) -> None:
         with self._lock:
             self._safe_close()
+
+
+def _block_range(block: int) -> tuple[int, int]:
+    """The first and last rowid of a user's block."""
+    return block * BLOCK_ROWS, (block + 1) * BLOCK_ROWS - 1
+
+
+def _last_rowid(conn: Any, table: str, low: int, high: int) -> int | None:
+    """The highest rowid of ``table`` between ``low`` and ``high`` (None: no row there)."""
+    row = conn.execute(f"SELECT rowid FROM {table} WHERE rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT 1",
+                       (low, high)).fetchone()
+    return None if row is None else int(row[0])
 
 
 def _split_sql(script: str) -> list[str]:

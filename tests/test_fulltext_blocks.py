@@ -1,0 +1,171 @@
+"""A full-text search reads only its user's part of the index (migration 0014 of the SQLite store).
+
+Each user's facts and turns take rowids in a block of their own (``user_blocks.block * 2**32`` on), and
+a search asks FTS5 for that rowid range.  What must hold whatever the order of writes: every row sits in
+its user's block, the index finds every stored row by its words and nothing forgotten, a file written
+before the blocks reads the same after its migration, and a user's block goes with the user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlean
+
+from chronomem import Memory
+from chronomem.errors import StoreError
+from chronomem.model import Message
+from chronomem.store.sqlite import BLOCK_ROWS, SQLiteStore
+from schema_downgrade import downgrade
+
+T = datetime(2024, 5, 1, tzinfo=timezone.utc)
+
+
+def fact(subject: str, obj: str, word: str) -> dict[str, str]:
+    return {"subject": subject, "relation": "likes", "object": obj, "text": f"{subject} likes {obj} {word}"}
+
+
+def turn(user: str, session: str, seq: int, text: str) -> Message:
+    return Message(f"{session}-{seq}", user, session, "Ana", text, T, T, seq=seq)
+
+
+@pytest.fixture
+def mem(tmp_path: Path) -> Iterator[Memory]:
+    with Memory(str(tmp_path / "m.db"), llm=False, embedder=False) as m:
+        yield m
+
+
+def blocks(db: sqlean.Connection) -> dict[str, int]:
+    return dict(db.execute("SELECT user_id, block FROM user_blocks").fetchall())
+
+
+def rows_outside_their_block(db: sqlean.Connection) -> list[tuple[str, str, int]]:
+    return [(table, user, rowid) for table in ("facts", "messages")
+            for rowid, user in db.execute(f"SELECT rowid, user_id FROM {table}")
+            if rowid // BLOCK_ROWS != blocks(db).get(user)]
+
+
+def found(mem: Memory, user: str, word: str) -> tuple[set[str], set[str]]:
+    """Objects of the facts and ids of the turns the user's full-text search finds for ``word``."""
+    fact_ids = [i for i, _ in mem.store.search_facts_text(user, word, 50)]
+    turn_ids = {i for i, _ in mem.store.search_messages_text(user, word, 50)}
+    return {f.object for f in mem.store.facts(user, ids=fact_ids)}, turn_ids
+
+
+def test_writes_of_two_users_in_turn_land_in_each_ones_block_and_are_found_by_their_words(mem: Memory) -> None:
+    for i in range(3):  # interleaved: a rowid picked by the table's maximum would fall in the other's block
+        for user in ("a", "b"):
+            mem.add_facts([fact("Ana", f"{user}thing{i}", f"{user}word{i}")], user_id=user)
+            mem.store.add_messages(user, [turn(user, f"{user}s{i}", 0, f"{user} said {user}talk{i}")])
+    db = mem.store._db  # type: ignore[attr-defined]
+    assert len(set(blocks(db).values())) == 2
+    assert rows_outside_their_block(db) == []
+    for user, other in (("a", "b"), ("b", "a")):
+        for i in range(3):
+            assert found(mem, user, f"{user}word{i}")[0] == {f"{user}thing{i}"}
+            assert found(mem, user, f"{user}talk{i}")[1] == {f"{user}s{i}-0"}
+            assert found(mem, user, f"{other}word{i} {other}talk{i}") == (set(), set())
+
+
+def test_the_index_follows_renames_forgets_and_imports_inside_the_blocks(mem: Memory) -> None:
+    mem.add_facts([fact("Ana", "tea", "zebra"), fact("Ana", "jazz", "opera")], user_id="a")
+    mem.add_facts([fact("Bo", "tea", "zebra")], user_id="b")
+    tea = next(f for f in mem.store.facts("a") if f.object == "tea")
+    mem.forget(user_id="a", fact_id=tea.id)
+    assert found(mem, "a", "zebra") == (set(), set()) and found(mem, "b", "zebra")[0] == {"tea"}
+    mem.import_(mem.export(user_id="a"), user_id="c")  # through load_user
+    assert found(mem, "c", "opera")[0] == {"jazz"}
+    db = mem.store._db  # type: ignore[attr-defined]
+    assert rows_outside_their_block(db) == []
+    db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('integrity-check')")
+    db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_forgetting_a_user_takes_the_users_block_and_a_new_start_gets_a_new_one(mem: Memory) -> None:
+    mem.add_facts([fact("Ana", "tea", "zebra")], user_id="a")
+    mem.add_facts([fact("Bo", "tea", "zebra")], user_id="b")
+    db = mem.store._db  # type: ignore[attr-defined]
+    before = blocks(db)
+    mem.forget(user_id="a", everything=True)
+    assert "a" not in blocks(db)  # no trace of the user's name left in the table
+    mem.add_facts([fact("Ana", "jazz", "opera")], user_id="a")
+    assert blocks(db)["a"] != before["b"]
+    assert rows_outside_their_block(db) == [] and found(mem, "a", "opera")[0] == {"jazz"}
+    assert found(mem, "a", "zebra") == (set(), set())
+
+
+def test_a_full_block_is_refused_by_name_with_nothing_written(mem: Memory) -> None:
+    mem.add_facts([fact("Ana", "tea", "zebra")], user_id="a")
+    db = mem.store._db  # type: ignore[attr-defined]
+    last = (blocks(db)["a"] + 1) * BLOCK_ROWS - 1
+    db.execute("UPDATE facts SET rowid = ? WHERE user_id = 'a'", (last,))  # the block's last rowid taken
+    db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('delete-all')")
+    db.execute("INSERT INTO facts_fts (rowid, text) SELECT rowid, text FROM facts")
+    with pytest.raises(StoreError, match=r"user 'a' has no rowids left for 1 more facts rows"):
+        mem.add_facts([fact("Ana", "jazz", "opera")], user_id="a")
+    assert [f.object for f in mem.store.facts("a")] == ["tea"] and found(mem, "a", "opera") == (set(), set())
+    assert "jazz" not in {e.name for e in mem.store.entities("a")}
+
+
+def renumber_as_before_blocks(db: sqlean.Connection) -> None:
+    """Number the rows as one table-wide counter did before the blocks (each user's rows in their order)."""
+    for table in ("facts", "messages"):
+        for n, (rowid,) in enumerate(db.execute(f"SELECT rowid FROM {table} ORDER BY rowid % {BLOCK_ROWS}, "
+                                                "rowid").fetchall(), start=1):
+            db.execute(f"UPDATE {table} SET rowid = ? WHERE rowid = ?", (n, rowid))
+    db.execute("DROP TABLE user_blocks")
+    db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('delete-all')")
+    db.execute("INSERT INTO facts_fts (rowid, text) SELECT rowid, subject || ' ' || replace(relation, '_', ' ') "
+               "|| ' ' || object || ' ' || text FROM facts")
+    db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
+    downgrade(db, 13)
+
+
+def test_a_file_written_before_the_blocks_searches_the_same_after_its_migration(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    words = "zebra opera tea jazz"
+    with Memory(path, llm=False, embedder=False) as mem:
+        for i, user in enumerate(("a", "b", "a", "c", "b")):
+            mem.add_facts([fact("Ana", f"thing{i}", words.split()[i % 4]), fact("Bo", "x", words)], user_id=user)
+            mem.store.add_messages(user, [turn(user, f"s{i}", 0, f"said {words.split()[i % 4]} twice {i}")])
+        answers = {u: (mem.store.search_facts_text(u, words, 20), mem.store.search_messages_text(u, words, 20))
+                   for u in "abc"}
+        renumber_as_before_blocks(mem.store._db)  # type: ignore[attr-defined]
+        db = mem.store._db  # type: ignore[attr-defined]
+        assert db.execute("SELECT MAX(rowid), COUNT(*) FROM facts").fetchone() == (8, 8)  # "Bo likes x" once a user
+    with Memory(path, llm=False, embedder=False) as mem:  # opening runs 0014
+        db = mem.store._db  # type: ignore[attr-defined]
+        assert sorted(blocks(db)) == ["a", "b", "c"] and rows_outside_their_block(db) == []
+        for u in "abc":
+            assert (mem.store.search_facts_text(u, words, 20), mem.store.search_messages_text(u, words, 20)) \
+                == answers[u]
+        db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('integrity-check')")
+        db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_postgres_plans_a_full_text_search_for_its_user_every_time(url_factory: Callable[[str], str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prepared statement's generic plan, made for no user in particular, reads every user's rows that hold
+    the words: PostgreSQL's full-text statements are never prepared (``own_plan``)."""
+    import psycopg
+
+    asked: list[tuple[str, bool | None]] = []
+    execute = psycopg.Connection.execute
+
+    def spy(self: Any, query: Any, params: Any = None, *, prepare: bool | None = None, binary: bool = False) -> Any:
+        asked.append((str(query), prepare))
+        return execute(self, query, params, prepare=prepare, binary=binary)
+
+    with Memory(url_factory("postgres"), llm=False, embedder=False) as mem:
+        mem.add_facts([fact("Ana", "tea", "zebra")], user_id="a")
+        monkeypatch.setattr(psycopg.Connection, "execute", spy)
+        for _ in range(6):  # psycopg would prepare a statement on its fifth run
+            hits = [i for i, _ in mem.store.search_facts_text("a", "zebra", 5)]
+            assert [f.object for f in mem.store.facts("a", ids=hits)] == ["tea"]
+            assert not mem.store.search_messages_text("a", "zebra", 5)
+    searches = [prepare for query, prepare in asked if "ts_rank" in query]
+    assert len(searches) == 12 and set(searches) == {False}
