@@ -1,8 +1,8 @@
 -- Each user's facts and turns get rowids in a block of their own (user_blocks.block * 2^32 onwards), so a
 -- full-text search reads only the asking user's part of the index: FTS5 narrows a MATCH to a rowid range
 -- inside its posting lists.  Before, a search read every user's rows that held its words and dropped the
--- others' afterwards: with 300 other users of 1,000 facts each, one search over a user's facts took
--- 35 ms against 0.35 ms alone (BENCHMARKS.md "Full-text search in a shared file").  The scores are
+-- others' afterwards: with 300 other users of 1,000 facts and a conversation each, one search over a
+-- user's facts took 30 ms, now 1.7 (BENCHMARKS.md "Full-text search in a shared file").  The scores are
 -- FTS5's bm25 as before.  Rows inserted since keep to the blocks (SQLiteStore._row_ids).
 CREATE TABLE IF NOT EXISTS user_blocks (user_id TEXT PRIMARY KEY, block INTEGER NOT NULL UNIQUE);
 INSERT INTO user_blocks (user_id, block)
