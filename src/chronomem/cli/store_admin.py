@@ -25,7 +25,8 @@ import typer
 from ..errors import StoreError, ValidationError
 from ..keys import DEFAULT_TENANT, check_tenant
 from ..store import Store, open_store
-from ..store.sql import DUMP_BATCH, TABLES
+from ..store.base import DUMP_BATCH
+from ..store.sql import TABLES
 from ..store.tenant import split_key, user_key
 
 log = logging.getLogger(__name__)

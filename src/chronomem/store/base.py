@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 #: a user's rows, table by table and a batch at a time (:meth:`Store.iter_user`)
 UserRows = Generator[tuple[str, list[dict[str, Any]]], None, None]
 
+#: rows :meth:`Store.iter_user` reads at once by default (a vector row is ~2 KB as floats)
+DUMP_BATCH = 1000
+
 
 def rows_by_table(rows: UserRows) -> dict[str, list[dict[str, Any]]]:
     """``rows`` (as :meth:`Store.iter_user` yields them) read whole, per table; the iterator is closed."""
@@ -254,7 +257,7 @@ class Store(ABC):
 
     # -- bulk rows for export / import / copy ------------------------------------------
     @abstractmethod
-    def iter_user(self, user_id: str, *, batch: int = 1000) -> UserRows:
+    def iter_user(self, user_id: str, *, batch: int = DUMP_BATCH) -> UserRows:
         """Every row of the user as ``(table, rows)``: each table in turn (its rows in key order, at most
         ``batch`` a time; a table without rows as one empty batch), all read in one snapshot of the store
         (a read transaction of its own, or the user's write transaction), so the rows agree with each other.

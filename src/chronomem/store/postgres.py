@@ -72,8 +72,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..errors import ConfigError, CorruptDatabaseError, StoreError
 from ..timeutil import to_micros, utcnow
 from .fulltext import query_words
-from .base import UserRows
-from .sql import APP_KEY, APP_NAME, DUMP_BATCH, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .base import DUMP_BATCH, UserRows
+from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 
 log = logging.getLogger(__name__)
 

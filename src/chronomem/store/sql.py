@@ -24,7 +24,7 @@ from ..memo import text_memo
 from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Intent, Message,
                      MessagePosition, Origin, Session, SessionPosition)
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
-from .base import Store, UserRows
+from .base import DUMP_BATCH, Store, UserRows
 from .tenant import KeySpan
 
 FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
@@ -61,7 +61,6 @@ TABLE_KEYS: dict[str, tuple[str, ...]] = {
     "sessions": ("id",), "messages": ("id",), "entities": ("id",), "entity_names": ("norm",),
     "facts": ("id",), "checkpoints": ("seq",), "vectors": ("kind", "item_id"),
 }
-DUMP_BATCH = 1000  # rows a dump reads at once (a vector row is ~2 KB as floats)
 TIME_COLS = {"valid_from", "valid_to", "stated_to", "recorded_at", "ts", "started_at",
              "ended_at", "created_at", "session_time"}
 

@@ -25,8 +25,8 @@ from ..model import Fact
 from ..timeutil import to_micros, utcnow
 from .free_space import zero_free_space
 from .fulltext import query_words
-from .base import UserRows
-from .sql import APP_KEY, APP_NAME, DUMP_BATCH, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .base import DUMP_BATCH, UserRows
+from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from ..errors import ValidationError
 from ..keys import DEFAULT_TENANT, ApiKey, check_tenant
 from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, Message, MessagePosition, Session,
                      SessionPosition)
-from .base import Store, UserRows
+from .base import DUMP_BATCH, Store, UserRows
 
 if TYPE_CHECKING:
     from ..jobs.model import Job, JobPosition, JobStatus
@@ -295,7 +295,7 @@ class TenantStore(Store):
         self.inner.delete_user(self._k(user_id))
 
     # -- dump / load -------------------------------------------------------------------------------------------
-    def iter_user(self, user_id: str, *, batch: int = 1000) -> UserRows:
+    def iter_user(self, user_id: str, *, batch: int = DUMP_BATCH) -> UserRows:
         with closing(self.inner.iter_user(self._k(user_id), batch=batch)) as rows:
             for table, found in rows:
                 for r in found:
