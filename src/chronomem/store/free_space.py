@@ -13,6 +13,8 @@ segment page.
 through ``sqlite_dbpage``, inside the caller's write transaction: no cell of a page changes.  Pages
 whose unused space is already zero are not written.  About 3 µs a page (0.34 s for the 460 MB file
 of a million facts on the reference machine; BENCHMARKS.md "Forgetting in a large shared file").
+A forget splits it: :func:`pages_to_zero` reads every page in a snapshot of its own, holding no lock,
+and :func:`zero_pages` reads again and writes only the pages found, inside a write transaction.
 """
 
 from __future__ import annotations
@@ -59,24 +61,54 @@ def zero_free_space(db: Any) -> int:
     """Zero the unused space of every b-tree page of the main database; how many pages were written.
     Call it inside a write transaction (``BEGIN IMMEDIATE``).
 
-    One pass reads every page and notes those with something to zero; a second reads and writes just
-    those, so memory holds one page at a time.  A b-tree page is told by its first byte while the file has
-    fewer than 2**24 pages and no pointer-map pages (overflow and free-list pages start with a page
-    number, whose first byte is then 0; a pointer-map page of ``auto_vacuum`` starts with a page type);
-    otherwise ``dbstat`` lists them.
+    One pass reads every page and notes those with something to zero (:func:`pages_to_zero`); a second
+    reads and writes just those (:func:`zero_pages`), so memory holds one page at a time.
     """
+    pages = pages_to_zero(db)
+    if pages is None:
+        pages = pages_to_zero(db, btree=_btree_pages(db)) or []
+    return _write_zeroed(db, pages)
+
+
+def pages_to_zero(db: Any, *, btree: set[int] | None = None) -> list[int] | None:
+    """The numbers of the pages whose unused space holds something, in the snapshot ``db`` reads.
+
+    A b-tree page is told by its first byte while the file has fewer than 2**24 pages and no pointer-map
+    pages (overflow and free-list pages start with a page number, whose first byte is then 0; a
+    pointer-map page of ``auto_vacuum`` starts with a page type).  In any other file the b-tree pages must
+    be listed (``btree``, from ``dbstat``: :func:`zero_free_space` does); without the list this returns
+    None.  Telling pages by their first byte also lets :func:`zero_pages` run in a later transaction than
+    this read, whatever was written in between (:meth:`SQLiteStore._sweep_after_forget`)."""
     size, count = db.execute("PRAGMA page_size").fetchone()[0], db.execute("PRAGMA page_count").fetchone()[0]
     usable = size - db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = 1").fetchone()[0][20]  # reserved
-    told_by_first_byte = count < 2**24 and not db.execute("PRAGMA auto_vacuum").fetchone()[0]
-    btree = None if told_by_first_byte else {
-        r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE pagetype IN ('internal', 'leaf')")}
-    dirty = [pgno for pgno, data in db.execute("SELECT pgno, data FROM sqlite_dbpage")
-             if (btree is None or pgno in btree) and zeroed_page(data, pgno, usable) is not None]
+    if btree is None and not (count < 2**24 and not db.execute("PRAGMA auto_vacuum").fetchone()[0]):
+        return None
+    return [pgno for pgno, data in db.execute("SELECT pgno, data FROM sqlite_dbpage")
+            if (btree is None or pgno in btree) and zeroed_page(data, pgno, usable) is not None]
+
+
+def zero_pages(db: Any, pages: list[int]) -> int:
+    """Zero the unused space of ``pages`` (:func:`pages_to_zero`'s), each read again here; how many pages
+    were written.  Call it inside a write transaction.  A page that is no b-tree page any more is left as
+    it is (:func:`zeroed_page`)."""
+    count = db.execute("PRAGMA page_count").fetchone()[0]
+    if not (count < 2**24 and not db.execute("PRAGMA auto_vacuum").fetchone()[0]):
+        return zero_free_space(db)  # no longer told by first bytes (the file grew meanwhile): all of it
+    return _write_zeroed(db, pages)
+
+
+def _write_zeroed(db: Any, pages: list[int]) -> int:
+    size = db.execute("PRAGMA page_size").fetchone()[0]
+    usable = size - db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = 1").fetchone()[0][20]
     written = 0
-    for pgno in dirty:
-        page = zeroed_page(db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = ?", (pgno,)).fetchone()[0],
-                           pgno, usable)
-        if page is not None:  # as the first pass read it: nothing else writes inside this transaction
+    for pgno in pages:
+        row = db.execute("SELECT data FROM sqlite_dbpage WHERE pgno = ?", (pgno,)).fetchone()
+        page = None if row is None else zeroed_page(row[0], pgno, usable)
+        if page is not None:
             db.execute("UPDATE sqlite_dbpage SET data = ? WHERE pgno = ?", (page, pgno))
             written += 1
     return written
+
+
+def _btree_pages(db: Any) -> set[int]:
+    return {r[0] for r in db.execute("SELECT pageno FROM dbstat WHERE pagetype IN ('internal', 'leaf')")}
