@@ -357,10 +357,11 @@ class SQLiteStore(SQLStore):
     def _row_ids(self, user_id: str, table: str, n: int) -> list[int]:
         """The next ``n`` rowids of the user's block in ``table``, the block given on the user's first row."""
         with self._conn(user_id, write=True) as c:
-            c.execute("INSERT OR IGNORE INTO user_blocks (user_id, block) "
-                      "SELECT ?, COALESCE(MAX(block), 0) + 1 FROM user_blocks", (user_id,))
-            low, high = _block_range(c.execute("SELECT block FROM user_blocks WHERE user_id = ?",
-                                               (user_id,)).fetchone()[0])
+            block = c.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+            if block is None:
+                block = c.execute("INSERT INTO user_blocks (user_id, block) SELECT ?, COALESCE(MAX(block), 0) + 1 "
+                                  "FROM user_blocks RETURNING block", (user_id,)).fetchone()
+            low, high = _block_range(block[0])
             top = _last_rowid(c, table, low, high)
         start = (low if top is None else top) + 1
         if start + n - 1 > high:
