@@ -8,6 +8,7 @@ before the blocks reads the same after its migration, and a user's block goes wi
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 import sqlean
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chronomem import Memory
 from chronomem.errors import StoreError
@@ -23,6 +26,7 @@ from chronomem.store.sqlite import BLOCK_ROWS, SQLiteStore
 from schema_downgrade import downgrade
 
 T = datetime(2024, 5, 1, tzinfo=timezone.utc)
+EXAMPLES = 1000 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 25
 
 
 def fact(subject: str, obj: str, word: str) -> dict[str, str]:
@@ -169,3 +173,49 @@ def test_postgres_plans_a_full_text_search_for_its_user_every_time(url_factory: 
             assert not mem.store.search_messages_text("a", "zebra", 5)
     searches = [prepare for query, prepare in asked if "ts_rank" in query]
     assert len(searches) == 12 and set(searches) == {False}
+
+
+step = st.one_of(
+    st.tuples(st.just("facts"), st.sampled_from("abc"), st.integers(1, 3)),
+    st.tuples(st.just("turns"), st.sampled_from("abc"), st.integers(1, 3)),
+    st.tuples(st.just("forget_fact"), st.sampled_from("abc"), st.integers(0, 20)),
+    st.tuples(st.just("forget_session"), st.sampled_from("abc"), st.integers(0, 20)),
+    st.tuples(st.just("forget_user"), st.sampled_from("abc"), st.just(0)),
+    st.tuples(st.just("import"), st.sampled_from("abc"), st.sampled_from("abc")),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(step, min_size=1, max_size=12))
+def test_any_order_of_users_writes_keeps_each_row_in_its_block_and_found(tmp_path_factory: pytest.TempPathFactory,
+                                                                         steps: list[tuple[str, str, Any]]) -> None:
+    """Whatever three users write, forget and import in whatever order, every row sits in its user's block,
+    each user's search finds each of its facts and turns by its own word and nothing of the others'."""
+    words = iter(f"w{n:04d}x" for n in range(10_000))
+    with Memory(str(tmp_path_factory.mktemp("blocks") / "m.db"), llm=False, embedder=False) as mem:
+        for name, user, arg in steps:
+            if name == "facts":
+                mem.add_facts([fact("Ana", next(words), next(words)) for _ in range(arg)], user_id=user)
+            elif name == "turns":
+                session = next(words)
+                mem.store.add_messages(user, [turn(user, session, i, f"said {next(words)}") for i in range(arg)])
+            elif name == "forget_fact" and (held := mem.history(user_id=user)):
+                mem.forget(user_id=user, fact_id=held[arg % len(held)].id)
+            elif name == "forget_session" and (sessions := sorted({m.session_id for m in mem.store.messages(user)})):
+                mem.forget(user_id=user, session_id=sessions[arg % len(sessions)])
+            elif name == "forget_user":
+                mem.forget(user_id=user, everything=True)
+            elif name == "import" and arg != user:
+                mem.import_(mem.export(user_id=arg), user_id=user)
+        db = mem.store._db  # type: ignore[attr-defined]
+        assert rows_outside_their_block(db) == []
+        assert len(set(blocks(db).values())) == len(blocks(db))
+        for user in "abc":
+            for f in mem.store.facts(user):
+                hits = [i for i, _ in mem.store.search_facts_text(user, f.text.split()[-1], 50)]
+                assert f.id in hits and len(mem.store.facts(user, ids=hits)) == len(hits)  # all the user's
+            for m in mem.store.messages(user):
+                hits = [i for i, _ in mem.store.search_messages_text(user, m.text.split()[-1], 50)]
+                assert m.id in hits and len(mem.store.messages(user, ids=hits)) == len(hits)
+        db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('integrity-check')")
+        db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
