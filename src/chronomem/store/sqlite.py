@@ -34,8 +34,10 @@ log = logging.getLogger(__name__)
 # how long a forget waits for other connections' readers before leaving the WAL to a later checkpoint
 CHECKPOINT_WAIT_MS = 5000
 
-# the schema version from which every forget zeroes the unused space of the file's pages
-FREE_SPACE_ZEROED_FROM = 12
+# a file of an earlier schema has its pages' unused space zeroed when it opens: forgets before version 12
+# did not zero it, and migration 0014 moved every fact and turn to its user's rowid block, leaving a copy of
+# each row in the pages it left (zeroed at the open rather than under the first forget's write lock)
+ZEROED_ON_OPEN_BEFORE = 14
 
 # chronomem_meta's mark of a forget whose zeroing of unused space has not run yet (the next open runs it)
 UNSWEPT_KEY = "unswept_forget"
@@ -131,7 +133,7 @@ class SQLiteStore(SQLStore):
         current, found = schema_version(meta, self.path, "sqlite")
         self._migrate_from(current, found)
         unswept = meta is not None and UNSWEPT_KEY in meta  # a forget whose process ended before its sweep
-        if 0 < current < FREE_SPACE_ZEROED_FROM or unswept:  # forgets may have left copies of rows behind
+        if 0 < current < ZEROED_ON_OPEN_BEFORE or unswept:  # forgets, or the move, left copies of rows behind
             with self._connect_for_write(""):
                 if self._zero_free_space():
                     db.execute("DELETE FROM chronomem_meta WHERE key = ?", (UNSWEPT_KEY,))
