@@ -82,6 +82,17 @@ def measure(db: str, how: str) -> dict[str, Any]:
             "peak_rise_mb": round((peak - base) / 1024, 1), "rows": counts}
 
 
+def keep_writing(mem: Memory, user: str, stop: Any, took: list[float]) -> None:
+    """Add a fact of ``user`` every 20 ms until ``stop`` (an Event) is set; each add's seconds to ``took``."""
+    n = 0
+    while not stop.is_set():
+        t = time.perf_counter()
+        mem.add_facts([{"subject": "Tom", "relation": "likes", "object": f"thing {n}"}], user_id=user)
+        took.append(time.perf_counter() - t)
+        n += 1
+        time.sleep(0.02)
+
+
 def measure_beside(db: str) -> dict[str, Any]:
     """In this (fresh) process: ``export_to`` of the user while another thread of the same Memory writes
     a fact of another user every 20 ms; how long those writes waited while the export ran."""
@@ -92,17 +103,7 @@ def measure_beside(db: str) -> dict[str, Any]:
         mem.add_facts([{"subject": "Tom", "relation": "likes", "object": "warm-up"}], user_id="other")
         waits: list[float] = []
         done = threading.Event()
-
-        def other_user() -> None:
-            n = 0
-            while not done.is_set():
-                t = time.perf_counter()
-                mem.add_facts([{"subject": "Tom", "relation": "likes", "object": f"thing {n}"}], user_id="other")
-                waits.append(time.perf_counter() - t)
-                n += 1
-                time.sleep(0.02)
-
-        beside = threading.Thread(target=other_user)
+        beside = threading.Thread(target=keep_writing, args=(mem, "other", done, waits))
         t = time.perf_counter()
         beside.start()
         with open(Path(tmp) / "export.json", "wb") as fp:
@@ -138,7 +139,8 @@ async def asgi_request(app: Any, method: str, path: str, *, body: IO[bytes] | No
              "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
              "headers": [(b"host", b"localhost"), (b"content-type", b"application/json")],
              "server": ("localhost", 80), "client": ("127.0.0.1", 1)}
-    status, kept, ended, sent = 0, [], False, asyncio.Event()
+    status, ended, sent = 0, False, asyncio.Event()
+    kept: list[bytes] = []
 
     async def receive() -> dict[str, Any]:
         nonlocal ended

@@ -29,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_export import keep_writing  # noqa: E402
 
 from chronomem import Memory  # noqa: E402
 
@@ -38,13 +41,8 @@ def write_beside(db: str, ready: Any, stop: Any, out: Any) -> None:
     with Memory(db, llm=False, embedder=False) as mem:
         mem.add_facts([{"subject": "Tom", "relation": "likes", "object": "warm-up"}], user_id="beside")
         ready.set()
-        n, took = 0, []
-        while not stop.is_set():
-            t = time.perf_counter()
-            mem.add_facts([{"subject": "Tom", "relation": "likes", "object": f"thing {n}"}], user_id="beside")
-            took.append(time.perf_counter() - t)
-            n += 1
-            time.sleep(0.02)
+        took: list[float] = []
+        keep_writing(mem, "beside", stop, took)
         out.put(took)
 
 

@@ -30,25 +30,27 @@ from chronomem.bench.methods import turn_index_text
 from chronomem.bench.retrievers import BM25Index
 from chronomem.model import Message
 from chronomem.retrieve.search import with_replies
+from chronomem.store.base import Store
 from chronomem.store.sqlite import SQLiteStore
 from chronomem.timeutil import utcnow
 
 USER = "bench"
 
 
-def load_turns(store: SQLiteStore, conv: Conversation) -> None:
+def load_turns(store: Store, conv: Conversation, user: str = USER) -> None:
+    """The conversation's turns, verbatim, as ``user``'s (one session per LoCoMo session)."""
     now = utcnow()
     for session in conv.sessions:
         sid = f"{conv.sample_id}:S{session.index}"
-        store.ensure_session(USER, sid, started_at=session.date_time)
+        store.ensure_session(user, sid, started_at=session.date_time)
         msgs = []
         for seq, t in enumerate(session.turns):
             m = turn_message(t, session)
             when = m.get("timestamp") or now
             when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-            msgs.append(Message(id=m["id"], user_id=USER, session_id=sid, speaker=m["speaker"], text=m["text"],
+            msgs.append(Message(id=m["id"], user_id=user, session_id=sid, speaker=m["speaker"], text=m["text"],
                                 timestamp=when, recorded_at=now, seq=seq))
-        store.add_messages(USER, msgs)
+        store.add_messages(user, msgs)
 
 
 def all_words_search(store: SQLiteStore, query: str, k: int) -> list[str]:

@@ -15,8 +15,8 @@ off).  No model calls.
 
 The search phase prints one JSON line: where chronomem was imported from, the seconds the store took
 to open (a migration included), and each kind of search's median and p95 in ms.  For an A/B with an
-older chronomem, run this script from an old tree (``git archive REV src benchmarks | tar -x -C DIR``):
-it imports the ``src`` beside it.  An SQLite file written by a newer chronomem does not open in an
+older chronomem, run this script from an old tree (``git archive REV src benchmarks | tar -x -C DIR``,
+then copy this script and ``bench_fulltext.py`` into ``DIR/benchmarks``): it imports the ``src`` beside it.  An SQLite file written by a newer chronomem does not open in an
 older one: load with the old tree, copy the file, and search the copy with the new tree.
 """
 
@@ -29,7 +29,6 @@ import random
 import statistics
 import sys
 import time
-from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import chronomem  # noqa: E402
 from chronomem import Memory  # noqa: E402
 from chronomem.bench.datasets import DEFAULT_LOCOMO_PATH, load_locomo  # noqa: E402
-from chronomem.bench.memory_methods import turn_message  # noqa: E402
-from chronomem.model import Message  # noqa: E402
 from chronomem.retrieve.search import ANSWER_CONFIG  # noqa: E402
-from chronomem.timeutil import utcnow  # noqa: E402
 
 import bench_search  # noqa: E402
+from bench_fulltext import load_turns  # noqa: E402
 
 TARGET = "target"
 TARGET_CONVERSATION = "conv-30"
@@ -53,7 +50,7 @@ TARGET_CONVERSATION = "conv-30"
 def load(mem: Memory, others: int, facts: int, seed: int) -> dict[str, Any]:
     convs = load_locomo(DEFAULT_LOCOMO_PATH)
     order = [c for c in convs if c.sample_id == TARGET_CONVERSATION] + convs
-    store, rng, now = mem.store, random.Random(seed), utcnow()
+    store, rng = mem.store, random.Random(seed)
     done = set(store.users())
     t = time.perf_counter()
     for n, user in enumerate([TARGET] + [f"u{i:05d}" for i in range(others)]):
@@ -65,17 +62,7 @@ def load(mem: Memory, others: int, facts: int, seed: int) -> dict[str, Any]:
         with store.transaction(user):
             store.insert_entities(user, [(e, norm) for norm, e in g.entities.items()])
             store.insert_facts(user, g.facts)
-            for session in conv.sessions:
-                sid = f"{conv.sample_id}:S{session.index}"
-                store.ensure_session(user, sid, started_at=session.date_time)
-                msgs = []
-                for seq, turn in enumerate(session.turns):
-                    m = turn_message(turn, session)
-                    when = m.get("timestamp") or now
-                    msgs.append(Message(id=m["id"], user_id=user, session_id=sid, speaker=m["speaker"],
-                                        text=m["text"], timestamp=when if when.tzinfo else
-                                        when.replace(tzinfo=timezone.utc), recorded_at=now, seq=seq))
-                store.add_messages(user, msgs)
+            load_turns(store, conv, user)
     return {"phase": "load", "users": others + 1, "seconds": round(time.perf_counter() - t, 1)}
 
 

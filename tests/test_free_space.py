@@ -119,11 +119,16 @@ def plant(path: Path, needle: bytes) -> None:
     assert needle in path.read_bytes()
 
 
-def test_a_forget_zeroes_the_copies_sqlite_left_in_unused_space(tmp_path: Path) -> None:
-    with Memory(tmp_path / "m.db") as mem:
+def sixty_facts_and_a_copy(path: Path, needle: bytes) -> None:
+    """A memory of 60 facts of user U, and ``needle`` planted in a page's unused space (:func:`plant`)."""
+    with Memory(path) as mem:
         for i in range(60):
             mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
-    plant(tmp_path / "m.db", b"Maya likes Quarnelstale4471")
+    plant(path, needle)
+
+
+def test_a_forget_zeroes_the_copies_sqlite_left_in_unused_space(tmp_path: Path) -> None:
+    sixty_facts_and_a_copy(tmp_path / "m.db", b"Maya likes Quarnelstale4471")
     with Memory(tmp_path / "m.db") as mem:
         mem.forget(user_id=U, fact_id=mem.history(user_id=U)[0].id)
         assert b"Quarnelstale4471" not in (tmp_path / "m.db").read_bytes()
@@ -177,10 +182,7 @@ def test_a_forget_stands_when_zeroing_fails_and_the_next_one_zeroes(tmp_path: Pa
     def broken(db: object, pages: object) -> int:
         raise RuntimeError("no sqlite_dbpage here")
 
-    with Memory(tmp_path / "m.db") as mem:
-        for i in range(60):
-            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
-    plant(tmp_path / "m.db", b"Maya likes Quarnelstale6693")
+    sixty_facts_and_a_copy(tmp_path / "m.db", b"Maya likes Quarnelstale6693")
     with Memory(tmp_path / "m.db") as mem:
         with monkeypatch.context() as m:
             m.setattr(sqlite_store, "zero_pages", broken)
@@ -205,10 +207,7 @@ def test_a_forget_whose_process_ended_before_its_zeroing_is_zeroed_when_the_file
                                                                                         monkeypatch) -> None:
     from chronomem.store.sqlite import SQLiteStore
 
-    with Memory(tmp_path / "m.db") as mem:
-        for i in range(60):
-            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
-    plant(tmp_path / "m.db", b"Maya likes Quarnelstale7714")
+    sixty_facts_and_a_copy(tmp_path / "m.db", b"Maya likes Quarnelstale7714")
     with Memory(tmp_path / "m.db") as mem:
         with monkeypatch.context() as m:
             m.setattr(SQLiteStore, "_sweep_after_forget", lambda self: None)  # the process ends right after
@@ -227,10 +226,7 @@ def test_other_writers_go_on_while_a_forget_looks_for_pages_to_zero(tmp_path: Pa
     from chronomem.store import free_space
     from chronomem.store import sqlite as sqlite_store
 
-    with Memory(tmp_path / "m.db") as mem:
-        for i in range(60):
-            mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"thing {i}"}], user_id=U)
-    plant(tmp_path / "m.db", b"Maya likes Quarnelstale8825")
+    sixty_facts_and_a_copy(tmp_path / "m.db", b"Maya likes Quarnelstale8825")
     wrote: list[str] = []
 
     def looking(db: object) -> list[int] | None:
