@@ -151,11 +151,15 @@ def test_a_file_written_before_the_blocks_searches_the_same_after_its_migration(
         db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
 
 
-def test_postgres_plans_a_full_text_search_for_its_user_every_time(url_factory: Callable[[str], str],
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """A prepared statement's generic plan, made for no user in particular, reads every user's rows that hold
-    the words: PostgreSQL's full-text statements are never prepared (``own_plan``)."""
+def test_postgres_searches_a_small_users_own_rows_and_plans_a_large_users_search_for_it(
+        url_factory: Callable[[str], str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two ways to one answer.  A user of few rows is matched row by row through the function behind
+    ``@@`` (no index serves it, so the planner cannot read every user's GIN entries instead); a larger user
+    keeps the operator, and its statement is never prepared: a prepared statement's generic plan, made
+    for no user in particular, reads the GIN index for everyone (``own_plan``)."""
     import psycopg
+
+    from chronomem.store import postgres
 
     asked: list[tuple[str, bool | None]] = []
     execute = psycopg.Connection.execute
@@ -164,16 +168,24 @@ def test_postgres_plans_a_full_text_search_for_its_user_every_time(url_factory: 
         asked.append((str(query), prepare))
         return execute(self, query, params, prepare=prepare, binary=binary)
 
-    with Memory(url_factory("postgres"), llm=False, embedder=False) as mem:
-        mem.add_facts([fact("Ana", "tea", "zebra")], user_id="a")
-        monkeypatch.setattr(psycopg.Connection, "execute", spy)
-        for _ in range(6):  # psycopg would prepare a statement on its fifth run
-            hits = [i for i, _ in mem.store.search_facts_text("a", "zebra", 5)]
-            assert [f.object for f in mem.store.facts("a", ids=hits)] == ["tea"]
-            assert not mem.store.search_messages_text("a", "zebra", 5)
-    searches = [prepare for query, prepare in asked if "ts_rank" in query]
-    assert len(searches) == 12 and set(searches) == {False}
+    def searches(mem: Memory) -> list[Any]:
+        return [(mem.store.search_facts_text("a", q, 5), mem.store.search_messages_text("a", q, 5))
+                for q in ("zebra", "opera tea", "jazz zebra said", "nothing")]
 
+    with Memory(url_factory("postgres"), llm=False, embedder=False) as mem:
+        mem.add_facts([fact("Ana", "tea", "zebra"), fact("Ana", "jazz", "opera zebra")], user_id="a")
+        mem.store.add_messages("a", [turn("a", "s", i, f"said zebra {w}") for i, w in enumerate(["opera", "tea"])])
+        mem.add_facts([fact("Bo", "tea", "zebra opera")], user_id="b")
+        monkeypatch.setattr(psycopg.Connection, "execute", spy)
+        few = [searches(mem) for _ in range(3)]  # psycopg would prepare a statement on its fifth run
+        own_rows = [(query, prepare) for query, prepare in asked if "ts_rank" in query]
+        monkeypatch.setattr(postgres, "FTS_OWN_ROWS", 2)  # user a now counts as large
+        asked.clear()
+        many = [searches(mem) for _ in range(3)]
+        planned = [(query, prepare) for query, prepare in asked if "ts_rank" in query]
+    assert few == many and few[0][0][0] and few[0][0][1]  # the same hits, found both ways
+    assert len(own_rows) == 24 and all("ts_match_vq(tsv, q)" in query for query, _ in own_rows)
+    assert len(planned) == 24 and all("tsv @@ q" in query and prepare is False for query, prepare in planned)
 
 step = st.one_of(
     st.tuples(st.just("facts"), st.sampled_from("abc"), st.integers(1, 3)),
