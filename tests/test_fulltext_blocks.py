@@ -83,6 +83,10 @@ def test_the_index_follows_renames_forgets_and_imports_inside_the_blocks(mem: Me
     assert found(mem, "a", "zebra") == (set(), set()) and found(mem, "b", "zebra")[0] == {"tea"}
     mem.import_(mem.export(user_id="a"), user_id="c")  # through load_user
     assert found(mem, "c", "opera")[0] == {"jazz"}
+    mem.add_facts([fact("Annie", "chess", "quokka")], user_id="c")
+    assert found(mem, "c", "ana")[0] == {"jazz"}
+    mem.merge_entities("Annie", into="Ana", user_id="c")  # renames the fact's subject: its index row too
+    assert found(mem, "c", "ana")[0] == {"jazz", "chess"}
     db = mem.store._db  # type: ignore[attr-defined]
     assert rows_outside_their_block(db) == []
     db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('integrity-check')")
