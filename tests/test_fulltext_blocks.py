@@ -3,7 +3,9 @@
 Each user's facts and turns take rowids in a block of their own (``user_blocks.block * 2**32`` on), and
 a search asks FTS5 for that rowid range.  What must hold whatever the order of writes: every row sits in
 its user's block, the index finds every stored row by its words and nothing forgotten, a file written
-before the blocks reads the same after its migration, and a user's block goes with the user.
+before the blocks reads the same after its migration, and a user's block goes with the user.  On
+PostgreSQL a user's search reads the user's own rows or is planned for the user, never a plan made for
+no user in particular.
 """
 
 from __future__ import annotations
@@ -190,6 +192,7 @@ def test_postgres_searches_a_small_users_own_rows_and_plans_a_large_users_search
     assert few == many and few[0][0][0] and few[0][0][1]  # the same hits, found both ways
     assert len(own_rows) == 24 and all("ts_match_vq(tsv, q)" in query for query, _ in own_rows)
     assert len(planned) == 24 and all("tsv @@ q" in query and prepare is False for query, prepare in planned)
+
 
 step = st.one_of(
     st.tuples(st.just("facts"), st.sampled_from("abc"), st.integers(1, 3)),
