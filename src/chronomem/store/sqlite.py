@@ -196,6 +196,7 @@ class SQLiteStore(SQLStore):
                     if self._db.in_transaction:
                         self._db.execute("ROLLBACK")
                     raise StoreError(f"SQLite could not commit on {self.path}: {e}") from e
+                self._scrub_wal = False  # this sweep is ours: a commit while it reads sweeps nothing again
         if sweep:
             self._sweep_after_forget()
 
@@ -280,28 +281,33 @@ class SQLiteStore(SQLStore):
             log.warning("%s: the WAL could not be truncated after a delete (a reader is active); "
                         "forgotten data stays in %s-wal until the next checkpoint", self.path, self.path)
 
-    # forgetting: the deletes below flag the WAL for a checkpoint once their transaction commits
+    # forgetting: the deletes below flag their transaction for the sweep (_sweep_after_forget) once it
+    # commits; the flag is set inside the transaction, so no other thread's commit can take it first
     def delete_facts(self, user_id: str, ids: Sequence[str]) -> int:
-        self._scrub_wal = True
-        return super().delete_facts(user_id, ids)
+        with self.transaction(user_id):
+            self._scrub_wal = True
+            return super().delete_facts(user_id, ids)
 
     def delete_session(self, user_id: str, session_id: str) -> list[str]:
-        self._scrub_wal = True
-        return super().delete_session(user_id, session_id)
+        with self.transaction(user_id):
+            self._scrub_wal = True
+            return super().delete_session(user_id, session_id)
 
     def delete_orphan_entities(self, user_id: str) -> int:
-        self._scrub_wal = True
-        return super().delete_orphan_entities(user_id)
+        with self.transaction(user_id):
+            self._scrub_wal = True
+            return super().delete_orphan_entities(user_id)
 
     def delete_user(self, user_id: str) -> None:
-        self._scrub_wal = True
         with self.transaction(user_id):
+            self._scrub_wal = True
             super().delete_user(user_id)
             self._exec(user_id, "DELETE FROM user_blocks WHERE user_id = ?", (user_id,))
 
     def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
-        self._scrub_wal = True
-        return super().delete_checkpoints(user_id, from_seq)
+        with self.transaction(user_id):
+            self._scrub_wal = True
+            return super().delete_checkpoints(user_id, from_seq)
 
     @contextmanager
     def _connect_for_read(self) -> Iterator[Any]:
