@@ -127,11 +127,16 @@ def shown(user_key: str) -> str:
 
 def migrate_cmd(db: Annotated[Optional[str], typer.Option(
         "--db", help="Database path or URL (default: $CHRONOMEM_DB or the user data dir)")] = None) -> None:
-    """Apply pending schema migrations and show the schema version."""
+    """Apply pending schema migrations and show the schema version.  A migration that rewrites a large
+    SQLite file takes a while (schema 14: ~25 s for 850 MB); on a terminal a spinner says so."""
+    from contextlib import nullcontext
+
     from ..config import Config
+    from .core import status
     from .render import console
 
-    with open_store(db or Config.load().db_location) as store:
+    waiting = status.status("opening the store and applying its migrations…") if status.is_terminal else nullcontext()
+    with waiting, open_store(db or Config.load().db_location) as store:
         info = store_info(store)
     console.print(f"{info['url']}: schema version {info['schema_version']}, "
                   f"vectors: {info['vector_backend']}"
