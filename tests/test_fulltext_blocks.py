@@ -238,3 +238,20 @@ def test_any_order_of_users_writes_keeps_each_row_in_its_block_and_found(tmp_pat
                 assert m.id in hits and len(mem.store.messages(user, ids=hits)) == len(hits)
         db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('integrity-check')")
         db.execute("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_the_same_user_id_in_two_tenants_of_one_file_has_two_blocks(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with Memory(path, tenant="acme", llm=False, embedder=False) as acme, \
+            Memory(path, tenant="globex", llm=False, embedder=False) as globex:
+        for i in range(2):  # interleaved writes of "u1" in both tenants
+            acme.add_facts([fact("Ana", f"acme{i}", "zebra")], user_id="u1")
+            globex.add_facts([fact("Ana", f"globex{i}", "zebra")], user_id="u1")
+        assert found(acme, "u1", "zebra")[0] == {"acme0", "acme1"}
+        assert found(globex, "u1", "zebra")[0] == {"globex0", "globex1"}
+        acme.forget(user_id="u1", everything=True)
+        assert found(acme, "u1", "zebra") == (set(), set())
+        assert found(globex, "u1", "zebra")[0] == {"globex0", "globex1"}
+    with Memory(path, llm=False, embedder=False) as mem:
+        db = mem.store._db  # type: ignore[attr-defined]
+        assert len(blocks(db)) == 1 and rows_outside_their_block(db) == []  # globex's u1 only
