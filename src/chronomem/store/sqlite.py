@@ -5,6 +5,13 @@ recent SQLite with FTS5) rather than the interpreter's ``sqlite3``, which is
 often built without ``enable_load_extension`` — so sqlite-vec always loads.
 Writers are serialised with ``BEGIN IMMEDIATE`` (SQLite has one writer at a
 time); readers never block thanks to WAL.
+
+Many users share one file, so two things keep a user's work from growing with
+the others' data.  Each user's facts and turns take rowids in a block of their
+own (:data:`BLOCK_ROWS`, table ``user_blocks``, migration 0014), and a full-text
+search asks FTS5 for the block's range (:meth:`SQLiteStore._fts`).  A forget
+finds the pages whose unused space to zero in a snapshot of its own, not under
+the file's write lock (:meth:`SQLiteStore._sweep_after_forget`).
 """
 
 from __future__ import annotations
