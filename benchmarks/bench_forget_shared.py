@@ -1,13 +1,16 @@
 """Forgetting in a large shared SQLite file: what zeroing the pages' unused space costs a forget.
 
-Every forget on SQLite zeroes the unused space of every page of the file (chronomem.store.free_space),
-so its cost grows with the file, not with the user.  This forgets one fact of each of ``--users``
-users in a copy of a store built by ``bench_search.py --phase load`` and times each forget:
+Every forget on SQLite zeroes the unused space of the pages of the file (chronomem.store.free_space):
+finding them reads every page (in a snapshot of its own since session 44, without the write lock), so
+its cost grows with the file, not with the user.  This forgets one fact of a first user, then of each of
+``--users`` more, in a copy of a store built by ``bench_search.py --phase load`` (or
+``bench_shared_fulltext.py``) and times each forget:
 
   python benchmarks/bench_search.py --db /tmp/cm_bench/1m.db --facts 1000000 --phase load
   python benchmarks/bench_forget_shared.py --db /tmp/cm_bench/1m.db
 
-Prints one JSON line: the file's size, each forget in ms and their median.  The store given is not
+Prints one JSON line: the file's size, the first forget (the file read from disk), each later forget in
+ms and their median.  The store given is not
 changed (the copy is deleted at the end).  No model calls.  ``--beside``: meanwhile another process
 writes a fact of another user every 20 ms during the forgets after the first; the line adds how long
 those writes took (median, max), what a forget makes every other writer of the file wait.
