@@ -320,8 +320,8 @@ class SQLStore(Store):
         raise NotImplementedError
 
     def _row_ids(self, user_id: str, table: str, n: int) -> list[int] | None:
-        """Inside a write transaction: the row ids ``n`` new rows of ``table`` (facts, messages) of
-        ``user_id`` take, or None to let the database choose (the default)."""
+        """Inside a write transaction: the row ids ``n`` new rows of ``table`` of ``user_id`` take, or None
+        to let the database choose (the default)."""
         return None
 
     def _numbered(self, user_id: str, table: str, cols: Sequence[str],
@@ -1126,7 +1126,7 @@ class SQLStore(Store):
                 # rows whose key already exists are kept as they are: count what was really added
                 count = f"SELECT COUNT(*) FROM {table} WHERE user_id = ?"
                 before = int(self._all(count, (user_id,))[0][0])
-                placed, numbered = self._numbered(user_id, table, cols, batch) if table == "facts" else (cols, batch)
+                placed, numbered = self._numbered(user_id, table, cols, batch)
                 self._many(user_id, self._upsert_ignore(table, placed), numbered)
                 stored[table] = int(self._all(count, (user_id,))[0][0]) - before
         return stored

@@ -52,6 +52,7 @@ UNSWEPT_KEY = "unswept_forget"
 # a user's facts and turns take rowids from block * BLOCK_ROWS on (migration 0014): a full-text search
 # reads only its user's part of the index
 BLOCK_ROWS = 1 << 32
+BLOCKED_TABLES = ("facts", "messages")
 
 # what the full-text index holds for a fact (the same expression as the delete/update triggers)
 FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
@@ -220,24 +221,16 @@ class SQLiteStore(SQLStore):
         pages: list[int] | None = None
         if self.path != ":memory:":
             try:
-                with closing(sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
-                                             check_same_thread=False)) as reader:
-                    reader.execute("BEGIN")
+                with closing(self._snapshot()) as reader:
                     pages = pages_to_zero(reader)
-                    reader.execute("COMMIT")
             except Exception as e:  # noqa: BLE001 - the write transaction below reads them all instead
                 log.debug("%s: pages to zero not read in a snapshot (%s)", self.path, e)
         with self._lock:
             try:
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
+                with self._connect_for_write(""):  # the forget's commit took the sweep flag: no sweep again
                     if self._zero_free_space(pages):
                         self._db.execute("DELETE FROM chronomem_meta WHERE key = ?", (UNSWEPT_KEY,))
-                    self._db.execute("COMMIT")
-                finally:
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-            except sqlite3.Error as e:  # the forget stands; its mark makes the next open zero
+            except StoreError as e:  # the forget stands; its mark makes the next open zero
                 log.warning("%s: the unused space of its pages could not be zeroed (%s); the next forget or "
                             "open zeroes it", self.path, e)
                 return
@@ -324,6 +317,20 @@ class SQLiteStore(SQLStore):
             except (sqlite3.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
                 raise StoreError(f"SQLite read failed on {self.path}: {e}") from e
 
+    def _snapshot(self) -> Any:
+        """A connection of its own to the file, in a read transaction: under WAL it sees the file as its
+        first read finds it while the store's connection goes on serving (and writing) for every other
+        caller.  Close it to end the transaction."""
+        conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute("BEGIN")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def iter_user(self, user_id: str, *, batch: int = DUMP_BATCH) -> UserRows:
         """The user's rows read in one read transaction on a connection of the dump's own: under WAL it
         sees the file as it was at its first read while the store's connection goes on serving (and
@@ -333,15 +340,9 @@ class SQLiteStore(SQLStore):
         if self.path == ":memory:":
             yield from super().iter_user(user_id, batch=batch)
             return
-        conn = None
         try:
-            conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
-                                   check_same_thread=False)
-            conn.execute("PRAGMA query_only = ON")
-            conn.execute("BEGIN")  # the snapshot is taken at the first read and kept to the end
+            conn = self._snapshot()
         except sqlite3.Error as e:
-            if conn is not None:
-                conn.close()
             raise StoreError(f"cannot open a read transaction on {self.path}: {e}") from e
 
         def read(sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -357,7 +358,7 @@ class SQLiteStore(SQLStore):
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         q = _fts_query(query)
-        block = conn.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+        block = _block_of(conn, user_id)
         if not q or block is None:  # no block: the user has no facts or turns
             return []
         # the rowid range keeps FTS5 inside the user's block; the user_id test stays the rule of who sees what
@@ -366,17 +367,22 @@ class SQLiteStore(SQLStore):
             f"JOIN {table} t ON t.rowid = {table}_fts.rowid "
             f"WHERE {table}_fts MATCH ? AND {table}_fts.rowid BETWEEN ? AND ? AND t.user_id = ? "
             f"ORDER BY score LIMIT ?",
-            (q, *_block_range(block[0]), user_id, limit)).fetchall()
+            (q, *block, user_id, limit)).fetchall()
         return [(r[0], -float(r[1])) for r in rows]  # FTS5 bm25 is lower-is-better
 
-    def _row_ids(self, user_id: str, table: str, n: int) -> list[int]:
-        """The next ``n`` rowids of the user's block in ``table``, the block given on the user's first row."""
+    def _row_ids(self, user_id: str, table: str, n: int) -> list[int] | None:
+        """The next ``n`` rowids of the user's block in ``table`` (facts or messages: the tables the
+        full-text indexes follow; the database chooses for the others), the block given on the user's
+        first row."""
+        if table not in BLOCKED_TABLES:
+            return None
         with self._conn(user_id, write=True) as c:
-            block = c.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+            block = _block_of(c, user_id)
             if block is None:
-                block = c.execute("INSERT INTO user_blocks (user_id, block) SELECT ?, COALESCE(MAX(block), 0) + 1 "
-                                  "FROM user_blocks RETURNING block", (user_id,)).fetchone()
-            low, high = _block_range(block[0])
+                block = _block_range(c.execute("INSERT INTO user_blocks (user_id, block) SELECT ?, "
+                                               "COALESCE(MAX(block), 0) + 1 FROM user_blocks RETURNING block",
+                                               (user_id,)).fetchone()[0])
+            low, high = block
             top = _last_rowid(c, table, low, high)
         start = (low if top is None else top) + 1
         if start + n - 1 > high:
@@ -432,14 +438,12 @@ class SQLiteStore(SQLStore):
         the table).
         """
         with self._conn(user_id, write=True) as c:
-            block = c.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
-            low, high = _block_range(block[0]) if block else (0, -1)
+            low, high = _block_of(c, user_id) or (0, -1)
             top = c.execute("SELECT COALESCE(MAX(rowid), 0) FROM facts").fetchone()[0]
             in_block = _last_rowid(c, "facts", low, high)
             yield
-            if not block:  # the block given by the inserts
-                block = c.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
-                low, high = _block_range(block[0]) if block else (0, -1)
+            if high < 0:  # the block given by the inserts
+                low, high = _block_of(c, user_id) or (0, -1)
             c.execute(f"INSERT INTO facts_fts (rowid, text) SELECT rowid, {FACT_FTS_TEXT} FROM facts "
                       "WHERE rowid BETWEEN ? AND ? OR rowid > ?", (max(low, (in_block or 0) + 1), high, top))
 
@@ -451,6 +455,12 @@ class SQLiteStore(SQLStore):
 def _block_range(block: int) -> tuple[int, int]:
     """The first and last rowid of a user's block."""
     return block * BLOCK_ROWS, (block + 1) * BLOCK_ROWS - 1
+
+
+def _block_of(conn: Any, user_id: str) -> tuple[int, int] | None:
+    """The first and last rowid of the user's block (None: the user was given none yet)."""
+    row = conn.execute("SELECT block FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+    return None if row is None else _block_range(row[0])
 
 
 def _last_rowid(conn: Any, table: str, low: int, high: int) -> int | None:
