@@ -128,3 +128,21 @@ def test_copying_a_whole_store_brings_its_api_keys_and_tenants(url_factory: Call
         assert stored is not None and key_matches(key, stored) and stored.tenant == "acme"
     r = run("copy", a, url_factory("sqlite"), "--user", "u1", "--tenant", "acme")  # one tenant's user
     assert r.exit_code == 0 and "copied 1 user(s)" in r.output and "API key" not in r.output
+
+
+def test_migrate_says_what_it_waits_for_on_a_terminal_and_nothing_more_elsewhere(tmp_path, monkeypatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from chronomem.cli import core
+
+    db = str(tmp_path / "m.db")
+    screen = io.StringIO()
+    monkeypatch.setattr(core, "status", Console(file=screen, force_terminal=True, width=100))
+    assert run("migrate", "--db", db).exit_code == 0
+    assert "opening the store and applying its migrations" in screen.getvalue()
+    piped = io.StringIO()
+    monkeypatch.setattr(core, "status", Console(file=piped, force_terminal=False))
+    r = run("migrate", "--db", db)
+    assert r.exit_code == 0 and "schema version" in r.output and piped.getvalue() == ""
