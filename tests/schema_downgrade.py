@@ -48,8 +48,49 @@ def undo_other_words(db: Any) -> None:
     db.execute("ALTER TABLE facts DROP COLUMN other_words")
 
 
+def undo_user_fulltext_statistics(db: Any) -> None:
+    """Migration 0015 in reverse: facts_fts indexes an expression no column holds, no counts per block.
+    The index keeps its bytes (the tables behind both declarations hold the same tokens the same way),
+    so what a file of that age left in its index stays there."""
+    for trigger in ("facts_fts_del", "facts_fts_upd", "messages_fts_ins", "messages_fts_del", "messages_fts_upd"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    db.execute("DROP VIEW facts_fts_lengths")
+    db.execute("DROP VIEW messages_fts_lengths")
+    db.execute("ALTER TABLE facts_fts RENAME TO facts_fts_new")
+    for column in ("facts_rows", "facts_tokens", "messages_rows", "messages_tokens"):
+        db.execute(f"ALTER TABLE user_blocks DROP COLUMN {column}")
+    expression = "subject || ' ' || replace({0}relation, '_', ' ') || ' ' || {0}object || ' ' || {0}text"
+    db.execute("CREATE VIRTUAL TABLE facts_fts USING fts5 (text, content='facts', content_rowid='rowid', "
+               "tokenize='porter unicode61')")
+    for shadow in ("data", "idx", "docsize", "config"):
+        db.execute(f"DELETE FROM facts_fts_{shadow}")
+        db.execute(f"INSERT INTO facts_fts_{shadow} SELECT * FROM facts_fts_new_{shadow}")
+    db.execute("DROP TABLE facts_fts_new")
+    db.execute("ALTER TABLE facts DROP COLUMN fts_text")
+    old = "old." + expression.format("old.")
+    new = "new." + expression.format("new.")
+    db.execute("CREATE TRIGGER facts_fts_del AFTER DELETE ON facts BEGIN INSERT INTO facts_fts (facts_fts, rowid, "
+               f"text) VALUES ('delete', old.rowid, {old}); END")
+    db.execute("CREATE TRIGGER facts_fts_upd AFTER UPDATE OF text, subject, object ON facts BEGIN "
+               f"INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.rowid, {old}); "
+               f"INSERT INTO facts_fts (rowid, text) VALUES (new.rowid, {new}); END")
+    columns = "speaker, text, context"
+    db.execute("CREATE TRIGGER messages_fts_ins AFTER INSERT ON messages BEGIN INSERT INTO messages_fts "
+               f"(rowid, {columns}) VALUES (new.rowid, new.speaker, new.text, new.context); END")
+    db.execute("CREATE TRIGGER messages_fts_del AFTER DELETE ON messages BEGIN INSERT INTO messages_fts "
+               f"(messages_fts, rowid, {columns}) VALUES ('delete', old.rowid, old.speaker, old.text, old.context); "
+               "END")
+    db.execute(f"CREATE TRIGGER messages_fts_upd AFTER UPDATE OF {columns} ON messages BEGIN "
+               f"INSERT INTO messages_fts (messages_fts, rowid, {columns}) "
+               "VALUES ('delete', old.rowid, old.speaker, old.text, old.context); "
+               f"INSERT INTO messages_fts (rowid, {columns}) VALUES (new.rowid, new.speaker, new.text, new.context); "
+               "END")
+
+
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
+    if version < 15:
+        undo_user_fulltext_statistics(db)
     if version < 13:
         undo_other_words(db)
     if version < 11:

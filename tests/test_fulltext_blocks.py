@@ -26,6 +26,7 @@ from chronomem.errors import StoreError
 from chronomem.model import Message
 from chronomem.store.sqlite import BLOCK_ROWS, SQLiteStore
 from schema_downgrade import downgrade
+from test_fulltext_ranking import kept, recount
 
 T = datetime(2024, 5, 1, tzinfo=timezone.utc)
 EXAMPLES = 1000 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 25
@@ -113,8 +114,7 @@ def test_a_full_block_is_refused_by_name_with_nothing_written(mem: Memory) -> No
     db = mem.store._db  # type: ignore[attr-defined]
     last = (blocks(db)["a"] + 1) * BLOCK_ROWS - 1
     db.execute("UPDATE facts SET rowid = ? WHERE user_id = 'a'", (last,))  # the block's last rowid taken
-    db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('delete-all')")
-    db.execute("INSERT INTO facts_fts (rowid, text) SELECT rowid, text FROM facts")
+    db.execute("INSERT INTO facts_fts (facts_fts) VALUES ('rebuild')")
     with pytest.raises(StoreError, match=r"user 'a' has no rowids left for 1 more facts rows"):
         mem.add_facts([fact("Ana", "jazz", "opera")], user_id="a")
     assert [f.object for f in mem.store.facts("a")] == ["tea"] and found(mem, "a", "opera") == (set(), set())
@@ -123,6 +123,7 @@ def test_a_full_block_is_refused_by_name_with_nothing_written(mem: Memory) -> No
 
 def renumber_as_before_blocks(db: sqlean.Connection) -> None:
     """Number the rows as one table-wide counter did before the blocks (each user's rows in their order)."""
+    downgrade(db, 13)
     for table in ("facts", "messages"):
         for n, (rowid,) in enumerate(db.execute(f"SELECT rowid FROM {table} ORDER BY rowid % {BLOCK_ROWS}, "
                                                 "rowid").fetchall(), start=1):
@@ -132,7 +133,6 @@ def renumber_as_before_blocks(db: sqlean.Connection) -> None:
     db.execute("INSERT INTO facts_fts (rowid, text) SELECT rowid, subject || ' ' || replace(relation, '_', ' ') "
                "|| ' ' || object || ' ' || text FROM facts")
     db.execute("INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')")
-    downgrade(db, 13)
 
 
 def test_a_file_written_before_the_blocks_searches_the_same_after_its_migration(tmp_path: Path) -> None:
@@ -147,9 +147,10 @@ def test_a_file_written_before_the_blocks_searches_the_same_after_its_migration(
         renumber_as_before_blocks(mem.store._db)  # type: ignore[attr-defined]
         db = mem.store._db  # type: ignore[attr-defined]
         assert db.execute("SELECT MAX(rowid), COUNT(*) FROM facts").fetchone() == (8, 8)  # "Bo likes x" once a user
-    with Memory(path, llm=False, embedder=False) as mem:  # opening runs 0014
+    with Memory(path, llm=False, embedder=False) as mem:  # opening runs 0014 and 0015
         db = mem.store._db  # type: ignore[attr-defined]
         assert sorted(blocks(db)) == ["a", "b", "c"] and rows_outside_their_block(db) == []
+        assert kept(db) == recount(db) and len(kept(db)) == 3
         for u in "abc":
             assert (mem.store.search_facts_text(u, words, 20), mem.store.search_messages_text(u, words, 20)) \
                 == answers[u]
@@ -229,6 +230,7 @@ def test_any_order_of_users_writes_keeps_each_row_in_its_block_and_found(tmp_pat
         db = mem.store._db  # type: ignore[attr-defined]
         assert rows_outside_their_block(db) == []
         assert len(set(blocks(db).values())) == len(blocks(db))
+        assert kept(db) == recount(db)  # the ranking's counts (migration 0015)
         for user in "abc":
             for f in mem.store.facts(user):
                 hits = [i for i, _ in mem.store.search_facts_text(user, f.text.split()[-1], 50)]

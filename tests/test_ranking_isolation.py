@@ -20,7 +20,7 @@ def _order(mem: Memory) -> list[str]:
 
 
 @pytest.mark.parametrize("kind", [
-    pytest.param("sqlite", marks=pytest.mark.xfail(strict=True, reason="FTS5 bm25 statistics span the file")),
+    "sqlite",
     "postgres",
 ])
 def test_a_users_ranking_does_not_move_with_other_users_words(kind: str, url_factory: Callable[[str], str]) -> None:

@@ -10,7 +10,9 @@ turn that answers "When did Gina get accepted for the design internship?".
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping, Sequence
 
 #: Bumped when the words a query keeps change, so benchmark rows of different versions are kept apart.
 #: 1: every word of two or more characters; 2: English stopwords dropped.
@@ -33,3 +35,47 @@ def query_words(text: str) -> list[str]:
     """The words of ``text`` a full-text query searches for: lower-cased, in order, without repeats,
     stopwords and one-character words (only ``\\w`` characters survive, so the result is safe to quote)."""
     return [w for w in dict.fromkeys(_WORD.findall(text.lower())) if len(w) > 1 and w not in STOPWORDS]
+
+
+# FTS5's bm25 constants (fts5_aux.c)
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def bm25_ranking(rows: int, tokens: int, instances: Sequence[Mapping[int, int]], lengths: Mapping[int, int],
+                 limit: int) -> list[tuple[int, float]]:
+    """Rank matched rows by FTS5's ``bm25`` computed over one user's rows only.
+
+    ``rows`` and ``tokens`` count the user's indexed rows and their tokens; ``instances[i]`` maps each of
+    the user's rows that holds the query's ``i``-th word to how many times it does; ``lengths`` gives each
+    matched row's tokens.  The arithmetic is FTS5's, step for step, so a user alone in a table gets FTS5's
+    scores to the last bit (negated: higher is better here) and FTS5's order, ties to the lower rowid.
+    Returns ``(rowid, score)``, best first, at most ``limit``.
+    """
+    if rows <= 0:
+        return []
+    avgdl = float(tokens) / float(rows)
+    idfs = []
+    for hits in instances:
+        idf = math.log((rows - len(hits) + 0.5) / (len(hits) + 0.5))
+        idfs.append(idf if idf > 0.0 else 1e-6)
+    scores = []
+    for rowid in sorted(set().union(*instances)):
+        d = float(lengths[rowid])
+        score = 0.0
+        for idf, hits in zip(idfs, instances):
+            freq = float(hits.get(rowid, 0))
+            score += idf * ((freq * (BM25_K1 + 1.0)) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * d / avgdl)))
+        scores.append((-score, rowid))
+    scores.sort()
+    return [(rowid, -neg) for neg, rowid in scores[:limit]]
+
+
+def varint_sum(blob: bytes) -> int:
+    """The sum of the SQLite varints in ``blob``: an FTS5 docsize entry is one per column, a row's tokens."""
+    total = value = 0
+    for byte in blob:
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            total, value = total + value, 0
+    return total

@@ -31,7 +31,7 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..model import Fact
 from ..timeutil import to_micros, utcnow
 from .free_space import pages_to_zero, zero_free_space, zero_pages
-from .fulltext import query_words
+from .fulltext import bm25_ranking, query_words, varint_sum
 from .base import DUMP_BATCH, UserRows
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
@@ -54,13 +54,39 @@ UNSWEPT_KEY = "unswept_forget"
 BLOCK_ROWS = 1 << 32
 BLOCKED_TABLES = ("facts", "messages")
 
-# what the full-text index holds for a fact (the same expression as the delete/update triggers)
-FACT_FTS_TEXT = "subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text"
+# a search counts a word's instances in the user's rows from the index when the whole file holds the word at
+# most this many times a row of the user's that holds it, else by reading the user's rows again: reading an
+# instance from the index costs ~0.09 µs, a row read again 2-4 µs (BENCHMARKS.md, "Ranking by the user's own
+# statistics")
+INSTANCES_PER_HIT = 20
 
 
 def _fts_query(text: str) -> str:
-    """Turn free text into a safe FTS5 OR-query of its content words (:mod:`.fulltext`)."""
+    """Free text as an FTS5 OR-query of its content words (:mod:`.fulltext`), for a query by hand."""
     return " OR ".join(f'"{w}"' for w in query_words(text))
+
+
+# how many times a matched row holds the query's word, all columns: the characters highlight() adds, one
+# marker before each instance (FTS5 merges only overlapping instances, which one word's never are)
+_INSTANCES = {
+    "facts": "length(highlight(facts_fts, 0, ' ', '')) - length(f.fts_text)",
+    "messages": " + ".join(f"length(highlight(messages_fts, {i}, ' ', '')) - length(f.{col})"
+                           for i, col in enumerate(("speaker", "text", "context"))),
+}
+
+
+@contextmanager
+def _read_transaction(conn: Any) -> Iterator[None]:
+    """Run a search's statements in one read transaction (or in the caller's): its counts and its hits
+    come from the same state of the file while other processes write."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        conn.execute("COMMIT")
 
 
 class SQLiteStore(SQLStore):
@@ -88,6 +114,12 @@ class SQLiteStore(SQLStore):
             self._busy_ms = int(timeout_s * 1000)
             self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._migrate()
+            for table in BLOCKED_TABLES:  # the index's words, read in place (see _instances)
+                self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_fts_terms "
+                                 f"USING fts5vocab(main, {table}_fts, row)")
+                self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_fts_instances "
+                                 f"USING fts5vocab(main, {table}_fts, instance)")
+            self._terms = QueryTerms()
         except sqlite3.DatabaseError as e:
             self._safe_close()
             raise CorruptDatabaseError(f"{self.path} is not a usable chronomem database: {e}") from e
@@ -357,18 +389,52 @@ class SQLiteStore(SQLStore):
             conn.close()  # ends the read transaction
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
-        q = _fts_query(query)
-        block = _block_of(conn, user_id)
-        if not q or block is None:  # no block: the user has no facts or turns
+        """FTS5's bm25 over the user's rows alone (:func:`.fulltext.bm25_ranking`): FTS5 finds the rows of
+        the user's block that hold each word and counts its instances in each (``highlight``); the row
+        and token counts are the block's (``user_blocks``, migration 0015).  The user_id test on the
+        ranked rows stays the rule of who sees what."""
+        words = query_words(query)
+        if not words:
             return []
-        # the rowid range keeps FTS5 inside the user's block; the user_id test stays the rule of who sees what
-        rows = conn.execute(
-            f"SELECT t.id, bm25({table}_fts) AS score FROM {table}_fts "
-            f"JOIN {table} t ON t.rowid = {table}_fts.rowid "
-            f"WHERE {table}_fts MATCH ? AND {table}_fts.rowid BETWEEN ? AND ? AND t.user_id = ? "
-            f"ORDER BY score LIMIT ?",
-            (q, *block, user_id, limit)).fetchall()
-        return [(r[0], -float(r[1])) for r in rows]  # FTS5 bm25 is lower-is-better
+        with _read_transaction(conn):
+            counts = conn.execute(f"SELECT block, {table}_rows, {table}_tokens FROM user_blocks WHERE user_id = ?",
+                                  (user_id,)).fetchone()
+            if counts is None:  # no block: the user has no facts or turns
+                return []
+            low, high = _block_range(counts[0])
+            instances, lengths = [], {}
+            tokens = self._terms.tokens(words)
+            for word in words:
+                hits = dict(conn.execute(f"SELECT f.rowid, d.sz FROM {table}_fts f JOIN {table}_fts_docsize d "
+                                         f"ON d.id = f.rowid WHERE {table}_fts MATCH ? AND f.rowid BETWEEN ? AND ?",
+                                         (f'"{word}"', low, high)).fetchall())
+                lengths.update(hits)
+                instances.append(self._instances(conn, table, word, tokens[word], len(hits), low, high))
+            ranked = bm25_ranking(counts[1], counts[2], instances,
+                                  {rowid: varint_sum(size) for rowid, size in lengths.items()}, limit)
+            if not ranked:
+                return []
+            ids = dict(conn.execute(f"SELECT rowid, id FROM {table} WHERE rowid IN ({','.join('?' * len(ranked))}) "
+                                    f"AND user_id = ?", (*(r for r, _ in ranked), user_id)).fetchall())
+        return [(ids[rowid], score) for rowid, score in ranked if rowid in ids]
+
+    def _instances(self, conn: Any, table: str, word: str, tokens: tuple[str, ...], hits: int, low: int,
+                   high: int) -> dict[int, int]:
+        """How many times each row of the block holds ``word`` (``hits`` rows do), all columns together.
+
+        A one-token word is read from the index itself (fts5vocab's instances of the token, every user's,
+        the block's kept) when the whole file holds it at most :data:`INSTANCES_PER_HIT` times a row the
+        user has: in a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows
+        again and marks the word in it (``highlight``), which costs the user's rows alone, a few µs each."""
+        if not hits:
+            return {}
+        if len(tokens) == 1:
+            found = conn.execute(f"SELECT cnt FROM temp.{table}_fts_terms WHERE term = ?", tokens).fetchone()
+            if found is not None and found[0] <= INSTANCES_PER_HIT * hits:
+                return dict(conn.execute(f"SELECT doc, count(*) FROM temp.{table}_fts_instances WHERE term = ? "
+                                         "AND doc BETWEEN ? AND ? GROUP BY doc", (tokens[0], low, high)).fetchall())
+        return dict(conn.execute(f"SELECT f.rowid, {_INSTANCES[table]} FROM {table}_fts f WHERE {table}_fts MATCH ? "
+                                 "AND f.rowid BETWEEN ? AND ?", (f'"{word}"', low, high)).fetchall())
 
     def _row_ids(self, user_id: str, table: str, n: int) -> list[int] | None:
         """The next ``n`` rowids of the user's block in ``table`` (facts or messages: the tables the
@@ -428,7 +494,8 @@ class SQLiteStore(SQLStore):
 
     @contextmanager
     def _indexing_new_facts(self, user_id: str) -> Iterator[None]:
-        """Add the facts inserted inside the block to the full-text index, in one statement.
+        """Add the facts inserted inside the block to the full-text index, in one statement, and to
+        their block's counts (the ranking's statistics, migration 0015).
 
         Every path that inserts facts must go through this: the index has no
         insert trigger (see migration 0002), and deleting a fact that was never
@@ -444,12 +511,49 @@ class SQLiteStore(SQLStore):
             yield
             if high < 0:  # the block given by the inserts
                 low, high = _block_of(c, user_id) or (0, -1)
-            c.execute(f"INSERT INTO facts_fts (rowid, text) SELECT rowid, {FACT_FTS_TEXT} FROM facts "
-                      "WHERE rowid BETWEEN ? AND ? OR rowid > ?", (max(low, (in_block or 0) + 1), high, top))
+            new = (max(low, (in_block or 0) + 1), high, top)
+            c.execute("INSERT INTO facts_fts (rowid, fts_text) SELECT rowid, fts_text FROM facts "
+                      "WHERE rowid BETWEEN ? AND ? OR rowid > ?", new)
+            # and count them in their blocks' statistics, as the delete and update triggers do (0015)
+            c.execute("UPDATE user_blocks SET facts_rows = facts_rows + s.n, facts_tokens = facts_tokens + s.tokens "
+                      "FROM (SELECT id >> 32 AS block, count(*) AS n, sum(tokens) AS tokens FROM facts_fts_lengths "
+                      "WHERE id BETWEEN ? AND ? OR id > ? GROUP BY 1) AS s WHERE user_blocks.block = s.block", new)
 
     def close(self) -> None:
         with self._lock:
             self._safe_close()
+            if hasattr(self, "_terms"):
+                self._terms.close()
+
+
+class QueryTerms:
+    """Each query word's tokens as the full-text indexes make them (``porter unicode61``, as migrations
+    0007 and 0015 declare both), from an FTS5 table of its own in memory; remembered, up to ``size``."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._db = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        self._db.execute("CREATE VIRTUAL TABLE words USING fts5 (word, tokenize='porter unicode61')")
+        self._db.execute("CREATE VIRTUAL TABLE words_tokens USING fts5vocab(words, instance)")
+        self._known: dict[str, tuple[str, ...]] = {}
+        self._size = size
+        self._lock = threading.Lock()
+
+    def tokens(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        with self._lock:
+            new = [w for w in dict.fromkeys(words) if w not in self._known]
+            if new:
+                self._db.execute("DELETE FROM words")
+                self._db.executemany("INSERT INTO words (rowid, word) VALUES (?, ?)", enumerate(new))
+                found: dict[int, list[str]] = {i: [] for i in range(len(new))}
+                for n, term in self._db.execute("SELECT doc, term FROM words_tokens ORDER BY doc, offset"):
+                    found[n].append(term)
+                if len(self._known) + len(new) > self._size:
+                    self._known.clear()
+                self._known.update((w, tuple(found[i])) for i, w in enumerate(new))
+            return {w: self._known[w] for w in words}
+
+    def close(self) -> None:
+        self._db.close()
 
 
 def _block_range(block: int) -> tuple[int, int]:

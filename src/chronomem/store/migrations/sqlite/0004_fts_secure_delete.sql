@@ -6,7 +6,7 @@
 INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 1);
 INSERT INTO messages_fts (messages_fts, rank) VALUES ('secure-delete', 1);
 -- Scrub what earlier deletes left behind: rebuild both indexes from their content tables.
--- facts_fts indexes an expression (see FACT_FTS_TEXT in sqlite.py), so 'rebuild', which would
+-- facts_fts indexes an expression (facts.fts_text since 0015), so 'rebuild', which would
 -- read only facts.text, is replaced by delete-all plus the same insert the store uses.
 INSERT INTO facts_fts (facts_fts) VALUES ('delete-all');
 INSERT INTO facts_fts (rowid, text) SELECT rowid, subject || ' ' || replace(relation, '_', ' ') || ' ' || object || ' ' || text FROM facts;
