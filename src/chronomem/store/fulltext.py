@@ -55,20 +55,19 @@ def bm25_ranking(rows: int, tokens: int, instances: Sequence[Mapping[int, int]],
     if rows <= 0:
         return []
     avgdl = float(tokens) / float(rows)
-    idfs = []
+    # each row's length term, once (FTS5 computes the same double for each word); a word a row lacks adds
+    # 0.0 to its score in FTS5, which changes no sum, so each row adds only its words, in the query's order
+    norm = {rowid: BM25_K1 * (1 - BM25_B + BM25_B * float(d) / avgdl) for rowid, d in lengths.items()}
+    scores: dict[int, float] = {}
     for hits in instances:
         idf = math.log((rows - len(hits) + 0.5) / (len(hits) + 0.5))
-        idfs.append(idf if idf > 0.0 else 1e-6)
-    scores = []
-    for rowid in sorted(set().union(*instances)):
-        d = float(lengths[rowid])
-        score = 0.0
-        for idf, hits in zip(idfs, instances):
-            freq = float(hits.get(rowid, 0))
-            score += idf * ((freq * (BM25_K1 + 1.0)) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * d / avgdl)))
-        scores.append((-score, rowid))
-    scores.sort()
-    return [(rowid, -neg) for neg, rowid in scores[:limit]]
+        if idf <= 0.0:
+            idf = 1e-6
+        for rowid, n in hits.items():
+            freq = float(n)
+            scores[rowid] = scores.get(rowid, 0.0) + idf * ((freq * (BM25_K1 + 1.0)) / (freq + norm[rowid]))
+    best = sorted((-score, rowid) for rowid, score in scores.items())[:limit]
+    return [(rowid, -neg) for neg, rowid in best]
 
 
 def varint_sum(blob: bytes) -> int:

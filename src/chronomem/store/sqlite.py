@@ -9,7 +9,9 @@ time); readers never block thanks to WAL.
 Many users share one file, so two things keep a user's work from growing with
 the others' data.  Each user's facts and turns take rowids in a block of their
 own (:data:`BLOCK_ROWS`, table ``user_blocks``, migration 0014), and a full-text
-search asks FTS5 for the block's range (:meth:`SQLiteStore._fts`).  A forget
+search asks FTS5 for the block's range (:meth:`SQLiteStore._fts`) and ranks
+with FTS5's bm25 computed from the block's own counts (migration 0015), so the
+order of a user's hits does not move with the others' words either.  A forget
 finds the pages whose unused space to zero in a snapshot of its own, not under
 the file's write lock (:meth:`SQLiteStore._sweep_after_forget`).
 """
@@ -389,52 +391,58 @@ class SQLiteStore(SQLStore):
             conn.close()  # ends the read transaction
 
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
-        """FTS5's bm25 over the user's rows alone (:func:`.fulltext.bm25_ranking`): FTS5 finds the rows of
-        the user's block that hold each word and counts its instances in each (``highlight``); the row
-        and token counts are the block's (``user_blocks``, migration 0015).  The user_id test on the
-        ranked rows stays the rule of who sees what."""
+        """FTS5's bm25 over the user's rows alone (:func:`.fulltext.bm25_ranking`): for each word, the rows
+        of the user's block that hold it, how many times each does and its length (:meth:`_word_in_rows`);
+        the row and token counts are the block's (``user_blocks``, migration 0015).  The user_id test on
+        the ranked rows stays the rule of who sees what."""
         words = query_words(query)
         if not words:
             return []
         with _read_transaction(conn):
-            counts = conn.execute(f"SELECT block, {table}_rows, {table}_tokens FROM user_blocks WHERE user_id = ?",
-                                  (user_id,)).fetchone()
-            if counts is None:  # no block: the user has no facts or turns
+            counts = conn.execute(f"SELECT block, {table}_rows, {table}_tokens, (SELECT sum({table}_rows) "
+                                  "FROM user_blocks) FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+            if counts is None or not counts[1]:  # the user has no rows in this table
                 return []
-            low, high = _block_range(counts[0])
-            instances, lengths = [], {}
-            tokens = self._terms.tokens(words)
-            for word in words:
-                hits = dict(conn.execute(f"SELECT f.rowid, d.sz FROM {table}_fts f JOIN {table}_fts_docsize d "
-                                         f"ON d.id = f.rowid WHERE {table}_fts MATCH ? AND f.rowid BETWEEN ? AND ?",
-                                         (f'"{word}"', low, high)).fetchall())
-                lengths.update(hits)
-                instances.append(self._instances(conn, table, word, tokens[word], len(hits), low, high))
-            ranked = bm25_ranking(counts[1], counts[2], instances,
-                                  {rowid: varint_sum(size) for rowid, size in lengths.items()}, limit)
+            block, rows, tokens, everyone = counts
+            share = rows / everyone
+            instances: list[dict[int, int]] = []
+            sizes: dict[int, bytes] = {}
+            for word, word_tokens in self._terms.tokens(words).items():
+                found = self._word_in_rows(conn, table, word, word_tokens, _block_range(block), share)
+                instances.append({rowid: n for rowid, (n, _) in found.items()})
+                sizes.update((rowid, size) for rowid, (_, size) in found.items())
+            ranked = bm25_ranking(rows, tokens, instances,
+                                  {rowid: varint_sum(size) for rowid, size in sizes.items()}, limit)
             if not ranked:
                 return []
             ids = dict(conn.execute(f"SELECT rowid, id FROM {table} WHERE rowid IN ({','.join('?' * len(ranked))}) "
                                     f"AND user_id = ?", (*(r for r, _ in ranked), user_id)).fetchall())
         return [(ids[rowid], score) for rowid, score in ranked if rowid in ids]
 
-    def _instances(self, conn: Any, table: str, word: str, tokens: tuple[str, ...], hits: int, low: int,
-                   high: int) -> dict[int, int]:
-        """How many times each row of the block holds ``word`` (``hits`` rows do), all columns together.
+    def _word_in_rows(self, conn: Any, table: str, word: str, tokens: tuple[str, ...], block: tuple[int, int],
+                      share: float) -> dict[int, tuple[int, bytes]]:
+        """Each row of the block that holds ``word`` (its ``tokens``): how many times, all columns together,
+        and its size entry in FTS5's docsize table.
 
         A one-token word is read from the index itself (fts5vocab's instances of the token, every user's,
-        the block's kept) when the whole file holds it at most :data:`INSTANCES_PER_HIT` times a row the
-        user has: in a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows
-        again and marks the word in it (``highlight``), which costs the user's rows alone, a few µs each."""
-        if not hits:
+        the block's kept) when the file holds it at most :data:`INSTANCES_PER_HIT` times the rows the user
+        is expected to have of it (its rows in the file times the user's ``share`` of the table's rows): in
+        a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows that hold it again
+        and marks the word in it (``highlight``), which costs the user's rows alone, a few µs each."""
+        if not tokens:  # no token (say "__"): the phrase matches no row
             return {}
+        join = f"JOIN {table}_fts_docsize d ON d.id = "
         if len(tokens) == 1:
-            found = conn.execute(f"SELECT cnt FROM temp.{table}_fts_terms WHERE term = ?", tokens).fetchone()
-            if found is not None and found[0] <= INSTANCES_PER_HIT * hits:
-                return dict(conn.execute(f"SELECT doc, count(*) FROM temp.{table}_fts_instances WHERE term = ? "
-                                         "AND doc BETWEEN ? AND ? GROUP BY doc", (tokens[0], low, high)).fetchall())
-        return dict(conn.execute(f"SELECT f.rowid, {_INSTANCES[table]} FROM {table}_fts f WHERE {table}_fts MATCH ? "
-                                 "AND f.rowid BETWEEN ? AND ?", (f'"{word}"', low, high)).fetchall())
+            in_file = conn.execute(f"SELECT doc, cnt FROM temp.{table}_fts_terms WHERE term = ?", tokens).fetchone()
+            if in_file is None:
+                return {}
+            if in_file[1] <= INSTANCES_PER_HIT * in_file[0] * share:
+                return {rowid: (n, size) for rowid, n, size in conn.execute(
+                    f"SELECT v.doc, count(*), d.sz FROM temp.{table}_fts_instances v {join}v.doc "
+                    "WHERE v.term = ? AND v.doc BETWEEN ? AND ? GROUP BY v.doc", (tokens[0], *block))}
+        return {rowid: (n, size) for rowid, n, size in conn.execute(
+            f"SELECT f.rowid, {_INSTANCES[table]}, d.sz FROM {table}_fts f {join}f.rowid "
+            f"WHERE {table}_fts MATCH ? AND f.rowid BETWEEN ? AND ?", (f'"{word}"', *block))}
 
     def _row_ids(self, user_id: str, table: str, n: int) -> list[int] | None:
         """The next ``n`` rowids of the user's block in ``table`` (facts or messages: the tables the

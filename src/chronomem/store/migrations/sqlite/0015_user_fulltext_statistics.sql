@@ -19,10 +19,15 @@ INSERT INTO facts_fts (facts_fts, rank) VALUES ('secure-delete', 1);
 INSERT INTO facts_fts (facts_fts) VALUES ('rebuild');
 
 -- 2. each indexed row's length in tokens, all columns together, as FTS5 stored it: the docsize blob holds
--- one SQLite varint per column (7 bits a byte, high bit set on every byte but a value's last); summed here
--- byte by byte, the bytes read from the blob's hex
+-- one SQLite varint per column (7 bits a byte, high bit set on every byte but a value's last), read here
+-- from the blob's hex.  A blob of one byte a column (every column under 128 tokens) is the sum of its
+-- bytes; a longer one is summed byte by byte.
 CREATE VIEW facts_fts_lengths AS
-  SELECT d.id AS id, (
+  SELECT d.id AS id,
+    CASE WHEN length(d.sz) = 1 THEN
+           (instr('0123456789ABCDEF', substr(hex(d.sz), 1, 1)) - 1) * 16
+             + instr('0123456789ABCDEF', substr(hex(d.sz), 2, 1)) - 1
+    ELSE (
     WITH RECURSIVE v(pos, b, acc, total) AS (
       SELECT 0, (instr('0123456789ABCDEF', substr(hex(d.sz), 1, 1)) - 1) * 16
                 + instr('0123456789ABCDEF', substr(hex(d.sz), 2, 1)) - 1, 0, 0
@@ -32,10 +37,18 @@ CREATE VIEW facts_fts_lengths AS
              CASE WHEN b < 128 THEN 0 ELSE (acc + (b & 127)) * 128 END,
              CASE WHEN b < 128 THEN total + acc + b ELSE total END
       FROM v WHERE pos < length(d.sz)
-    ) SELECT max(total) FROM v) AS tokens
+    ) SELECT max(total) FROM v) END AS tokens
   FROM facts_fts_docsize d;
 CREATE VIEW messages_fts_lengths AS
-  SELECT d.id AS id, (
+  SELECT d.id AS id,
+    CASE WHEN length(d.sz) = 3 THEN
+           ((instr('0123456789ABCDEF', substr(hex(d.sz), 1, 1)) - 1) * 16
+             + instr('0123456789ABCDEF', substr(hex(d.sz), 2, 1)) - 1)
+           + ((instr('0123456789ABCDEF', substr(hex(d.sz), 3, 1)) - 1) * 16
+             + instr('0123456789ABCDEF', substr(hex(d.sz), 4, 1)) - 1)
+           + ((instr('0123456789ABCDEF', substr(hex(d.sz), 5, 1)) - 1) * 16
+             + instr('0123456789ABCDEF', substr(hex(d.sz), 6, 1)) - 1)
+    ELSE (
     WITH RECURSIVE v(pos, b, acc, total) AS (
       SELECT 0, (instr('0123456789ABCDEF', substr(hex(d.sz), 1, 1)) - 1) * 16
                 + instr('0123456789ABCDEF', substr(hex(d.sz), 2, 1)) - 1, 0, 0
@@ -45,7 +58,7 @@ CREATE VIEW messages_fts_lengths AS
              CASE WHEN b < 128 THEN 0 ELSE (acc + (b & 127)) * 128 END,
              CASE WHEN b < 128 THEN total + acc + b ELSE total END
       FROM v WHERE pos < length(d.sz)
-    ) SELECT max(total) FROM v) AS tokens
+    ) SELECT max(total) FROM v) END AS tokens
   FROM messages_fts_docsize d;
 
 -- 3. each block's indexed rows and tokens, per table (a block is a user's: rowid >> 32, see 0014)
