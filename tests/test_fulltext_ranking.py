@@ -189,3 +189,22 @@ def test_the_ranking_follows_fts5s_formula_on_a_worked_example() -> None:
     ranked = bm25_ranking(rows=10, tokens=40, instances=[{3: 1}, {4: 1}], lengths={3: 4, 4: 4}, limit=1)
     assert ranked == [(3, pytest.approx(math.log(9.5 / 1.5) * 2.2 / (1 + 1.2), rel=1e-12))]  # tie: lower rowid
     assert bm25_ranking(rows=0, tokens=0, instances=[{}], lengths={}, limit=5) == []
+
+
+def test_a_word_is_counted_from_the_index_unless_the_file_holds_it_for_many_others(tmp_path: Path) -> None:
+    """Alone, the user's instances of a word are read from fts5vocab; where other users hold the word in
+    far more rows than this user's share of the table would, the user's own rows are read again."""
+    with Memory(str(tmp_path / "m.db"), llm=False, embedder=False) as mem:
+        db = mem.store._db  # type: ignore[attr-defined]
+        statements: list[str] = []
+        db.set_trace_callback(statements.append)
+        write(mem, "a", [("Ana", "zebra", "a zebra"), ("Ana", "tea", "green tea")], [], "s")
+        assert mem.store.search_facts_text("a", "zebra", 5)
+        assert any("facts_fts_instances" in s for s in statements) and not any("highlight(" in s for s in statements)
+        write(mem, "b", [("Bo", f"zebra {i}", "a zebra") for i in range(60)] + [("Bo", "tea", "tea")], [], "s")
+        statements.clear()
+        assert mem.store.search_facts_text("a", "zebra", 5)
+        assert any("highlight(" in s for s in statements)
+        statements.clear()
+        assert mem.store.search_facts_text("a", "tea", 5)  # "tea": b's share of it matches b's share of rows
+        assert any("facts_fts_instances" in s for s in statements) and not any("highlight(" in s for s in statements)

@@ -70,11 +70,18 @@ def bm25_ranking(rows: int, tokens: int, instances: Sequence[Mapping[int, int]],
     return [(rowid, -neg) for neg, rowid in best]
 
 
-def varint_sum(blob: bytes) -> int:
-    """The sum of the SQLite varints in ``blob``: an FTS5 docsize entry is one per column, a row's tokens."""
-    total = value = 0
+def varints(blob: bytes) -> list[int]:
+    """The SQLite varints in ``blob``, as FTS5 writes its sizes: its docsize entry for a row holds one a
+    column (the row's tokens there); its averages record, the table's rows, then its tokens a column."""
+    out, value = [], 0
     for byte in blob:
         value = (value << 7) | (byte & 0x7F)
         if byte < 0x80:
-            total, value = total + value, 0
-    return total
+            out.append(value)
+            value = 0
+    return out
+
+
+def varint_sum(blob: bytes) -> int:
+    """The sum of the SQLite varints in ``blob``: for a docsize entry, the row's tokens."""
+    return sum(varints(blob))

@@ -33,7 +33,7 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..model import Fact
 from ..timeutil import to_micros, utcnow
 from .free_space import pages_to_zero, zero_free_space, zero_pages
-from .fulltext import bm25_ranking, query_words, varint_sum
+from .fulltext import bm25_ranking, query_words, varint_sum, varints
 from .base import DUMP_BATCH, UserRows
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
@@ -399,12 +399,14 @@ class SQLiteStore(SQLStore):
         if not words:
             return []
         with _read_transaction(conn):
-            counts = conn.execute(f"SELECT block, {table}_rows, {table}_tokens, (SELECT sum({table}_rows) "
-                                  "FROM user_blocks) FROM user_blocks WHERE user_id = ?", (user_id,)).fetchone()
+            counts = conn.execute(f"SELECT block, {table}_rows, {table}_tokens FROM user_blocks WHERE user_id = ?",
+                                  (user_id,)).fetchone()
             if counts is None or not counts[1]:  # the user has no rows in this table
                 return []
-            block, rows, tokens, everyone = counts
-            share = rows / everyone
+            block, rows, tokens = counts
+            # FTS5's averages record (the rows of the whole table first) tells the user's share of the rows
+            averages = conn.execute(f"SELECT block FROM {table}_fts_data WHERE id = 1").fetchone()
+            share = rows / max(rows, varints(averages[0])[0] if averages else 0)
             instances: list[dict[int, int]] = []
             sizes: dict[int, bytes] = {}
             for word, word_tokens in self._terms.tokens(words).items():
@@ -426,8 +428,8 @@ class SQLiteStore(SQLStore):
 
         A one-token word is read from the index itself (fts5vocab's instances of the token, every user's,
         the block's kept) when the file holds it at most :data:`INSTANCES_PER_HIT` times the rows the user
-        is expected to have of it (its rows in the file times the user's ``share`` of the table's rows): in
-        a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows that hold it again
+        is expected to have of it (its rows in the file times the user's ``share`` of the table's rows, one at
+        least): in a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows that hold it again
         and marks the word in it (``highlight``), which costs the user's rows alone, a few µs each."""
         if not tokens:  # no token (say "__"): the phrase matches no row
             return {}
@@ -436,7 +438,7 @@ class SQLiteStore(SQLStore):
             in_file = conn.execute(f"SELECT doc, cnt FROM temp.{table}_fts_terms WHERE term = ?", tokens).fetchone()
             if in_file is None:
                 return {}
-            if in_file[1] <= INSTANCES_PER_HIT * in_file[0] * share:
+            if in_file[1] <= INSTANCES_PER_HIT * max(1.0, in_file[0] * share):
                 return {rowid: (n, size) for rowid, n, size in conn.execute(
                     f"SELECT v.doc, count(*), d.sz FROM temp.{table}_fts_instances v {join}v.doc "
                     "WHERE v.term = ? AND v.doc BETWEEN ? AND ? GROUP BY v.doc", (tokens[0], *block))}
