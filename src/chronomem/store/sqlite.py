@@ -57,9 +57,9 @@ BLOCK_ROWS = 1 << 32
 BLOCKED_TABLES = ("facts", "messages")
 
 # a search counts a word's instances in the user's rows from the index when the whole file holds the word at
-# most this many times a row of the user's that holds it, else by reading the user's rows again: reading an
-# instance from the index costs ~0.09 µs, a row read again 2-4 µs (BENCHMARKS.md, "Ranking by the user's own
-# statistics")
+# most this many times the rows of the user's expected to hold it, else by reading the user's rows again: an
+# instance read from the index costs ~0.09 µs, a row read again 2-4 µs (BENCHMARKS.md, "A user's ranking from
+# the user's own counts")
 INSTANCES_PER_HIT = 20
 
 
@@ -69,7 +69,8 @@ def _fts_query(text: str) -> str:
 
 
 # how many times a matched row holds the query's word, all columns: the characters highlight() adds, one
-# marker before each instance (FTS5 merges only overlapping instances, which one word's never are)
+# marker before each instance.  FTS5 merges overlapping instances only: a one-token word's never overlap; a
+# word of tokens that repeat ("ha_ha" in "ha ha ha") would count once a run, where bm25 counts each.
 _INSTANCES = {
     "facts": "length(highlight(facts_fts, 0, ' ', '')) - length(f.fts_text)",
     "messages": " + ".join(f"length(highlight(messages_fts, {i}, ' ', '')) - length(f.{col})"
@@ -116,7 +117,7 @@ class SQLiteStore(SQLStore):
             self._busy_ms = int(timeout_s * 1000)
             self._db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             self._migrate()
-            for table in BLOCKED_TABLES:  # the index's words, read in place (see _instances)
+            for table in BLOCKED_TABLES:  # the index's words, read in place (see _word_in_rows)
                 self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_fts_terms "
                                  f"USING fts5vocab(main, {table}_fts, row)")
                 self._db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_fts_instances "
@@ -428,9 +429,10 @@ class SQLiteStore(SQLStore):
 
         A one-token word is read from the index itself (fts5vocab's instances of the token, every user's,
         the block's kept) when the file holds it at most :data:`INSTANCES_PER_HIT` times the rows the user
-        is expected to have of it (its rows in the file times the user's ``share`` of the table's rows, one at
-        least): in a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows that hold it again
-        and marks the word in it (``highlight``), which costs the user's rows alone, a few µs each."""
+        is expected to have of it (its rows in the file times the user's ``share`` of the table's rows, one
+        at least): in a file of one user or few, always.  Otherwise FTS5 reads each of the user's rows that
+        hold it again and marks the word in it (``highlight``), which costs the user's rows alone, a few µs
+        each."""
         if not tokens:  # no token (say "__"): the phrase matches no row
             return {}
         join = f"JOIN {table}_fts_docsize d ON d.id = "
