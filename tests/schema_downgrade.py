@@ -54,7 +54,8 @@ def undo_user_fulltext_statistics(db: Any) -> None:
     so what a file of that age left in its index stays there."""
     for trigger in ("facts_fts_del", "facts_fts_upd", "messages_fts_ins", "messages_fts_del", "messages_fts_upd"):
         db.execute(f"DROP TRIGGER {trigger}")
-    db.execute("DROP VIEW fts_row_lengths")
+    db.execute("DROP VIEW facts_fts_lengths")
+    db.execute("DROP VIEW messages_fts_lengths")
     db.execute("ALTER TABLE facts_fts RENAME TO facts_fts_new")
     for column in ("facts_rows", "facts_tokens", "messages_rows", "messages_tokens"):
         db.execute(f"ALTER TABLE user_blocks DROP COLUMN {column}")

@@ -156,28 +156,25 @@ def test_the_blocks_counts_follow_writes_renames_and_forgets(tmp_path: Path) -> 
         assert kept(db) == recount(db) and len(kept(db)) == 1
 
 
+@pytest.mark.parametrize("table, columns", [("facts", ["fts_text"]), ("messages", ["speaker", "text", "context"])])
 @pytest.mark.parametrize("tokens", [0, 1, 127, 128, 16383, 16384, 2**21 - 1, 2**21])
-def test_the_view_and_the_decoder_read_fts5s_sizes_alike(tokens: int) -> None:
-    """FTS5 stores a row's size per column as a varint of one to four bytes here; both readers agree, for
-    either index, on the view's short path (one byte a column) and its long one."""
+def test_the_view_and_the_decoder_read_fts5s_sizes_alike(table: str, columns: list[str], tokens: int) -> None:
+    """FTS5 stores a row's size per column as a varint of one to four bytes here; both readers agree,
+    on the view's short path (one byte a column) and its long one."""
     db = sqlean.connect(":memory:", isolation_level=None)
-    columns = {"facts": ["fts_text"], "messages": ["speaker", "text", "context"]}
-    for table, names in columns.items():
-        db.execute(f"CREATE TABLE {table} ({', '.join(names)})")
-        db.execute(f"CREATE VIRTUAL TABLE {table}_fts USING fts5 ({', '.join(names)}, content='{table}')")
+    db.execute(f"CREATE TABLE {table} ({', '.join(columns)})")
+    db.execute(f"CREATE VIRTUAL TABLE {table}_fts USING fts5 ({', '.join(columns)}, content='{table}')")
     sql = (Path(__file__).parents[1] / "src/chronomem/store/migrations/sqlite/0015_user_fulltext_statistics.sql"
            ).read_text()
-    start = sql.index("CREATE VIEW fts_row_lengths")
+    start = sql.index(f"CREATE VIEW {table}_fts_lengths")
     db.execute(sql[start:sql.index(";", start)])
-    for table, names in columns.items():
-        values = ["a " * tokens, "Ana", "x y"][:len(names)]
-        db.execute(f"INSERT INTO {table}_fts (rowid, {', '.join(names)}) VALUES (1, {', '.join('?' * len(names))})",
-                   values)
-        size = db.execute(f"SELECT sz FROM {table}_fts_docsize WHERE id = 1").fetchone()[0]
-        expected = tokens + (len(names) > 1) * 3
-        assert varint_sum(size) == expected
-        assert db.execute("SELECT tokens FROM fts_row_lengths WHERE tbl = ? AND id = 1", (table,)).fetchone()[0] \
-            == expected
+    values = ["a " * tokens, "Ana", "x y"][:len(columns)]
+    db.execute(f"INSERT INTO {table}_fts (rowid, {', '.join(columns)}) VALUES (1, {', '.join('?' * len(columns))})",
+               values)
+    size = db.execute(f"SELECT sz FROM {table}_fts_docsize WHERE id = 1").fetchone()[0]
+    expected = tokens + (len(columns) > 1) * 3
+    assert varint_sum(size) == expected
+    assert db.execute(f"SELECT tokens FROM {table}_fts_lengths WHERE id = 1").fetchone()[0] == expected
 
 
 def test_the_ranking_follows_fts5s_formula_on_a_worked_example() -> None:

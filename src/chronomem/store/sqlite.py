@@ -528,9 +528,8 @@ class SQLiteStore(SQLStore):
                       "WHERE rowid BETWEEN ? AND ? OR rowid > ?", new)
             # and count them in their blocks' statistics, as the delete and update triggers do (0015)
             c.execute("UPDATE user_blocks SET facts_rows = facts_rows + s.n, facts_tokens = facts_tokens + s.tokens "
-                      "FROM (SELECT id >> 32 AS block, count(*) AS n, sum(tokens) AS tokens FROM fts_row_lengths "
-                      "WHERE tbl = 'facts' AND (id BETWEEN ? AND ? OR id > ?) GROUP BY 1) AS s "
-                      "WHERE user_blocks.block = s.block", new)
+                      "FROM (SELECT id >> 32 AS block, count(*) AS n, sum(tokens) AS tokens FROM facts_fts_lengths "
+                      "WHERE id BETWEEN ? AND ? OR id > ? GROUP BY 1) AS s WHERE user_blocks.block = s.block", new)
 
     def close(self) -> None:
         with self._lock:
