@@ -75,9 +75,11 @@ def kept(db: sqlean.Connection) -> dict[int, tuple[int, int, int, int]]:
         "SELECT block, facts_rows, facts_tokens, messages_rows, messages_tokens FROM user_blocks") if any(r[1:])}
 
 
-@pytest.fixture(params=["from the index", "from the rows"])
+@pytest.fixture(params=["from the index", "from the rows", "by FTS5 for a lone user"])
 def counting(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both ways a search counts a word's instances: the index's fts5vocab, the rows read again."""
+    """Every way a search ranks: counting a word's instances in the index's fts5vocab or in the rows read
+    again, and FTS5's own bm25 where the user's rows are all the table holds."""
+    monkeypatch.setattr(sqlite_store, "FTS5_RANKS_A_LONE_USER", request.param == "by FTS5 for a lone user")
     monkeypatch.setattr(sqlite_store, "INSTANCES_PER_HIT", 10**9 if request.param == "from the index" else -1)
     return str(request.param)
 
@@ -181,26 +183,28 @@ def test_the_ranking_follows_fts5s_formula_on_a_worked_example() -> None:
     """Two rows of three and five tokens, eight in all: "zebra" in row 1 twice and in row 2 once."""
     import math
 
-    ranked = bm25_ranking(rows=2, tokens=8, instances=[{1: 2, 2: 1}], lengths={1: 3, 2: 5}, limit=5)
+    ranked = bm25_ranking(rows=2, tokens=8, hits=[[(1, 2, 3), (2, 1, 5)]], limit=5)
     idf = 1e-6  # log((2 - 2 + 0.5) / 2.5) < 0: FTS5 floors it
     assert [r for r, _ in ranked] == [1, 2]
     assert [s for _, s in ranked] == pytest.approx([idf * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / 4)),
                                                    idf * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 5 / 4))], rel=1e-12)
-    ranked = bm25_ranking(rows=10, tokens=40, instances=[{3: 1}, {4: 1}], lengths={3: 4, 4: 4}, limit=1)
+    ranked = bm25_ranking(rows=10, tokens=40, hits=[[(3, 1, 4)], [(4, 1, 4)]], limit=1)
     assert ranked == [(3, pytest.approx(math.log(9.5 / 1.5) * 2.2 / (1 + 1.2), rel=1e-12))]  # tie: lower rowid
-    assert bm25_ranking(rows=0, tokens=0, instances=[{}], lengths={}, limit=5) == []
+    assert bm25_ranking(rows=0, tokens=0, hits=[[]], limit=5) == []
 
 
 def test_a_word_is_counted_from_the_index_unless_the_file_holds_it_for_many_others(tmp_path: Path) -> None:
-    """Alone, the user's instances of a word are read from fts5vocab; where other users hold the word in
-    far more rows than this user's share of the table would, the user's own rows are read again."""
+    """Alone in the table, the user is ranked by FTS5's own bm25; beside others, the user's instances of a
+    word are read from fts5vocab, unless other users hold the word in far more rows than this user's share
+    of the table would: then the user's own rows are read again."""
     with Memory(str(tmp_path / "m.db"), llm=False, embedder=False) as mem:
         db = mem.store._db  # type: ignore[attr-defined]
         statements: list[str] = []
         db.set_trace_callback(statements.append)
         write(mem, "a", [("Ana", "zebra", "a zebra"), ("Ana", "tea", "green tea")], [], "s")
         assert mem.store.search_facts_text("a", "zebra", 5)
-        assert any("facts_fts_instances" in s for s in statements) and not any("highlight(" in s for s in statements)
+        assert any("bm25(facts_fts)" in s for s in statements)
+        assert not any("facts_fts_instances" in s or "highlight(" in s for s in statements)
         write(mem, "b", [("Bo", f"zebra {i}", "a zebra") for i in range(60)] + [("Bo", "tea", "tea")], [], "s")
         statements.clear()
         assert mem.store.search_facts_text("a", "zebra", 5)

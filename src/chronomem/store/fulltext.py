@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 #: Bumped when the words a query keeps change, so benchmark rows of different versions are kept apart.
 #: 1: every word of two or more characters; 2: English stopwords dropped.
@@ -42,30 +42,31 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 
-def bm25_ranking(rows: int, tokens: int, instances: Sequence[Mapping[int, int]], lengths: Mapping[int, int],
+def bm25_ranking(rows: int, tokens: int, hits: Sequence[Sequence[tuple[int, int, int]]],
                  limit: int) -> list[tuple[int, float]]:
     """Rank matched rows by FTS5's ``bm25`` computed over one user's rows only.
 
-    ``rows`` and ``tokens`` count the user's indexed rows and their tokens; ``instances[i]`` maps each of
-    the user's rows that holds the query's ``i``-th word to how many times it does; ``lengths`` gives each
-    matched row's tokens.  The arithmetic is FTS5's, step for step, so a user alone in a table gets FTS5's
-    scores to the last bit (negated: higher is better here) and FTS5's order, ties to the lower rowid.
-    Returns ``(rowid, score)``, best first, at most ``limit``.
+    ``rows`` and ``tokens`` count the user's indexed rows and their tokens; ``hits[i]`` holds, for each of
+    the user's rows that holds the query's ``i``-th word, ``(rowid, instances of the word, row's tokens)``.
+    The arithmetic is FTS5's, step for step, so a user alone in a table gets FTS5's scores to the last bit
+    (negated: higher is better here) and FTS5's order, ties to the lower rowid.  Returns ``(rowid, score)``,
+    best first, at most ``limit``.
     """
     if rows <= 0:
         return []
     avgdl = float(tokens) / float(rows)
-    # each row's length term, once (FTS5 computes the same double for each word); a word a row lacks adds
-    # 0.0 to its score in FTS5, which changes no sum, so each row adds only its words, in the query's order
-    norm = {rowid: BM25_K1 * (1 - BM25_B + BM25_B * float(d) / avgdl) for rowid, d in lengths.items()}
+    k1_plus_1 = BM25_K1 + 1.0
+    # a word a row lacks adds 0.0 to its score in FTS5, which changes no sum: each row adds only its words,
+    # in the query's order
     scores: dict[int, float] = {}
-    for hits in instances:
-        idf = math.log((rows - len(hits) + 0.5) / (len(hits) + 0.5))
+    for word_hits in hits:
+        idf = math.log((rows - len(word_hits) + 0.5) / (len(word_hits) + 0.5))
         if idf <= 0.0:
             idf = 1e-6
-        for rowid, n in hits.items():
+        for rowid, n, length in word_hits:
             freq = float(n)
-            scores[rowid] = scores.get(rowid, 0.0) + idf * ((freq * (BM25_K1 + 1.0)) / (freq + norm[rowid]))
+            term = idf * ((freq * k1_plus_1) / (freq + BM25_K1 * (1 - BM25_B + BM25_B * float(length) / avgdl)))
+            scores[rowid] = scores.get(rowid, 0.0) + term
     best = sorted((-score, rowid) for rowid, score in scores.items())[:limit]
     return [(rowid, -neg) for neg, rowid in best]
 
@@ -84,4 +85,6 @@ def varints(blob: bytes) -> list[int]:
 
 def varint_sum(blob: bytes) -> int:
     """The sum of the SQLite varints in ``blob``: for a docsize entry, the row's tokens."""
+    if max(blob, default=0) < 0x80:  # one byte a value: the common case, summed in C
+        return sum(blob)
     return sum(varints(blob))
