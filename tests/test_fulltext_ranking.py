@@ -212,3 +212,12 @@ def test_a_word_is_counted_from_the_index_unless_the_file_holds_it_for_many_othe
         statements.clear()
         assert mem.store.search_facts_text("a", "tea", 5)  # "tea": b's share of it matches b's share of rows
         assert any("facts_fts_instances" in s for s in statements) and not any("highlight(" in s for s in statements)
+
+
+def test_a_search_for_more_hits_than_one_statement_takes_returns_them_all(tmp_path: Path) -> None:
+    with Memory(str(tmp_path / "m.db"), llm=False, embedder=False) as mem:
+        write(mem, "a", [("Ana", f"zebra {i}", "zebra " * (i % 3)) for i in range(700)], [], "s")
+        write(mem, "b", [("Bo", "zebra", "")], [], "s")  # not alone in the table: ranked in Python
+        hits = mem.store.search_facts_text("a", "zebra", 1000)
+        assert len(hits) == len({i for i, _ in hits}) == 700
+        assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)

@@ -35,7 +35,7 @@ from ..timeutil import to_micros, utcnow
 from .free_space import pages_to_zero, zero_free_space, zero_pages
 from .fulltext import bm25_ranking, query_words, varint_sum, varints
 from .base import DUMP_BATCH, UserRows
-from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, chunks, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
 
 log = logging.getLogger(__name__)
@@ -398,8 +398,9 @@ class SQLiteStore(SQLStore):
     def _fts(self, conn: Any, table: str, user_id: str, query: str, limit: int) -> list[tuple[str, float]]:
         """FTS5's bm25 over the user's rows alone (:func:`.fulltext.bm25_ranking`): for each word, the rows
         of the user's block that hold it, how many times each does and its length (:meth:`_word_in_rows`);
-        the row and token counts are the block's (``user_blocks``, migration 0015).  The user_id test on
-        the ranked rows stays the rule of who sees what."""
+        the row and token counts are the block's (``user_blocks``, migration 0015).  A user whose rows are
+        all the table holds is ranked by FTS5's own bm25, the same ranking in one query.  The user_id test
+        on the ranked rows stays the rule of who sees what."""
         words = query_words(query)
         if not words:
             return []
@@ -424,8 +425,10 @@ class SQLiteStore(SQLStore):
             ranked = bm25_ranking(rows, tokens, hits, limit)
             if not ranked:
                 return []
-            ids = dict(conn.execute(f"SELECT rowid, id FROM {table} WHERE rowid IN ({','.join('?' * len(ranked))}) "
-                                    f"AND user_id = ?", (*(r for r, _ in ranked), user_id)).fetchall())
+            ids: dict[int, str] = {}
+            for chunk in chunks([r for r, _ in ranked], 500):
+                ids.update(conn.execute(f"SELECT rowid, id FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))}) "
+                                        "AND user_id = ?", (*chunk, user_id)).fetchall())
         return [(ids[rowid], score) for rowid, score in ranked if rowid in ids]
 
     def _word_in_rows(self, conn: Any, table: str, word: str, tokens: tuple[str, ...], block: tuple[int, int],
