@@ -68,7 +68,8 @@ FTS5_RANKS_A_LONE_USER = True
 
 
 def _fts_query(text: str) -> str:
-    """Free text as an FTS5 OR-query of its content words (:mod:`.fulltext`), for a query by hand."""
+    """Free text as an FTS5 OR-query of its content words (:mod:`.fulltext`): FTS5's own ranking of a lone
+    user (:meth:`SQLiteStore._fts`), or a query by hand."""
     return " OR ".join(f'"{w}"' for w in query_words(text))
 
 
@@ -410,6 +411,7 @@ class SQLiteStore(SQLStore):
             if counts is None or not counts[1]:  # the user has no rows in this table
                 return []
             block, rows, tokens = counts
+            span = _block_range(block)
             # FTS5's averages record (the rows of the whole table first) tells the user's share of the rows
             averages = conn.execute(f"SELECT block FROM {table}_fts_data WHERE id = 1").fetchone()
             in_table = varints(averages[0])[0] if averages else 0
@@ -418,9 +420,9 @@ class SQLiteStore(SQLStore):
                     f"SELECT t.id, bm25({table}_fts) AS score FROM {table}_fts JOIN {table} t "
                     f"ON t.rowid = {table}_fts.rowid WHERE {table}_fts MATCH ? AND {table}_fts.rowid BETWEEN ? "
                     "AND ? AND t.user_id = ? ORDER BY score LIMIT ?",
-                    (_fts_query(query), *_block_range(block), user_id, limit))]
+                    (_fts_query(query), *span, user_id, limit))]
             share = rows / max(rows, in_table)
-            hits = [self._word_in_rows(conn, table, word, word_tokens, _block_range(block), share)
+            hits = [self._word_in_rows(conn, table, word, word_tokens, span, share)
                     for word, word_tokens in self._terms.tokens(words).items()]
             ranked = bm25_ranking(rows, tokens, hits, limit)
             if not ranked:
@@ -444,18 +446,18 @@ class SQLiteStore(SQLStore):
         each."""
         if not tokens:  # no token (say "__"): the phrase matches no row
             return []
-        join = f"JOIN {table}_fts_docsize d ON d.id = "
         if len(tokens) == 1:
             in_file = conn.execute(f"SELECT doc, cnt FROM temp.{table}_fts_terms WHERE term = ?", tokens).fetchone()
             if in_file is None:
                 return []
             if in_file[1] <= INSTANCES_PER_HIT * max(1.0, in_file[0] * share):
                 return [(rowid, n, varint_sum(size)) for rowid, n, size in conn.execute(
-                    f"SELECT v.doc, count(*), d.sz FROM temp.{table}_fts_instances v {join}v.doc "
+                    f"SELECT v.doc, count(*), d.sz FROM temp.{table}_fts_instances v "
+                    f"JOIN {table}_fts_docsize d ON d.id = v.doc "
                     "WHERE v.term = ? AND v.doc BETWEEN ? AND ? GROUP BY v.doc", (tokens[0], *block))]
         return [(rowid, n, varint_sum(size)) for rowid, n, size in conn.execute(
-            f"SELECT f.rowid, {_INSTANCES[table]}, d.sz FROM {table}_fts f {join}f.rowid "
-            f"WHERE {table}_fts MATCH ? AND f.rowid BETWEEN ? AND ?", (f'"{word}"', *block))]
+            f"SELECT f.rowid, {_INSTANCES[table]}, d.sz FROM {table}_fts f JOIN {table}_fts_docsize d "
+            f"ON d.id = f.rowid WHERE {table}_fts MATCH ? AND f.rowid BETWEEN ? AND ?", (f'"{word}"', *block))]
 
     def _row_ids(self, user_id: str, table: str, n: int) -> list[int] | None:
         """The next ``n`` rowids of the user's block in ``table`` (facts or messages: the tables the
