@@ -15,13 +15,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chronomem.entities import normalize_name
-from chronomem.extract.entities import (FuzzyEntityResolver, ResolverSettings, SpellingIndex, is_acronym_of,
-                                        similarity_at_least, variant_key)
+from chronomem.extract.entities import (FuzzyEntityResolver, ResolverSettings, SpellingIndex, another_ending,
+                                        is_acronym_of, similarity_at_least, variant_key)
 from chronomem.model import Entity
 from chronomem.store import open_store
 
 WORDS = ["new", "york", "city", "golden", "gate", "bridge", "the", "of", "anna", "annette", "maria", "mariah",
-         "flat", "1", "11", "café", "cafe", "zürich", "zurich", "san", "francisco", "nyc", "ggb", "st", "saint"]
+         "flat", "1", "11", "daniel", "daniela", "café", "cafe", "zürich", "zurich", "san", "francisco", "nyc", "ggb", "st", "saint"]
 
 
 @st.composite
@@ -43,7 +43,7 @@ def entity_sets(draw: st.DrawFn) -> list[Entity]:
 
 
 def pairwise(name: str, candidates: Sequence[Entity], cfg: ResolverSettings) -> Entity | None:
-    """The match as the resolver made it before the index: every spelling of every candidate in turn."""
+    """The match as the resolver makes it without the index: every spelling of every candidate in turn."""
     if not normalize_name(name):
         return None
     key = variant_key(name)
@@ -62,7 +62,8 @@ def pairwise(name: str, candidates: Sequence[Entity], cfg: ResolverSettings) -> 
         scored = []
         for e in candidates:
             best = max((similarity_at_least(name, s, cfg.fuzzy_threshold) for s in (e.name, *e.aliases)
-                        if len(normalize_name(s)) >= cfg.fuzzy_min_length), default=0.0)
+                        if len(normalize_name(s)) >= cfg.fuzzy_min_length
+                        and not another_ending(normalize_name(name), normalize_name(s))), default=0.0)
             if best >= cfg.fuzzy_threshold:
                 scored.append((best, e))
         scored.sort(key=lambda x: -x[0])

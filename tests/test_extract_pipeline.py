@@ -296,3 +296,28 @@ def test_fuzzy_resolver_never_merges_names_with_different_numbers(mem: Memory) -
     mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "Route 66"},
                    {"subject": "Maya", "relation": "likes", "object": "Route 67"}], user_id="u1")
     assert {"Route 66", "Route 67"} <= {e.name for e in mem.entities(user_id="u1")}
+
+
+NAMES_WITH_ANOTHER_ENDING = [("Daniel", "Daniela"), ("Michael", "Michaela"), ("Christian", "Christiana"),
+                             ("Stefan", "Stefani"), ("Georgia", "Georgina"), ("Danielle", "Daniele"),
+                             ("Julian", "Juliana"), ("Ludwig", "Ludwiga")]
+
+
+@pytest.mark.parametrize(("first", "second"), NAMES_WITH_ANOTHER_ENDING)
+def test_a_name_with_another_ending_is_another_person(mem: Memory, first: str, second: str) -> None:
+    """difflib rates "Daniel"/"Daniela" 0.92, the fuzzy threshold; a name's ending tells people apart, so the
+    second person's home, told in a later call, must not close the first's."""
+    mem.add_facts([{"subject": first, "relation": "lives_in", "object": "Paris", "valid_from": "2020-01-01"}],
+                  user_id="u1")
+    rep = mem.add_facts([{"subject": second, "relation": "lives_in", "object": "Rome",
+                          "valid_from": "2021-01-01"}], user_id="u1")
+    assert rep.closed == []
+    assert [(f.subject, f.object) for f in mem.facts(user_id="u1", relation="lives_in")] == [
+        (first, "Paris"), (second, "Rome")]
+    assert all(not e.aliases for e in mem.entities(user_id="u1"))
+
+
+def test_a_typo_inside_a_word_still_joins_its_entity(mem: Memory) -> None:
+    mem.add_facts([{"subject": "Jennifer Hawthorne", "relation": "lives_in", "object": "Paris"}], user_id="u1")
+    mem.add_facts([{"subject": "Jenifer Hawthorne", "relation": "works_at", "object": "Acme"}], user_id="u1")
+    assert {f.subject for f in mem.facts(user_id="u1")} == {"Jennifer Hawthorne"}

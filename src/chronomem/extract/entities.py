@@ -9,7 +9,9 @@ a wrong merge silently corrupts the graph, a missed one only costs recall — so
   article ("the Golden Gate Bridge"), an acronym of a multi-word name ("NYC" ↔
   "New York City"), the same word set in another order;
 * then fuzzy string similarity at a high threshold (≥ 0.92, names of 5+
-  characters, so "Anna"/"Anne" or "Paris"/"Parks" never merge);
+  characters, so "Anna"/"Anne" or "Paris"/"Parks" never merge), but not a
+  word with another ending ("Daniel"/"Daniela", "Georgia"/"Georgina": in names
+  an ending tells people apart; :func:`another_ending`);
 * never across different numbers: "Flat 11" and "Flat 1", or "City-1-0" and
   "City-0-1", stay apart whatever the other checks say;
 * then, only when an embedder is given, cosine similarity ≥ 0.92 with a clear
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+")
 _NON_WORD = re.compile(r"[^0-9a-z\u00c0-\uffff]+")
+_WORD_RUN = re.compile(r"\w*")
 _STOP = {"the", "of", "and", "a", "an", "de", "la", "le"}
 
 
@@ -91,6 +95,28 @@ def similarity_at_least(a: str, b: str, threshold: float) -> float:
     return r if r >= threshold else 0.0
 
 
+def another_ending(a: str, b: str) -> bool:
+    """Are the normalised spellings ``a`` and ``b`` of different lengths, differing only at the end of a word
+    (within its last letter)?  Such near spellings are other names, not typos: "Daniel" and "Daniela",
+    "Christian" and "Christiana", "Georgia" and "Georgina", "Daniele" and "Danielle" reach difflib's 0.92
+    but are different people.  A letter swapped ("Brigde") or doubled inside a word ("Jenifer") is not
+    another ending.  Pure.
+
+    >>> another_ending("daniel", "daniela"), another_ending("georgina", "georgia")
+    (True, True)
+    >>> another_ending("golden gate brigde", "golden gate bridge"), another_ending("jenifer", "jennifer")
+    (False, False)
+    """
+    if len(a) == len(b):
+        return False
+    if len(a) < len(b):
+        a, b = b, a
+    head = len(os.path.commonprefix([a, b]))
+    tail = len(os.path.commonprefix([a[head:][::-1], b[head:][::-1]]))
+    after = a[len(a) - tail:]  # what follows the edit in the longer spelling
+    return len(_WORD_RUN.match(after).group()) <= 1  # type: ignore[union-attr]  # \w* always matches
+
+
 def names_of(e: Entity) -> list[str]:
     """Every name of ``e``: its own, then its aliases."""
     return [e.name, *e.aliases]
@@ -129,7 +155,7 @@ class SpellingIndex:
                     owners.append(e)
                     texts.append(norm)
                     spelled.append(s)
-        self._owners, self._spelled = owners, spelled
+        self._owners, self._spelled, self._texts = owners, spelled, texts
         self._lengths = np.array([len(t) for t in texts], dtype=np.int64)
         self._counts = _bin_counts(texts)
 
@@ -151,7 +177,8 @@ class SpellingIndex:
         return hits
 
     def near(self, name: str) -> list[tuple[float, Entity]]:
-        """Each entity with a spelling of difflib ratio ≥ the threshold to ``name``, with its best ratio."""
+        """Each entity with a spelling of difflib ratio ≥ the threshold to ``name`` that is not
+        :func:`another_ending` of it, with its best ratio."""
         if not len(self._lengths):
             return []
         norm = normalize_name(name)
@@ -166,7 +193,7 @@ class SpellingIndex:
         for i in np.flatnonzero(possible):
             e = self._owners[i]
             r = similarity_at_least(name, self._spelled[i], self.threshold)
-            if r >= self.threshold and r > best.get(e.id, (0.0, e))[0]:
+            if r >= self.threshold and r > best.get(e.id, (0.0, e))[0] and not another_ending(norm, self._texts[i]):
                 best[e.id] = (r, e)
         return list(best.values())
 
