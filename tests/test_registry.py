@@ -63,3 +63,28 @@ def test_read_from_object_mirrors_symmetric_and_inverse_relations() -> None:
     assert reg.read_from_object("lives_in") is None
     reg.define("mentor_of", inverse="mentee_of")
     assert reg.read_from_object("mentee_of") == "mentor_of"
+
+
+def test_a_synonym_cannot_take_a_relation_or_another_relations_synonym() -> None:
+    """``define("home_town", synonyms=["lives_in"])`` made every stored ``lives_in`` fact unreachable by its
+    name and new ones stop closing the old home; the definition is refused and the registry is unchanged."""
+    from chronomem import Memory
+
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"}],
+                      user_id="u")
+        with pytest.raises(ValidationError, match="lives_in.*relation of its own"):
+            mem.define_relation("home_town", synonyms=["town", "lives_in"])
+        with pytest.raises(ValidationError, match="resides_in.*already means lives_in"):
+            mem.define_relation("home_town", synonyms=["resides_in"])
+        assert mem.registry.canonical("lives_in") == "lives_in" and not mem.registry.is_known("home_town")
+        assert mem.registry.canonical("town") == "town"
+        rep = mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Lisbon",
+                              "valid_from": "2021-01-01"}], user_id="u")
+        assert [f.object for f in rep.closed] == ["Porto"]
+    r = RelationRegistry()
+    r.define("lives_in", synonyms=["resides_in", "home_town"])  # its own synonyms, and a new one: fine
+    assert r.canonical("home_town") == "lives_in"
+    with pytest.raises(ValidationError, match="works_at.*relation of its own"):
+        r.learn_synonym("works_at", "likes")
+    assert r.canonical("works_at") == "works_at"

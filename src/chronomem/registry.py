@@ -171,6 +171,8 @@ class RelationRegistry:
             spec = replace(spec, name=name)
         if spec.symmetric and spec.inverse:
             raise ValidationError("relation", name, "cannot be both symmetric and have an inverse")
+        for syn in spec.synonyms:  # checked before anything changes
+            self._check_synonym(normalize_relation(syn), name)
         self.specs[name] = spec
         self._synonyms[name] = name
         for syn in spec.synonyms:
@@ -226,9 +228,19 @@ class RelationRegistry:
     def learn_synonym(self, synonym: str, canonical: str) -> None:
         """Record that ``synonym`` means ``canonical`` (e.g. learned from extraction)."""
         target = self.canonical(canonical)
+        self._check_synonym(normalize_relation(synonym), target)
         if target not in self.specs:
             self.define(target)
         self._synonyms[normalize_relation(synonym)] = target
+
+    def _check_synonym(self, synonym: str, name: str) -> None:
+        """Refuse ``synonym`` for ``name`` when it names a relation (its stored facts would be hidden from
+        queries by that name, and new ones read as ``name``) or already means another relation (that
+        relation's facts would silently change name)."""
+        if synonym != name and synonym in self.specs:
+            raise ValidationError("relation.synonyms", synonym, f"is a relation of its own; cannot also mean {name}")
+        if self._synonyms.get(synonym, name) != name:
+            raise ValidationError("relation.synonyms", synonym, f"already means {self._synonyms[synonym]}")
 
     def key(self, subject: str, relation: str, obj: str) -> tuple[str, str, str]:
         """A direction-independent identity for a fact: symmetric facts and
