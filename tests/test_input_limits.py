@@ -60,6 +60,8 @@ def exported(mem: Memory) -> dict[str, Any]:
     ("facts", 0, "other_words", '[[["m1"], "  "]]', "data.tables.facts[0].other_words"),  # no words
     ("facts", 0, "other_words", "[]", "data.tables.facts[0].other_words"),  # null when there are none
     ("facts", 0, "other_words", json.dumps([[["m1"], "w"]] * 9), "data.tables.facts[0].other_words"),  # over 8
+    ("facts", 0, "relation", "!!", "data.tables.facts[0].relation"),  # no name left: broke every search
+    ("facts", 0, "relation", "Lives In", "data.tables.facts[0].relation"),  # stored so, found by no query
 ])
 def test_a_bad_import_row_is_refused_by_name_and_nothing_is_written(smem: Memory, table: str, index: int,
                                                                     column: str, value: Any, field: str) -> None:
@@ -69,6 +71,37 @@ def test_a_bad_import_row_is_refused_by_name_and_nothing_is_written(smem: Memory
         smem.import_(data)
     assert e.value.field == field
     assert not any(smem.store.dump_user(U).values()), "half-written"
+
+
+def conversation_export(seq: int) -> dict[str, Any]:
+    return {"format": "chronomem.export", "version": 1, "user_id": U, "tables": {
+        "sessions": [{"id": "s1", "agent_id": None, "started_at": 0, "ended_at": None}],
+        "messages": [{"id": "m1", "session_id": "s1", "agent_id": None, "seq": seq, "speaker": "Maya",
+                      "text": "hello", "ts": 0, "recorded_at": 0, "extracted": 1, "utc_offset": None}],
+        "checkpoints": [{"seq": seq, "session_id": "s1", "memory": "M", "created_at": 0, "session_time": None}]}}
+
+
+@pytest.mark.parametrize("seq", [2**31, -2**31 - 1, 2**40])
+def test_a_position_beyond_32_bits_is_refused_on_both_stores(smem: Memory, seq: int) -> None:
+    """SQLite stored it and PostgreSQL's integer column refused it as a StoreError."""
+    with pytest.raises(ValidationError) as e:
+        smem.import_(conversation_export(seq))
+    assert e.value.field == "data.tables.messages[0].seq"
+    assert not any(smem.store.dump_user(U).values()), "half-written"
+    assert smem.import_(conversation_export(2**31 - 1))["messages"] == 1
+
+
+def test_a_relation_synonym_is_imported_as_what_it_means_and_placed_in_time(smem: Memory) -> None:
+    """An export whose facts say ``resides_in`` (a synonym this memory's registry maps to ``lives_in``):
+    stored as ``lives_in``, found by that name, closed by a later move and closing an earlier home."""
+    data = exported(smem)  # Porto from 2018, closed by Lisbon from 2021
+    for row in data["tables"]["facts"]:
+        if row["object"] == "Porto":
+            row["relation"], row["valid_to"], row["closed_by"] = "resides_in", None, None
+    smem.import_(data)
+    assert [(f.relation, f.object, f.valid_to is None) for f in smem.history(user_id=U, relation="lives_in")] == [
+        ("lives_in", "Porto", False), ("lives_in", "Lisbon", True)]
+    assert smem.history(user_id=U, relation="resides_in") == smem.history(user_id=U, relation="lives_in")
 
 
 def test_import_reports_exactly_what_it_stored(smem: Memory) -> None:

@@ -23,6 +23,7 @@ import numpy as np
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_OTHER_WORDS, MAX_TEXT_CHARS
 from .model import Intent, Origin
+from .registry import normalize_relation
 from .store.sql import TABLE_KEYS, TABLES, TIME_COLS
 from .timeutil import to_micros
 from .validation import text_problem
@@ -49,6 +50,7 @@ LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
 # other_words holds up to MAX_OTHER_WORDS statements' words, each as long as a fact's text may be
 COL_CHARS = {"other_words": MAX_OTHER_WORDS * (MAX_TEXT_CHARS + 1000)}
 INT_COLS = TIME_COLS | {"seq", "extracted", "dim", "utc_offset", "start_guessed"}
+INT32_COLS = frozenset({"seq", "dim"})  # the others are bounded tighter below
 INTENTS = frozenset(i.value for i in Intent)
 ORIGINS = frozenset(o.value for o in Origin)
 VECTOR_KINDS = frozenset({"entity", "fact", "message"})
@@ -88,6 +90,8 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
                                                                    if col in TIME_COLS else ""))
         if col in TIME_COLS and not _FIRST_US <= v <= _LAST_US:
             raise ValidationError(where, v, "out of range: a time must fall between the years 1 and 9999")
+        if col in INT32_COLS and not -2**31 <= v < 2**31:  # PostgreSQL's integer columns
+            raise ValidationError(where, v, "out of range: must fit in 32 bits (-2147483648 to 2147483647)")
         if col == "start_guessed" and v != 1:
             raise ValidationError(where, v, "must be 1 (the start was inferred) or null")
         if col == "extracted" and v not in (-1, 0, 1):
@@ -111,6 +115,9 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
         raise ValidationError(where, s, f"must be one of {sorted(INTENTS)}")
     if col == "origin" and s not in ORIGINS:
         raise ValidationError(where, s, f"must be one of {sorted(ORIGINS)}")
+    if col == "relation" and not _relation_name(s):
+        raise ValidationError(where, s, "must be a relation name as chronomem writes one: lowercase words "
+                              "joined by _, like lives_in")
     if col == "kind" and table == "vectors" and s not in VECTOR_KINDS:
         raise ValidationError(where, s, f"must be one of {sorted(VECTOR_KINDS)}")
     if col in ID_LIST_COLS:
@@ -130,6 +137,15 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
         raise ValidationError(where, s[:40], f"must be a JSON list of at most {MAX_OTHER_WORDS} "
                               "[[message ids], words] pairs, each with words")
     return s
+
+
+def _relation_name(s: str) -> bool:
+    """Is ``s`` a relation's name as the registry normalises one (``"Lives In"`` is not: ``lives_in`` is)?
+    Any other spelling is stored as given, where no query by the relation's name would find it."""
+    try:
+        return normalize_relation(s) == s
+    except ValidationError:  # nothing left of it ("!!")
+        return False
 
 
 def _other_words(s: str) -> bool:

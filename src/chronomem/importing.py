@@ -25,6 +25,7 @@ from .errors import ValidationError
 from .exports import RowChecker
 from .extract.entities import FuzzyEntityResolver
 from .graph import GraphWriter
+from .registry import RelationRegistry
 from .store import Store
 from .store.sql import TABLES
 
@@ -42,6 +43,7 @@ class _Import:
 
     store: Store
     resolver: FuzzyEntityResolver
+    registry: RelationRegistry
     user_id: str
     checker: RowChecker = field(default_factory=RowChecker)
     names: dict[str, str] = field(default_factory=dict)  # the import's entity id -> its name, as imported
@@ -102,10 +104,17 @@ class _Import:
                 if name is not None and r[col] != name:
                     r[col] = name
                     self.renamed_facts.add(r["id"])
+        renamed = set()  # a synonym this memory's registry knows ("resides_in") is stored as what it means
+        for r in rows:
+            if (canon := self.registry.canonical(r["relation"])) != r["relation"]:
+                r["relation"] = canon
+                renamed.add(r["id"])
+        self.renamed_facts |= renamed
         ids = [r["id"] for r in rows]
         new = set(ids) - self.store.held_fact_ids(self.user_id, ids)
-        self.joining += [r["id"] for r in rows
-                         if r["id"] in new and (r["subject_id"] in self.held or r["object_id"] in self.held)]
+        # ... and, like a fact of an entity the user held, placed in time order in its relation's slots
+        self.joining += [r["id"] for r in rows if r["id"] in new and (
+            r["subject_id"] in self.held or r["object_id"] in self.held or r["id"] in renamed)]
 
     def _check_references(self, refs: Sequence[tuple[str, str]]) -> None:
         """Every entity id named is the import's or the user's (a fact pointing at no entity would be found
@@ -124,7 +133,7 @@ def import_batches(store: Store, resolver: FuzzyEntityResolver, graph: GraphWrit
     """Check and write ``batches`` into ``user_id`` in one transaction; the rows added per table and
     ``already_present`` (rows whose key was stored already, or entities that were the user's)."""
     with store.transaction(user_id):
-        state = _Import(store, resolver, user_id)
+        state = _Import(store, resolver, graph.registry, user_id)
         for table, start, rows in batches:
             state.add(table, start, rows)
         if state.joining:  # their slots are placed in time order with the entity's history
