@@ -401,6 +401,34 @@ def test_vectors_put_knn_replace_and_filters(cmem: Memory) -> None:
     assert st.knn(U, "message", [6.0, 4.0, 2.5], k=1)[0][1] == pytest.approx(1.0, abs=1e-5)
 
 
+def test_a_vector_of_zeros_is_similar_to_nothing(cmem: Memory) -> None:
+    """An embedder may give zeros (an empty name): SQLite's search raised a TypeError on the NULL distance."""
+    st = cmem.store
+    st.put_vectors(U, "entity", [("a", [1.0, 0.0, 0.0]), ("z", [0.0, 0.0, 0.0]), ("e", [-1.0, 0.0, 0.0])], "m1")
+    assert [(i, round(s, 4)) for i, s in st.knn(U, "entity", [1.0, 0.0, 0.0], k=3)] == [
+        ("a", 1.0), ("z", 0.0), ("e", -1.0)]
+    assert sorted((i, round(s, 4)) for i, s in st.knn(U, "entity", [0.0, 0.0, 0.0], k=3)) == [
+        ("a", 0.0), ("e", 0.0), ("z", 0.0)]
+    tiny = st.knn(U, "entity", [1e-30, 0.0, 0.0], k=1)  # 1e-30 squared is 0 in float32
+    assert tiny[0][0] == "a" and tiny[0][1] == pytest.approx(1.0, abs=1e-5)
+
+
+class ZerosForUnknownNames:
+    """An embedder giving zeros to what it does not know."""
+
+    name, dim = "zeros-test", 3
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0] if "porto" in t.lower() else [0.0, 0.0, 0.0] for t in texts]
+
+
+def test_a_search_with_vectors_of_zeros_answers(store_url: str) -> None:
+    with Memory(store_url, llm=False, embedder=ZerosForUnknownNames()) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id=U)
+        res = mem.search("Where does Zanzibar Jones live?", user_id=U)
+        assert [(f.subject, f.object) for f in res.facts] == [("Maya", "Porto")]
+
+
 def test_entities_without_vectors_of_a_model(cmem: Memory) -> None:
     cmem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"},
                     {"subject": "Maya", "relation": "works_at", "object": "Acme"}], user_id=U)

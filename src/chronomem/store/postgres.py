@@ -74,6 +74,7 @@ from ..timeutil import to_micros, utcnow
 from .fulltext import query_words
 from .base import DUMP_BATCH, UserRows
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, schema_version
+from .vectors import exact_knn
 
 log = logging.getLogger(__name__)
 
@@ -166,16 +167,6 @@ class _Conn:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         with self.raw.cursor() as cur:
             cur.executemany(sql, rows)
-
-
-def _exact_knn(rows: Sequence[tuple[str, bytes]], vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-    if not rows:
-        return []
-    mat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4").reshape(len(rows), -1)
-    q = np.asarray(vector, dtype=np.float32)
-    sims = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q) + 1e-12)
-    order = np.argsort(-sims, kind="stable")[:k]
-    return [(rows[i][0], float(sims[i])) for i in order]
 
 
 def _version_tuple(version: str | None) -> tuple[int, ...]:
@@ -410,7 +401,7 @@ class PostgresStore(SQLStore):
         if self.vector_backend != PGVECTOR:
             rows = conn.execute(f"SELECT item_id, vec FROM vectors WHERE user_id = %s AND kind = %s "
                                 f"AND dim = {dim}{sql_model}", params).fetchall()
-            return _exact_knn([(r[0], bytes(r[1])) for r in rows], vector, k)
+            return exact_knn([(r[0], bytes(r[1])) for r in rows], vector, k)
         # the expression and the literal dim match the partial HNSW index of that dimension;
         # relaxed_order (set per connection) may return near-ordered rows: re-sort outside.
         # With vector_index=off the bare column does not match the index: always an exact scan.
@@ -418,8 +409,11 @@ class PostgresStore(SQLStore):
         rows = conn.execute(
             f"WITH c AS MATERIALIZED (SELECT item_id, {expr} <=> %s::vector({dim}) AS d "
             f"FROM vectors WHERE user_id = %s AND kind = %s AND dim = {dim}{sql_model} "
-            f"ORDER BY d LIMIT %s) SELECT item_id, d FROM c ORDER BY d, item_id",
+            f"ORDER BY d LIMIT %s) SELECT item_id, CASE WHEN d = 'NaN' THEN 1 ELSE d END AS d FROM c "
+            f"ORDER BY 2, item_id",
             (self._vec_param(vector), *params, int(k))).fetchall()
+        # pgvector's distance is NaN where a vector of zeros has no direction: similarity 0, as store.vectors
+        # (it sorts NaN last, so when over k vectors are further than orthogonal one may be left out)
         return [(r[0], 1.0 - float(r[1])) for r in rows]
 
     def put_vectors(self, user_id: str, kind: str, items: Sequence[tuple[str, Sequence[float]]],

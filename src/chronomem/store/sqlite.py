@@ -19,6 +19,7 @@ the file's write lock (:meth:`SQLiteStore._sweep_after_forget`).
 from __future__ import annotations
 
 import logging
+import math
 import struct
 import threading
 import time
@@ -37,6 +38,7 @@ from .fulltext import bm25_ranking, query_words, varint_sum, varints
 from .base import DUMP_BATCH, UserRows
 from .sql import APP_KEY, APP_NAME, SCHEMA_VERSION_KEY, SQLStore, chunks, schema_version
 from .sql import migrations as _migrations  # noqa: F401 - kept for callers of the old name
+from .vectors import exact_knn, unit_vector
 
 log = logging.getLogger(__name__)
 
@@ -489,22 +491,19 @@ class SQLiteStore(SQLStore):
         sql_model = " AND model = ?" if model else ""
         params: list[Any] = [user_id, kind, len(vector)] + ([model] if model else [])
         if self._vec:
+            # sqlite-vec computes in float32: the question's vector goes in at unit length (a cosine does not
+            # depend on it; 1e-30 squared is 0 in float32), and a distance it cannot give (NULL for a vector
+            # of zeros, which has no direction; inf or NaN past float32's range) is similarity 0, as in
+            # store.vectors
+            unit = unit_vector(vector)
             rows = conn.execute(
-                f"SELECT item_id, vec_distance_cosine(vec, ?) AS d FROM vectors "
+                f"SELECT item_id, COALESCE(vec_distance_cosine(vec, ?), 1.0) AS d FROM vectors "
                 f"WHERE user_id = ? AND kind = ? AND dim = ?{sql_model} ORDER BY d LIMIT ?",
-                (self._vec_param(vector), *params, k)).fetchall()
-            return [(r[0], 1.0 - float(r[1])) for r in rows]
-        import numpy as np  # exact scan in numpy when the extension is unavailable
-
+                (self._vec_param(unit), *params, k)).fetchall()
+            return [(r[0], 1.0 - d if math.isfinite(d := float(r[1])) else 0.0) for r in rows]
         rows = conn.execute(f"SELECT item_id, vec FROM vectors WHERE user_id = ? AND kind = ? "
                             f"AND dim = ?{sql_model}", params).fetchall()
-        if not rows:
-            return []
-        mat = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
-        q = np.asarray(vector, dtype=np.float32)
-        sims = mat @ q / (np.linalg.norm(mat, axis=1) * np.linalg.norm(q) + 1e-12)
-        order = np.argsort(-sims)[:k]
-        return [(rows[i][0], float(sims[i])) for i in order]
+        return exact_knn(rows, vector, k)  # when the extension is unavailable
 
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         if facts:
