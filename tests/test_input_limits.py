@@ -191,6 +191,24 @@ def test_the_same_limits_hold_on_both_stores(smem: Memory, fact: dict, field: st
     assert e.value.field == field and "limit" in e.value.reason or "NUL" in e.value.reason
 
 
+@pytest.mark.parametrize("fact, field", [
+    ({**MAYA, "source_ids": [None, 5, ""]}, "facts[0].source_ids[0]"),   # stored as "None", "5", "" before
+    ({**MAYA, "source_ids": ["m1", "  "]}, "facts[0].source_ids[1]"),
+    ({**MAYA, "source_ids": {"m1": "x"}}, "facts[0].source_ids"),         # a dict's keys before
+    ({**MAYA, "id": "   "}, "facts[0].id"),                               # ignored before: a new id
+    ({**MAYA, "session_id": ""}, "facts[0].session_id"),
+    ({**MAYA, "subject": float("nan")}, "facts[0].subject"),              # stored as "nan" before
+])
+def test_a_value_that_is_not_what_the_field_holds_is_refused_not_converted(smem: Memory, fact: dict,
+                                                                           field: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        smem.add_facts([MAYA, fact], user_id=U)
+    assert e.value.field == field.replace("facts[0]", "facts[1]")
+    assert smem.history(user_id=U) == [], "half-written"
+    smem.add_facts([{**MAYA, "object": 1990, "source_ids": ("m1",)}], user_id=U)  # a number is its digits
+    assert [(f.object, f.source_ids) for f in smem.history(user_id=U)] == [("1990", ["m1"])]
+
+
 def test_whatever_sqlite_accepts_at_the_limits_copies_to_postgres(url_factory: Callable[[str], str]) -> None:
     at_limit = {"subject": "M" * MAX_NAME_CHARS, "relation": "lives_in", "object": "ü" * MAX_NAME_CHARS,
                 "text": "t" * MAX_TEXT_CHARS, "id": "f" * MAX_ID_CHARS, "session_id": "s" * MAX_ID_CHARS}

@@ -51,6 +51,8 @@ def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str 
         return None
     elif isinstance(v, bool) or not isinstance(v, str | int | float):
         raise ValidationError(f"{where}.{key}", v, "must be a string")
+    elif isinstance(v, float) and not math.isfinite(v):  # a number is its digits ("1990"); NaN says nothing
+        raise ValidationError(f"{where}.{key}", v, "must be a string or a finite number")
     else:
         return _text({key: str(v)}, key, where, required=required)
     if not s:
@@ -59,6 +61,7 @@ def _text(d: Mapping[str, Any], key: str, where: str, *, required: bool) -> str 
 
 
 _OPTIONAL_TEXT = ("session_id", "text", "subject_type", "object_type", "agent_id", "id")
+_IDS = frozenset({"session_id", "agent_id", "id"})  # may be left out, but not given blank (ignored before)
 _LIMITS = {"text": MAX_TEXT_CHARS, "session_id": MAX_ID_CHARS, "agent_id": MAX_ID_CHARS, "id": MAX_ID_CHARS}
 _INTENTS = {i.value: i for i in Intent}
 _ORIGINS = {o.value: o for o in Origin}
@@ -105,7 +108,7 @@ class FactValidator:
         valid_from, valid_to = self._interval(d, where)
         confidence, intent, origin = _confidence(d, where), _intent(d, where), self._origin(d, where)
         source_ids = _source_ids(d, where)
-        extra = {k: None if d.get(k) is None else _text(d, k, where, required=False) for k in _OPTIONAL_TEXT}
+        extra = {k: None if d.get(k) is None else _text(d, k, where, required=k in _IDS) for k in _OPTIONAL_TEXT}
         return FactInput(
             subject=subject, relation=relation, object=obj, valid_from=valid_from,  # type: ignore[arg-type]
             valid_to=valid_to, confidence=confidence, intent=intent, origin=origin, source_ids=source_ids,
@@ -185,10 +188,12 @@ def _intent(d: Mapping[str, Any], where: str) -> Intent:
 
 def _source_ids(d: Mapping[str, Any], where: str) -> list[str]:
     sources = d.get("source_ids") or []
-    if isinstance(sources, str) or not isinstance(sources, Iterable):
+    if isinstance(sources, str | Mapping) or not isinstance(sources, Iterable):
         raise ValidationError(f"{where}.source_ids", sources, "must be a list of message ids")
-    out = [str(s) for s in sources]
-    for i, s in enumerate(out):
+    out = list(sources)
+    for i, s in enumerate(out):  # an id is a turn's id as given: None or 5 would be stored as "None" or "5"
+        if not isinstance(s, str) or not s.strip():
+            raise ValidationError(f"{where}.source_ids[{i}]", s, "must be a message id (a non-empty string)")
         problem = text_problem(s, MAX_ID_CHARS)
         if problem:
             raise ValidationError(f"{where}.source_ids[{i}]", s[:40], problem)
