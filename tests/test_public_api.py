@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+import asyncio
 import inspect
+import io
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from test_extract_pipeline import conv
 from test_memory_sessions import SessionLLM as ScriptedLLM
 
 import chronomem
-from chronomem import AddResult, Answer, ForgetResult, Memory, ModelSet, SearchConfig, SearchResult, SessionEnd
+from chronomem import (AddResult, Answer, AsyncMemory, ForgetResult, Memory, ModelSet, SearchConfig, SearchResult,
+                       SessionEnd)
 
 
 def test_every_exported_name_exists() -> None:
@@ -115,3 +118,53 @@ def test_search_options_apply_on_top_of_each_methods_defaults() -> None:
         with pytest.raises(ValidationError) as e:
             mem.search("Where?", user_id="u1", options=SearchOptions(context_tokens=0))
         assert e.value.field == "config.context_tokens"
+
+
+@pytest.mark.parametrize("tenant", ["", " ", "a/b"])
+def test_a_tenant_name_that_names_no_tenant_is_refused_not_read_as_the_default(tenant: str) -> None:
+    """``Memory(tenant="")`` and ``for_tenant("")`` opened the default tenant: an app passing an empty tenant
+    from a request read the default tenant's users."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+        with pytest.raises(chronomem.ValidationError, match="tenant"):
+            mem.for_tenant(tenant)
+        with pytest.raises(chronomem.ValidationError, match="tenant"):
+            mem.for_tenant(None)  # type: ignore[arg-type]
+        assert [f.object for f in mem.for_tenant("default").facts(user_id="u1")] == ["Porto"]
+    with pytest.raises(chronomem.ValidationError, match="tenant"):
+        Memory(":memory:", llm=False, embedder=False, tenant=tenant)
+    assert Memory(":memory:", llm=False, embedder=False, tenant=None).tenant == "default"
+
+
+def test_export_and_import_take_paths_and_refuse_text_streams(tmp_path: Path) -> None:
+    """A text stream failed with Python's TypeError halfway; a path was an AttributeError."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+        with pytest.raises(chronomem.ValidationError, match="binary file"):
+            mem.export_to(io.StringIO(), user_id="u1")
+        assert mem.export_to(tmp_path / "u1.json", user_id="u1")["facts"] == 1
+        assert mem.export_to(str(tmp_path / "u1.json"), user_id="u1")["facts"] == 1  # replaced, not appended
+        with pytest.raises(chronomem.ValidationError, match="binary file"):
+            mem.import_from(io.StringIO((tmp_path / "u1.json").read_text()), user_id="u2")
+        assert mem.import_from(tmp_path / "u1.json", user_id="u2")["facts"] == 1
+        assert [f.object for f in mem.facts(user_id="u2")] == ["Porto"]
+
+
+@pytest.mark.parametrize("timeout", ["abc", -1, float("nan"), True])
+def test_async_wait_checks_its_timeout_as_the_sync_one_does(timeout: object) -> None:
+    async def main() -> None:
+        async with AsyncMemory(":memory:", llm=False, embedder=False) as mem:
+            with pytest.raises(chronomem.ValidationError, match="timeout"):
+                await mem.wait("job-1", timeout=timeout)  # type: ignore[arg-type]
+    with Memory(":memory:", llm=False, embedder=False) as sync:
+        with pytest.raises(chronomem.ValidationError, match="timeout"):
+            sync.wait("job-1", timeout=timeout)  # type: ignore[arg-type]
+    asyncio.run(main())
+
+
+def test_deliver_takes_a_job_or_its_id() -> None:
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        with pytest.raises(chronomem.NotFoundError, match="no job 'job-1'"):
+            mem.deliver("job-1")
+        with pytest.raises(chronomem.ValidationError, match="job_id"):
+            mem.deliver(5)  # type: ignore[arg-type]

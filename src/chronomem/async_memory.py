@@ -282,9 +282,10 @@ class AsyncMemory:
 
     async def wait(self, job: Job | str, *, timeout: float | None = 300.0) -> Job:
         """Poll the job with ``asyncio.sleep`` between looks (the worker thread stays free meanwhile)."""
-        from .jobs.service import JobTimeoutError
+        from .jobs.service import JobTimeoutError, check_timeout
 
         job_id = job.id if isinstance(job, Job) else job
+        timeout = check_timeout(timeout)  # as Memory.wait: "abc", -1 or NaN are refused, not waited on
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         delay = 0.05

@@ -9,6 +9,7 @@ delegates.
 from __future__ import annotations
 
 import functools
+import io
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ from .registry import RelationRegistry, RelationSpec
 from .jobs.model import Job, JobPosition, JobStatus
 from .jobs.queue import JobQueue
 from .jobs.service import JobService
-from .keys import DEFAULT_TENANT
+from .keys import DEFAULT_TENANT, check_tenant
 from .memo import clear_text_memos
 from .store import Store, open_store
 from .store.base import UserRows, rows_by_table
@@ -101,6 +102,13 @@ def _waiting_rows(store: Store, buffer: SessionBuffer | None, user_id: str) -> d
     return out
 
 
+def _check_binary(fp: object, mode: str) -> None:
+    """Refuse a text stream (``open(path, "w")``, ``io.StringIO``) where bytes are read or written: the
+    JSON is UTF-8, and a text stream failed with Python's own TypeError halfway through."""
+    if isinstance(fp, io.TextIOBase):
+        raise ValidationError("fp", type(fp).__name__, f"must be a binary file (open it with {mode!r}) or a path")
+
+
 def _make_buffer(spec: SessionBuffer | bool | str | None, tenant: str = DEFAULT_TENANT) -> SessionBuffer | None:
     """``None``: Redis when ``CHRONOMEM_REDIS_URL`` is set, else unbuffered; ``True``: buffered
     (Redis when configured, else in process); ``False``: unbuffered; a URL or a buffer object.
@@ -159,18 +167,19 @@ class Memory:
                  relations: Sequence[RelationSpec | Mapping[str, Any]] | None = None,
                  buffer: SessionBuffer | bool | str | None = None, tenant: str | None = None,
                  queue: JobQueue | str | None = None) -> None:
+        tenant = check_tenant(DEFAULT_TENANT if tenant is None else tenant)  # "" is no tenant, not the default
         self.config = config or Config.load(theta_stable=theta_stable)
         if config is not None and theta_stable is not None:
             self.config = Config(**{**config.__dict__, "theta_stable": theta_stable})
         self._jobs = JobService(self, queue)  # before the store: it may refuse its settings
-        buffer_ = _make_buffer(buffer, tenant or DEFAULT_TENANT)  # before the store: it may refuse
+        buffer_ = _make_buffer(buffer, tenant)  # before the store: it may refuse
         # the store is bound to one tenant (default: "default", whose user keys are the bare ids);
         # a Store object passed in is shared, not owned: closing this Memory leaves it open
         if isinstance(location, Store):
-            bound = TenantStore(location, tenant or DEFAULT_TENANT, owns_inner=False)
+            bound = TenantStore(location, tenant, owns_inner=False)
         else:
             loc = str(location) if location is not None else self.config.db_location
-            bound = TenantStore(open_store(loc), tenant or DEFAULT_TENANT)
+            bound = TenantStore(open_store(loc), tenant)
         self.store: Store = bound
         self.tenant: str = bound.tenant
         self.registry = RelationRegistry()
@@ -307,6 +316,7 @@ class Memory:
     def for_tenant(self, tenant: str) -> Memory:
         """This memory as another tenant sees it: the same store, models, config and broker
         queue, user ids inside ``tenant``.  Closing the view leaves them open."""
+        tenant = check_tenant(tenant)  # None or "" name no tenant: a view of the default one is for_tenant("default")
         from .jobs.queue import BrokerQueue
         from .summarize.buffer import RedisSessionBuffer
 
@@ -342,8 +352,8 @@ class Memory:
         return self._jobs.submit_end_session(user_id=user_id, session_id=session_id, ended_at=ended_at,
                                              deliver=deliver)
 
-    def deliver(self, job: Job) -> Job:
-        """Hand a job stored with ``deliver=False`` to the queue."""
+    def deliver(self, job: Job | str) -> Job:
+        """Hand a job stored with ``deliver=False`` (or its id) to the queue."""
         return self._jobs.deliver(job)
 
     def job(self, job_id: str, *, user_id: str | None = None) -> Job:
@@ -811,10 +821,15 @@ class Memory:
         user_id = check_user(user_id)
         return {**self._export_head(user_id), "tables": rows_by_table(self._export_rows(user_id))}
 
-    def export_to(self, fp: IO[bytes], *, user_id: str) -> dict[str, int]:
-        """Write :meth:`export` to ``fp`` as compact UTF-8 JSON, a batch of rows at a time: the memory it
-        takes is a batch's, not the user's.  Returns the rows written per table."""
+    def export_to(self, fp: IO[bytes] | str | os.PathLike[str], *, user_id: str) -> dict[str, int]:
+        """Write :meth:`export` to ``fp`` (a binary file, or a path: the file is created or replaced) as
+        compact UTF-8 JSON, a batch of rows at a time: the memory it takes is a batch's, not the user's.
+        Returns the rows written per table."""
         user_id = check_user(user_id)
+        if isinstance(fp, str | os.PathLike):
+            with open(fp, "wb") as f:
+                return self.export_to(f, user_id=user_id)
+        _check_binary(fp, "wb")
         with closing(self._export_rows(user_id)) as rows:
             return write_export(fp, self._export_head(user_id), rows)
 
@@ -862,12 +877,16 @@ class Memory:
         order = sorted(set(tables) - set(TABLES)) + [t for t in TABLES if t in tables]  # unknown ones refused first
         return import_batches(self.store, self.resolver, self.graph, target, ((t, 0, tables[t]) for t in order))
 
-    def import_from(self, fp: IO[bytes], *, user_id: str | None = None) -> dict[str, int]:
-        """:meth:`import_` an export read from the binary file ``fp`` (as :meth:`export_to` writes it) a
-        batch of rows at a time: the memory it takes is a batch's, not the export's.  The file's head
-        (``format``, ``version``, ``user_id``) must come before its ``tables``, and the tables in the
-        order an export writes them; a file that is not so, or not JSON, is a :class:`ValidationError`
-        naming where, with nothing written."""
+    def import_from(self, fp: IO[bytes] | str | os.PathLike[str], *, user_id: str | None = None) -> dict[str, int]:
+        """:meth:`import_` an export read from the binary file ``fp`` (or the file at that path), as
+        :meth:`export_to` writes it, a batch of rows at a time: the memory it takes is a batch's, not the
+        export's.  The file's head (``format``, ``version``, ``user_id``) must come before its ``tables``,
+        and the tables in the order an export writes them; a file that is not so, or not JSON, is a
+        :class:`ValidationError` naming where, with nothing written."""
+        if isinstance(fp, str | os.PathLike):
+            with open(fp, "rb") as f:
+                return self.import_from(f, user_id=user_id)
+        _check_binary(fp, "rb")
         reader = ExportReader(fp)
         head = reader.head()
         if reader.has_tables and "format" not in head:

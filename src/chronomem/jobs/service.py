@@ -34,6 +34,14 @@ class JobTimeoutError(ChronomemError, TimeoutError):
         super().__init__(f"job {job.id} is still {job.status.value} after {timeout:g} s")
 
 
+def check_timeout(timeout: object) -> float | None:
+    """``timeout`` as a wait takes it: seconds, at least 0 and finite, or None to wait for good."""
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
+                                or not 0 <= timeout < float("inf")):
+        raise ValidationError("timeout", timeout, "must be a number of seconds (or None to wait for good)")
+    return None if timeout is None else float(timeout)  # type: ignore[arg-type]  # a number, checked above
+
+
 class JobService:
     """Jobs of one tenant-bound memory; ``queue``: a :class:`JobQueue`, a broker URL, or None
     (``CHRONOMEM_QUEUE_URL``, else the in-process queue)."""
@@ -85,8 +93,11 @@ class JobService:
         self.mem.store.mark_job_sent(job.id, utcnow())
         return job
 
-    def deliver(self, job: Job) -> Job:
-        """Hand a stored job to the queue (what :meth:`submit` does unless ``deliver=False``)."""
+    def deliver(self, job: Job | str) -> Job:
+        """Hand a stored job (or the job of that id) to the queue (what :meth:`submit` does unless
+        ``deliver=False``)."""
+        if not isinstance(job, Job):
+            job = self.get(job)  # an id (NotFoundError when it names no job of the tenant), else refused
         return job if job.finished else self._send(job)
 
     def submit(self, messages: Any, *, user_id: str | None, session_id: str | None = None,
@@ -163,9 +174,7 @@ class JobService:
     def wait(self, job: Job | str, *, timeout: float | None = 300.0, poll_s: float = 0.05) -> Job:
         """Poll until the job is done or failed; :class:`JobTimeoutError` after ``timeout`` seconds."""
         job_id = job.id if isinstance(job, Job) else job
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
-                                    or not 0 <= timeout < float("inf")):
-            raise ValidationError("timeout", timeout, "must be a number of seconds (or None to wait for good)")
+        timeout = check_timeout(timeout)
         deadline = None if timeout is None else time.monotonic() + timeout
         delay = poll_s
         while True:
