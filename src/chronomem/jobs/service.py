@@ -39,7 +39,7 @@ def check_timeout(timeout: object) -> float | None:
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)
                                 or not 0 <= timeout < float("inf")):
         raise ValidationError("timeout", timeout, "must be a number of seconds (or None to wait for good)")
-    return None if timeout is None else float(timeout)  # type: ignore[arg-type]  # a number, checked above
+    return None if timeout is None else float(timeout)  # a number, checked above
 
 
 class JobService:
