@@ -363,6 +363,17 @@ def test_next_and_previous_messages_are_the_adjacent_turns_of_the_same_session_a
         assert adjacent(U, []) == {} and adjacent(V, ["m2"]) == {}
 
 
+def test_a_capital_dotted_i_is_searched_as_stored(cmem: Memory) -> None:
+    """Python lowers "İ" to "i" and a combining dot, which split "İstanbul" into "stanbul": found by neither
+    index, which both read the stored word as "istanbul"."""
+    cmem.add_facts([{"subject": "Ayşe", "relation": "lives_in", "object": "İstanbul"}], user_id=U)
+    cmem.store.ensure_session(U, "s1")
+    cmem.store.add_messages(U, [msg(1, "s1", "I moved to İZMİR last year", speaker="Ayşe")])
+    for q in ("İstanbul", "istanbul", "ISTANBUL"):
+        assert len(cmem.store.search_facts_text(U, q)) == 1, q
+    assert [i for i, _ in cmem.store.search_messages_text(U, "İzmir")] == ["m1"]
+
+
 def test_full_text_search_ignores_english_stopwords(cmem: Memory) -> None:
     """Both stores drop PostgreSQL's English stopwords: shared function words match nothing."""
     cmem.store.ensure_session(U, "s1")
