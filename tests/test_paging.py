@@ -10,7 +10,7 @@ import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -319,11 +319,34 @@ def test_rest_pages_of_jobs_skip_none_when_jobs_finish(tmp_path: Path) -> None:
     (lambda: FactPosition(None, utcnow(), 7), "FactPosition.id"),  # type: ignore[arg-type]
     (lambda: MessagePosition(utcnow(), "s", True), "MessagePosition.seq"),
     (lambda: MessagePosition(utcnow(), None, 1), "MessagePosition.session_id"),  # type: ignore[arg-type]
+    (lambda: FactPosition(None, utcnow(), "a\x00b"), "FactPosition.id"),  # PostgreSQL's error, SQLite took it
+    (lambda: MessagePosition(utcnow(), "s\ud800", 1), "MessagePosition.session_id"),
+    (lambda: SessionPosition(None, "x" * 10_000), "SessionPosition.id"),
+    (lambda: EntityPosition(utcnow(), "e\x00"), "EntityPosition.id"),
 ])
 def test_a_place_made_of_the_wrong_parts_is_refused_by_name(make: Callable[[], object], field: str) -> None:
     with pytest.raises(ValidationError) as e:
         make()
     assert e.value.field == field
+
+
+def test_a_naive_time_in_a_place_is_utc_as_everywhere_else(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """It was read as the machine's local time: on a New York machine, "after 02:00" skipped five hours."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        naive = datetime(2020, 1, 1, 2, 0)
+        assert FactPosition(naive, naive, "x") == FactPosition(naive.replace(tzinfo=timezone.utc),
+                                                               naive.replace(tzinfo=timezone.utc), "x")
+        mem.add_facts([{"subject": "Maya", "relation": "likes", "object": f"t{h}",
+                        "valid_from": f"2020-01-01T0{h}:00:00Z"} for h in range(6)], user_id="u")
+        after = FactPosition(naive, datetime(2030, 1, 1, tzinfo=timezone.utc), "~")
+        assert [f.object for f in mem.facts(user_id="u", after=after)] == ["t3", "t4", "t5"]
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
 
 
 def test_a_job_place_of_the_wrong_parts_is_refused_by_name() -> None:

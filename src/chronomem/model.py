@@ -174,8 +174,8 @@ class FactPosition:
     id: str
 
     def __post_init__(self) -> None:
-        check_place("FactPosition", (("valid_from", self.valid_from, datetime, True),
-                                      ("recorded_at", self.recorded_at, datetime, False), ("id", self.id, str, False)))
+        check_place(self, "FactPosition", (("valid_from", datetime, True),
+                                            ("recorded_at", datetime, False), ("id", str, False)))
 
     @classmethod
     def of(cls, fact: Fact) -> FactPosition:
@@ -214,7 +214,7 @@ class EntityPosition:
     id: str
 
     def __post_init__(self) -> None:
-        check_place("EntityPosition", (("created_at", self.created_at, datetime, False), ("id", self.id, str, False)))
+        check_place(self, "EntityPosition", (("created_at", datetime, False), ("id", str, False)))
 
     @classmethod
     def of(cls, entity: Entity) -> EntityPosition:
@@ -260,8 +260,8 @@ class MessagePosition:
     seq: int
 
     def __post_init__(self) -> None:
-        check_place("MessagePosition", (("timestamp", self.timestamp, datetime, False),
-                                         ("session_id", self.session_id, str, False), ("seq", self.seq, int, False)))
+        check_place(self, "MessagePosition", (("timestamp", datetime, False),
+                                               ("session_id", str, False), ("seq", int, False)))
 
     @classmethod
     def of(cls, message: Message) -> MessagePosition:
@@ -286,7 +286,7 @@ class SessionPosition:
     id: str
 
     def __post_init__(self) -> None:
-        check_place("SessionPosition", (("started_at", self.started_at, datetime, True), ("id", self.id, str, False)))
+        check_place(self, "SessionPosition", (("started_at", datetime, True), ("id", str, False)))
 
     @classmethod
     def of(cls, session: Session) -> SessionPosition:

@@ -7,6 +7,7 @@ the other accepts too.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from .errors import ValidationError
@@ -61,14 +62,21 @@ def check_user(user_id: Any) -> str:
 _KINDS = {"datetime": "a datetime", "str": "a string", "int": "a whole number"}
 
 
-def check_place(kind: str, parts: tuple[tuple[str, Any, type, bool], ...]) -> None:
+def check_place(place: object, kind: str, parts: tuple[tuple[str, type, bool], ...]) -> None:
     """The parts of a place in a list (``FactPosition``, ``MessagePosition``, ``JobPosition``), each
-    ``(name, value, type, may be None)``: a bad one is refused by name when the position is made, not as a
-    database error when a page is read."""
-    for name, value, want, optional in parts:
+    ``(attribute, type, may be None)``: a bad one is refused by name when the position is made, not as a
+    database error when a page is read (an id holding NUL, which SQLite took and PostgreSQL refused).  A
+    naive time is read as UTC, as every other time chronomem is given (``timeutil``); it was read as the
+    machine's local time."""
+    for name, want, optional in parts:
+        value = getattr(place, name)
         if (value is not None or not optional) and (isinstance(value, bool) or not isinstance(value, want)):
             raise ValidationError(f"{kind}.{name}", value, f"must be {_KINDS.get(want.__name__, want.__name__)}"
                                   + (" or None" * optional))
+        if isinstance(value, str) and (problem := text_problem(value, MAX_ID_CHARS)):
+            raise ValidationError(f"{kind}.{name}", value[:40], problem)
+        if isinstance(value, datetime) and value.tzinfo is None:
+            object.__setattr__(place, name, value.replace(tzinfo=timezone.utc))  # frozen: made once, here
 
 
 def check_after(after: Any, item: type, position: type) -> Any:

@@ -76,7 +76,7 @@ class JobPosition:
     id: str
 
     def __post_init__(self) -> None:
-        check_place("JobPosition", (("created_at", self.created_at, datetime, False), ("id", self.id, str, False)))
+        check_place(self, "JobPosition", (("created_at", datetime, False), ("id", str, False)))
 
     @classmethod
     def of(cls, job: Job) -> JobPosition:
