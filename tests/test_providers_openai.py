@@ -7,6 +7,7 @@ retried, how long it waited and what it raised.
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -237,6 +238,21 @@ def test_unreachable_server_is_model_unavailable() -> None:
     llm = OpenAICompatLLM("m", "http://127.0.0.1:9/v1", None, max_retries=1, backoff_base=0.01, timeout=2)
     with pytest.raises(ModelUnavailableError, match="cannot reach"):
         llm.chat([{"role": "user", "content": "x"}])
+
+
+def test_a_password_in_the_base_url_is_used_but_never_shown(stub: Stub) -> None:
+    """``http://svc:hunter2@host/v1`` reached API clients in a model error's text, and the model's name."""
+    llm = OpenAICompatLLM("test-model", stub.url.replace("http://", "http://svc:hunter2@"), None, max_retries=0)
+    stub.script = [Reply(500, {"error": {"message": "boom"}})]
+    with pytest.raises(ModelError) as ei:
+        llm.chat([{"role": "user", "content": "x"}])
+    assert "hunter2" not in str(ei.value) and f"{stub.url}/chat/completions" in str(ei.value)
+    assert "hunter2" not in llm.name and "hunter2" not in repr(llm)
+    assert stub.headers[0].get("Authorization") == "Basic " + base64.b64encode(b"svc:hunter2").decode()  # used
+    down = OpenAICompatLLM("m", "http://svc:hunter2@127.0.0.1:9/v1", None, max_retries=0, timeout=2)
+    with pytest.raises(ModelUnavailableError) as ei:
+        down.chat([{"role": "user", "content": "x"}])
+    assert "hunter2" not in str(ei.value) and "cannot reach http://127.0.0.1:9/v1" in str(ei.value)
 
 
 def test_response_format_rejected_falls_back(stub: Stub) -> None:

@@ -35,6 +35,7 @@ import re
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -130,12 +131,13 @@ class OpenAIHTTP:
 
     def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
         """POST JSON and return the decoded reply, applying the retry policy."""
-        url = f"{self.base_url}/{path.lstrip('/')}"
+        full = f"{self.base_url}/{path.lstrip('/')}"
+        url = shown_url(full)  # what errors and logs say: no user, password or query
         last: Exception | None = None
         for attempt in range(self.max_retries + 1):
             delay: float | None = None
             try:
-                resp = self._client.post(url, json=payload)
+                resp = self._client.post(full, json=payload)
             except httpx.TimeoutException as e:
                 last = ModelError(f"request to {url} (model {self.model!r}) timed out after {self.timeout:g}s")
                 last.__cause__ = e
@@ -182,6 +184,21 @@ class OpenAIHTTP:
         raise last
 
 
+def shown_url(url: str) -> str:
+    """``url`` as an error or a log line may show it: without the user and password a base URL may carry
+    (``http://svc:hunter2@host/v1``) or its query (``?api-key=…``), which reached API clients in a
+    model error's text.  Pure.
+
+    >>> shown_url("http://svc:hunter2@10.1.2.3:8000/v1/chat/completions?api-key=sk-1")
+    'http://10.1.2.3:8000/v1/chat/completions?…'
+    >>> shown_url("https://api.openai.com/v1/chat/completions")
+    'https://api.openai.com/v1/chat/completions'
+    """
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "…" if parts.query else "", ""))
+
+
 class OpenAICompatLLM(ChatLLM):
     """Chat model behind an OpenAI-compatible ``/chat/completions`` endpoint."""
 
@@ -207,7 +224,7 @@ class OpenAICompatLLM(ChatLLM):
             raise ValueError(f"structured_mode must be one of {_STRUCTURED_MODES}, got {structured_mode!r}")
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.name = f"openai:{model}@{self.base_url}"
+        self.name = f"openai:{model}@{shown_url(self.base_url)}"
         self.context_window = context_window
         self.structured_mode = structured_mode
         self.structured_retries = structured_retries
@@ -226,7 +243,7 @@ class OpenAICompatLLM(ChatLLM):
         )
 
     def __repr__(self) -> str:
-        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAICompatLLM(model={self.model!r}, base_url={shown_url(self.base_url)!r})"
 
     def close(self) -> None:
         self.http.close()
@@ -341,7 +358,7 @@ class OpenAICompatEmbedder:
     ) -> None:
         self.model = model
         self.base_url = base_url.rstrip("/")
-        self.name = f"openai:{model}@{self.base_url}"
+        self.name = f"openai:{model}@{shown_url(self.base_url)}"
         self.batch_size = batch_size
         self._dim = dim
         self.http = OpenAIHTTP(

@@ -70,7 +70,7 @@ from typing import Any
 from ..config import config_path as config_file
 from ..config import read_config_file
 from ..errors import ConfigError
-from .openai_compat import DEFAULT_OPENAI_BASE_URL
+from .openai_compat import DEFAULT_OPENAI_BASE_URL, shown_url
 
 PROVIDERS = ("local", "openai")
 NONE = "none"  # the spec of no model: Memory(llm=False) / embeddings off
@@ -180,6 +180,8 @@ def _describe(settings: LLMSettings | EmbedderSettings) -> dict[str, Any]:
         v = getattr(settings, f.name)
         if f.name == "api_key" and v:
             v = v[:3] + "…" + v[-2:] if len(v) > 8 else "***"
+        elif f.name == "base_url" and v:
+            v = shown_url(v)  # a password in the URL is shown no more than the key
         out[f.name] = {"value": v, "source": settings.sources.get(f.name, "default")}
     return out
 
