@@ -1,5 +1,6 @@
 """Reading an export file a batch of rows at a time (chronomem.export_reader), and Memory.import_from's
-rules for a file: its head before its tables, the tables in export order, nothing but the object."""
+rules for a file: its head before its tables and the tables in export order (or a file it can read again),
+nothing but the object."""
 
 from __future__ import annotations
 
@@ -107,18 +108,57 @@ def test_a_value_longer_than_any_row_is_refused_without_reading_on(monkeypatch: 
     assert e.value.field == "data.tables.facts[0]"
 
 
-def test_import_from_needs_the_head_before_the_tables(tmp_path: Any) -> None:
+def rows_of(mem: Memory, user: str) -> dict[str, list[dict[str, Any]]]:
+    return {t: [{k: v for k, v in r.items() if k != "user_id"} for r in rows]
+            for t, rows in mem.export(user_id=user)["tables"].items()}
+
+
+class Pipe(io.RawIOBase):
+    """A binary stream that cannot seek (a pipe, a socket, a request body read as it comes)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._inner = io.BytesIO(raw)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._inner.read(len(b))
+        b[:len(data)] = data
+        return len(data)
+
+
+def test_import_from_reads_an_export_in_any_order_where_it_can_read_it_again(tmp_path: Any) -> None:
+    """The same JSON with its keys sorted (``jq -S``, Go's encoding/json) puts ``tables`` before ``user_id``
+    and ``version``, and checkpoints before sessions: it was refused as "unsupported export version"."""
     with Memory(tmp_path / "m.db", embedder=False) as mem:
-        late = b'{"tables": {}, "format": "chronomem.export", "version": 1, "user_id": "u"}'
-        with pytest.raises(ValidationError, match="before its tables") as e:
-            mem.import_from(io.BytesIO(late))
-        assert e.value.field == "data.format"
-        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u")
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"},
+                       {"subject": "Maya", "relation": "lives_in", "object": "Lisbon", "valid_from": "2021-01-01"}],
+                      user_id="u")
+        mem.store.ensure_session("u", "s1")
         out = io.BytesIO()
         mem.export_to(out, user_id="u")
-        assert mem.import_from(io.BytesIO(out.getvalue()), user_id="v")["facts"] == 1
-        assert [f.object for f in mem.facts(user_id="v")] == ["Porto"]
-        assert mem.import_from(io.BytesIO(out.getvalue()))["already_present"] > 0  # into the export's own user
+        data = json.loads(out.getvalue())
+        data["tables"]["checkpoints"] = [{"seq": 1, "session_id": "s1", "memory": "M", "created_at": 0,
+                                          "session_time": None}]  # refers to a session: read after sessions
+        mem.import_(data, user_id="w")
+        sorted_keys = json.dumps(data, sort_keys=True).encode()
+        assert sorted_keys.index(b'"tables"') < sorted_keys.index(b'"version"')
+        with pytest.raises(ValidationError, match="before its tables") as e:
+            mem.import_from(Pipe(sorted_keys), user_id="v")  # a stream read once cannot be read in passes
+        assert e.value.field == "data.format" and mem.export(user_id="v")["tables"]["facts"] == []
+        assert mem.import_from(io.BytesIO(sorted_keys))["already_present"] > 0  # the export's own user
+        assert mem.import_from(io.BytesIO(sorted_keys), user_id="v")["facts"] == 2
+        assert rows_of(mem, "v") == rows_of(mem, "w") and rows_of(mem, "v")["checkpoints"]
+        late = b'{"tables": {}, "format": "chronomem.export", "version": 2, "user_id": "u"}'
+        with pytest.raises(ValidationError, match="unsupported export version") as e:
+            mem.import_from(io.BytesIO(late))
+        twice = b'{"tables": {"facts": []}, "format": "chronomem.export", "version": 1, "tables": {}}'
+        with pytest.raises(ValidationError, match="appears twice"):
+            mem.import_from(io.BytesIO(twice), user_id="x")
+        out = io.BytesIO()
+        mem.export_to(out, user_id="u")
+        assert mem.import_from(Pipe(out.getvalue()), user_id="y")["facts"] == 2  # export order: one pass
 
 
 def test_an_in_memory_store_dumps_through_its_one_connection() -> None:

@@ -7,7 +7,8 @@ times its size.  :class:`ExportReader` walks the object's structure itself and h
 field, a row) to :meth:`json.JSONDecoder.raw_decode`, so the memory it takes is a batch of rows.
 
 It reads exactly JSON, with the order an export is written in: the head before ``tables`` and the
-tables in the order of :data:`chronomem.store.sql.TABLES` (rows refer to rows of earlier tables).
+tables in the order of :data:`chronomem.store.sql.TABLES` (rows refer to rows of earlier tables); a file
+in another order (the same JSON with sorted keys) is read by :func:`any_order`, in a few passes.
 Malformed input is a :class:`ValidationError` naming where (``data.tables.facts[12]``) and the byte.
 """
 
@@ -23,13 +24,18 @@ from .exports import unknown_table
 from .limits import MAX_OTHER_WORDS, MAX_TEXT_CHARS
 from .store.sql import TABLES
 
-__all__ = ["ExportReader", "MAX_VALUE_CHARS"]
+__all__ = ["ExportReader", "MAX_VALUE_CHARS", "OutOfOrder", "any_order"]
 
 #: the longest single value (a row) read: a row at every column's limit, each character escaped as \\uXXXX
 MAX_VALUE_CHARS = 6 * (MAX_OTHER_WORDS + 8) * (MAX_TEXT_CHARS + 1000)
 READ_BYTES = 1 << 20
 _WHITESPACE = " \t\n\r"
 _decoder = json.JSONDecoder()
+
+
+class OutOfOrder(ValidationError):
+    """An export's tables, or its head, not in the order an export is written in: read from a file that can
+    be read again, :func:`any_order` takes it."""
 
 
 class ExportReader:
@@ -48,6 +54,8 @@ class ExportReader:
         self._dropped_bytes = 0  # the UTF-8 length of the text consumed and dropped from the front
         self._eof = False
         self._keys: set[tuple[str, str]] = set()
+        self._names: list[str] = []  # the tables read so far, in the file's order
+        self._tail: dict[str, Any] = {}  # the object's fields after its tables
         self.has_tables = False
 
     # -- the object ----------------------------------------------------------------------------------
@@ -72,19 +80,28 @@ class ExportReader:
             if not self._next_member("data"):
                 return head
 
-    def batches(self, size: int = 1000) -> Iterator[tuple[str, int, list[Any]]]:
+    def batches(self, size: int = 1000, *, only: str | None = None) -> Iterator[tuple[str, int, list[Any]]]:
         """``(table, index of its first row, rows)``, at most ``size`` rows each, in the file's order; the rows
-        are JSON values as read (:mod:`chronomem.exports` checks them).  A table with no rows yields none."""
+        are JSON values as read (:mod:`chronomem.exports` checks them).  A table with no rows yields none.
+        ``only``: that table's rows, the others read and passed over in any order (:func:`any_order`)."""
         if self.has_tables:
-            yield from self._tables(size)
-            while self._next_member("data"):  # fields after the tables are read and ignored
+            yield from self._tables(size, only)
+            while self._next_member("data"):  # fields after the tables: kept for layout(), small
                 key = self._key("data")
-                self._value(f"data.{key}")
+                self._tail[key] = self._value(f"data.{key}")
         self._skip()
         if self._pos < len(self._text):
             raise self._error("data", "has more after the export's object")
 
-    def _tables(self, size: int) -> Iterator[tuple[str, int, list[Any]]]:
+    def layout(self) -> tuple[dict[str, Any], list[str]]:
+        """Every field of the object but ``tables``, wherever it stands, and the names of the tables in the
+        file's order: the whole file read and checked as JSON, its rows passed over one at a time."""
+        head = self.head()
+        for _ in self.batches(only=""):  # no table is called "": no row is kept
+            pass
+        return {**head, **self._tail}, list(self._names)
+
+    def _tables(self, size: int, only: str | None = None) -> Iterator[tuple[str, int, list[Any]]]:
         if self._peek("data.tables") != "{":
             raise ValidationError("data.tables", type(self._value("data.tables")).__name__, "must be an object")
         self._pos += 1
@@ -98,12 +115,18 @@ class ExportReader:
             where = f"data.tables.{table}"
             if table not in TABLES:
                 raise unknown_table(where)
-            place = order.index(table)
-            if place <= last:
-                raise ValidationError(where, None, f"comes after {order[last]}: an export lists its tables in "
-                                                   f"the order {', '.join(TABLES)} (as chronomem export writes)")
-            last = place
-            yield from self._rows(table, where, size)
+            self._names.append(table)
+            if only is not None:  # that table's rows; the others passed over, a row at a time
+                for batch in self._rows(table, where, size if table == only else 1):
+                    if table == only:
+                        yield batch
+            else:
+                place = order.index(table)
+                if place <= last:
+                    raise OutOfOrder(where, None, f"comes after {order[last]}: an export lists its tables in the "
+                                                  f"order {', '.join(TABLES)} (as chronomem export writes)")
+                last = place
+                yield from self._rows(table, where, size)
             if not self._next_member("data.tables"):
                 return
 
@@ -233,3 +256,26 @@ class ExportReader:
 
     def _error(self, where: str, problem: str, back: int = 0) -> ValidationError:
         return ValidationError(where, None, f"is not valid JSON: {problem} at byte {self._byte(self._pos - back)}")
+
+
+def any_order(fp: IO[bytes], size: int = 1000) -> tuple[dict[str, Any], Iterator[tuple[str, int, list[Any]]]]:
+    """The head and the batches of rows of an export whose head follows its tables, or whose tables are in
+    another order: the same JSON with its keys sorted (``jq -S``, Go's encoding/json, a JSON column) is
+    the same export.  ``fp`` must be seekable: one pass reads the layout, then one pass per table reads
+    that table's rows, in the order rows refer to rows of earlier tables (:data:`TABLES`); the memory
+    taken is still a batch's.  Checks what :class:`ExportReader` checks (duplicates, unknown tables,
+    valid JSON), in the first pass."""
+    start = fp.tell()
+    whole = ExportReader(fp)
+    head, names = whole.layout()
+    if not whole.has_tables:
+        raise ValidationError("data.tables", None, "missing or not a mapping")
+
+    def batches() -> Iterator[tuple[str, int, list[Any]]]:
+        for table in (t for t in TABLES if t in names):
+            fp.seek(start)
+            reader = ExportReader(fp)
+            reader.head()
+            yield from reader.batches(size, only=table)
+
+    return head, batches()

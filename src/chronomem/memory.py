@@ -41,7 +41,7 @@ from .store.sql import TABLES
 from .store.tenant import TenantStore
 from .temporal import replaced_by_correction
 from .timeutil import iso, local_offset, parse_time, to_micros, utcnow
-from .export_reader import ExportReader
+from .export_reader import ExportReader, OutOfOrder, any_order
 from .exports import write_export
 from .importing import IMPORT_BATCH, import_batches
 from .validation import check_after, check_id, check_limit, check_name, check_text, check_user
@@ -880,22 +880,32 @@ class Memory:
     def import_from(self, fp: IO[bytes] | str | os.PathLike[str], *, user_id: str | None = None) -> dict[str, int]:
         """:meth:`import_` an export read from the binary file ``fp`` (or the file at that path), as
         :meth:`export_to` writes it, a batch of rows at a time: the memory it takes is a batch's, not the
-        export's.  The file's head (``format``, ``version``, ``user_id``) must come before its ``tables``,
-        and the tables in the order an export writes them; a file that is not so, or not JSON, is a
-        :class:`ValidationError` naming where, with nothing written."""
+        export's.  A file whose fields or tables stand in another order (the same JSON with sorted keys) is
+        read in a few passes where ``fp`` can seek (a file does; a pipe does not, and is refused); a file that
+        is not an export, or not JSON, is a :class:`ValidationError` naming where, with nothing written."""
         if isinstance(fp, str | os.PathLike):
             with open(fp, "rb") as f:
                 return self.import_from(f, user_id=user_id)
         _check_binary(fp, "rb")
+        seekable = bool(getattr(fp, "seekable", lambda: False)())
+        start = fp.tell() if seekable else 0
         reader = ExportReader(fp)
         head = reader.head()
-        if reader.has_tables and "format" not in head:
-            raise ValidationError("data.format", None, f"not a chronomem export (expected format {EXPORT_FORMAT!r} "
-                                                       "before its tables)")
+        try:
+            if reader.has_tables and ({"format", "version"} - head.keys() or user_id is None and "user_id" not in head):
+                raise OutOfOrder("data.format", None, f"not a chronomem export (expected format {EXPORT_FORMAT!r}, "
+                                                      "version and user_id before its tables)")
+            target = self._import_target(head, user_id)
+            if not reader.has_tables:
+                raise ValidationError("data.tables", None, "missing or not a mapping")
+            return import_batches(self.store, self.resolver, self.graph, target, reader.batches(IMPORT_BATCH))
+        except OutOfOrder:  # the same JSON in another order (sorted keys): read again, in a few passes
+            if not seekable:
+                raise
+        fp.seek(start)
+        head, batches = any_order(fp, IMPORT_BATCH)
         target = self._import_target(head, user_id)
-        if not reader.has_tables:
-            raise ValidationError("data.tables", None, "missing or not a mapping")
-        return import_batches(self.store, self.resolver, self.graph, target, reader.batches(IMPORT_BATCH))
+        return import_batches(self.store, self.resolver, self.graph, target, batches)
 
     @staticmethod
     def _import_target(head: Mapping[str, Any], user_id: str | None) -> str:
