@@ -42,6 +42,9 @@ Granularity rules (documented contract, tested in ``tests/test_timeexpr.py``):
 * No expression, or one that cannot be resolved ("recently", "when I was a
   kid") → the fact takes the message time (``valid_from`` = reference), or for
   an ending, ``valid_to`` = reference (it had ended by the time it was said).
+* So does a time before year 1 or after 9999, which no ``datetime`` holds ("last year" said in year 1,
+  "next year" in 9999): :func:`resolve` gives ``None`` rather than raising.  A period that begins in
+  9999 and would end after it ends at datetime's last instant.
 """
 
 from __future__ import annotations
@@ -180,38 +183,57 @@ _NOW = {
 # ---------------------------------------------------------------- helpers
 
 
+_LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
+
+
+def _after(start: datetime, length: timedelta | relativedelta) -> datetime:
+    """The end of a period that begins at ``start``: ``start + length``, or datetime's last instant where
+    that is past the year 9999 (the half-open end of 31 December 9999, 10000-01-01, does not exist).
+    A period that would *begin* outside datetime's range raises instead: see :func:`_within_range`."""
+    try:
+        return start + length
+    except (ValueError, OverflowError):  # "year 10000 is out of range", "date value out of range"
+        return _LAST_INSTANT
+
+
 def _day_start(d: date) -> datetime:
     return datetime.combine(d, time(0), tzinfo=UTC)
 
 
 def _day(d: date, approximate: bool = False) -> Period:
     s = _day_start(d)
-    return Period(s, s + timedelta(days=1), "day", approximate)
+    return Period(s, _after(s, timedelta(days=1)), "day", approximate)
 
 
 def _month(y: int, m: int) -> Period:
     s = datetime(y, m, 1, tzinfo=UTC)
-    return Period(s, s + relativedelta(months=1), "month")
+    return Period(s, _after(s, relativedelta(months=1)), "month")
 
 
 def _year(y: int) -> Period:
-    return Period(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC), "year")
+    s = datetime(y, 1, 1, tzinfo=UTC)
+    return Period(s, _after(s, relativedelta(years=1)), "year")
+
+
+def _decade(y: int) -> Period:
+    s = datetime(y, 1, 1, tzinfo=UTC)
+    return Period(s, _after(s, relativedelta(years=10)), "decade")
 
 
 def _season(y: int, first_month: int) -> Period:
     s = datetime(y, first_month, 1, tzinfo=UTC)
-    return Period(s, s + relativedelta(months=3), "season")
+    return Period(s, _after(s, relativedelta(months=3)), "season")
 
 
 def _week_of(d: date) -> Period:
     s = _day_start(d - timedelta(days=d.weekday()))
-    return Period(s, s + timedelta(days=7), "week")
+    return Period(s, _after(s, timedelta(days=7)), "week")
 
 
 def _weekend_of(d: date) -> Period:
     """The weekend of the ISO week containing ``d``."""
     s = _day_start(d - timedelta(days=d.weekday()) + timedelta(days=5))
-    return Period(s, s + timedelta(days=2), "weekend")
+    return Period(s, _after(s, timedelta(days=2)), "weekend")
 
 
 def _number(token: str) -> int | None:
@@ -230,20 +252,27 @@ def _offset(unit: str, n: int) -> relativedelta:
 
 def _pick(
     instance: Callable[[int], Period], ref: datetime, which: str
-) -> Period:  # instance is indexed by an integer "cycle"
+) -> Period | None:  # instance is indexed by an integer "cycle"
     """Choose an instance of a recurring period relative to ``ref``.
 
     ``instance(k)`` returns the k-th occurrence (k an integer cycle index
     around ``ref``, increasing with time).  ``which``: "last" = latest that
     ended by ref; "next" = first that starts after ref; "bare" = latest that
-    started by ref.
+    started by ref.  ``None`` when no occurrence qualifies.
     """
-    candidates = [instance(k) for k in range(-3, 3)]
+    candidates: list[Period] = []
+    for k in range(-3, 3):
+        try:
+            candidates.append(instance(k))
+        except (ValueError, OverflowError):
+            # an occurrence that does not exist: before year 1 or after 9999 (said near datetime's ends),
+            # or a 29 February in a common year; the others can still be the one meant
+            continue
     if which == "last":
-        return max((p for p in candidates if p.end <= ref), key=lambda p: p.start)
+        return max((p for p in candidates if p.end <= ref), key=lambda p: p.start, default=None)
     if which == "next":
-        return min((p for p in candidates if p.start > ref), key=lambda p: p.start)
-    return max((p for p in candidates if p.start <= ref), key=lambda p: p.start)
+        return min((p for p in candidates if p.start > ref), key=lambda p: p.start, default=None)
+    return max((p for p in candidates if p.start <= ref), key=lambda p: p.start, default=None)
 
 
 # ---------------------------------------------------------------- normalisation
@@ -307,7 +336,7 @@ def _iso(s: str) -> Period | None:
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=UTC)
         dt = dt.astimezone(UTC)
-        return Period(dt, dt + timedelta(seconds=1), "instant")
+        return Period(dt, _after(dt, timedelta(seconds=1)), "instant")
     return None
 
 
@@ -409,8 +438,7 @@ def _calendar_unit(unit: str, ref: datetime, delta: int) -> Period | None:
     if unit == "year":
         return _year(today.year + delta)
     if unit == "decade":
-        y = (today.year // 10 + delta) * 10
-        return Period(datetime(y, 1, 1, tzinfo=UTC), datetime(y + 10, 1, 1, tzinfo=UTC), "decade")
+        return _decade((today.year // 10 + delta) * 10)
     return None
 
 
@@ -436,11 +464,11 @@ def _part_of(p: Period, part: str) -> Period:
     first, last = parts[part]
     if p.granularity == "year":
         start = p.start.replace(month=first)
-        return Period(start, p.start.replace(month=last) + relativedelta(months=1), "month", approximate=True)
+        return Period(start, _after(p.start, relativedelta(months=last)), "month", approximate=True)
     if p.granularity == "decade":
-        return Period(p.start.replace(year=p.start.year + first), p.start.replace(year=p.start.year + last + 1),
+        return Period(p.start.replace(year=p.start.year + first), _after(p.start, relativedelta(years=last + 1)),
                       "year", approximate=True)
-    end = min(p.start + timedelta(days=last), p.end)
+    end = min(_after(p.start, timedelta(days=last)), p.end)
     return Period(p.start + timedelta(days=first - 1), end, "day", approximate=True)
 
 
@@ -493,11 +521,7 @@ def _whole_point(text: str, ref: datetime) -> Period | None:
         y = int(m.group(1))
         if y < 100:
             y += 1900 if y >= 30 else 2000
-        if y % 10 == 0:
-            return Period(
-                datetime(y, 1, 1, tzinfo=UTC), datetime(y + 10, 1, 1, tzinfo=UTC), "decade"
-            )
-        return None
+        return _decade(y) if y % 10 == 0 else None
 
     # "the summer before last": the last summer before the last one
     m = re.fullmatch(r"(.+) before last", s)
@@ -618,22 +642,34 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
     # year.  The periods are the speaker's calendar dates, written as UTC like every date chronomem
     # stores (a day is 00:00 UTC to 00:00 UTC, whatever the offset), so "since 1 January 2023" reads
     # as that date everywhere, as an all-day date does in a calendar.
-    ref = (ref.astimezone(UTC) + (ref.utcoffset() or timedelta(0))).replace(tzinfo=UTC)
+    # (the wall clock read as UTC: the UTC instant plus the offset, which cannot leave datetime's range
+    # as converting 0001-01-01T00:00+01:00 to UTC first would)
+    ref = ref.replace(tzinfo=UTC)
     s = _normalise(expression)
     if s in _UNRESOLVABLE:
         return None
-    out = _resolve_normalised(s, ref)
+    out = _within_range(s, ref)
     if out is None:
         # the model sometimes annotates: "last sunday (may 7, 2023)", "2019, in berlin"
         for part in re.split(r"[(),;]", s):
             part = part.strip()
             if part and part != s and part not in _UNRESOLVABLE:
-                out = _resolve_normalised(part, ref)
+                out = _within_range(part, ref)
                 if out is not None:
                     break
     if out is None:
         return None
     return replace(out, text=expression)
+
+
+def _within_range(s: str, ref: datetime) -> Resolved | None:
+    """:func:`_resolve_normalised`, or ``None`` where the time it names falls outside the years 1 to 9999
+    that a ``datetime`` holds ("last year" said in year 1, "tomorrow" on 31 December 9999): such a time
+    is no time chronomem can store, so the phrase is ignored, as one it cannot read is."""
+    try:
+        return _resolve_normalised(s, ref)
+    except (ValueError, OverflowError):  # datetime's "year 0 is out of range", "date value out of range"
+        return None
 
 
 def _resolve_normalised(s: str, ref: datetime) -> Resolved | None:
@@ -692,7 +728,10 @@ def validity(
     if k == "until":
         end = resolved.end
         if not ended and resolved.floating and end is not None and end <= ref:
-            end += relativedelta(years=1)  # still holds: "until May" said in January is the coming May
+            try:
+                end += relativedelta(years=1)  # still holds: "until May" said in January is the coming May
+            except ValueError:  # the coming May is past year 9999: no time, as in :func:`_within_range`
+                return (ref, None)
         return (None, end)
     if k == "range":
         return (resolved.start, resolved.end)
