@@ -17,7 +17,7 @@ import pytest
 
 from chronomem import ChronomemError, Memory, StoreError, ValidationError
 from chronomem.cli.store_admin import copy_memory
-from chronomem.limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+from chronomem.limits import MAX_ID_CHARS, MAX_NAME_BYTES, MAX_NAME_CHARS, MAX_TEXT_CHARS
 
 U = "u1"
 MAYA = {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"}
@@ -209,14 +209,33 @@ def test_a_value_that_is_not_what_the_field_holds_is_refused_not_converted(smem:
     assert [(f.object, f.source_ids) for f in smem.history(user_id=U)] == [("1990", ["m1"])]
 
 
+WIDE = "\U0001d538"  # 𝔸: four bytes of UTF-8, a letter (a relation's word character too)
+
+
 def test_whatever_sqlite_accepts_at_the_limits_copies_to_postgres(url_factory: Callable[[str], str]) -> None:
     at_limit = {"subject": "M" * MAX_NAME_CHARS, "relation": "lives_in", "object": "ü" * MAX_NAME_CHARS,
                 "text": "t" * MAX_TEXT_CHARS, "id": "f" * MAX_ID_CHARS, "session_id": "s" * MAX_ID_CHARS}
+    wide = {"subject": WIDE * (MAX_NAME_BYTES // 4), "relation": "r" * MAX_NAME_CHARS, "object": "Porto",
+            "id": WIDE * MAX_ID_CHARS}  # the bytes PostgreSQL's index rows count (a relation is ASCII)
     uid = "u" * MAX_ID_CHARS
     with Memory(url_factory("sqlite")) as a, Memory(url_factory("postgres")) as b:
         a.add_facts([at_limit], user_id=uid)
-        copy_memory(a.store, b.store)  # verifies the copy reads back identically
+        a.for_tenant("t" * 64).add_facts([wide], user_id=WIDE * MAX_ID_CHARS)
+        copy_memory(a.store.inner, b.store.inner)  # every tenant; verifies the copy reads back identically
         assert b.export(user_id=uid)["tables"] == a.export(user_id=uid)["tables"]
+        assert b.for_tenant("t" * 64).export(user_id=WIDE * MAX_ID_CHARS)["tables"]["facts"]
+
+
+@pytest.mark.parametrize("fact, field, words", [
+    ({**MAYA, "subject": WIDE * (MAX_NAME_BYTES // 4 + 1)}, "facts[0].subject", "bytes of UTF-8"),
+    ({**MAYA, "object": "\ufdfa" * 40}, "facts[0].object", "once case-folded"),  # ﷺ: 18 characters in NFKC
+])
+def test_a_name_over_its_bytes_is_refused_on_both_stores(smem: Memory, fact: dict, field: str, words: str) -> None:
+    """500 characters of 4-byte letters passed the character limit, and PostgreSQL's index refused the row
+    as a StoreError ("index row size 3040 exceeds btree version 4 maximum 2704")."""
+    with pytest.raises(ValidationError, match=words) as e:
+        smem.add_facts([fact], user_id=U)
+    assert e.value.field == field
 
 
 @pytest.mark.parametrize("messages, field", [

@@ -7,24 +7,31 @@ the other accepts too.
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime, timezone
 from typing import Any
 
 from .errors import ValidationError
-from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
+from .limits import MAX_ID_CHARS, MAX_NAME_BYTES, MAX_NAME_CHARS, MAX_TEXT_CHARS
 
 
 def text_problem(value: str, max_chars: int) -> str | None:
-    """Why ``value`` cannot be stored (NUL, not UTF-8 encodable, too long), or None."""
+    """Why ``value`` cannot be stored (NUL, not UTF-8 encodable, too long), or None.  A name (``max_chars``
+    :data:`MAX_NAME_CHARS`) must also fit :data:`MAX_NAME_BYTES` of UTF-8, as given and as matched."""
     if len(value) > max_chars:
         return f"is too long ({len(value)} characters; the limit is {max_chars})"
     if "\x00" in value:
         return "contains a NUL character"
     if not value.isascii():
         try:
-            value.encode("utf-8")
+            size = len(value.encode("utf-8"))
         except UnicodeEncodeError as e:
             return f"is not valid Unicode text ({e.reason} at position {e.start})"
+        if max_chars == MAX_NAME_CHARS:
+            folded = len(unicodedata.normalize("NFKC", value).casefold().encode("utf-8"))
+            if max(size, folded) > MAX_NAME_BYTES:
+                return (f"is too long ({max(size, folded)} bytes of UTF-8{' once case-folded' * (folded > size)}; "
+                        f"the limit is {MAX_NAME_BYTES})")
     return None
 
 
