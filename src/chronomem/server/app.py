@@ -3,8 +3,8 @@
 Routes are in :mod:`.routes` (all under ``/v1``), request/response models in
 :mod:`.schemas`, keys and tenants in :mod:`.auth`, the locally served API docs in
 :mod:`.docs`.  Every error has one shape, :class:`~.schemas.ErrorOut`
-(``{"error", "detail", "field"}``): validation → 422, unknown key → 401, not found → 404,
-model or store trouble → 503.
+(``{"error", "detail", "field"}``): a body that is not JSON → 400, validation → 422, unknown key → 401,
+not found → 404, model or store trouble → 503.
 
 Writes are queued: ``POST /v1/users/{u}/messages`` stores the turns and answers 202 with a
 job; workers (``chronomem worker``, or a thread of this process without a broker) extract.
@@ -27,7 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .. import __version__
-from ..errors import ChronomemError, ConfigError, ModelError, NotFoundError, StoreError, ValidationError
+from ..errors import (ChronomemError, ConfigError, ModelError, NotFoundError, StoreError, ValidationError,
+                      log_reason)
 from ..jobs.queue import BrokerQueue
 from ..limits import MAX_BODY_BYTES, MAX_IMPORT_BYTES
 from ..memory import Memory
@@ -52,8 +53,13 @@ def _error(status: int, error: str, detail: str, field: str | None = None,
                         headers=headers)
 
 
+_SOURCES = ("body", "query", "path", "header", "cookie")
+
+
 def _loc_field(loc: Sequence[object]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    """A validation error's location as a field name (``messages[0].text``).  Only the first element
+    is the request part it came from: a body field may itself be named ``query`` or ``path``."""
+    parts = [str(p) for p in (loc[1:] if loc and loc[0] in _SOURCES else loc)]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)
@@ -133,6 +139,7 @@ class BodyLimit:
 
 
 _ENCODED_SLASH = re.compile("%2f", re.IGNORECASE)
+_URL_USERINFO = re.compile(r"://[^/@\s]*@")
 
 
 def routing_path(scope: Scope) -> str:
@@ -143,6 +150,8 @@ def routing_path(scope: Scope) -> str:
 
     ``raw_path`` is used where ``path`` ends with its percent-decoding (a ``root_path`` may lead it);
     otherwise (no ``raw_path``, or ``path`` rewritten upstream) ``path`` is kept, its ``%`` escaped.
+    A stretch whose bytes are not UTF-8 (``%FF``) stays as sent: decoded, it would read as U+FFFD, a
+    different id; the path parameter's own decoding refuses it with a 422 naming the parameter.
     """
     path: str = scope["path"]
     raw = scope.get("raw_path")
@@ -153,8 +162,17 @@ def routing_path(scope: Scope) -> str:
     decoded = unquote(text)
     if not text or not path.endswith(decoded):
         return path.replace("%", "%25")
-    segments = "%2F".join(unquote(part).replace("%", "%25") for part in _ENCODED_SLASH.split(text))
+    segments = "%2F".join(_decoded(part) for part in _ENCODED_SLASH.split(text))
     return path[:len(path) - len(decoded)] + segments
+
+
+def _decoded(part: str) -> str:
+    """A stretch of the raw path percent-decoded with each ``%`` it then holds written ``%25``, or as sent
+    where its bytes are not UTF-8 (both read the same through :data:`.routes.FromPath`)."""
+    try:
+        return unquote(part, errors="strict").replace("%", "%25")
+    except UnicodeDecodeError:
+        return part
 
 
 class EncodedSlashes:
@@ -222,12 +240,27 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
         if isinstance(exc, StoreError):  # the driver's words name the database, its user, SQL: log them
             log.error("store error: %s", exc)
             return _error(503, "StoreError", "the store is unavailable or failed; the server log has the cause")
-        status = 503 if isinstance(exc, ModelError | ConfigError) else 400
-        return _error(status, type(exc).__name__, str(exc))
+        if isinstance(exc, ModelError):
+            # the provider's words name the endpoint (credentials in its URL included) and quote the upstream
+            # reply, which may echo the user's turns: the client gets the kind only.  The log follows
+            # log_reason's rule (logs outlive forget): the kind at ERROR, the words at DEBUG
+            log.error("model error: %s", log_reason(exc))
+            log.debug("model error: %s", exc)
+            return _error(503, type(exc).__name__, f"the model is unavailable or failed ({type(exc).__name__}); "
+                                                   "the server log has the cause")
+        if isinstance(exc, ConfigError):  # says what to configure; a model spec it quotes may hold a password
+            return _error(503, "ConfigError", _URL_USERINFO.sub("://***@", str(exc)))
+        return _error(400, type(exc).__name__, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _request_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         errs = exc.errors()
+        bad_json = next((e for e in errs if e.get("type") == "json_invalid"), None)
+        if bad_json is not None:  # not a value that breaks a rule: a body that is no JSON at all
+            loc = bad_json.get("loc", ())
+            where = f" at character {loc[1]}" if len(loc) > 1 else ""
+            reason = (bad_json.get("ctx") or {}).get("error") or bad_json.get("msg", "")
+            return _error(400, "BadRequest", f"the body is not valid JSON{where}: {reason}", "body")
         first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
         detail = "; ".join(f"{_loc_field(e.get('loc', ()))}: {e.get('msg', '').removeprefix('Value error, ')}"
                            for e in errs[:5])

@@ -10,8 +10,10 @@ from dataclasses import asdict
 from typing import Annotated, Any
 from urllib.parse import unquote
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Header, HTTPException, Path, Query, Request, Response
+import anyio
+from fastapi import APIRouter, BackgroundTasks, Depends, HTTPException, Path, Query, Request, Response, Security
 from fastapi.responses import StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, BeforeValidator
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
@@ -45,8 +47,16 @@ def _valid_id(value: str | None) -> str | None:
 
 def _unquoted(value: Any) -> Any:
     """A path parameter as :class:`.app.EncodedSlashes` routes it (``%2F`` and ``%25`` still encoded),
-    decoded.  Every path parameter of REST v1 is typed with :data:`FromPath`."""
-    return unquote(value) if isinstance(value, str) else value
+    decoded.  Every path parameter of REST v1 is typed with :data:`FromPath`.  Bytes that are not UTF-8
+    are a 422 naming the parameter: replaced by U+FFFD, ``%FF`` and ``%FE`` would address one id that
+    neither of them is (ids are text; :mod:`chronomem.limits`)."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return unquote(value, errors="strict")
+    except UnicodeDecodeError:
+        raise ValueError("is not UTF-8 once percent-decoded: an id is text, sent as percent-encoded "
+                         "UTF-8") from None
 
 
 ValidId = AfterValidator(_valid_id)
@@ -63,11 +73,23 @@ Limit = Annotated[int, Query(ge=1, le=pagination.MAX_LIMIT, description="items p
 Cursor = Annotated[str | None, Query(max_length=2048, description="next_cursor of the previous page")]
 WaitQ = Annotated[bool, Query(description="block until the job finished (or `timeout` passed)")]
 TimeoutQ = Annotated[float, Query(gt=0, le=3600, description="seconds to wait with wait=true")]
+WAIT_POLL_S = 0.05  # the first pause of wait=true between reads of the job; it grows to 1 s (as Memory.wait's)
 
 
-def tenant_memory(request: Request, authorization: Annotated[str | None, Header()] = None) -> Memory:
+BEARER = HTTPBearer(auto_error=False, scheme_name="ApiKey", bearerFormat="cmk_…",
+                    description="An API key (`chronomem keys create --tenant T`), sent as `Authorization: Bearer "
+                                "<key>`; it names your tenant.  A service without any key (loopback only) "
+                                "takes requests without one.")
+
+
+def tenant_memory(request: Request,
+                  _: Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)] = None) -> Memory:
+    """The Memory of the caller's tenant.  ``BEARER`` declares the scheme in the OpenAPI document (what
+    /docs "Authorize" and generated clients send); the header itself is read here, as it always was, so
+    a missing, malformed or unknown key is the same 401 (:class:`.auth.Unauthorized`) and a service
+    without keys takes requests without one."""
     tenancy = request.app.state.tenancy
-    return tenancy.memory(tenancy.tenant_for(authorization))
+    return tenancy.memory(tenancy.tenant_for(request.headers.get("authorization")))
 
 
 Mem = Annotated[Memory, Depends(tenant_memory)]
@@ -86,52 +108,87 @@ def _fact_page(found: Sequence[Fact], limit: int) -> dict[str, Any]:
     return read_page(found, limit, fact_out, lambda f: pagination.FACTS.cursor(FactPosition.of(f)))
 
 
-def _job_reply(mem: Memory, job: Job, wait: bool, timeout: float, response: Response,
-               background: BackgroundTasks) -> dict[str, Any]:
+async def _job_reply(mem: Memory, job: Job, wait: bool, timeout: float, response: Response,
+                     background: BackgroundTasks) -> dict[str, Any]:
     """The job is committed (durable) before the reply; it is handed to the queue after the reply
     is sent (or now, to wait for it).  A send lost to a crash is redone by a worker's sweep."""
     if not wait:
         background.add_task(mem.deliver, job)
         response.status_code = 200 if job.finished else 202
         return job_out(job)
-    mem.deliver(job)
-    if not job.finished:
-        from ..jobs.service import JobTimeoutError
-
-        try:
-            job = mem.wait(job, timeout=timeout)
-        except JobTimeoutError as e:
-            job = e.job
+    await run_in_threadpool(mem.deliver, job)
+    job = await _finished(mem, job, timeout)
     response.status_code = 200 if job.finished else 202
     return job_out(job)
+
+
+async def _finished(mem: Memory, job: Job, timeout: float) -> Job:
+    """The job once done or failed, or as it stands after ``timeout`` seconds.
+
+    Polled as :meth:`Memory.wait` polls, but each read is a short call in the threadpool and the wait
+    between reads is on the event loop: a client waiting here holds no worker thread.  Blocking in
+    ``mem.wait`` held one for as long as the job ran (minutes on a slow model), and AnyIO's pool has
+    40: 40 waiting clients stopped every sync route, ``/health`` and other tenants' included."""
+    deadline = anyio.current_time() + timeout
+    delay = WAIT_POLL_S
+    while not job.finished:
+        left = deadline - anyio.current_time()
+        if left <= 0:
+            break
+        await anyio.sleep(min(delay, left))
+        delay = min(delay * 1.5, 1.0)
+        job = await run_in_threadpool(mem.job, job.id)
+    return job
 
 
 # -- ingestion and jobs --------------------------------------------------------------------------------
 @router.post("/users/{user_id}/messages", response_model=JobOut, status_code=202, tags=["ingestion"],
              responses={200: {"model": JobOut, "description": "finished (wait=true)"}})
-def post_messages(user_id: UserId, body: AddIn, mem: Mem, response: Response, background: BackgroundTasks,
-                  wait: WaitQ = False,
-                  timeout: TimeoutQ = 300.0) -> dict[str, Any]:
+async def post_messages(user_id: UserId, body: AddIn, mem: Mem, response: Response, background: BackgroundTasks,
+                        wait: WaitQ = False,
+                        timeout: TimeoutQ = 300.0) -> dict[str, Any]:
     """Store turns now and queue their extraction: 202 with the job (poll ``GET /v1/jobs/{id}``).
 
-    Re-sent message ids are not stored twice; ``wait=true`` blocks until the facts are extracted.
+    Re-sent message ids are not stored twice; ``wait=true`` waits until the facts are extracted (200 with
+    the finished job), or until ``timeout`` passes (202 with the job still queued or running).
     """
     msgs = [m.model_dump(exclude_none=True) for m in body.messages]
-    job = mem.submit_messages(msgs, user_id=user_id, session_id=body.session_id, timestamp=body.timestamp,
-                     agent_id=body.agent_id, deliver=False)
-    return _job_reply(mem, job, wait, timeout, response, background)
+    job = await run_in_threadpool(mem.submit_messages, msgs, user_id=user_id, session_id=body.session_id,
+                                  timestamp=body.timestamp, agent_id=body.agent_id, deliver=False)
+    return await _job_reply(mem, job, wait, timeout, response, background)
 
 
 @router.post("/users/{user_id}/sessions/{session_id:path}/end", response_model=JobOut, status_code=202,
              tags=["ingestion"], responses={200: {"model": JobOut, "description": "finished (wait=true)"}})
-def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
-                response: Response, background: BackgroundTasks, body: EndSessionIn | None = None,
-                wait: WaitQ = False,
-                timeout: TimeoutQ = 300.0) -> dict[str, Any]:
-    """Queue the end of a session: flush buffered turns, extract what is left, update the summary."""
-    job = mem.submit_end_session(user_id=user_id, session_id=session_id,
-                                 ended_at=body.ended_at if body else None, deliver=False)
-    return _job_reply(mem, job, wait, timeout, response, background)
+async def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
+                      response: Response, background: BackgroundTasks, body: EndSessionIn | None = None,
+                      wait: WaitQ = False,
+                      timeout: TimeoutQ = 300.0) -> dict[str, Any]:
+    """Queue the end of a session: flush buffered turns, extract what is left, update the summary.
+
+    404 when the user has no such session (no stored or buffered turn, no session row, no fact of it):
+    ending one would only queue a job with nothing to do.  Ending a session again is allowed (it
+    extracts and summarises what arrived since), so a retried request after a success is another 202."""
+    ended_at = body.ended_at if body else None
+
+    def submit() -> Job:
+        if not _session_exists(mem, user_id, session_id):
+            raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
+        return mem.submit_end_session(user_id=user_id, session_id=session_id, ended_at=ended_at, deliver=False)
+
+    job = await run_in_threadpool(submit)
+    return await _job_reply(mem, job, wait, timeout, response, background)
+
+
+def _session_exists(mem: Memory, user_id: str, session_id: str) -> bool:
+    """Whether the user holds the session as :meth:`Memory.forget` finds one: a stored turn, turns waiting in
+    the session buffer, its row, or a fact of it (``add_facts(session_id=…)``).  The cheap reads first: the
+    row is found by reading the user's sessions, which only a session that is not there needs."""
+    buffer = mem._buffer  # noqa: SLF001 - Memory has no public read of the buffer's sessions
+    return (bool(mem.messages(user_id=user_id, session_id=session_id, limit=1))
+            or (buffer is not None and session_id in buffer.active_sessions(user_id))
+            or bool(mem.store.facts(user_id, session_id=session_id, limit=1))
+            or any(s.id == session_id for s in mem.sessions(user_id=user_id)))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
@@ -252,7 +309,8 @@ def correct_fact(user_id: UserId, fact_id: FactId, body: FactPatch, mem: Mem) ->
 
 @router.delete("/users/{user_id}/facts/{fact_id}", response_model=ForgetOut, tags=["forget"])
 def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
-    """Delete a fact for real (facts it had closed hold again)."""
+    """Delete a fact for real (facts it had closed hold again).  404 when the user has no such fact, a
+    retry after a success included: the fact is gone either way."""
     return asdict(mem.forget(user_id=user_id, fact_id=fact_id))
 
 
@@ -300,12 +358,25 @@ def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
 @router.delete("/users/{user_id}/sessions/{session_id:path}", response_model=ForgetOut, tags=["forget"])
 def forget_session(user_id: UserId, session_id: SessionId,
                    mem: Mem) -> dict[str, Any]:
+    """Delete a session: its turns, the facts only they said, its summary (later ones are rewritten).
+    404 when the user has no such session, a retry after a success included."""
     return asdict(mem.forget(user_id=user_id, session_id=session_id))
 
 
 @router.delete("/users/{user_id}", response_model=ForgetOut, tags=["forget"])
 def forget_user(user_id: UserId, mem: Mem) -> dict[str, Any]:
-    return asdict(mem.forget(user_id=user_id, everything=True))
+    """Delete everything held for the user: turns (buffered ones too), sessions, facts, entities, summaries,
+    jobs and the model cache's entries made for them.
+
+    404 when nothing was held, as for an unknown fact or session; a retried DELETE after a success is
+    therefore a 404 too (the user is gone either way: treat 404 as done).  The delete runs all the same,
+    so no entry of the user's is ever left because the user looked unknown."""
+    held = bool(mem.jobs(user_id=user_id, limit=1)) or bool(mem.store.checkpoints(user_id))  # uncounted below
+    res = mem.forget(user_id=user_id, everything=True)
+    if not (held or res.facts_deleted or res.messages_deleted or res.sessions_deleted or res.entities_deleted
+            or res.cache_entries_deleted or res.warnings):
+        raise NotFoundError(f"user {user_id!r} holds nothing in this tenant")
+    return asdict(res)
 
 
 EXPORT_SPOOL_BYTES = 8 * 2**20  # an export larger than this waits on disk, not in memory, for the client

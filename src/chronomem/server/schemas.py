@@ -64,7 +64,7 @@ class MessageIn(BaseModel):
     role: str | None = Field(None, max_length=MAX_NAME_CHARS)
     name: str | None = Field(None, max_length=MAX_NAME_CHARS)
     text: str | None = Field(None, description="what was said (or use content)")
-    content: str | None = None
+    content: str | None = Field(None, description="what was said (or use text; not both)")
     id: str | None = Field(None, max_length=MAX_ID_CHARS, description="your id; re-sending it is a no-op")
     timestamp: TurnTime | None = Field(None, description="when it was said, ISO-8601 (default: now; naive: UTC; "
                                                          "an offset is kept: time words read on that clock)")
@@ -135,6 +135,8 @@ class AskIn(BaseModel):
 
 
 class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     role: str = Field(min_length=1, max_length=50)
     content: str = Field(max_length=200_000)
     name: str | None = Field(None, max_length=200)
