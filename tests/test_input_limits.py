@@ -241,6 +241,7 @@ def test_a_name_over_its_bytes_is_refused_on_both_stores(smem: Memory, fact: dic
 @pytest.mark.parametrize("messages, field", [
     ([{"speaker": "Maya", "text": "I live in \ud800 Porto"}], "messages[0].text"),
     ([{"speaker": "Ma\x00ya", "text": "hello"}], "messages[0].speaker"),
+    ([{"speaker": "Maya", "text": "I live in Oslo.", "content": "I live in Paris."}], "messages[0].content"),
     ([{"speaker": "Maya", "text": "x" * (MAX_TEXT_CHARS + 1)}], "messages[0].text"),
     ([{"speaker": "Maya", "text": "hi", "id": "m" * (MAX_ID_CHARS + 1)}], "messages[0].id"),
 ])

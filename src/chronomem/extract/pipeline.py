@@ -231,6 +231,10 @@ def normalize_messages(messages: Any) -> list[_Incoming]:
             raise ValidationError(f"{where}.speaker", None, "each message needs a speaker (or role)")
         speaker = m[speaker_key]
         check_name(f"{where}.{speaker_key}", speaker)  # the same limits on every store (chronomem.limits)
+        if m.get("text") is not None and m.get("content") is not None and m["text"] != m["content"]:
+            # which of two different texts was meant cannot be told: one would be dropped without a word
+            raise ValidationError(f"{where}.content", str(m["content"])[:40], "give the turn's words as text or "
+                                                                             "as content, not both")
         text_key = "text" if m.get("text") is not None else "content"
         if m.get(text_key) is None:
             raise ValidationError(f"{where}.text", None, "each message needs text (or content)")
