@@ -83,10 +83,16 @@ def test_bad_input_is_refused_before_anything_is_stored(tmp_path, llm: FakeModel
 
 def test_a_failed_extraction_fails_the_job_and_keeps_the_turns(tmp_path) -> None:
     # nothing listens on port 9: the model is unreachable
-    with Memory(tmp_path / "m.db", llm="openai:none@http://127.0.0.1:9/v1", embedder=False) as mem:
+    with Memory(tmp_path / "m.db", llm="openai:none@http://svc:hunter2@127.0.0.1:9/v1", embedder=False) as mem:
         job = mem.wait(mem.submit_messages(turns("I live in Porto."), user_id="u1"), timeout=120)
         assert job.status is JobStatus.FAILED and job.error
         assert len(mem.store.messages("u1", pending_only=True)) == 1  # kept for a retry
+        # a tenant reads the job: the kind of failure, not the operator's endpoint (nor its password)
+        shown = [job.error, *job.result["warnings"], *(c["error"] for c in job.result["failed_chunks"])]
+        assert job.error.startswith("ModelUnavailableError: the model is unavailable")
+        assert not any("127.0.0.1" in text or "hunter2" in text for text in shown), shown
+        direct = mem.add(turns("I live in Porto.", prefix="d"), user_id="u2")  # the library's caller sees it all
+        assert "http://127.0.0.1:9/v1" in direct.failed_chunks[0].error
 
 
 def test_claim_lease_and_redelivery_follow_the_lease(store_url: str) -> None:

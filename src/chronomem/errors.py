@@ -88,3 +88,18 @@ def log_reason(error: BaseException, limit: int = 300) -> str:
     if isinstance(error, ValidationError):
         return f"{name} on {error.field}"[:limit]
     return name
+
+
+def public_reason(error: BaseException, limit: int = 2000) -> str:
+    """What failed, as a service tells its tenants (a job's ``error``, its failed chunks): the error's class
+    and message, but for a model call that failed in transport (unreachable, timed out, an HTTP error) the
+    class only: its message names the model's endpoint and quotes the provider's reply, the operator's
+    business (the log has it), not a tenant's; so for a store error, whose driver's words name the
+    database.  A reply that could not be read (:class:`StructuredOutputError`) keeps its message, which
+    says what was wrong with the reply and quotes none of it."""
+    name = type(error).__name__
+    if isinstance(error, ModelError) and not isinstance(error, StructuredOutputError):
+        return f"{name}: the model is unavailable or failed; the service's log has the cause"
+    if isinstance(error, StoreError):  # the driver's words name the database, its user, the SQL
+        return f"{name}: the store is unavailable or failed; the service's log has the cause"
+    return f"{name}: {error}"[:limit]

@@ -29,7 +29,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..config import EXTRACTION_METHODS
-from ..errors import ChronomemError, ModelUnavailableError, TruncatedOutputError, ValidationError, log_reason
+from ..errors import (ChronomemError, ModelUnavailableError, TruncatedOutputError, ValidationError, log_reason,
+                      public_reason)
 from ..graph import FactValidator
 from ..model import Fact, FactInput, Message, Origin, UpdateReport
 from ..providers.base import CallUsage, UsageTotals
@@ -121,11 +122,17 @@ def method_versions(method: str) -> tuple[str, int]:
 class FailedChunk:
     """Turns whose extraction failed: ``error`` for the caller (the error's class and message,
     which a model's reply never reaches: :class:`~chronomem.errors.StructuredOutputError` keeps
-    it in ``raw``); ``reason`` is safe to log (no user text: :func:`~chronomem.errors.log_reason`)."""
+    it in ``raw``); ``reason`` is safe to log (no user text: :func:`~chronomem.errors.log_reason`);
+    ``public`` is what a service shows its tenants (no model endpoint: :func:`~chronomem.errors.public_reason`)."""
 
     message_ids: list[str]
     error: str
     reason: str = ""
+    public: str = ""
+
+    @classmethod
+    def of(cls, message_ids: list[str], e: BaseException) -> FailedChunk:
+        return cls(message_ids, f"{type(e).__name__}: {e}"[:500], log_reason(e), public_reason(e, 500))
 
 
 @dataclass(slots=True)
@@ -518,15 +525,17 @@ class WritePipeline:
                                       Chunk(context=chunk.context, turns=chunk.turns[:half])])
                     continue
                 log.warning("extraction of turn %s failed: the reply was cut off: %s", ids[0], log_reason(e))
-                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500], log_reason(e)))
+                result.failed_chunks.append(FailedChunk.of(ids, e))
                 result.warnings.append(f"the model's reply for turn {ids[0]} was cut off even alone; "
                                        "marked for re-extraction")
                 self._mark_failed(user_id, ids)
                 continue
             except ModelUnavailableError as e:
                 totals_add(totals, getattr(e, "usage", None))
-                result.warnings.append(f"extraction model unavailable ({e}); remaining turns left pending")
-                result.failed_chunks.append(FailedChunk(ids, str(e), log_reason(e)))
+                # the warning names the kind (a service shows warnings to tenants); the failed chunk, the words
+                result.warnings.append(f"extraction model unavailable ({type(e).__name__}); remaining turns left "
+                                       "pending")
+                result.failed_chunks.append(FailedChunk(ids, str(e), log_reason(e), public_reason(e, 500)))
                 self._mark_failed(user_id, ids)
                 break
             except Exception as e:  # malformed output after retries, model error, schema mismatch
@@ -535,7 +544,7 @@ class WritePipeline:
                 # DEBUG only: the whole message, which may quote the turns or the model's reply
                 log.warning("extraction of %d turn(s) failed: %s", len(ids), log_reason(e))
                 log.debug("extraction of turns %s failed: %s: %s", ids, type(e).__name__, e)
-                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500], log_reason(e)))
+                result.failed_chunks.append(FailedChunk.of(ids, e))
                 result.warnings.append(f"extraction failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
                 self._mark_failed(user_id, ids)
                 if progress:
@@ -554,7 +563,7 @@ class WritePipeline:
             except ChronomemError as e:
                 log.warning("graph update failed for %d turn(s): %s", len(ids), log_reason(e))
                 log.debug("graph update of turns %s failed: %s: %s", ids, type(e).__name__, e)
-                result.failed_chunks.append(FailedChunk(ids, f"{type(e).__name__}: {e}"[:500], log_reason(e)))
+                result.failed_chunks.append(FailedChunk.of(ids, e))
                 result.warnings.append(f"graph update failed for turns {ids[0]}..{ids[-1]}; marked for re-extraction")
                 self._mark_failed(user_id, ids)
                 continue

@@ -24,7 +24,7 @@ def add_result_json(res: AddResult) -> dict[str, Any]:
             "messages_extracted": res.messages_extracted, "chunks": res.chunks,
             "added": [f.to_dict() for f in res.added], "closed": [f.to_dict() for f in res.closed],
             "reinforced": [f.to_dict() for f in res.reinforced],
-            "failed_chunks": [{"message_ids": c.message_ids, "error": c.error} for c in res.failed_chunks],
+            "failed_chunks": [{"message_ids": c.message_ids, "error": c.public or c.error} for c in res.failed_chunks],
             "warnings": list(res.warnings), "usage": dict(res.usage)}
 
 
@@ -53,7 +53,7 @@ def execute(mem: Memory, job: Job) -> tuple[JobStatus, dict[str, Any] | None, st
         out["messages_skipped"] = int(job.payload.get("messages_skipped", 0))
         out["warnings"] = list(job.payload.get("warnings", [])) + out["warnings"]
         if res.failed_chunks:
-            return JobStatus.FAILED, out, res.failed_chunks[0].error
+            return JobStatus.FAILED, out, res.failed_chunks[0].public or res.failed_chunks[0].error
         return JobStatus.DONE, out, None
     if job.kind is JobKind.END_SESSION:
         assert job.session_id is not None
@@ -62,6 +62,6 @@ def execute(mem: Memory, job: Job) -> tuple[JobStatus, dict[str, Any] | None, st
         out = session_end_json(end)
         ext = end.extraction
         if getattr(ext, "failed_chunks", None):
-            return JobStatus.FAILED, out, ext.failed_chunks[0].error
+            return JobStatus.FAILED, out, ext.failed_chunks[0].public or ext.failed_chunks[0].error
         return JobStatus.DONE, out, None
     raise ValueError(f"unknown job kind {job.kind!r}")  # pragma: no cover - the enum has two kinds

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, log_reason
+from ..errors import ConfigError, log_reason, public_reason
 from ..store.tenant import split_key
 from ..timeutil import utcnow
 from .model import Job, JobStatus
@@ -138,7 +138,7 @@ class JobRunner:
                 # the error is recorded on the job; a log keeps no user text (logs outlive forget)
                 log.warning("job %s (%s) failed: %s", job_id, job.kind.value, log_reason(e))
                 log.debug("job %s failed", job_id, exc_info=e)
-                status, result, error = JobStatus.FAILED, None, f"{type(e).__name__}: {e}"[:2000]
+                status, result, error = JobStatus.FAILED, None, public_reason(e)  # tenants read it: no endpoint
             finally:
                 stop.set()
                 beat.join()
