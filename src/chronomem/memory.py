@@ -429,7 +429,8 @@ class Memory:
 
         Pages: ``limit`` facts at most, placed after ``after`` (the last fact of the page before, or its
         :class:`~chronomem.model.FactPosition`).  Paging goes on where it stopped when facts were added or
-        forgotten meanwhile::
+        forgotten meanwhile; a fact whose own place moves during the walk (a later statement gives it the
+        start it lacked) may come twice or not at all, as in any list ordered by what can change::
 
             page = mem.history(user_id="u", limit=100)
             while page:
