@@ -443,6 +443,20 @@ def test_summary_as_of_returns_the_checkpoint_valid_then(three_sessions: FakeSto
     assert e.value.field == "as_of"
 
 
+def test_a_summary_as_of_a_time_holds_no_later_session(three_sessions: FakeStore) -> None:
+    """The sessions ended out of time order (an old conversation imported last): s3's summary was written
+    from s1's and s2's and holds their news, so it is valid at no time before s2 happened, however early
+    its own session was.  ``summary(as_of=s3's time)`` returned it, 2024 news in a 2023 summary."""
+    rsum = RsumMemory(three_sessions, ScriptedLLM(recursive_fake))
+    times = {s: max(m.timestamp for m in three_sessions.messages("u1", session_id=s)) for s in ("s1", "s2", "s3")}
+    for sid in ("s2", "s3", "s1"):  # s1 happened first and is ended last
+        rsum.update("u1", sid)
+    assert [c.session_id for c in three_sessions.checkpoints("u1")] == ["s2", "s3", "s1"]
+    assert rsum.summary("u1", as_of=times["s1"]) == ""  # s1's summary holds s2 and s3
+    assert rsum.checkpoint("u1", as_of=times["s2"]).session_id == "s2"
+    assert rsum.checkpoint("u1", as_of=times["s3"]).session_id == "s1"  # every session happened by then
+
+
 def test_updating_a_checkpointed_session_again_rebuilds_from_it(three_sessions: FakeStore) -> None:
     llm = ScriptedLLM(recursive_fake)
     rsum = RsumMemory(three_sessions, llm)

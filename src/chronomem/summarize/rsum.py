@@ -487,8 +487,16 @@ def checkpoint_at(store: RsumStore, user_id: str, as_of: datetime | str | None =
     if as_of is None:
         return chain[-1] if chain else None
     when = parse_time(as_of, "as_of")
-    valid = [c for c in chain if (c.session_time or c.created_at) <= when]
-    return max(valid, key=lambda c: c.seq) if valid else None
+    # each summary has read every session before it in the chain: the one valid at as_of is the last of the
+    # run of checkpoints whose sessions all happened by then.  A session ended after a later one (an old
+    # conversation imported late) is summarised with the later one's words, so past the first session after
+    # as_of no summary is valid then, however early its own session was
+    last = None
+    for c in chain:
+        if (c.session_time or c.created_at) > when:
+            break
+        last = c
+    return last
 
 
 class RsumMemory:
@@ -603,7 +611,9 @@ class RsumMemory:
 
         A checkpoint becomes valid at its session's time (the last turn's
         timestamp; the creation time when unknown); at ``as_of`` the valid one
-        is the latest in the chain among those already valid.
+        is the last of the chain's first checkpoints that are all valid then
+        (a summary also holds every session summarised before it: when sessions
+        were ended out of time order, an early one's summary holds later news).
         """
         return checkpoint_at(self.store, user_id, as_of)
 
