@@ -78,6 +78,17 @@ def test_ending_a_session_never_seen_or_forgotten_writes_nothing(mem: Memory) ->
     assert [s.id for s in mem.sessions(user_id="u1")] == ["s2"]
 
 
+def test_a_session_cannot_end_before_its_first_turn(mem: Memory) -> None:
+    """``ended_at="1990-01-01"`` for a session said in 2023 was stored (a typo of a year); it is refused
+    before anything is flushed, extracted or summarised, and the session stays open."""
+    mem.add(conv("I live in Berlin.", ts="2023-01-10T10:00:00Z"), user_id="u1", session_id="s1")
+    with pytest.raises(ValidationError, match="before the session's first turn") as e:
+        mem.end_session(user_id="u1", session_id="s1", ended_at="1990-01-01")
+    assert e.value.field == "ended_at"
+    assert mem.store.checkpoints("u1") == [] and [s.ended_at for s in mem.sessions(user_id="u1")] == [None]
+    assert mem.end_session(user_id="u1", session_id="s1", ended_at="2023-01-10T10:00:00Z").ended  # at its turn
+
+
 def test_end_session_needs_a_session(mem: Memory) -> None:
     with pytest.raises(ValidationError, match="session_id"):
         mem.end_session(user_id="u1")

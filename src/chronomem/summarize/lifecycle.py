@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from ..errors import ValidationError
 from ..model import Checkpoint, Message, Session
 from ..providers.base import Messages
 from ..timeutil import iso, parse_time, utcnow
@@ -116,6 +117,11 @@ class SessionLifecycle:
         check_id("user_id", user_id)
         check_id("session_id", session_id)
         when = parse_time(ended_at, "ended_at") if ended_at is not None else self._clock()
+        if ended_at is not None:  # checked before anything is flushed or extracted
+            said = [m.timestamp for m in (*self.store.messages(user_id, session_id=session_id),
+                                          *self.buffer.read(user_id, session_id))]
+            if said and when < min(said):
+                raise ValidationError("ended_at", iso(when), f"is before the session's first turn ({iso(min(said))})")
         stored: list[Message] = []
         flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
         extraction = self.extract(user_id, session_id) if self.extract is not None else None
