@@ -193,3 +193,17 @@ def test_making_the_server_leaves_the_apps_logging_as_it_was(tmp_path) -> None:
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+def test_a_model_failure_reaches_the_agent_as_its_kind_and_a_bad_call_as_its_reason(tmp_path) -> None:
+    """An agent (over HTTP, anywhere) read the model's endpoint and a password in its URL; it needs to know
+    the model failed, and what was wrong with a call of its own."""
+    with Memory(tmp_path / "m.db", llm="openai:m@http://svc:hunter2@127.0.0.1:9/v1", embedder=False) as mem:
+        server = build_mcp(mem, "u1")
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+        with pytest.raises(ToolError) as e:
+            call(server, "answer", {"question": "Where does Maya live?"})
+        assert "ModelUnavailableError: the model is unavailable" in str(e.value)
+        assert "127.0.0.1" not in str(e.value) and "hunter2" not in str(e.value)
+        with pytest.raises(ToolError, match="as_of"):
+            call(server, "recall", {"query": "Maya", "as_of": "last tuesday"})

@@ -98,8 +98,15 @@ def public_reason(error: BaseException, limit: int = 2000) -> str:
     database.  A reply that could not be read (:class:`StructuredOutputError`) keeps its message, which
     says what was wrong with the reply and quotes none of it."""
     name = type(error).__name__
-    if isinstance(error, ModelError) and not isinstance(error, StructuredOutputError):
-        return f"{name}: the model is unavailable or failed; the service's log has the cause"
-    if isinstance(error, StoreError):  # the driver's words name the database, its user, the SQL
-        return f"{name}: the store is unavailable or failed; the service's log has the cause"
+    if names_infrastructure(error):
+        what = "model" if isinstance(error, ModelError) else "store"
+        return f"{name}: the {what} is unavailable or failed; the service's log has the cause"
     return f"{name}: {error}"[:limit]
+
+
+def names_infrastructure(error: BaseException) -> bool:
+    """Does ``error``'s message describe the service's own machinery rather than the caller's request: a
+    model call that failed in transport (its endpoint, the provider's reply) or a store error (the driver's
+    words name the database, its user, the SQL)?"""
+    return isinstance(error, ModelError) and not isinstance(error, StructuredOutputError) or isinstance(
+        error, StoreError)

@@ -20,7 +20,7 @@ def mcp_cmd(user: Annotated[str, typer.Option("--user", "-u", help="the user who
             transport: Annotated[Transport, typer.Option("--transport", help="stdio, or streamable HTTP at /mcp")]
             = Transport.stdio,
             host: Annotated[str, typer.Option(help="interface to bind (http)")] = "127.0.0.1",
-            port: Annotated[int, typer.Option(help="TCP port (http)")] = 8766,
+            port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port (http)")] = 8766,
             tenant: TenantOpt = None) -> None:
     """Run an MCP server with remember / recall / answer / timeline / sessions / end_session / summary /
     forget tools for one user of one tenant.

@@ -38,10 +38,11 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from pydantic import BaseModel, ConfigDict, Field, Strict, create_model
 
 from ..async_memory import AsyncMemory
-from ..errors import ChronomemError, ConfigError
+from ..errors import ChronomemError, ConfigError, names_infrastructure, public_reason
 from ..memory import Memory
 from ..model import Fact, FactPosition, SessionPosition
 from ..summarize.lifecycle import session_row
@@ -74,8 +75,8 @@ def _agent_tool(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     async def tool(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             value = await fn(*args, **kwargs)
-        except ChronomemError as e:
-            raise ToolError(str(e)) from e
+        except ChronomemError as e:  # what was wrong with the call; a model or store failure by its kind only
+            raise ToolError(public_reason(e) if names_infrastructure(e) else str(e)) from e
         text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
         structured = value if isinstance(value, dict) else {"result": value}
         return cast(R, CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured))
@@ -184,6 +185,32 @@ def build_mcp(mem: Memory | AsyncMemory, user_id: str) -> MCPServer:
         res = await amem.forget(user_id=user_id, fact_id=fact_id, session_id=session_id, everything=everything)
         return asdict(res)
 
+    return strict_arguments(server)
+
+
+def strict_arguments(server: MCPServer) -> MCPServer:
+    """``server`` (its tools registered) with every tool refusing arguments an agent cannot have meant;
+    :func:`build_mcp` applies it.
+
+    The MCP SDK validates a call's arguments with a pydantic model in lax mode: ``forget
+    {"everything": "yes"}`` read "yes" as true and deleted all of the user's data, and an argument
+    the tool does not take (``remember {"bogus": 1}``) was dropped without a word.  Here a flag takes
+    only a JSON boolean, and an unknown argument is a tool error naming it (the published input
+    schema says so too: ``additionalProperties: false``).  Other types stay lax: a "10" given for
+    an integer means 10, and some clients send numbers as strings.
+
+    The SDK has no public hook for a tool's argument model, so the registered models are replaced
+    (read live at each call: ``FuncMetadata``); ``tests/test_mcp_strict.py`` pins that behaviour."""
+    class _NoExtra(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+
+    for tool in server._tool_manager.list_tools():
+        lax = tool.fn_metadata.arg_model
+        flags: dict[str, Any] = {name: (Annotated[f.annotation, Strict()], f) for name, f in lax.model_fields.items()
+                                 if f.annotation in (bool, bool | None)}
+        strict = cast("type[ArgModelBase]", create_model(lax.__name__, __base__=(lax, _NoExtra), **flags))
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
     return server
 
 
