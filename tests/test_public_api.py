@@ -168,3 +168,13 @@ def test_deliver_takes_a_job_or_its_id() -> None:
             mem.deliver("job-1")
         with pytest.raises(chronomem.ValidationError, match="job_id"):
             mem.deliver(5)  # type: ignore[arg-type]
+
+
+def test_a_tilde_path_is_the_file_in_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Memory("~/mem/x.db")`` made the folder in the home folder, then failed to open "~/mem/x.db"."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with Memory("~/mem/x.db", llm=False, embedder=False) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u1")
+    assert (tmp_path / "mem" / "x.db").is_file()
+    with Memory(str(tmp_path / "mem" / "x.db"), llm=False, embedder=False) as mem:
+        assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"]

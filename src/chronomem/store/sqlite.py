@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import struct
 import threading
 import time
@@ -106,10 +107,11 @@ class SQLiteStore(SQLStore):
 
     def __init__(self, path: str | Path, *, timeout_s: float = 60.0) -> None:
         super().__init__()
-        self.path = str(path)
+        # "~/memory.db" is the file in the home folder (it made the folder there and opened "./~/memory.db")
+        self.path = str(path) if str(path) == ":memory:" else os.path.expanduser(str(path))
         self.url = f"sqlite:///{self.path}"
         if self.path != ":memory:":
-            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._scrub_wal = False  # a delete committed: checkpoint the WAL so no old page survives there
         try:
