@@ -254,3 +254,20 @@ def test_forget_names_its_cli_options_when_not_given_one_target(tmp_path: Path, 
     assert r.exit_code == 2, r.output
     assert "--fact" in r.output and "--session" in r.output and "--everything" in r.output
     assert "fact_id" not in r.output and "everything=True" not in r.output
+
+
+def test_forget_everything_asks_on_stderr_so_json_stays_json(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    with Memory(db) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "jazz"}], user_id="u1")
+    r = runner.invoke(app, ["forget", "--user", "u1", "--everything", "--json", "--db", db], input="y\n")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("{") and json.loads(r.stdout)["facts_deleted"] == 1  # the answer only
+    assert "Delete everything stored for user 'u1'" in r.stderr
+    r = runner.invoke(app, ["forget", "--user", "u2", "--everything", "--db", db], input="n\n")
+    assert r.exit_code != 0  # nothing stored for u2: refused before asking
+    with Memory(db) as mem:
+        mem.add_facts([{"subject": "Maya", "relation": "likes", "object": "tea"}], user_id="u2")
+    r = runner.invoke(app, ["forget", "--user", "u2", "--everything", "--json", "--db", db], input="n\n")
+    assert r.exit_code != 0 and r.stdout == ""  # declined: nothing deleted, nothing on stdout
+    assert objects(run("facts", "--user", "u2", "--json", "--db", db).output) == ["tea"]

@@ -93,8 +93,10 @@ def test_errors_are_one_line_and_exit_2(db: str, tmp_path: Path, capsys: pytest.
         (("session", "end", "--user", "u1", "--session", " ", "--db", db), "session_id"),
         (("session", "context", str(tmp_path / "missing.json"), "--user", "u1", "--db", db), "cannot be read"),
         (("session", "context", str(tmp_path / "chat.json"), "--user", "u1", "--budget", "0", "--db", db),
-         "budget_tokens"),
+         "--budget"),  # the option, not Memory.context's budget_tokens
         (("session", "end-idle", "--db", db), "CHRONOMEM_SESSION_IDLE"),
+        (("session", "end-idle", "--db", db), "--idle"),  # not "pass idle_seconds"
+        (("session", "end-idle", "--idle", "-5", "--db", db), "--idle"),
     ]
     (tmp_path / "chat.json").write_text(json.dumps([{"role": "user", "content": "hi"}]))
     for args, named in bad:

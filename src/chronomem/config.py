@@ -35,6 +35,17 @@ def data_dir() -> Path:
     return Path(base) / "chronomem"
 
 
+def expand_db_location(location: str) -> str:
+    """A database location with a leading ``~`` of its file path expanded (``~/memory.db``, also
+    ``sqlite:///~/memory.db``), as a shell would have done: a quoted ``--db '~/x.db'`` or ``db =
+    "~/x.db"`` in the config file reaches us unexpanded.  Server URLs are left as they are."""
+    if location.startswith("sqlite:///"):
+        return "sqlite:///" + os.path.expanduser(location[len("sqlite:///"):])
+    if "://" in location:
+        return location
+    return os.path.expanduser(location)
+
+
 def config_path() -> Path:
     """``$CHRONOMEM_CONFIG``, else ``~/.config/chronomem/config.toml``."""
     return Path(os.environ.get("CHRONOMEM_CONFIG") or Path.home() / ".config" / "chronomem" / "config.toml")
@@ -77,8 +88,11 @@ class Config:
     rsum_decoding: int = RSUM_DECODING
 
     def __post_init__(self) -> None:
-        if not 0.0 < self.theta_stable <= 1.0:
-            raise ValidationError("theta_stable", self.theta_stable, "must be in (0, 1]")
+        # a string ("high" in the config file, "0.7" from Python) is refused by name: compared with a
+        # float it raised a bare TypeError (Config.load turns $CHRONOMEM_THETA_STABLE into a number)
+        if (isinstance(self.theta_stable, bool) or not isinstance(self.theta_stable, (int, float))
+                or not 0.0 < self.theta_stable <= 1.0):
+            raise ValidationError("theta_stable", self.theta_stable, "must be a number in (0, 1]")
         if self.session_idle is not None:
             try:
                 self.session_idle = float(self.session_idle)
@@ -105,14 +119,18 @@ class Config:
 
     @property
     def db_location(self) -> str:
-        return self.db or os.environ.get("CHRONOMEM_DB") or str(data_dir() / "memory.db")
+        return expand_db_location(self.db or os.environ.get("CHRONOMEM_DB") or str(data_dir() / "memory.db"))
 
     @classmethod
     def load(cls, **overrides: Any) -> Config:
-        """Build the effective configuration: overrides > env > config file > defaults."""
+        """Build the effective configuration: overrides > env > config file > defaults.
+
+        A bad value read from the environment or the config file is a :class:`ValidationError` that
+        says where it came from (``… (from CHRONOMEM_THETA_STABLE)``), so it can be found and fixed."""
         values: dict[str, Any] = {}
         path, doc = read_config_file()
         values.update(doc.get("memory", {}))
+        source = {name: f"in [memory] of {path}" for name in values}
         if "relations" in doc:
             values["relations"] = list(doc["relations"])
         names = {f.name for f in fields(cls)}
@@ -120,8 +138,21 @@ class Config:
         if unknown:
             raise ConfigError(f"unknown keys {sorted(unknown)} in [memory] of {path}")
         for f in fields(cls):
-            env = os.environ.get(ENV_PREFIX + f.name.upper())
+            var = ENV_PREFIX + f.name.upper()
+            env = os.environ.get(var)
             if env is not None and f.name != "relations":
-                values[f.name] = float(env) if f.name == "theta_stable" else env
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+                values[f.name], source[f.name] = env, f"from {var}"
+                if f.name == "theta_stable":  # the one float setting; a word stays a string for the check
+                    try:
+                        values[f.name] = float(env)
+                    except ValueError:
+                        pass
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
+        try:
+            return cls(**values)
+        except ValidationError as e:
+            where = None if e.field in given else source.get(e.field)
+            if where is None:
+                raise
+            raise ValidationError(e.field, e.value, f"{e.reason} ({where})") from None

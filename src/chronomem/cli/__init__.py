@@ -42,6 +42,9 @@ for mod_name, fn in _COMMANDS:
     getattr(mod, fn)(app)
 
 
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print one line ``error: …`` on stderr and exit with ``code``: never wrapped, whatever the
     terminal width, and the message is text, never rich markup."""
@@ -66,7 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         where = f" {e.filename}" if e.filename else ""
         fail(f"cannot access{where}: {e.strerror or e}")
     except KeyboardInterrupt:
-        fail("interrupted", 130)
+        fail("interrupted", INTERRUPTED)
     except Exception as e:  # noqa: BLE001 - one line, unless CHRONOMEM_DEBUG asks for the traceback
         if type(e).__name__ == "Abort":  # a declined confirmation
             fail("aborted", 1)
@@ -78,4 +81,6 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("CHRONOMEM_DEBUG"):
             raise
         fail(f"unexpected {type(e).__name__}: {e} (set CHRONOMEM_DEBUG=1 for the traceback)")
+    if code == INTERRUPTED:  # Typer turns Ctrl-C inside a command into Exit(130) itself: say so too
+        fail("interrupted", INTERRUPTED)
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..extract.formats import ConversationInput, load_conversations
@@ -14,8 +14,16 @@ from ..config import Config
 from ..extract.pipeline import AddResult
 from ..memory import Memory
 from .core import TenantOpt, open_memory
+from .render import data_console
 
-console = Console(stderr=True)
+console = data_console(stderr=True)
+
+
+def progress_bar() -> Progress:
+    """The bar of ``ingest``: its description names a conversation and session, ids the caller chose
+    (``--session "[/x]"``), so the column shows it as plain text, never as rich markup."""
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), console=console, transient=False)
 
 
 def ingest(conv: ConversationInput, user: str, *, mem: Memory,
@@ -67,8 +75,7 @@ def add_command(
         totals = {"stored": 0, "skipped": 0, "chunks": 0, "added": 0, "closed": 0, "reinforced": 0,
                   "failed": 0}
         warnings: list[str] = []
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=False) as progress:
+        with progress_bar() as progress:
             for conv in convs:
                 if session is not None and conv.kind == "messages":
                     conv.sessions[0].session_id = session
@@ -94,14 +101,14 @@ def add_command(
                     totals["failed"] += len(r.failed_chunks)
                     warnings.extend(r.warnings)
         for w in dict.fromkeys(warnings):
-            console.print(f"[yellow]warning:[/] {w}")
+            console.print(f"[yellow]warning:[/] {escape(w)}")  # warnings quote turns and facts
         console.print(
             f"stored {totals['stored']} message(s) ({totals['skipped']} already known); "
             f"{totals['chunks']} extraction call(s); facts +{totals['added']}, closed {totals['closed']}, "
             f"reinforced {totals['reinforced']}"
             + (f"; {totals['failed']} chunk(s) left for re-extraction" if totals["failed"] else "")
         )
-        console.print(f"model usage: {mem.usage.snapshot()}")
+        console.print(f"model usage: {mem.usage.snapshot()}", markup=False)  # model names may hold [...]
 
 
 def register(app: typer.Typer) -> None:
@@ -116,18 +123,18 @@ def run_demo(mem: Memory, user: str = "maya") -> None:
 
     (conv,) = load_conversations(sample_conversation_path())
     mem.forget(user_id=user, everything=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
+    with progress_bar() as progress:
         results = ingest(conv, user, mem=mem, progress=progress)
-    out = Console()
-    for s, r in zip(conv.sessions, results):
-        out.print(f"[bold]session {r.session_id}[/] ({s.timestamp[:10] if s.timestamp else '?'}): "
+    out = data_console()
+    for s, r in zip(conv.sessions, results):  # facts and warnings are the model's words: escaped
+        out.print(f"[bold]session {escape(str(r.session_id))}[/] ({s.timestamp[:10] if s.timestamp else '?'}): "
                   f"{r.messages_stored} turns, {r.chunks} call(s) → +{r.facts_added} facts, "
                   f"closed {r.facts_closed}, reinforced {r.facts_reinforced}")
         for f in r.closed:
-            out.print(f"   closed: {f.subject} {f.relation} {f.object} (until {f.valid_to and f.valid_to.date()})")
+            out.print(f"   closed: {f.subject} {f.relation} {f.object} (until {f.valid_to and f.valid_to.date()})",
+                      markup=False)
         for w in r.warnings:
-            out.print(f"   [yellow]{w}[/]")
+            out.print(f"   [yellow]{escape(w)}[/]")
     theta = mem.config.theta_stable
     first = conv.sessions[0].timestamp
     out.print(facts_table(mem.facts(user_id=user), "What is true now", theta))
@@ -139,4 +146,4 @@ def run_demo(mem: Memory, user: str = "maya") -> None:
     unstable = [f for f in mem.facts(user_id=user, include_unstable=True) if f.confidence < theta]
     out.print(facts_table(unstable, f"Tentative (confidence < θ_stable = {theta}), kept but not used by default",
                           theta))
-    out.print(f"model usage: {mem.usage.snapshot()}")
+    out.print(f"model usage: {mem.usage.snapshot()}", markup=False)

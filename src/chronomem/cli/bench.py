@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..bench.datasets import DEFAULT_LOCOMO_PATH, DEFAULT_MSC_PATH, check_categories, load_locomo, load_msc
@@ -33,9 +33,10 @@ from ..bench.runner import (DEFAULT_SPEAKER, RESULTS_FILE, RichProgress, RunSumm
 from ..config import Config
 from ..summarize.rsum import MEMORY_DECODING, MEMORY_DECODINGS
 from ..errors import ConfigError, ValidationError
+from .render import data_console, plain
 
 app = typer.Typer(help="Benchmarks: every method side by side under one model.", no_args_is_help=True)
-console = Console()
+console = data_console()
 
 
 def _split(value: str | None) -> list[str]:
@@ -101,12 +102,12 @@ def _finish(summary: RunSummary, out: Path) -> None:
     console.print(f"answered {summary.answered}, already done {summary.skipped_done}, "
                   f"failed {summary.failed} of {summary.planned} in {summary.seconds:.0f}s")
     for f in summary.failures[:10]:
-        console.print(f"[yellow]failed:[/] {f}")
+        console.print(f"[yellow]failed:[/] {escape(str(f))}")  # failures quote questions and model output
     if not (out / RESULTS_FILE).exists():  # nothing selected, or every answer failed on a first run
-        console.print(f"[red]no results in {out}, so no report[/]")
+        console.print(f"[red]no results in {escape(str(out))}, so no report[/]")
         raise typer.Exit(1)
     report = write_report(out)
-    console.print(f"report: {report}")
+    console.print(f"report: {report}", markup=False)
 
 
 @app.command("locomo")
@@ -148,7 +149,7 @@ def locomo(
     model, emb = _models(llm, embedder, need_emb, ctx, cache)
     judge_llm = _judge(judge, llm, model, cache)
     config = MethodConfig(top_k=top_k, window_tokens=window_tokens, search=search_changes, extraction=extraction)
-    console.print(f"model [bold]{model.name}[/] (window {model.context_window}); methods {', '.join(names)}; "
+    console.print(f"model [bold]{escape(model.name)}[/] (window {model.context_window}); methods {', '.join(names)}; "
                   f"{len(convs)} conversation(s); out {out}")
     summary = run_locomo(convs, names, model, out, embedder=emb, config=config, categories=cats, sample=sample,
                          seed=seed, judge=judge_llm, progress=RichProgress(console),
@@ -235,6 +236,6 @@ def list_methods() -> None:
     table = Table("method", "available", "description / reason")
     avail = set(available_methods())
     for name, info in METHODS.items():
-        table.add_row(name, "yes" if name in avail else "no",
-                      info.description if name in avail else (unavailable_reason(name) or ""))
+        table.add_row(name, "yes" if name in avail else "no",  # a reason may say "pip install 'chronomem[x]'"
+                      plain(info.description if name in avail else (unavailable_reason(name) or "")))
     console.print(table)

@@ -6,23 +6,25 @@ import dataclasses
 import importlib
 import json
 import os
+import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import IO, Annotated, Any, Optional
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
-from ..config import Config, config_path
+from ..config import Config, config_path, expand_db_location
 from ..errors import NotFoundError, ValidationError
 from ..forgetting import ForgetResult
 from ..keys import DEFAULT_TENANT, check_tenant
 from ..memory import Memory
 from ..validation import check_user
-from .render import console, facts_table
+from .render import console, data_console, facts_table
 
 ENV_TENANT = "CHRONOMEM_TENANT"
 
@@ -34,7 +36,7 @@ TenantOpt = Annotated[Optional[str], typer.Option(
     help="the tenant the user lives in (default: the default tenant, 'default')")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="print JSON")]
 
-status = Console(stderr=True, highlight=False)  # status lines; stdout carries the data
+status = data_console(stderr=True, highlight=False)  # status lines; stdout carries the data
 
 
 # --------------------------------------------------------------------------- opening the memory
@@ -49,20 +51,27 @@ def sqlite_file(location: str) -> str | None:
     return None if location in ("", ":memory:") else location
 
 
-def require_existing_db(db: str | None) -> None:
+def db_location(db: str | None) -> str:
+    """The database ``--db`` names (a leading ``~`` expanded: a quoted ``'~/x.db'`` reaches us as typed),
+    else the configured one (``$CHRONOMEM_DB``, the config file's ``db``, the user data dir)."""
+    return expand_db_location(db) if db else Config.load().db_location
+
+
+def require_existing_db(db: str | None, flag: str = "--db") -> None:
     """Refuse a SQLite file given by ``--db`` (or ``$CHRONOMEM_DB``, or ``db`` in the config file) that
     does not exist, before anything opens it: opening would create an empty database, and a command
     that only reads or deletes would then report "nothing there" for a mistyped path.  The default
-    location (the user data dir) and server URLs are left to the store."""
+    location (the user data dir) and server URLs are left to the store.  ``flag`` names the option
+    or argument ``db`` came from (``SRC`` of ``chronomem copy``)."""
     if db is not None:
-        where, location = "--db", db
+        where, location = flag, db
     else:
         location = Config.load().db  # $CHRONOMEM_DB over the config file; "" = the default location
         where = "CHRONOMEM_DB" if os.environ.get("CHRONOMEM_DB") else f"db in {config_path()}"
-    path = sqlite_file(location)
+    path = sqlite_file(expand_db_location(location))  # "~/memory.db" is the file in the home folder
     if path is not None and not Path(path).exists():
         raise NotFoundError(f"{where} names no database: {path} does not exist (this command only reads or "
-                            f"deletes, so it creates none; check the path)")
+                            f"changes what is there, so it creates none; check the path)")
 
 
 def open_memory(db: str | None, tenant: str | None = None, *, existing: bool = False, **kwargs: Any) -> Memory:
@@ -73,7 +82,8 @@ def open_memory(db: str | None, tenant: str | None = None, *, existing: bool = F
         check_tenant(tenant)
     if existing:
         require_existing_db(db)
-    return Memory(db, tenant=tenant, **kwargs)
+    # "~" expanded here: the store would make the folder ~/… names but open the literal path "~/…"
+    return Memory(expand_db_location(db) if db else db, tenant=tenant, **kwargs)
 
 
 def in_tenant(mem: Memory) -> str:
@@ -82,21 +92,29 @@ def in_tenant(mem: Memory) -> str:
 
 
 def read_records(path: Path) -> list[Any]:
-    """Read a JSON array (or object) or JSONL file."""
+    """Read a JSON array (or object) or JSONL file (a UTF-8 byte order mark is skipped, as ``import``
+    does: editors on Windows write one)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as e:
         raise ValidationError("file", str(path), f"cannot be read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ValidationError("file", str(path), f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
     stripped = text.lstrip()
+    line_no = 0
     try:
         if stripped.startswith("["):
             data = json.loads(text)
         elif path.suffix == ".jsonl" or "\n{" in stripped:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+            data = []
+            for line_no, line in enumerate(text.splitlines(), 1):  # a record's error names its own line
+                if line.strip():
+                    data.append(json.loads(line))
         else:
             data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValidationError("file", str(path), f"is not valid JSON/JSONL: {e}") from None
+        where = f"line {line_no} column {e.colno}" if line_no else f"line {e.lineno} column {e.colno}"
+        raise ValidationError("file", str(path), f"is not valid JSON/JSONL: {e.msg} at {where}") from None
     except RecursionError:
         raise ValidationError("file", str(path), "is nested too deeply to be a chronomem file") from None
     return data if isinstance(data, list) else [data]
@@ -152,8 +170,15 @@ def alias_cmd(user: UserOpt, name: Annotated[str, typer.Argument(help="a name or
               db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Record ALIAS as one more name of the entity NAME ("NYC" for "New York City")."""
     with open_memory(db, tenant) as mem:
-        e = mem.alias(name, alias, user_id=user)
-    status.print(f"{e.name!r} is also {', '.join(repr(a) for a in e.aliases)}", markup=False, soft_wrap=True)
+        try:
+            e = mem.alias(name, alias, user_id=user)
+        except ValidationError as err:  # Memory's hint names its Python method; here it is a command
+            if "merge_entities" not in err.reason:
+                raise
+            raise ValidationError(err.field, err.value, err.reason.replace(
+                "merge_entities", "`chronomem merge`")) from None
+    names = f"is also {', '.join(repr(a) for a in e.aliases)}" if e.aliases else "has no other name"
+    status.print(f"{e.name!r} {names}", markup=False, soft_wrap=True)  # "alias Maya Maya" adds none
 
 
 def merge_cmd(user: UserOpt, name: Annotated[str, typer.Argument(help="a name, alias or entity id: the entity "
@@ -204,9 +229,9 @@ def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fac
         status.print(forget_report(res, user, mem.tenant), markup=False, soft_wrap=True)
 
 
-def nothing_stored(user: str, tenant: str) -> NotFoundError:
+def nothing_stored(user: str, tenant: str, outcome: str = "nothing was deleted") -> NotFoundError:
     return NotFoundError(f"user {user!r} has nothing stored in tenant {tenant!r} (check --user, --tenant "
-                         f"and --db); nothing was deleted")
+                         f"and --db); {outcome}")
 
 
 def confirm_forget_everything(mem: Memory, user: str, yes: bool) -> None:
@@ -214,7 +239,19 @@ def confirm_forget_everything(mem: Memory, user: str, yes: bool) -> None:
     if check_user(user) not in mem.users() and not mem.buffered:
         raise nothing_stored(user, mem.tenant)
     if not yes:
-        typer.confirm(f"Delete everything stored for user {user!r} in tenant {mem.tenant!r}?", abort=True)
+        confirm(f"Delete everything stored for user {user!r} in tenant {mem.tenant!r}?")
+
+
+def confirm(question: str) -> None:
+    """Ask ``question`` on stderr and abort unless the answer is yes.  With --json, stdout must hold
+    the JSON and nothing else, and ``typer.confirm(err=True)`` still writes its prompt's last
+    character (a space) to stdout: it goes through ``input()``."""
+    typer.echo(f"{question} [y/N]: ", nl=False, err=True)
+    answer = sys.stdin.readline()
+    if not sys.stdin.isatty():  # a terminal echoed the answer's newline; piped input did not
+        typer.echo(err=True)
+    if answer.strip().lower() not in ("y", "yes"):  # "" at end of input: no
+        raise typer.Abort()
 
 
 def counted(n: int, one: str, many: str) -> str:
@@ -246,12 +283,19 @@ def full_fact_id(mem: Memory, user: str, given: str) -> str:
     return matches[0] if matches else given
 
 
-def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
+OUT_HELP = ("write the export to this file: it is replaced whole or not at all, keeping its permissions "
+            "(a new file is readable by you only); a symlink's target is written")
+
+
+def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out", "-o", help=OUT_HELP)] = None,
                db: DbOpt = None, tenant: TenantOpt = None) -> None:
-    """Export a user's memory as JSON (stdout or --out)."""
+    """Export a user's memory as JSON (stdout or --out).  Exporting a user with nothing stored is an
+    error (exit 2), as forgetting them is: it usually means a wrong --user, --tenant or --db."""
     if out is not None and out.is_dir():
         raise ValidationError("--out", str(out), "is a directory; give a file name")
     with open_memory(db, tenant, existing=True) as mem:  # a batch of rows in memory at a time, not the user
+        if check_user(user) not in mem.users() and not mem.buffered:  # a buffer may hold their only turns
+            raise nothing_stored(user, mem.tenant, "nothing was exported")
         if out:
             write_atomically(out, lambda fp: mem.export_to(fp, user_id=user))
         else:
@@ -261,18 +305,57 @@ def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out
 
 
 def write_atomically(path: Path, write: Callable[[IO[bytes]], object]) -> None:
-    """Call ``write`` with a file in the same folder as ``path`` and move it there: whole or not at all."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    """Call ``write`` with a file in the same folder as the file ``path`` names and move it there: whole
+    or not at all, and still the file it was.
+
+    A symlink is followed (its target is replaced; the link stays a link).  The replacement keeps an
+    existing file's permission bits (and owner, where allowed): a private 0600 export stays private.
+    A new file is created 0600: an export is a dump of someone's memory, not for every local user to
+    read.  A target that is neither a regular file nor missing (a FIFO, ``/dev/stdout``, a shell's
+    ``>(…)``) cannot be replaced by a file: it is written directly, as a shell redirection would."""
+    def refuse(e: OSError) -> ValidationError:
+        return ValidationError("--out", str(path), f"cannot be written: {e.strerror or e}")
+
     try:
-        with open(tmp, "wb") as fp:
-            write(fp)
-        os.replace(tmp, path)
+        st: os.stat_result | None = os.stat(path)  # follows links, /dev/stdout's to a pipe included
+    except FileNotFoundError:
+        st = None
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise ValidationError("--out", str(path), f"cannot be written: {e.strerror or e}") from None
+        raise refuse(e) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        try:
+            with open(path, "wb") as direct:
+                write(direct)
+        except OSError as e:
+            raise refuse(e) from None
+        return
+    target = Path(os.path.realpath(path))  # a (dangling) symlink: write where it points
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")  # mode 0600
+    except OSError as e:
+        raise refuse(e) from None
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            if st is not None:
+                keep_owner_and_mode(fp.fileno(), st)
+            write(fp)
+        os.replace(tmp, target)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise refuse(e) from None
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def keep_owner_and_mode(fd: int, st: os.stat_result) -> None:
+    """Give the file open at ``fd`` the owner (where allowed) and permission bits ``st`` describes."""
+    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        try:  # root exporting over a user's file leaves it theirs; others may not chown: that is fine
+            os.fchown(fd, st.st_uid, st.st_gid)
+        except OSError:
+            pass
+    os.fchmod(fd, stat.S_IMODE(st.st_mode))  # after chown, which may clear set-id bits
 
 
 def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(
@@ -284,7 +367,7 @@ def import_cmd(file: Path, user: Annotated[Optional[str], typer.Option(
     except OSError as e:
         raise ValidationError("file", str(file), f"cannot be read: {e.strerror}") from None
     with fp, open_memory(db, tenant) as mem, Progress(
-            TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
+            TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(), TimeElapsedColumn(),
             console=status, transient=True, disable=not status.is_terminal) as progress:
         try:  # the bar follows the bytes read: a large export takes a while
             read = progress.wrap_file(fp, total=os.fstat(fp.fileno()).st_size, description=f"importing {file.name}")
@@ -305,7 +388,7 @@ def demo_graph(mem: Memory, user: str = "demo") -> None:
     mem.forget(user_id=user, everything=True)
     for step in sample["steps"]:
         rep = mem.add_facts(step["facts"], user_id=user)
-        console.print(f"[bold]{step['said']}[/]  → added {len(rep.added)}, closed "
+        console.print(f"[bold]{escape(step['said'])}[/]  → added {len(rep.added)}, closed "
                       f"{len(rep.closed)}, reinforced {len(rep.reinforced)}")
     theta = mem.config.theta_stable
     console.print(facts_table(mem.facts(user_id=user, subject="Maya"), "What is true about Maya now", theta))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from .core import DbOpt
+from .core import DbOpt, db_location, require_existing_db
 
 if TYPE_CHECKING:
     from ..store.base import Store
@@ -15,12 +15,14 @@ app = typer.Typer(help="API keys for `chronomem serve`: each key is bound to one
                   no_args_is_help=True)
 
 
-
-def _store(db: str | None) -> Store:
-    from ..config import Config
+def _store(db: str | None, *, existing: bool = False) -> Store:
+    """The store at ``db`` (default: the configured one); ``existing``: for ``list`` and ``revoke``, which
+    only read or change keys, refuse a database file that does not exist rather than create it."""
     from ..store import open_store
 
-    return open_store(db or Config.load().db_location)
+    if existing:
+        require_existing_db(db)
+    return open_store(db_location(db))
 
 
 @app.command("create")
@@ -44,16 +46,20 @@ def create(tenant: Annotated[str, typer.Option(help="the tenant the key reads an
 def list_(tenant: Annotated[Optional[str], typer.Option(help="only this tenant's keys")] = None,
           db: DbOpt = None) -> None:
     """The keys (prefix, tenant, name, created, revoked); never the secrets."""
-    from rich.console import Console
     from rich.table import Table
 
-    with _store(db) as store:
+    from ..keys import check_tenant
+    from .render import data_console, plain
+
+    if tenant is not None:
+        check_tenant(tenant)
+    with _store(db, existing=True) as store:
         keys = store.api_keys(tenant)
     table = Table("prefix", "tenant", "name", "created", "revoked")
-    for k in keys:
-        table.add_row(k.prefix, k.tenant, k.name, k.created_at.isoformat(timespec="seconds"),
+    for k in keys:  # a key's name is any label its creator typed: "[/bold]" is no markup
+        table.add_row(plain(k.prefix), plain(k.tenant), plain(k.name), k.created_at.isoformat(timespec="seconds"),
                       k.revoked_at.isoformat(timespec="seconds") if k.revoked_at else "")
-    Console().print(table)
+    data_console().print(table)
 
 
 @app.command("revoke")
@@ -63,7 +69,7 @@ def revoke(prefix: Annotated[str, typer.Argument(help="the key's prefix (from `k
     from ..errors import NotFoundError
     from ..timeutil import utcnow
 
-    with _store(db) as store:
+    with _store(db, existing=True) as store:
         if not store.revoke_api_key(prefix, utcnow()):
             raise NotFoundError(f"no active key with prefix {prefix!r}")
     typer.echo(f"revoked {prefix}")

@@ -8,19 +8,20 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 from rich.table import Table
 
 from ..errors import ChronomemError, ModelUnavailableError
 from ..providers import gguf
+from .render import data_console, plain
 
 app = typer.Typer(
     help="Models: show the configuration, assemble/verify the local model, run a health check.",
     invoke_without_command=True,
     no_args_is_help=False,
 )
-console = Console()
+console = data_console()  # specs, paths and a model's reply are no markup: escaped or printed as Text
 
 
 @contextmanager
@@ -67,7 +68,7 @@ def _settings_table(title: str, described: dict[str, Any]) -> Table:
     t.add_column("value")
     t.add_column("from")
     for k, v in described.items():
-        t.add_row(k, "" if v["value"] is None else str(v["value"]), v["source"])
+        t.add_row(k, plain("" if v["value"] is None else v["value"]), plain(v["source"]))
     return t
 
 
@@ -89,11 +90,12 @@ def show(
 
     s = resolve_llm_settings(llm)
     e = resolve_embedder_settings(embedder)
-    console.print(f"LLM: [bold]{s.spec}[/]    embedder: [bold]{e.spec}[/]")
-    console.print(f"config file: {config_file()}{'' if config_file().exists() else ' (absent)'}")
+    console.print(f"LLM: [bold]{escape(s.spec)}[/]    embedder: [bold]{escape(e.spec)}[/]")
+    console.print(f"config file: {config_file()}{'' if config_file().exists() else ' (absent)'}", markup=False)
     console.print(_settings_table("LLM", s.describe()))
     console.print(_settings_table("Embedder", e.describe()))
-    t = Table(title=f"Local models in {gguf.cache_dir()}", title_justify="left", header_style="bold")
+    t = Table(title=plain(f"Local models in {gguf.cache_dir()}", "table.title"), title_justify="left",
+              header_style="bold")
     t.add_column("key")
     t.add_column("model")
     t.add_column("status")
@@ -117,11 +119,11 @@ def assemble(
     """Join the installed model parts into the cache and verify the sha256."""
     for m in _packaged(model):
         if not force and gguf.is_assembled(m):
-            console.print(f"{m.key}: already assembled at {gguf.model_path(m)}")
+            console.print(f"{m.key}: already assembled at {gguf.model_path(m)}", markup=False)
             continue
         with _progress(f"assembling {m.key}") as cb:
             path = gguf.assemble(m, progress=cb, force=force)
-        console.print(f"{m.key}: [green]ok[/] {path} (sha256 {m.sha256[:12]}…)")
+        console.print(f"{m.key}: [green]ok[/] {escape(str(path))} (sha256 {m.sha256[:12]}…)")
 
 
 @app.command()
@@ -136,7 +138,7 @@ def verify(model: str = typer.Option("1.5b", "--model", "-m", help="1.5b, 0.5b o
             continue
         with _progress(f"hashing {m.key}") as cb:
             ok = gguf.verify(m, progress=cb)
-        console.print(f"{m.key}: {'[green]sha256 ok[/]' if ok else '[red]sha256 MISMATCH[/]'} {path}")
+        console.print(f"{m.key}: {'[green]sha256 ok[/]' if ok else '[red]sha256 MISMATCH[/]'} {escape(str(path))}")
         bad |= not ok
     if bad:
         raise typer.Exit(1)
@@ -174,15 +176,15 @@ def _check_llm(spec: str | None) -> bool:
         model = make_llm(spec, cache=False)
         if hasattr(model.inner, "load"):
             load_s = model.inner.load()
-            console.print(f"LLM {model.name}: loaded in {load_s:.1f}s")
+            console.print(f"LLM {model.name}: loaded in {load_s:.1f}s", markup=False)
         r = model.chat(
             [{"role": "user", "content": "Reply with the single word: ready"}], max_tokens=8, purpose="check"
         )
     except ChronomemError as e:
-        console.print(f"LLM: [red]failed[/] {e}")
+        console.print(f"LLM: [red]failed[/] {escape(str(e))}")
         return False
     console.print(
-        f"LLM {model.name}: [green]ok[/] {r.text.strip()!r} — {r.usage.prompt_tokens} prompt + "
+        f"LLM {escape(model.name)}: [green]ok[/] {escape(repr(r.text.strip()))} — {r.usage.prompt_tokens} prompt + "
         f"{r.usage.completion_tokens} completion tokens in {r.usage.latency_s:.2f}s "
         f"(total {time.perf_counter() - t0:.1f}s)"
     )
@@ -199,10 +201,10 @@ def _check_embedder(spec: str | None) -> bool:
         t1 = time.perf_counter()
         emb.embed(["a second sentence", "and a third one"])
     except ChronomemError as e:
-        console.print(f"embedder: [red]failed[/] {e}")
+        console.print(f"embedder: [red]failed[/] {escape(str(e))}")
         return False
     console.print(
-        f"embedder {emb.name}: [green]ok[/] dim {len(vecs[0])}, first call {t1 - t0:.2f}s "
+        f"embedder {escape(emb.name)}: [green]ok[/] dim {len(vecs[0])}, first call {t1 - t0:.2f}s "
         f"(includes loading), next batch {time.perf_counter() - t1:.3f}s"
     )
     return True

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from ..errors import ValidationError
 from .core import open_memory
 
 if TYPE_CHECKING:
@@ -23,8 +25,32 @@ def warm_in_background(mem: Memory) -> threading.Thread:
     return t
 
 
+def check_bindable(host: str, port: int) -> None:
+    """Bind ``host``:``port`` as the server will (every address the host has, as asyncio's
+    ``create_server`` does) and let go: a busy port or an unknown host is then the CLI's one-line error
+    and exit status 2, not uvicorn's log line and exit status 3.  (Another process could still take the
+    port in the moment between; uvicorn reports that itself.)"""
+    try:
+        addresses = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as e:
+        raise ValidationError("--host", host, f"cannot be resolved: {e.strerror or e}") from None
+    for family, kind, proto, _, address in addresses:
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError:  # a family this machine lacks: asyncio skips it too
+            continue
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:  # as asyncio: the IPv6 socket does not also take the IPv4 port
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            try:
+                sock.bind(address)
+            except OSError as e:
+                raise ValidationError("--port", port, f"cannot be bound on {host}: {e.strerror or e}") from None
+
+
 def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
-              port: Annotated[int, typer.Option(help="TCP port")] = 8765,
+              port: Annotated[int, typer.Option(help="TCP port", min=1, max=65535)] = 8765,
               db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None,
               warm: Annotated[bool, typer.Option(
                   "--warm", help="load the model and prefill the extraction prompt in the background as the "
@@ -50,6 +76,7 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
     app = create_app(mem, owns_memory=True, loopback_hosts_while_open=True)
     try:
         check_exposure(host, app.state.tenancy)
+        check_bindable(host, port)
     except BaseException:
         app.state.tenancy.close()
         raise

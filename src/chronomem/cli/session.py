@@ -8,17 +8,17 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from ..errors import ValidationError
+from ..errors import ConfigError, ValidationError
 from ..keys import DEFAULT_TENANT
 from ..memory import Memory
 from ..summarize.idle import IdleSweep
 from ..summarize.lifecycle import session_row
 from .core import DbOpt, JsonOpt, TenantOpt, UserOpt, in_tenant, open_memory, read_records
+from .render import data_console, plain
 
-console = Console(stderr=True)  # status lines; stdout carries only the data (summary text, JSON)
+console = data_console(stderr=True)  # status lines; stdout carries only the data (summary text, JSON)
 
 app = typer.Typer(help="List and end sessions, read the running summary, compact a conversation for the next "
                        "call.", no_args_is_help=True)
@@ -35,10 +35,12 @@ def list_cmd(user: UserOpt, as_json: JsonOpt = False, db: DbOpt = None, tenant: 
     elif not sessions:
         console.print(f"no sessions for user {user!r}{where}", markup=False, highlight=False)
     else:
-        table = Table("session", "started", "ended", "agent", title=f"sessions of {user}{where}")
-        for row in map(session_row, sessions):
-            table.add_row(row["id"], row["started_at"] or "", row["ended_at"] or "", row["agent_id"] or "")
-        Console(highlight=False).print(table)
+        table = Table("session", "started", "ended", "agent",
+                      title=plain(f"sessions of {user}{where}", "table.title"))
+        for row in map(session_row, sessions):  # ids are whatever the caller chose: "[/x]" is no markup
+            table.add_row(plain(row["id"]), row["started_at"] or "", row["ended_at"] or "",
+                          plain(row["agent_id"] or ""))
+        data_console(highlight=False).print(table)
 
 
 @app.command("end")
@@ -97,7 +99,7 @@ def _chat_messages(path: Path) -> list[dict[str, Any]]:
 def context_cmd(file: Annotated[Path, typer.Argument(help="JSON/JSONL chat messages ({role, content}), "
                                                          "or {'messages': [...]}")],
                 user: UserOpt,
-                budget: Annotated[int, typer.Option("--budget", help="token budget of the result")] = 2048,
+                budget: Annotated[int, typer.Option("--budget", help="token budget of the result", min=1)] = 2048,
                 strategy: Annotated[str, typer.Option(help="token_budget, sliding_window or summary")]
                 = "token_budget",
                 keep_turns: Annotated[int, typer.Option("--keep-turns", help="newest turns kept verbatim "
@@ -123,9 +125,16 @@ def end_idle_cmd(idle: Annotated[Optional[float], typer.Option("--idle", help="s
     Prints each ended session as USER/SESSION, followed by its tenant when that is not the default one."""
     failed = False
     with open_memory(db, tenant, existing=True) as mem:
+        if idle is None and mem.config.session_idle is None:  # said with this command's option, not Python's
+            raise ConfigError("no idle timeout: pass --idle SECONDS or set CHRONOMEM_SESSION_IDLE "
+                              "(or session_idle in the config)")
         for view in tenant_views(mem, only=tenant is not None):
             try:
                 sweep = view.end_idle_sessions(idle_seconds=idle)
+            except ValidationError as e:
+                if e.field != "idle_seconds":
+                    raise
+                raise ValidationError("--idle", e.value, e.reason) from None
             finally:
                 if view is not mem:
                     view.close()  # a view leaves the shared store open

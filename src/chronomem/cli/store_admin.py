@@ -21,6 +21,7 @@ from itertools import zip_longest
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.markup import escape
 
 from ..errors import StoreError, ValidationError
 from ..keys import DEFAULT_TENANT, check_tenant
@@ -74,12 +75,13 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
     chosen = list(users) if users else src.users()
     known = set(src.users())
     missing = [u for u in chosen if u not in known]
-    if missing:
-        raise ValidationError("user", missing[0], f"has no data in {src.url}")
+    if missing:  # a key is "tenant\x1fuser" inside the store: say it as a person would
+        raise ValidationError("user", shown(missing[0]), f"has no data in {src.url}")
     if not replace:
         busy = [u for u in chosen if _has_rows(dst, u)]
         if busy:
-            raise ValidationError("user", busy[0], f"already has data in {dst.url}; pass --replace to overwrite")
+            raise ValidationError("user", shown(busy[0]),
+                                  f"already has data in {dst.url}; pass --replace to overwrite")
     report = CopyReport()
     for user in chosen:
         counts = dict.fromkeys(TABLES, 0)
@@ -90,7 +92,7 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
                 dst.load_user(user, {table: found})
                 counts[table] += len(found)
         if not _same_rows(src, dst, user, batch):
-            raise StoreError(f"copy of user {user!r} to {dst.url} does not read back identically")
+            raise StoreError(f"copy of user {shown(user)!r} to {dst.url} does not read back identically")
         report.users[user] = counts
         log.info("copied user %s: %s", user, counts)
     return report
@@ -131,14 +133,13 @@ def migrate_cmd(db: Annotated[Optional[str], typer.Option(
     SQLite file takes a while (schema 14: ~25 s for 850 MB); on a terminal a spinner says so."""
     from contextlib import nullcontext
 
-    from ..config import Config
-    from .core import status
+    from .core import db_location, status
     from .render import console
 
     waiting = status.status("opening the store and applying its migrations…") if status.is_terminal else nullcontext()
-    with waiting, open_store(db or Config.load().db_location) as store:
+    with waiting, open_store(db_location(db)) as store:
         info = store_info(store)
-    console.print(f"{info['url']}: schema version {info['schema_version']}, "
+    console.print(f"{escape(info['url'])}: schema version {info['schema_version']}, "
                   f"vectors: {info['vector_backend']}"
                   f"{' (ANN index)' if info['has_vector_index'] else ' (exact per-user k-NN)'}", soft_wrap=True)
 
@@ -152,7 +153,10 @@ def copy_cmd(src_url: Annotated[str, typer.Argument(help="Source store: path, sq
              tenant: Annotated[Optional[str], typer.Option(
                  "--tenant", help="The tenant of the --user ids (default: the default tenant)")] = None) -> None:
     """Copy a memory (one user or all) between stores, e.g. SQLite → PostgreSQL, losslessly.  A copy of
-    every user also copies the API keys; the job history is not copied."""
+    every user also copies the API keys; the job history is not copied.  The source must exist: a
+    mistyped SRC file is refused, not created empty and "copied"."""
+    from ..config import expand_db_location
+    from .core import require_existing_db
     from .render import console
 
     if tenant is not None:
@@ -160,7 +164,8 @@ def copy_cmd(src_url: Annotated[str, typer.Argument(help="Source store: path, sq
         if not user:
             raise ValidationError("--tenant", tenant, "names the tenant of the --user ids; give --user too")
     keys = [user_key(tenant or DEFAULT_TENANT, u) for u in user] if user else None
-    with open_store(src_url) as src, open_store(dst_url) as dst:
+    require_existing_db(src_url, "SRC")
+    with open_store(expand_db_location(src_url)) as src, open_store(expand_db_location(dst_url)) as dst:
         rep = copy_memory(src, dst, keys, replace=replace)
         if not user:  # the whole store: its keys too, or the service would refuse every client after a move
             rep.api_keys = copy_api_keys(src, dst)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import ConfigError
-from .core import DbOpt
+from .core import DbOpt, db_location
 
 
 def worker_cmd(db: DbOpt = None,
@@ -21,7 +21,6 @@ def worker_cmd(db: DbOpt = None,
                    help="seconds a silent worker keeps a job before it is redelivered "
                         "(default $CHRONOMEM_JOB_LEASE or 30)")] = None) -> None:
     """Run extraction and session-end jobs.  Start several (here or on other machines) to scale out."""
-    from ..config import Config
     from ..jobs.queue import queue_url
     from ..jobs.worker import run_worker
 
@@ -35,7 +34,7 @@ def worker_cmd(db: DbOpt = None,
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    run_worker(db or Config.load().db_location, url, threads=threads, lease_s=lease, stop=stop)
+    run_worker(db_location(db), url, threads=threads, lease_s=lease, stop=stop)
 
 
 def register(app: typer.Typer) -> None:

@@ -106,13 +106,28 @@ def parse_conversations(data: Any, *, sample: str | None = None) -> list[Convers
 
 def load_conversations(path: str | Path, *, sample: str | None = None) -> list[ConversationInput]:
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+    try:  # utf-8-sig: a byte order mark (editors on Windows write one) is skipped, as `import` does
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
     except OSError as e:
         raise ValidationError("file", str(p), f"cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ValidationError("file", str(p), f"is not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise ValidationError("file", str(p), f"not valid JSON ({e.msg} at line {e.lineno})") from None
-    return parse_conversations(data, sample=sample)
+    try:
+        return parse_conversations(data, sample=sample)
+    except ValidationError as e:
+        if e.field != "file":
+            raise
+        # parse_conversations knows only the data, and names its JSON type: name the file it came from
+        raise ValidationError("file", str(p), f"{e.reason} (it holds a JSON {_json_type(data)})") from None
+
+
+def _json_type(data: Any) -> str:
+    """The JSON name of a parsed value's type, for messages."""
+    if data is None:
+        return "null"
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(type(data), "number")
 
 
 def sample_conversation_path() -> Path:
