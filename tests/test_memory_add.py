@@ -63,3 +63,12 @@ def test_time_words_of_a_turn_are_read_on_its_speakers_clock(tmp_path) -> None:
         [munich] = mem.facts(user_id="u1", subject="Maya")
         assert munich.valid_from.isoformat() == "2022-12-26T00:00:00+00:00"  # the week of 26 December there
         assert mem.messages(user_id="u1")[0].timestamp.isoformat() == "2023-01-02T01:00:00+09:00"
+
+
+def test_usage_has_the_same_keys_whether_or_not_the_model_was_called(tmp_path) -> None:
+    """A re-add made no call and returned ``usage == {}``: ``r.usage["calls"]`` raised a KeyError."""
+    with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
+        turns = [{"speaker": "Maya", "text": "I live in Porto.", "id": "t1"}]
+        first = mem.add(turns, user_id="u1", session_id="s1")
+        again = mem.add(turns, user_id="u1", session_id="s1")
+    assert set(again.usage) == set(first.usage) and again.usage["calls"] == 0

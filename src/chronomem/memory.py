@@ -159,6 +159,25 @@ class Memory:
     resolved on first use, or ``None`` for the configured default;
     ``embedder=False`` turns embeddings off, ``llm=False`` the chat model (extraction and
     answers then raise :class:`~chronomem.errors.ConfigError`).  :meth:`use_models` swaps them later.
+
+    The rest:
+
+    * ``location``: a SQLite file path (``~`` is the home folder; ``":memory:"``), a ``sqlite:///`` or
+      ``postgresql://`` URL, or a :class:`~chronomem.store.Store` (shared: closing this memory leaves it
+      open); ``None``: the configured database (``CHRONOMEM_DB``, the config file's ``db``, else
+      ``~/.local/share/chronomem/memory.db``).
+    * ``config``: a :class:`~chronomem.config.Config` instead of the one the environment and the config
+      file give; ``theta_stable`` overrides its confidence below which a fact is a hedge (0.6).
+    * ``relations``: more relations, or other properties for known ones (``RelationSpec`` or dicts like
+      ``{"name": "mentor_of", "inverse": "mentee_of"}``).
+    * ``buffer``: where a session's turns wait until it ends: ``True`` (Redis when
+      ``CHRONOMEM_REDIS_URL`` is set, else this process), ``False`` (stored as they arrive), a
+      ``redis://`` URL or a buffer object; ``None``: Redis when configured, else none.
+    * ``tenant``: the tenant whose users this memory reads and writes (default ``"default"``).
+    * ``queue``: where :meth:`submit_messages` sends jobs: a broker URL (``amqp://``, ``redis://``) or a
+      queue object; ``None``: ``CHRONOMEM_QUEUE_URL``, else a thread of this process.
+
+    Close it (or use it as a context manager) to release the store, the queue and the models.
     """
 
     def __init__(self, location: str | Path | Store | None = None, *, llm: LLM | str | bool | None = None,
@@ -602,7 +621,8 @@ class Memory:
                speaker: str | None = None) -> SearchResult:
         """Evidence for ``query``: ranked facts (derived ones marked), paths, context and trace.
 
-        ``as_of`` (datetime or ISO string, default now) asks about the past;
+        ``as_of`` (datetime or ISO string, default now) asks about the past; ``top_k`` paths of
+        evidence are kept (the best first);
         ``options`` (:class:`chronomem.SearchOptions`) tunes the context and model
         use; ``config`` (:class:`chronomem.SearchConfig`) replaces the whole engine
         configuration (for experiments; ``options`` then apply on top of it);
@@ -922,6 +942,7 @@ class Memory:
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def close(self) -> None:
+        """Stop this memory's job queue (one it made) and close its store (one it opened)."""
         self._jobs.close()
         self.store.close()
 

@@ -2,7 +2,7 @@
 
 Nothing here touches a database: :func:`plan_update` looks at one incoming
 fact and the stored facts it could interact with, and returns what to insert
-and which stored facts change.  The rules (DESIGN.md "Write path" step 6):
+and which stored facts change.  The rules (step 6 of REAL's write path):
 
 * an *ending* (incoming ``valid_to`` set) closes the matching open fact (in a
   single-valued slot where none matches, the open fact named alike:

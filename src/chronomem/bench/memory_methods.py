@@ -683,7 +683,7 @@ def _ablation(method_name: str, switches: dict[str, Any], doc: str) -> type[Real
                 {"name": method_name, "overrides": switches, "__doc__": doc})
 
 
-#: REAL ablations: one switch of the read path each (DESIGN.md "Methods to compare").
+#: REAL ablations: one switch of the read path each (the methods BENCHMARKS.md compares).
 ABLATIONS: dict[str, dict[str, Any]] = {
     "real-no-intervals": {"use_validity": False},
     "real-no-confidence": {"include_unstable": True, "use_confidence": False},

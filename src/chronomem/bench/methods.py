@@ -608,7 +608,7 @@ def _memory_factory(name: str) -> MethodFactory:
 #: The Memory APIs every memory-based adapter calls (memory_methods.ingest_conversation / retrieve).
 _MEMORY_API = ("add", "extract_pending", "search", "history")
 
-#: Every method of DESIGN.md "Methods to compare".  A memory-based method
+#: Every method BENCHMARKS.md compares.  A memory-based method
 #: lists the ``Memory`` methods and ``SearchConfig`` fields its adapter uses
 #: (``needs_memory_api`` / ``needs_options``); it is refused, naming them, when
 #: this build lacks any.

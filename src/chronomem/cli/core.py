@@ -205,7 +205,7 @@ def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fac
                                                                                 "and summary")] = None,
                everything: Annotated[bool, typer.Option("--everything", help="everything stored about the "
                                                                              "user")] = False,
-               yes: Annotated[bool, typer.Option("--yes", help="do not ask for confirmation")] = False,
+               yes: Annotated[bool, typer.Option("--yes", help="with --everything: do not ask for confirmation")] = False,
                as_json: JsonOpt = False, db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Delete a fact, a session or everything of a user, for real (give exactly one of --fact, --session,
     --everything).  Forgetting everything of a user who has nothing stored is an error (exit 2): it

@@ -23,7 +23,7 @@ def mcp_cmd(user: Annotated[str, typer.Option("--user", "-u", help="the user who
             port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port (http)")] = 8766,
             tenant: TenantOpt = None) -> None:
     """Run an MCP server with remember / recall / answer / timeline / sessions / end_session / summary /
-    forget tools for one user of one tenant.
+    merge_entities / forget tools for one user of one tenant.
 
     Over HTTP, CHRONOMEM_MCP_TOKEN sets the bearer token clients must send; without it the server
     only binds to a loopback address.  With CHRONOMEM_SESSION_IDLE set, quiet sessions of the tenant

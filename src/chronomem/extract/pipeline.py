@@ -1,7 +1,7 @@
 """The REAL write path: messages in → verbatim store → chunked extraction → graph update.
 
 :class:`WritePipeline` is what ``Memory.add`` and ``Memory.extract_pending``
-delegate to.  Steps (DESIGN.md "Write path"):
+delegate to.  Steps (REAL's write path):
 
 1. normalise and validate the whole input first (nothing is written when any
    message is bad);
@@ -137,7 +137,12 @@ class FailedChunk:
 
 @dataclass(slots=True)
 class AddResult:
-    """What one ``add`` / ``extract_pending`` did."""
+    """What one ``add`` / ``extract_pending`` did: the turns stored (``messages_stored``, ``message_ids``;
+    ``messages_skipped``: ids already stored), extracted (``messages_extracted``, in ``chunks`` model calls),
+    the facts ``added``, ``closed`` (a new value of a single-valued relation ended them) and ``reinforced``
+    (said again), the turns whose extraction failed (``failed_chunks``, pending for a retry), ``warnings``,
+    and ``usage``: the model's ``calls``, ``cached_calls``, ``prompt_tokens``, ``completion_tokens`` and
+    ``latency_s`` (all 0 when no call was made)."""
 
     session_id: str | None
     messages_stored: int = 0  # newly stored (re-sent ids are not counted)
@@ -149,7 +154,7 @@ class AddResult:
     reinforced: list[Fact] = field(default_factory=list)
     failed_chunks: list[FailedChunk] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] = field(default_factory=lambda: UsageTotals().as_dict())
     session_ids: list[str] = field(default_factory=list)  # every session touched
     message_ids: list[str] = field(default_factory=list)  # ids of the newly stored turns
 

@@ -21,7 +21,7 @@ from .scoring import Weights
 
 __all__ = ["ABLATION_FLAGS", "SearchConfig", "SearchOptions"]
 
-#: The switches that turn parts of REAL off, for ablations only (DESIGN.md "Methods to compare").
+#: The switches that turn parts of REAL off, for ablations only (the methods BENCHMARKS.md compares).
 ABLATION_FLAGS = ("use_validity", "include_unstable", "use_confidence", "use_intents", "counterfactual")
 
 
@@ -59,7 +59,7 @@ class SearchConfig:
         per iteration; ``intent_llm`` (off): the LLM classifies intents when the
         rules are unsure; ``max_llm_calls`` (4) and ``max_llm_tokens`` (3000)
         cap both per query.
-    Ablations (DESIGN.md "Methods to compare")
+    Ablations (the methods BENCHMARKS.md compares)
         ``use_validity`` (intervals), ``include_unstable`` (no confidence
         stratification: hedged facts are searched too), ``use_confidence`` (path
         scores ignore fact confidence), ``use_intents`` (no decoupling: one FACT

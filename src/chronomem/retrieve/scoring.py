@@ -1,7 +1,7 @@
 """Path scoring for the REAL beam search, as pure functions.
 
 A path is a sequence of facts walked from a root entity.  Its score combines
-three parts (DESIGN.md "Read path" step 3):
+three parts (step 3 of REAL's read path):
 
 * ``S_QR`` query relevance — hybrid: cosine similarity of the query embedding
   to the facts' embeddings (when an embedder is available) blended with a

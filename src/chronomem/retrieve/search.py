@@ -9,7 +9,7 @@
 >>> res.paths[0].answer
 'Braga'
 
-Steps (DESIGN.md "Read path"): anchor the roots (:mod:`.anchoring`), decouple
+Steps (REAL's read path): anchor the roots (:mod:`.anchoring`), decouple
 intents (:mod:`.intents`), run one beam search per intent (:mod:`.beam`, with
 counterfactual rules from :mod:`.counterfactual`), merge and rank the paths,
 and serialise them under a token budget (:mod:`.serialize`).  Answering on
