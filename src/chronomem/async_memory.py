@@ -23,6 +23,7 @@ import asyncio
 import contextvars
 import functools
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
@@ -222,14 +223,15 @@ class AsyncMemory:
     async def export(self, *, user_id: str) -> dict[str, Any]:
         return await self._run(self._mem.export, user_id=user_id)
 
-    async def export_to(self, fp: IO[bytes], *, user_id: str) -> dict[str, int]:
+    async def export_to(self, fp: IO[bytes] | str | os.PathLike[str], *, user_id: str) -> dict[str, int]:
         """:meth:`Memory.export_to`; ``fp`` is written from a worker thread."""
         return await self._run(self._mem.export_to, fp, user_id=user_id)
 
     async def import_(self, data: Mapping[str, Any], *, user_id: str | None = None) -> dict[str, int]:
         return await self._run(self._mem.import_, data, user_id=user_id)
 
-    async def import_from(self, fp: IO[bytes], *, user_id: str | None = None) -> dict[str, int]:
+    async def import_from(self, fp: IO[bytes] | str | os.PathLike[str], *,
+                          user_id: str | None = None) -> dict[str, int]:
         """:meth:`Memory.import_from`; ``fp`` is read from a worker thread."""
         return await self._run(self._mem.import_from, fp, user_id=user_id)
 
@@ -269,7 +271,7 @@ class AsyncMemory:
         return await self._run(self._mem.submit_end_session, user_id=user_id, session_id=session_id,
                                ended_at=ended_at, deliver=deliver)
 
-    async def deliver(self, job: Job) -> Job:
+    async def deliver(self, job: Job | str) -> Job:
         return await self._run(self._mem.deliver, job)
 
     async def job(self, job_id: str, *, user_id: str | None = None) -> Job:
@@ -343,3 +345,15 @@ class AsyncMemory:
 
     def __repr__(self) -> str:
         return f"Async{self._mem!r}"
+
+
+def _borrow_docs() -> None:
+    """Each coroutine without a docstring of its own reads as its :class:`Memory` method does
+    (``help(AsyncMemory.answer)`` was empty): the same arguments, the same result, awaited."""
+    for name, member in vars(AsyncMemory).items():
+        twin = getattr(Memory, name, None)
+        if callable(member) and not member.__doc__ and twin is not None and twin.__doc__:
+            member.__doc__ = f"Awaitable :meth:`Memory.{name}`.\n\n{twin.__doc__}"
+
+
+_borrow_docs()
