@@ -180,6 +180,7 @@ def test_the_openapi_document_declares_the_bearer_key(tmp_path: Path) -> None:
                 assert "authorization" not in params, (method, path)  # OpenAPI ignores such a parameter
                 if path.startswith("/v1/"):
                     assert op.get("security") == [{name: []}], (method, path)
+                    assert op.get("description"), (method, path)  # what the operation does, in /docs
         assert "security" not in spec["paths"]["/health"]["get"]
         # what a client sends for the scheme works; the 401s are as they were
         assert c.get("/v1/users", headers={"Authorization": "Bearer s3cret"}).status_code == 200

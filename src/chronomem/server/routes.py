@@ -218,6 +218,8 @@ def list_users(mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor
 @router.get("/users/{user_id}/sessions", response_model=Page[SessionOut], tags=["users"])
 def list_sessions(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
                   cursor: Cursor = None) -> dict[str, Any]:
+    """The user's sessions, oldest first (by their first turn): id, agent, started and ended (null while
+    open)."""
     found = mem.sessions(user_id=user_id, limit=limit + 1, after=pagination.SESSIONS.after(cursor))
     return read_page(found, limit,
                      lambda s: {"id": s.id, "agent_id": s.agent_id, "started_at": s.started_at, "ended_at": s.ended_at},
@@ -295,6 +297,7 @@ def _fact(mem: Memory, user_id: str, fact_id: str) -> Fact:
 
 @router.get("/users/{user_id}/facts/{fact_id}", response_model=FactOut, tags=["facts"])
 def get_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
+    """One stored fact of the user, any version (closed, superseded or hedged ones too); 404 otherwise."""
     return fact_out(_fact(mem, user_id, fact_id))
 
 
@@ -317,6 +320,7 @@ def forget_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 @router.get("/users/{user_id}/entities", response_model=Page[EntityOut], tags=["facts"])
 def entities(user_id: UserId, mem: Mem, limit: Limit = pagination.DEFAULT_LIMIT,
              cursor: Cursor = None) -> dict[str, Any]:
+    """The people, places and things the user's facts name, oldest first, each with its other names."""
     found = mem.entities(user_id=user_id, limit=limit + 1, after=pagination.ENTITIES.after(cursor))
     return read_page(found, limit, Entity.to_dict, lambda e: pagination.ENTITIES.cursor(EntityPosition.of(e)))
 
@@ -340,6 +344,9 @@ def merge_entities(user_id: UserId, body: MergeIn, mem: Mem) -> dict[str, Any]:
 # -- retrieval -----------------------------------------------------------------------------------------------------
 @router.post("/users/{user_id}/search", response_model=SearchOut, tags=["retrieval"])
 def search(user_id: UserId, body: QueryIn, mem: Mem) -> dict[str, Any]:
+    """The evidence for a query, without an answer: ranked facts valid at ``as_of`` (default now), the
+    context an answer prompt would read, its size, and the search's trace.  No model call unless the
+    memory's search options ask for one."""
     res = mem.search(body.query, user_id=user_id, as_of=body.as_of, top_k=body.top_k, speaker=body.speaker)
     return {"facts": [fact_out(f) for f in res.facts], "context": res.context,
             "context_tokens": res.context_tokens, "trace": res.trace.as_dict()}
@@ -347,6 +354,9 @@ def search(user_id: UserId, body: QueryIn, mem: Mem) -> dict[str, Any]:
 
 @router.post("/users/{user_id}/answer", response_model=AnswerOut, tags=["retrieval"])
 def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
+    """An answer from the memory (``method``: real+rsum, real or rsum) with the facts it read, its context
+    size, the model's usage and the search's trace; "Not mentioned" when the memory holds nothing on it.
+    A model failure is a 503."""
     ans = mem.answer(body.question, user_id=user_id, as_of=body.as_of, method=body.method, top_k=body.top_k,
                      speaker=body.speaker)
     return {"text": ans.text, "evidence": [fact_out(f) for f in ans.evidence],
