@@ -15,17 +15,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from test_cli_errors import cli
 
 from chronomem import Memory
-from chronomem.cli import main
-
-
-def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as e:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return int(e.value.code or 0), out.out, out.err
 
 
 @pytest.fixture
