@@ -95,6 +95,29 @@ def test_a_failed_extraction_fails_the_job_and_keeps_the_turns(tmp_path) -> None
         assert "http://127.0.0.1:9/v1" in direct.failed_chunks[0].error
 
 
+def test_sending_the_turns_of_a_failed_job_again_extracts_them(tmp_path) -> None:
+    """The retry add() documents (send the same turns again) was a job done at once that extracted nothing:
+    every turn was known, so it had no turn to extract, and the failed ones stayed pending for good."""
+    from fake_openai import Reply
+
+    down = {"now": True}
+    srv = FakeModelServer(inject=lambda body: Reply(content="overloaded", status=401) if down["now"] else None)
+    try:
+        with Memory(tmp_path / "m.db", llm=srv.spec, embedder=False) as mem:
+            said = turns("I work at Acme.")
+            failed = mem.wait(mem.submit_messages(said, user_id="u1", session_id="s1"), timeout=60)
+            assert failed.status is JobStatus.FAILED
+            down["now"] = False
+            again = mem.wait(mem.submit_messages(said, user_id="u1", session_id="s1"), timeout=60)
+            assert again.status is JobStatus.DONE, again.error
+            assert [f["object"] for f in again.result["added"]] == ["Acme"]
+            assert again.result["messages_skipped"] == 1 and mem.store.messages("u1", pending_only=True) == []
+            done = mem.wait(mem.submit_messages(said, user_id="u1", session_id="s1"), timeout=60)
+            assert done.status is JobStatus.DONE and done.result["added"] == []  # extracted: nothing to redo
+    finally:
+        srv.close()
+
+
 def test_claim_lease_and_redelivery_follow_the_lease(store_url: str) -> None:
     """The store's job bookkeeping: one holder at a time; an expired lease is requeued."""
     with Memory(store_url, llm=None, embedder=False, tenant="acme") as mem:
@@ -401,3 +424,16 @@ def test_the_job_lease_is_read_from_the_environment_and_a_bad_one_refused(monkey
     with pytest.raises(ConfigError, match="CHRONOMEM_JOB_LEASE"):  # once silently 30 s
         Memory(tmp_path / "refused.db", llm=False, embedder=False)
     assert not (tmp_path / "refused.db").exists()
+
+
+def test_a_job_whose_model_cannot_be_built_fails_and_says_so_without_the_path(tmp_path) -> None:
+    """A worker's missing GGUF file made the job done, error None, with the operator's path in its warnings;
+    the turns stayed pending with nothing to say so."""
+    with Memory(tmp_path / "m.db", llm="local:/nonexistent/secret-dir/model.gguf", embedder=False) as mem:
+        job = mem.wait(mem.submit_messages(turns("I work at Acme."), user_id="u1", session_id="s1"), timeout=60)
+        assert job.status is JobStatus.FAILED and job.error.startswith("ModelUnavailableError: the model")
+        shown = [job.error, *job.result["warnings"], *(c["error"] for c in job.result["failed_chunks"])]
+        assert not any("secret-dir" in text for text in shown), shown
+        assert [m.id for m in mem.store.messages("u1", pending_only=True)] == ["m0"]  # kept for a retry
+        direct = mem.add(turns("I work at Globex.", prefix="d"), user_id="u1", session_id="s2")
+        assert "secret-dir" in direct.failed_chunks[0].error  # the library's caller gets the reason

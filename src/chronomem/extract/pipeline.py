@@ -138,7 +138,7 @@ class FailedChunk:
 @dataclass(slots=True)
 class AddResult:
     """What one ``add`` / ``extract_pending`` did: the turns stored (``messages_stored``, ``message_ids``;
-    ``messages_skipped``: ids already stored), extracted (``messages_extracted``, in ``chunks`` model calls),
+    ``messages_skipped``: ids already stored, ``retry_ids`` of them not extracted yet), extracted (``messages_extracted``, in ``chunks`` model calls),
     the facts ``added``, ``closed`` (a new value of a single-valued relation ended them) and ``reinforced``
     (said again), the turns whose extraction failed (``failed_chunks``, pending for a retry), ``warnings``,
     and ``usage``: the model's ``calls``, ``cached_calls``, ``prompt_tokens``, ``completion_tokens`` and
@@ -157,6 +157,7 @@ class AddResult:
     usage: dict[str, Any] = field(default_factory=lambda: UsageTotals().as_dict())
     session_ids: list[str] = field(default_factory=list)  # every session touched
     message_ids: list[str] = field(default_factory=list)  # ids of the newly stored turns
+    retry_ids: list[str] = field(default_factory=list)  # ids sent again, stored but not extracted yet
 
     @property
     def facts_added(self) -> int:
@@ -407,15 +408,17 @@ class WritePipeline:
         result.messages_stored = len(new)
         result.messages_skipped = len(msgs) - len(new)
         result.message_ids = [m.id for m in new]
-        if not extract:
-            return result
         # turns sent again that are stored but not extracted (a crash or a failed chunk left them so):
-        # the natural retry is to send the same turns again, so it extracts them too
+        # the natural retry is to send the same turns again, so it extracts them too (a queued job too)
         fresh = {m.id for m in new}
-        again = store.messages(user_id, ids=[m.id for m in msgs if m.id not in fresh], pending_only=True)
+        resent = [m.id for m in msgs if m.id not in fresh]
+        again = store.messages(user_id, ids=resent, pending_only=True) if resent else []
+        result.retry_ids = [m.id for m in again]
         if again:
             result.warnings.append(f"{len(again)} turn(s) sent again were stored but not extracted yet; "
-                                   "extracting them now")
+                                   + ("extracting them now" if extract else "queued with the new ones"))
+        if not extract:
+            return result
         todo = sorted([*new, *again], key=lambda m: m.seq)  # all of session sid (id clashes were refused)
         if todo:
             self._extract(user_id, todo, result, agent_id=agent_id, progress=progress)
@@ -505,7 +508,10 @@ class WritePipeline:
         try:
             extractor = self.extractor()
         except ModelUnavailableError as e:
-            result.warnings.append(f"no extraction model available ({e}); messages stored, extraction pending")
+            # a failure like a model's: the turns stay pending, the caller (a job: failed, not done) sees why
+            result.warnings.append(f"no extraction model available ({type(e).__name__}); messages stored, "
+                                   "extraction pending")
+            result.failed_chunks.append(FailedChunk.of([m.id for m in todo], e))
             return
         report = UpdateReport()
         names = self.known_names(user_id, todo)

@@ -122,11 +122,13 @@ class JobService:
         with store.transaction(user_id):
             res = mem.pipeline.add(messages, user_id=user_id, session_id=session_id,
                                     timestamp=timestamp, agent_id=agent_id, extract=False)
-            new_ids = list(res.message_ids)
+            # the new turns, and those sent again that a failed extraction left pending: sending the same
+            # turns again is the retry, as for add() (a job with none of them was done and extracted nothing)
+            new_ids = list(res.message_ids) + list(res.retry_ids)
             job = self._new_job(JobKind.ADD, user_id, res.session_id, {
                 "message_ids": new_ids, "messages_stored": res.messages_stored,
                 "messages_skipped": res.messages_skipped, "warnings": list(res.warnings)})
-            if not new_ids:  # every turn was known: nothing to extract
+            if not new_ids:  # every turn was known and extracted: nothing to do
                 job.status, job.result = JobStatus.DONE, add_result_json(res)
                 job.started_at = job.finished_at = job.created_at
             store.insert_job(job)
