@@ -437,3 +437,34 @@ def test_a_job_whose_model_cannot_be_built_fails_and_says_so_without_the_path(tm
         assert [m.id for m in mem.store.messages("u1", pending_only=True)] == ["m0"]  # kept for a retry
         direct = mem.add(turns("I work at Globex.", prefix="d"), user_id="u1", session_id="s2")
         assert "secret-dir" in direct.failed_chunks[0].error  # the library's caller gets the reason
+
+
+class ElsewhereQueue:
+    """A broker's worker in another process: it runs each job on a memory of its own (no session buffer:
+    an in-process buffer of the submitting process is not its to read)."""
+
+    def __init__(self, path: str, llm: str) -> None:
+        self.path, self.llm, self.sent = path, llm, []
+
+    def send(self, job) -> None:  # type: ignore[no-untyped-def]
+        self.sent.append(job.id)
+        with Memory(self.path, llm=self.llm, embedder=False, buffer=False) as worker:
+            JobRunner(worker.store.inner, lambda tenant: worker).run(job.id)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_session_buffered_in_this_process_is_ended_by_a_worker_elsewhere(tmp_path, llm: FakeModelServer) -> None:
+    """With an in-process buffer and a broker, the worker ended the session with nothing (it cannot read
+    this process's buffer) and the turns died with the process; they are stored first now, for the job."""
+    path = str(tmp_path / "m.db")
+    queue = ElsewhereQueue(path, llm.spec)
+    with Memory(path, llm=llm.spec, embedder=False, buffer=True, queue=queue) as mem:
+        mem.submit_messages(turns("I live in Porto."), user_id="u1", session_id="s1")
+        assert mem.store.messages("u1") == []  # buffered, in this process
+        end = mem.wait(mem.submit_end_session(user_id="u1", session_id="s1"), timeout=30)
+        assert end.status is JobStatus.DONE, end.error
+        assert [m.id for m in mem.store.messages("u1")] == ["m0"] and mem.store.messages("u1", pending_only=True) == []
+        assert [f.object for f in mem.facts(user_id="u1")] == ["Porto"] and end.result["summary"]
+        assert mem._buffer.read("u1", "s1") == []  # noqa: SLF001

@@ -421,6 +421,14 @@ class Memory:
         """True when turns wait in the session buffer and are extracted when the session ends."""
         return self._buffer is not None
 
+    @property
+    def buffer_is_shared(self) -> bool:
+        """True when the session buffer is one other processes read too (Redis), so a worker elsewhere
+        can flush it; an in-process buffer lives and dies with this process."""
+        from .summarize.buffer import RedisSessionBuffer
+
+        return isinstance(self._buffer, RedisSessionBuffer)
+
     # -- reading -----------------------------------------------------------------------------------
     def _entity_ids(self, user_id: str, name: str | None, field: str) -> list[str] | None:
         if name is None:

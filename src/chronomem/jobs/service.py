@@ -142,6 +142,10 @@ class JobService:
             raise ValidationError("session_id", session_id, "is required: the session to end")
         check_id("session_id", session_id)
         when = None if ended_at is None else iso(parse_time(ended_at, "ended_at"))
+        if self.mem.buffered and not self.mem.buffer_is_shared and not isinstance(self.queue, LocalQueue):
+            # a worker elsewhere cannot read this process's buffer (it ended the session with nothing and
+            # the turns died with the process): they are stored here first, pending, for the job to extract
+            self.mem._lifecycle().flush(user_id, session_id)  # noqa: SLF001 - the memory this service serves
         job = self._new_job(JobKind.END_SESSION, user_id, session_id, {"ended_at": when})
         with self.mem.store.transaction(user_id):
             self.mem.store.insert_job(job)

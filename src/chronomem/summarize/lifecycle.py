@@ -123,7 +123,7 @@ class SessionLifecycle:
             if said and when < min(said):
                 raise ValidationError("ended_at", iso(when), f"is before the session's first turn ({iso(min(said))})")
         stored: list[Message] = []
-        flushed = self.buffer.flush(user_id, session_id, lambda batch: stored.extend(self._write(user_id, batch)))
+        flushed = self.flush(user_id, session_id, stored)
         extraction = self.extract(user_id, session_id) if self.extract is not None else None
         in_store = {m.id for m in self.store.messages(user_id, session_id=session_id)}
         flushed = [m for m in flushed if m.id in in_store]  # not the turns a racing forget discarded
@@ -143,6 +143,12 @@ class SessionLifecycle:
                      len(flushed), len(stored), checkpoint.seq if checkpoint else None)
         return SessionEnd(flushed=flushed, stored=stored, checkpoint=checkpoint, extraction=extraction,
                           ended=not failed)
+
+    def flush(self, user_id: str, session_id: str, stored: list[Message] | None = None) -> list[Message]:
+        """Write the session's buffered turns to the store (pending extraction); returns the turns flushed,
+        and adds those newly stored to ``stored``.  No model call: :meth:`end` goes on from here."""
+        new: list[Message] = [] if stored is None else stored
+        return self.buffer.flush(user_id, session_id, lambda batch: new.extend(self._write(user_id, batch)))
 
     def restore(self, user_id: str, session_id: str, *, instructions: str = "") -> Messages:
         """The messages to resume a session with: memory as a system message, then the buffered turns."""
