@@ -170,3 +170,17 @@ def test_schema_problems_name_paths_not_values() -> None:
     assert MARKER not in said
     assert said == ("it does not match the schema at $.facts[0].relation, $.facts[1].<key>, "
                     "$.facts[2].relation and 1 more (4 error(s))")
+
+
+def test_a_provider_error_quoting_the_turn_is_logged_at_debug_only(server: FakeModelServer,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """A provider's error body may quote the request ("invalid content: Maya said …"): the retry's
+    WARNING quoted it, and logs outlive a forget."""
+    caplog.set_level(logging.DEBUG)
+    server.inject = lambda body: Reply(f"upstream rejected: {echo(turns_of(body)[0][2])}", status=500) \
+        if structured(body) else None
+    with Memory(":memory:", llm=server.spec, embedder=False) as mem:
+        res = mem.add(TURN, user_id="u1", session_id="s1")
+    assert res.failed_chunks
+    assert leaks(caplog) == []
+    assert any("retry" in w and "HTTP 500" in w for w in warnings_of(caplog))  # what failed is still said

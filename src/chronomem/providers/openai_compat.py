@@ -141,9 +141,11 @@ class OpenAIHTTP:
             except httpx.TimeoutException as e:
                 last = ModelError(f"request to {url} (model {self.model!r}) timed out after {self.timeout:g}s")
                 last.__cause__ = e
+                what = f"timed out after {self.timeout:g}s"
             except httpx.TransportError as e:
                 last = ModelUnavailableError(f"cannot reach {url} (model {self.model!r}): {e}")
                 last.__cause__ = e
+                what = f"cannot reach {url}"
             else:
                 status = resp.status_code
                 if status < 300:
@@ -167,6 +169,7 @@ class OpenAIHTTP:
                     )
                 if status in _RETRY_STATUS or status >= 500:
                     last = ModelError(f"{url} answered HTTP {status} for model {self.model!r}: {msg}")
+                    what = f"{url} answered HTTP {status}"
                     ra = _retry_after_seconds(resp.headers.get("Retry-After"))
                     if ra is not None:
                         delay = min(ra, self.max_retry_after)
@@ -176,7 +179,9 @@ class OpenAIHTTP:
                     raise err
             if attempt < self.max_retries:
                 delay = self._backoff(attempt) if delay is None else delay
-                log.warning("%s; retry %d/%d in %.2fs", last, attempt + 1, self.max_retries, delay)
+                # the provider's words may quote the request (the user's turns): DEBUG only, as log_reason
+                log.warning("model call: %s; retry %d/%d in %.2fs", what, attempt + 1, self.max_retries, delay)
+                log.debug("model call failed: %s", last)
                 self._sleep(delay)
         assert last is not None
         if self.max_retries:
