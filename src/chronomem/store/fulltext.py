@@ -3,7 +3,8 @@
 A question is turned into an OR-query of its content words.  English
 stopwords are dropped first — the list PostgreSQL's ``english`` text-search
 configuration uses (Snowball's), so SQLite's FTS5 and PostgreSQL's
-``to_tsquery('english', …)`` see the same words.  Kept, stopwords make short
+``chronomem_fts_query`` (migration 0010: each word folded as FTS5's unicode61
+folds it, as the indexed text is) see the same words.  Kept, stopwords make short
 turns that share only function words ("Wow! What did you get?") outrank the
 turn that answers "When did Gina get accepted for the design internship?".
 """

@@ -40,6 +40,12 @@ Forgetting
     storage-level measures (encrypted volumes with key rotation, WAL/backup
     retention); chronomem guarantees byte-level removal only for SQLite files.
 
+Full-text search
+    The ``tsvector`` columns index text folded by ``chronomem_fts_text``
+    (migration 0010) as SQLite's FTS5 ``unicode61`` folds it: split at every
+    separator (inside e-mail addresses, URLs, paths, dotted words), diacritics
+    dropped from Latin letters; query words are folded by the same function.
+
 Vectors
     With the ``pgvector`` extension (created on first migration if the server
     has it and the role may) vectors are ``vector`` values and each embedding
@@ -180,9 +186,10 @@ def _version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _ts_query(text: str) -> str:
-    """Free text → a safe ``to_tsquery`` OR-expression of its content words (:mod:`.fulltext`)."""
-    return " | ".join(query_words(text))
+def _ts_query(text: str) -> list[str]:
+    """Free text → its content words (:mod:`.fulltext`), for ``chronomem_fts_query`` (migration 0010), which
+    folds each as the index folds its text and reads it as plain text, never as tsquery syntax."""
+    return query_words(text)
 
 
 class PostgresStore(SQLStore):
@@ -374,7 +381,7 @@ class PostgresStore(SQLStore):
                            (user_id, FTS_OWN_ROWS)).fetchone()[0] < FTS_OWN_ROWS
         match = "ts_match_vq(tsv, q)" if few else "tsv @@ q"
         rows = conn.execute(
-            f"SELECT id, ts_rank(tsv, q) AS score FROM {table}, to_tsquery('english', %s) AS q "
+            f"SELECT id, ts_rank(tsv, q) AS score FROM {table}, chronomem_fts_query(%s::text[]) AS q "
             f"WHERE user_id = %s AND {match} ORDER BY score DESC, id LIMIT %s",
             (q, user_id, limit), own_plan=not few).fetchall()
         return [(r[0], float(r[1])) for r in rows]
