@@ -14,23 +14,41 @@ import statistics
 import time
 import uuid
 
-from chronomem import Memory
-schema = "pgadd_" + uuid.uuid4().hex[:8]
-url = f"postgresql://postgres@127.0.0.1:5432/test?schema={schema}"
-facts = [{"subject": f"Person {i % 97}", "relation": "likes", "object": f"song {i} café maya@example.com",
-          "text": f"Person {i % 97} likes song {i} at https://example.com/x/{i}"} for i in range(20000)]
-turns = [{"speaker": "Maya", "text": f"I went to the café number {i} with Zoë, see notes/{i}.txt", "id": f"t{i}"} for i in range(5000)]
-with Memory(url, llm=False, embedder=False) as mem:
-    ts = []
-    for b in range(0, 20000, 5000):
-        t = time.perf_counter(); mem.add_facts(facts[b:b+5000], user_id="u"); ts.append(time.perf_counter() - t)
-    t = time.perf_counter()
-    mem.pipeline.add(turns, user_id="u", session_id="s1", extract=False)
-    tm = time.perf_counter() - t
-    q = []
-    for w in ["café", "example", "song 123", "notes", "zoe"] * 4:
-        t = time.perf_counter(); mem.store.search_facts_text("u", w, 20); mem.store.search_messages_text("u", w, 20); q.append(time.perf_counter() - t)
-    print(f"add_facts s/5000: {[round(x,2) for x in ts]} turns 5000: {tm:.2f}s search pair median ms {statistics.median(q)*1000:.1f}")
 import psycopg
-with psycopg.connect("postgresql://postgres@127.0.0.1:5432/test", autocommit=True) as c:
-    c.execute(f"DROP SCHEMA {schema} CASCADE")
+
+from chronomem import Memory
+
+SERVER = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def main() -> None:
+    schema = "pgadd_" + uuid.uuid4().hex[:8]
+    facts = [{"subject": f"Person {i % 97}", "relation": "likes", "object": f"song {i} café maya@example.com",
+              "text": f"Person {i % 97} likes song {i} at https://example.com/x/{i}"} for i in range(20000)]
+    turns = [{"speaker": "Maya", "text": f"I went to the café number {i} with Zoë, see notes/{i}.txt", "id": f"t{i}"}
+             for i in range(5000)]
+    try:
+        with Memory(f"{SERVER}?schema={schema}", llm=False, embedder=False) as mem:
+            batches = []
+            for b in range(0, len(facts), 5000):
+                t = time.perf_counter()
+                mem.add_facts(facts[b:b + 5000], user_id="u")
+                batches.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            mem.pipeline.add(turns, user_id="u", session_id="s1", extract=False)
+            stored = time.perf_counter() - t
+            searches = []
+            for word in ["café", "example", "song 123", "notes", "zoe"] * 4:
+                t = time.perf_counter()
+                mem.store.search_facts_text("u", word, 20)
+                mem.store.search_messages_text("u", word, 20)
+                searches.append(time.perf_counter() - t)
+        print(f"add_facts s/5000: {[round(x, 2) for x in batches]} turns 5000: {stored:.2f}s "
+              f"search pair median ms {statistics.median(searches) * 1000:.1f}")
+    finally:
+        with psycopg.connect(SERVER, autocommit=True) as c:
+            c.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+if __name__ == "__main__":
+    main()
