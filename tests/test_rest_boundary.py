@@ -224,7 +224,8 @@ def test_what_does_not_exist_is_a_404_wherever_it_is_named(tmp_path: Path, llm: 
     with TestClient(create_app(mem, owns_memory=True)) as c:
         for r in (c.delete("/v1/users/nobody"), c.delete("/v1/users/nobody/sessions/s1"),
                   c.delete("/v1/users/nobody/facts/f1"), c.post("/v1/users/nobody/sessions/s1/end"),
-                  c.post("/v1/users/nobody/sessions/s1/end", params={"wait": "true"})):
+                  c.post("/v1/users/nobody/sessions/s1/end", params={"wait": "true"}),
+                  c.get("/v1/users/nobody/export")):  # an empty export restores nothing: a mistyped user
             assert r.status_code == 404 and r.json()["error"] == "NotFoundError", r.text
         assert c.get("/v1/users/nobody/jobs").json()["items"] == []  # no job was queued for it
         c.post("/v1/users/u1/facts", json={"facts": [FACT], "session_id": "s1"})  # a session of facts only

@@ -399,12 +399,15 @@ def export(user_id: UserId, mem: Mem) -> StreamingResponse:
 
     Written a batch of rows at a time to a spooled file (memory up to 8 MiB, then a temporary file) while
     the user's rows are read in one transaction, then sent from it: the server never holds a large user's
-    export in memory, and a slow client holds no lock."""
+    export in memory, and a slow client holds no lock.  404 when the user holds nothing in this tenant, as
+    for ``DELETE`` (an empty export of a mistyped user would restore nothing)."""
     spool = tempfile.SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES)
     try:
         with _spooling("export"):
-            mem.export_to(spool, user_id=user_id)
+            written = mem.export_to(spool, user_id=user_id)
             spool.seek(0)
+        if not any(written.values()):
+            raise NotFoundError(f"user {user_id!r} holds nothing in this tenant")
     except BaseException:
         spool.close()
         raise
