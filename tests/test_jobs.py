@@ -17,6 +17,7 @@ from fake_openai import FakeModelServer
 from chronomem import Memory
 from chronomem.errors import NotFoundError, ValidationError
 from chronomem.jobs import JobKind, JobStatus
+from chronomem.jobs.model import IN_PROCESS
 from chronomem.jobs.worker import JobRunner
 from chronomem.store import open_store
 from chronomem.timeutil import utcnow
@@ -130,9 +131,10 @@ def test_claim_lease_and_redelivery_follow_the_lease(store_url: str) -> None:
         first = raw.claim_job(job.id, "w1", now, now + timedelta(seconds=30))
         assert first is not None and first.status is JobStatus.RUNNING and first.attempts == 1
         assert raw.claim_job(job.id, "w2", now, now + timedelta(seconds=30)) is None  # lease is live
-        assert raw.stale_jobs(now, now - timedelta(seconds=60)) == []
+        ago = now - timedelta(seconds=60)
+        assert raw.jobs_to_send(now, unsent_before=ago, resend_before=ago) == []
         later = now + timedelta(seconds=31)  # w1 died: its lease ran out
-        assert [j.id for j in raw.stale_jobs(later, now - timedelta(seconds=60))] == [job.id]
+        assert [j.id for j in raw.jobs_to_send(later, unsent_before=ago, resend_before=ago)] == [job.id]
         assert raw.requeue_job(job.id, later)
         second = raw.claim_job(job.id, "w2", later, later + timedelta(seconds=30))
         assert second is not None and second.attempts == 2 and second.worker == "w2"
@@ -193,16 +195,23 @@ def test_jobs_an_in_process_queue_held_are_sent_again_after_a_close_or_a_crash(t
     llm.gate.set()
     closer.join(10)
     with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as again:
-        assert again.job(first.id).status is JobStatus.DONE
-        left = again.job(waiting.id)
+        # read through the store: a job read through the memory starts its in-process queue, which would
+        # run the job at once (as it should); here the test plays the sweeps itself
+        assert again.store.job(again.tenant, first.id).status is JobStatus.DONE
+        left = again.store.job(again.tenant, waiting.id)
         assert left.status is JobStatus.QUEUED and left.sent_at is None  # unsent: any sweep sends it
+        assert left.worker is not None and left.worker.startswith(IN_PROCESS)  # the next in-process queue's at once
         runner = JobRunner(again.store.inner, lambda tenant: again, name="me", unsent_grace_s=0)  # type: ignore[attr-defined]
         sent: list[str] = []
         assert runner.sweep(lambda j: sent.append(j.id)) == 1 and sent == [waiting.id]
-        # a crash leaves it marked sent: only an in-process queue's first sweep (sent_before) takes it
-        again.store.inner.mark_job_sent(waiting.id, utcnow())  # type: ignore[attr-defined]
+        # a crash leaves it marked sent to the dead process's in-process queue: only an in-process queue's
+        # first sweep (sent_before) takes it at once
+        raw = again.store.inner  # type: ignore[attr-defined]
+        swept = again.store.job(again.tenant, waiting.id).sent_at  # the sweep above recorded its send
+        assert swept is not None and raw.swap_job_send(waiting.id, swept, utcnow(), IN_PROCESS + "gone")
         assert runner.sweep(lambda j: None) == 0
-        assert runner.sweep(lambda j: sent.append(j.id), sent_before=utcnow() + timedelta(seconds=1)) == 1
+        local = JobRunner(raw, lambda tenant: again, name=IN_PROCESS + "me", unsent_grace_s=0, tenant=again.tenant)
+        assert local.sweep(lambda j: sent.append(j.id), sent_before=utcnow() + timedelta(seconds=1)) == 1
         assert runner.run(waiting.id).status is JobStatus.DONE
 
 
@@ -223,12 +232,12 @@ def test_a_sweep_renews_a_job_its_own_runner_is_still_running(store_url: str) ->
             assert runner.running == {job.id}
             past = utcnow() - timedelta(seconds=5)
             assert raw.renew_job(job.id, "me", past)  # its lease ran out without a renewal
-            assert [j.id for j in raw.stale_jobs(utcnow(), utcnow())] == [job.id]
+            assert [j.id for j in raw.jobs_to_send(utcnow(), unsent_before=utcnow(), resend_before=past)] == [job.id]
 
             assert runner.sweep(lambda j: sent.append(j.id)) == 0 and sent == []  # renewed, not requeued
             held = mem.job(job.id)
             assert held.status is JobStatus.RUNNING and held.attempts == 1
-            assert raw.stale_jobs(utcnow(), utcnow()) == []  # the lease is live again
+            assert raw.jobs_to_send(utcnow(), unsent_before=utcnow(), resend_before=past) == []  # live again
             other = JobRunner(raw, lambda tenant: mem, name="other", lease_s=600, unsent_grace_s=0)
             assert other.sweep(lambda j: sent.append(j.id)) == 0 and sent == []  # nor by another worker
 

@@ -3,6 +3,12 @@
 A job is persisted in the memory's store; the queue transport only carries its id.  Its
 ``status`` moves ``queued → running → done | failed``; a ``running`` job whose lease
 expired (its worker died) goes back to ``queued`` and is delivered again.
+
+``worker`` names the runner of a running job; while the job is queued it names the queue its last send
+went to: an in-process queue's runner (:data:`IN_PROCESS` + its name; kept when that queue closes and
+drops the job unsent), or None for a broker (or never sent).  So the sweep of an in-process queue can
+tell the jobs it may take over (those an in-process queue held, gone with its process) from the ones a
+broker holds for ``chronomem worker`` processes.
 """
 
 from __future__ import annotations
@@ -14,6 +20,9 @@ from typing import Any
 
 from ..timeutil import iso
 from ..validation import check_place
+
+
+IN_PROCESS = "local:"  # starts the name of an in-process queue's runner, and so ``worker`` of the jobs it holds
 
 
 class JobKind(str, Enum):

@@ -1,12 +1,18 @@
 """Queue transports: how a job id reaches a worker.
 
 * :class:`LocalQueue` — the embedded default: no broker; a background thread in this process
-  runs the jobs.  Durability comes from the jobs table: a job left queued or running by a
-  process that died is picked up by the sweeper of the next process that opens the memory.
+  runs the jobs.  Durability comes from the jobs table: a job left queued or running by an
+  in-process queue whose process closed or died is picked up by the in-process queue of the
+  next process that uses the memory's jobs.  Its thread, and its first sweep, start with
+  :meth:`LocalQueue.start`: on the first submit, or when the job service first reads or waits
+  for a job; merely opening a memory (a CLI read) starts none.  It never takes a job that was
+  sent to a broker: ``chronomem worker`` processes, with their own models, run those.
 * :class:`BrokerQueue` — Dramatiq over RabbitMQ (``amqp://…``) or Redis (``redis://…``);
   ``chronomem worker`` processes (on any number of machines) consume it.  Dramatiq acks a
   message only after the job ran, so a worker killed mid-job has its messages redelivered
-  (RabbitMQ: as soon as the connection drops; Redis: after Dramatiq's heartbeat timeout).
+  (RabbitMQ: as soon as the connection drops; Redis: about a minute later, once Dramatiq's
+  heartbeat timeout has passed and its next queue maintenance runs).  A message the broker
+  lost anyway (dead-lettered after its retries) is re-sent by the workers' sweep.
 
 The URL comes from ``Memory(queue=…)`` or ``CHRONOMEM_QUEUE_URL``; nothing set means local.
 """
@@ -22,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError
 from ..timeutil import utcnow
-from .model import Job
+from .model import IN_PROCESS, Job
 
 if TYPE_CHECKING:
     from .worker import JobRunner
@@ -32,6 +38,13 @@ log = logging.getLogger(__name__)
 ACTOR_NAME = "chronomem_job"
 QUEUE_ENV = "CHRONOMEM_QUEUE_URL"
 QUEUE_NAME_ENV = "CHRONOMEM_QUEUE_NAME"  # one broker, several memories: give each its own queue
+
+# Redis: a consumer silent this long is dead, and the next queue maintenance returns its unacked (prefetched
+# or running) messages.  Dramatiq runs maintenance on a random 1 in 1000 broker commands by default; an idle
+# worker issues about two a second per queue, so a killed worker's messages waited ~10 minutes.  1 in 20
+# brings that to seconds past the timeout; maintenance is cheap unless a dead consumer is found.
+REDIS_HEARTBEAT_TIMEOUT_MS = 60_000
+REDIS_MAINTENANCE_CHANCE = 50_000  # of Dramatiq's 1,000,000
 
 
 def queue_name() -> str:
@@ -50,6 +63,8 @@ class LocalQueue:
     """Runs jobs on a background thread of this process (no broker)."""
 
     def __init__(self, runner: JobRunner) -> None:
+        if not runner.in_process:  # its name marks the jobs it holds, so later sweeps know them (model.IN_PROCESS)
+            runner.name = IN_PROCESS + runner.name
         self.runner = runner
         self._q: _queue.Queue[str | None] = _queue.Queue()
         self._thread: threading.Thread | None = None
@@ -67,11 +82,15 @@ class LocalQueue:
         if self._closed:
             raise ConfigError("the memory is closed: its job queue accepts no more jobs")
         self.start()
+        try:  # recorded as ours (the service then finds it sent): only in-process queues take it over later
+            self.runner.store.swap_job_send(job.id, None, utcnow(), self.runner.name)
+        except Exception as e:  # noqa: BLE001 - the job still runs here; the service's mark records the send
+            log.warning("job %s: could not record its in-process queue (%s)", job.id, e)
         self._q.put(job.id)
 
     def _loop(self) -> None:
-        # jobs a previous process left behind, the ones it had taken into its own queue included (no
-        # broker holds them; a job that another live process still holds is claimed once, run once)
+        # jobs a previous process left behind, the ones it had taken into its own in-process queue included
+        # (a job that another live process still holds is claimed once, run once); never a broker's
         self._sweep(sent_before=self._started)
         while True:
             try:
@@ -94,7 +113,8 @@ class LocalQueue:
 
     def close(self, timeout: float = 30.0) -> None:
         """Finish the job in progress (up to ``timeout``), then stop; queued jobs stay queued, marked
-        unsent, so the next process's sweep (or a worker's) sends them again."""
+        unsent (still naming this queue), so the next in-process queue's first sweep runs them at once,
+        and any other sweep (a worker's included) sends them after its grace."""
         self._closed = True
         thread = self._thread
         if thread is not None:
@@ -128,7 +148,8 @@ def make_broker(url: str) -> Any:
     if url.startswith(("redis://", "rediss://")):
         from dramatiq.brokers.redis import RedisBroker
 
-        return RedisBroker(url=url)
+        return RedisBroker(url=url, heartbeat_timeout=REDIS_HEARTBEAT_TIMEOUT_MS,
+                           maintenance_chance=REDIS_MAINTENANCE_CHANCE)
     raise ConfigError(f"unsupported queue URL {url.split('@')[-1]!r}: use amqp://… (RabbitMQ), "
                       "redis://… (Redis) or leave CHRONOMEM_QUEUE_URL unset for the in-process queue")
 

@@ -75,6 +75,16 @@ class JobService:
                 self._queue = spec
         return self._queue
 
+    def _start_local(self) -> None:
+        """Start the in-process queue, where this memory's jobs run in this process, the first time its
+        jobs are used (submit, job, jobs, wait): its first sweep runs the jobs an earlier process left
+        queued.  Opening a memory starts no thread (CLI reads stay cheap); no broker is opened here."""
+        spec = self._queue_spec
+        if (spec is None or isinstance(spec, str)) and queue_url(spec) is None:
+            queue = self.queue
+            if isinstance(queue, LocalQueue):
+                queue.start()
+
     def _new_job(self, kind: JobKind, user_id: str, session_id: str | None,
                  payload: dict[str, Any]) -> Job:
         now = utcnow()
@@ -156,6 +166,7 @@ class JobService:
         check_id("job_id", job_id)
         if user_id is not None:
             check_user(user_id)
+        self._start_local()
         job = self.mem.store.job(self.mem.tenant, job_id)
         if job is None or (user_id is not None and job.user_id != user_id):
             raise NotFoundError(f"no job {job_id!r}")
@@ -172,6 +183,7 @@ class JobService:
         if user_id is not None:
             check_user(user_id)
         check_limit(limit)
+        self._start_local()
         if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_ROWS:
             raise ValidationError("offset", offset, f"must be a whole number from 0 to {MAX_ROWS}")
         return self.mem.store.jobs(self.mem.tenant, user_id=user_id, status=wanted, limit=limit, offset=offset,

@@ -9,8 +9,12 @@ the job's worker is dead.  So:
   with a lease (``lease_s``); a heartbeat thread renews the lease while it runs;
 * a job that is finished, or running under another worker's live lease, is skipped;
 * :meth:`JobRunner.sweep` (every worker runs it periodically) puts jobs whose lease expired
-  (their worker was killed) back to queued and sends them again, and sends queued jobs that
-  never reached the queue (the process died between commit and send).  A job whose lease
+  (their worker was killed) back to queued and sends them again, sends queued jobs that
+  never reached the queue (the process died between commit and send), and sends again a job
+  still queued :data:`RESEND_LEASES` leases after its last send (its message may be lost: a
+  broker dead-letters a message whose deliveries kept failing, and a Redis consumer that was
+  killed holds its prefetched messages until Dramatiq's maintenance returns them); the wait
+  doubles with the job's age, so a long backlog is not flooded with copies.  A job whose lease
   expired while this very runner is still executing it (its heartbeat came late: a saturated
   machine, a store that was briefly slow) is renewed instead: the worker is evidently alive,
   and requeueing would run the job a second time beside the first.
@@ -32,10 +36,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ..errors import ConfigError, log_reason, public_reason
+from ..errors import ConfigError, StoreError, log_reason, public_reason
 from ..store.tenant import split_key
 from ..timeutil import utcnow
-from .model import Job, JobStatus
+from .model import IN_PROCESS, Job, JobStatus
 from .runner import execute
 
 if TYPE_CHECKING:
@@ -46,6 +50,18 @@ log = logging.getLogger(__name__)
 
 DEFAULT_LEASE_S = 30.0
 UNSENT_GRACE_S = 30.0  # a queued job not handed to the queue after this long is sent by the sweeper
+# a queued job still waiting this many leases after its last send is sent again (its message may be lost:
+# dead-lettered, or held by a dead Redis consumer); a copy that arrives while the first delivery is still
+# being retried below is harmless: the claim is exclusive and a finished job is skipped
+RESEND_LEASES = 10
+
+# a delivery that cannot claim its job because the store is unreachable is retried by Dramatiq with
+# exponential backoff (1 s doubling, at most a minute): 30 retries wait ≈ 13-26 minutes in all; any other
+# error escaping the runner (none is expected: a job's own failure is recorded on it) 3 times
+STORE_RETRIES = 30
+OTHER_RETRIES = 3
+RETRY_MIN_BACKOFF_MS = 1000
+RETRY_MAX_BACKOFF_MS = 60_000
 
 
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
@@ -92,13 +108,16 @@ class JobRunner:
 
     def __init__(self, store: Store, memory_for: Callable[[str], Memory], *, name: str | None = None,
                  lease_s: float | None = None, unsent_grace_s: float = UNSENT_GRACE_S,
-                 tenant: str | None = None, retention_s: float | None = None) -> None:
+                 tenant: str | None = None, retention_s: float | None = None,
+                 resend_s: float | None = None) -> None:
         self.store = store
         self.tenant = tenant  # run only this tenant's jobs (the in-process queue of one Memory)
         self.unsent_grace_s = unsent_grace_s
         self.memory_for = memory_for
         self.name = name or worker_name()
         self.lease_s = lease_s if lease_s is not None else lease_seconds()
+        # a queued job still waiting this long after its last send is sent again (see sweep)
+        self.resend_s = resend_s if resend_s is not None else RESEND_LEASES * self.lease_s
         # seconds a finished job is kept (math.inf: forever); default $CHRONOMEM_JOB_RETENTION or 7 days
         self.retention_s = retention_s if retention_s is not None else retention_seconds()
         if not self.retention_s > 0:
@@ -106,6 +125,11 @@ class JobRunner:
         self._purged_at: datetime | None = None
         self._running: set[str] = set()  # ids of the jobs this runner is executing now
         self._running_lock = threading.Lock()
+
+    @property
+    def in_process(self) -> bool:
+        """Whether this is an in-process queue's runner (:class:`~chronomem.jobs.queue.LocalQueue` names it so)."""
+        return self.name.startswith(IN_PROCESS)
 
     @property
     def running(self) -> frozenset[str]:
@@ -147,9 +171,26 @@ class JobRunner:
             with self._running_lock:
                 self._running.discard(job_id)
         if not finished:
-            log.warning("job %s: lease lost before it finished; another worker redoes it", job_id)
+            self._log_lost(tenant, job_id)
         job.status, job.result, job.error = status, result, error
         return job
+
+    def _log_lost(self, tenant: str, job_id: str) -> None:
+        """Say why the outcome of a job this runner ran was not recorded."""
+        try:
+            now = self.store.job(tenant, job_id)
+        except Exception as e:  # noqa: BLE001 - only the log line depends on it
+            log.warning("job %s: its outcome was not recorded (the job could not be read: %s)", job_id, log_reason(e))
+            return
+        if now is None:
+            log.info("job %s was deleted while it ran (its user or session was forgotten); outcome dropped", job_id)
+        elif now.finished:
+            log.warning("job %s: its lease ran out before it finished and another worker finished it", job_id)
+        elif now.status is JobStatus.RUNNING:
+            log.warning("job %s: its lease ran out before it finished; worker %s is running it again",
+                        job_id, now.worker)
+        else:
+            log.warning("job %s: its lease ran out before it finished; it is queued to run again", job_id)
 
     def _heartbeat(self, job_id: str, stop: threading.Event) -> None:
         while not stop.wait(self.lease_s / 3):
@@ -160,28 +201,44 @@ class JobRunner:
                 log.warning("job %s: lease renewal failed: %s", job_id, e)
 
     def sweep(self, send: Callable[[Job], None], *, sent_before: datetime | None = None) -> int:
-        """Redeliver jobs of dead workers and jobs never sent (with ``sent_before``, also queued jobs
-        sent before then: an in-process queue's, gone with its process); returns how many were sent."""
+        """Redeliver what may be lost: jobs of dead workers, jobs never sent, and jobs still queued
+        ``resend_s`` after their last send (and at least as long as they had waited before it); returns
+        how many were sent.  An in-process queue's runner takes only those an in-process queue sent or
+        ran besides the never-sent ones (a broker's belong to ``chronomem worker``), and with
+        ``sent_before`` every such job sent before then (its queue is gone with its process)."""
         now = utcnow()
         sent = 0
-        for job in self.store.stale_jobs(now, now - timedelta(seconds=self.unsent_grace_s), tenant=self.tenant,
-                                         sent_before=sent_before):
+        sent_to = self.name if self.in_process else None  # recorded on the job: see model.IN_PROCESS
+        for job in self.store.jobs_to_send(now, unsent_before=now - timedelta(seconds=self.unsent_grace_s),
+                                           resend_before=now - timedelta(seconds=self.resend_s), tenant=self.tenant,
+                                           in_process=self.in_process, orphaned_before=sent_before):
             if job.status is JobStatus.RUNNING and job.worker == self.name and job.id in self.running:
                 renewed = self.store.renew_job(job.id, self.name, utcnow() + timedelta(seconds=self.lease_s))
                 log.warning("job %s: its lease ran out while this worker is still running it (late heartbeat);"
                             " %s", job.id, "renewed" if renewed else "another worker has taken it")
                 continue
-            if job.status is JobStatus.RUNNING and not self.store.requeue_job(job.id, now):
+            if job.status is JobStatus.RUNNING:
+                if not self.store.requeue_job(job.id, now):
+                    continue
+                why, job.sent_at, job.worker = "its worker stopped renewing the lease", None, None
+            elif job.sent_at is None:
+                why = "it never reached the queue"
+            else:
+                why = f"still queued {(now - job.sent_at).total_seconds():.0f} s after it was sent (message lost?)"
+            at = utcnow()
+            # recorded before the send: of several workers sweeping at once only one sends it
+            if not self.store.swap_job_send(job.id, job.sent_at, at, sent_to):
                 continue
-            log.info("job %s: %s; sending it again", job.id,
-                     "its worker stopped renewing the lease" if job.status is JobStatus.RUNNING
-                     else "it never reached the queue")
+            log.info("job %s: %s; sending it again", job.id, why)
             try:
                 send(job)
             except Exception as e:
                 log.warning("job %s: could not send it (%s); next sweep retries", job.id, e)
+                try:  # as it was: the next sweep tries again rather than waiting a whole resend_s
+                    self.store.swap_job_send(job.id, at, job.sent_at, job.worker)
+                except Exception as undo:  # noqa: BLE001 - then it is re-sent after resend_s
+                    log.warning("job %s: %s", job.id, log_reason(undo))
                 continue
-            self.store.mark_job_sent(job.id, utcnow())
             sent += 1
         if self._purged_at is None or now - self._purged_at >= timedelta(seconds=PURGE_EVERY_S):
             self._purged_at = now
@@ -222,9 +279,16 @@ def warm_or_log(mem: Memory) -> int | None:
     return n
 
 
+def retry_delivery(retries: int, error: BaseException) -> bool:
+    """Dramatiq's ``retry_when`` for a delivery that raised: whether to deliver it again (with backoff).
+    A store that is down (the actor raises ``Retry`` from the StoreError) is waited out (:data:`STORE_RETRIES`)."""
+    store_down = isinstance(error, StoreError) or isinstance(error.__cause__, StoreError)
+    return retries < (STORE_RETRIES if store_down else OTHER_RETRIES)
+
+
 def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = None,
                stop: threading.Event | None = None, llm: str | None = None,
-               embedder: str | bool | None = None) -> None:
+               embedder: str | bool | None = None, resend_s: float | None = None) -> None:
     """Consume jobs from the broker at ``url`` until ``stop`` is set (``chronomem worker``).
 
     One process runs ``threads`` jobs at a time; start more processes, on as many machines
@@ -251,26 +315,33 @@ def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = N
                 memories[tenant] = base.for_tenant(tenant)
             return memories[tenant]
 
-    runner = JobRunner(store, memory_for, lease_s=lease_s)
+    runner = JobRunner(store, memory_for, lease_s=lease_s, resend_s=resend_s)
     warm_or_log(base)  # the first job should not pay for the extraction prompt's prefix
 
     def chronomem_job(job_id: str) -> None:
-        runner.run(job_id)
+        try:
+            runner.run(job_id)
+        except StoreError as e:  # expected while the store is down: one line, not Dramatiq's traceback
+            log.warning("job %s: %s; delivered again later", job_id, log_reason(e))
+            raise dramatiq.Retry(log_reason(e)) from e
 
-    # max_retries covers only infrastructure errors (the store unreachable while claiming);
-    # a job's own failure is recorded on the job.  No time limit: the lease covers stuck workers.
-    dramatiq.actor(broker=broker, actor_name=ACTOR_NAME, queue_name=queue_name(), max_retries=3,
-                   min_backoff=1000, max_backoff=30_000, time_limit=24 * 3600 * 1000)(chronomem_job)
+    # retries cover only infrastructure errors (the store unreachable while claiming): a message whose
+    # retries run out is dead-lettered, and only the sweep's re-send (after resend_s) would bring the job
+    # back.  A job's own failure is recorded on the job.  No time limit: the lease covers stuck workers.
+    dramatiq.actor(broker=broker, actor_name=ACTOR_NAME, queue_name=queue_name(), retry_when=retry_delivery,
+                   min_backoff=RETRY_MIN_BACKOFF_MS, max_backoff=RETRY_MAX_BACKOFF_MS,
+                   time_limit=24 * 3600 * 1000)(chronomem_job)
     worker = dramatiq.Worker(broker, worker_threads=max(1, threads), worker_timeout=500)
     log.info("worker %s: %d thread(s) on %s, lease %.0f s", runner.name, threads, queue_name(), runner.lease_s)
     worker.start()
     try:
-        runner.sweep(sender.send)
-        while not stop.wait(runner.lease_s / 3):
+        while True:  # the first sweep too: a store that is briefly down must not stop the worker
             try:
                 runner.sweep(sender.send)
             except Exception as e:
                 log.warning("job sweep failed: %s", e)
+            if stop.wait(runner.lease_s / 3):
+                break
     finally:
         worker.stop()
         broker.close()

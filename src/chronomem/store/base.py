@@ -311,11 +311,18 @@ class Store(ABC):
         """Record that the job reached the queue (of ``tenant`` only, when given)."""
 
     @abstractmethod
-    def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
-                   tenant: str | None = None, sent_before: datetime | None = None) -> list[Job]:
-        """Running jobs whose lease expired, and queued jobs never handed to the queue (of ``tenant``);
-        with ``sent_before``, also queued jobs handed to a queue before then (an in-process queue that
-        is gone with its process)."""
+    def jobs_to_send(self, now: datetime, *, unsent_before: datetime, resend_before: datetime,
+                     tenant: str | None = None, in_process: bool = False, orphaned_before: datetime | None = None,
+                     limit: int = 100) -> list[Job]:
+        """What a sweep (re)sends, oldest first: running jobs whose lease expired, queued jobs never sent
+        (created before ``unsent_before``) and queued jobs whose message may be lost (see
+        :meth:`SQLStore.jobs_to_send <chronomem.store.sql.SQLStore.jobs_to_send>`)."""
+
+    @abstractmethod
+    def swap_job_send(self, job_id: str, previous: datetime | None, sent_at: datetime | None,
+                      sent_to: str | None) -> bool:
+        """Record a queued job's send (``sent_at``, the queue ``sent_to``) if its last send is still
+        ``previous``: of several sweeping workers one wins."""
 
     @abstractmethod
     def unsend_jobs(self, job_ids: Sequence[str]) -> int:

@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any, NamedTuple, TypeVar
 
 from ..errors import CorruptDatabaseError, StoreError
-from ..jobs.model import Job, JobKind, JobPosition, JobStatus
+from ..jobs.model import IN_PROCESS, Job, JobKind, JobPosition, JobStatus
 from ..keys import ApiKey
 from ..memo import text_memo
 from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Intent, Message,
@@ -1229,23 +1229,50 @@ class SQLStore(Store):
             self._relax_commit()  # losing this mark in a crash only means one more (skipped) delivery
             self._exec(JOBS_LOCK, sql, params)
 
-    def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
-                   tenant: str | None = None, sent_before: datetime | None = None) -> list[Job]:
-        orphaned = "" if sent_before is None else " OR (status = 'queued' AND sent_at < ?)"
-        sql = self._JOB_SELECT + (" WHERE ((status = 'running' AND lease_until < ?) OR "
-                                  f"(status = 'queued' AND sent_at IS NULL AND created_at < ?){orphaned})")
-        params: list[Any] = [to_micros(now), to_micros(unsent_before)]
-        if sent_before is not None:
-            params.append(to_micros(sent_before))
+    def jobs_to_send(self, now: datetime, *, unsent_before: datetime, resend_before: datetime,
+                     tenant: str | None = None, in_process: bool = False, orphaned_before: datetime | None = None,
+                     limit: int = 100) -> list[Job]:
+        """What a sweep (re)sends, oldest first: running jobs whose lease expired; queued jobs never sent that
+        were created before ``unsent_before``; and queued jobs whose message may be lost: last sent before
+        ``resend_before`` and at least as long ago as the job had waited at that send (since it was first
+        started, else created), so a job in a long backlog is re-sent after 1, 2, 4 … bounds, not every
+        bound.  ``in_process``: an in-process queue's sweep, which takes only jobs an in-process queue sent or
+        ran (``worker`` starting with ``local:``) besides the never-sent ones, and with ``orphaned_before``
+        every such job sent before then or dropped unsent (the queue that held it closed or died with its
+        process).  Of ``tenant`` only, when given."""
+        local = " AND worker LIKE ?" if in_process else ""
+        pattern = [IN_PROCESS + "%"] if in_process else []
+        t = to_micros(now)
+        conds = [f"(status = 'running' AND lease_until < ?{local})",
+                 "(status = 'queued' AND sent_at IS NULL AND created_at < ?)",
+                 f"(status = 'queued' AND sent_at < ? AND sent_at - COALESCE(started_at, created_at) <= ? - sent_at"
+                 f"{local})"]
+        params: list[Any] = [t, *pattern, to_micros(unsent_before), to_micros(resend_before), t, *pattern]
+        if in_process and orphaned_before is not None:
+            conds.append(f"(status = 'queued' AND (sent_at < ? OR sent_at IS NULL){local})")
+            params += [to_micros(orphaned_before), *pattern]
+        sql = self._JOB_SELECT + f" WHERE ({' OR '.join(conds)})"
         if tenant is not None:
             sql += " AND tenant = ?"
             params.append(tenant)
-        rows = self._all(sql + f" ORDER BY created_at LIMIT {int(limit)}", params)
-        return [row_to_job(r) for r in rows]
+        return [row_to_job(r) for r in self._all(sql + f" ORDER BY created_at LIMIT {int(limit)}", params)]
+
+    def swap_job_send(self, job_id: str, previous: datetime | None, sent_at: datetime | None,
+                      sent_to: str | None) -> bool:
+        """Set a queued job's last send to ``sent_at`` and the queue it went to (``sent_to``, kept in ``worker``
+        while the job is queued: an in-process runner's name, or None for a broker) if its last send is still
+        ``previous`` (None: never sent).  Of several workers sweeping at once one wins; False for the others,
+        and when the job left the queue meanwhile."""
+        same = "sent_at IS NULL" if previous is None else "sent_at = ?"
+        params: list[Any] = [_us(sent_at), sent_to, job_id] + ([] if previous is None else [to_micros(previous)])
+        with self.transaction(f"{JOBS_LOCK}:{job_id}"):
+            self._relax_commit()  # a lost mark only means one more (skipped) delivery
+            return self._exec(JOBS_LOCK, "UPDATE jobs SET sent_at = ?, worker = ? WHERE id = ? AND "
+                              f"status = 'queued' AND {same}", params) > 0
 
     def unsend_jobs(self, job_ids: Sequence[str]) -> int:
         n = 0
-        for chunk in chunks(job_ids, 500):
+        for chunk in chunks(job_ids, 500):  # worker keeps naming the in-process queue: the next one takes them at once
             n += self._exec(JOBS_LOCK, f"UPDATE jobs SET sent_at = NULL WHERE status = 'queued' AND id IN "
                             f"{self._in(chunk)}", chunk)
         return n

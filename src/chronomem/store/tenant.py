@@ -344,9 +344,14 @@ class TenantStore(Store):
                    result: dict[str, Any] | None, error: str | None) -> bool:
         return self._refused("finish_job")
 
-    def stale_jobs(self, now: datetime, unsent_before: datetime, limit: int = 100,
-                   tenant: str | None = None, sent_before: datetime | None = None) -> list[Job]:
-        return self._refused("stale_jobs")
+    def jobs_to_send(self, now: datetime, *, unsent_before: datetime, resend_before: datetime,
+                     tenant: str | None = None, in_process: bool = False, orphaned_before: datetime | None = None,
+                     limit: int = 100) -> list[Job]:
+        return self._refused("jobs_to_send")
+
+    def swap_job_send(self, job_id: str, previous: datetime | None, sent_at: datetime | None,
+                      sent_to: str | None) -> bool:
+        return self._refused("swap_job_send")
 
     def unsend_jobs(self, job_ids: Sequence[str]) -> int:
         return self._refused("unsend_jobs")
