@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from fake_openai import FakeModelServer
+from test_jobs import _NullQueue, turns  # a queue that loses every message: stored, marked sent
+from test_worker_kill import wait_for
 
 from chronomem import Memory
 from chronomem.errors import StoreError
@@ -62,29 +64,6 @@ def redis_queue(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     yield name
     client.flushdb()
     client.close()
-
-
-class _NullQueue:
-    """A queue that loses every message (the job is stored and marked sent; nothing is delivered)."""
-
-    def send(self, job: object) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def turns(*texts: str, prefix: str = "m") -> list[dict[str, str]]:
-    return [{"id": f"{prefix}{i}", "speaker": "Maya", "text": t, "timestamp": "2024-03-01T10:00:00Z"}
-            for i, t in enumerate(texts)]
-
-
-def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)
 
 
 class _Worker:
