@@ -206,6 +206,15 @@ def test_an_id_that_is_not_utf8_is_a_422_naming_it(mem: Memory, path: str) -> No
         assert r.status_code == 200 and c.get("/v1/users").json()["items"] == [{"user_id": "é/%"}]
 
 
+def test_a_query_parameter_that_is_not_utf8_is_a_422_naming_it(mem: Memory) -> None:
+    """Starlette read ``?session_id=%FF`` as U+FFFD: a list filtered by an id no turn has, said nothing."""
+    with TestClient(create_app(mem)) as c:
+        r = c.get("/v1/users/u1/messages?session_id=%FF")
+        assert (r.status_code, r.json()["field"]) == (422, "session_id"), r.text
+        assert "UTF-8" in r.json()["detail"]
+        assert c.get("/v1/users/u1/messages?session_id=caf%C3%A9&limit=5").status_code == 200
+
+
 def test_a_turn_gives_its_words_once(mem: Memory) -> None:
     with TestClient(create_app(mem)) as c:
         r = c.post("/v1/users/u1/messages", json={"messages": [

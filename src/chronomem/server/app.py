@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -183,9 +183,31 @@ class EncodedSlashes:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (bad := not_utf8_parameter(scope.get("query_string") or b"")) is not None:
+            # Starlette decodes the query with errors="replace": "?session_id=%FF" would name U+FFFD, an id
+            # neither %FF nor %FE is (as a path id, :func:`routing_path`)
+            await _error(422, "ValidationError", f"query parameter {bad}: is not UTF-8 once percent-decoded",
+                         bad)(scope, receive, send)
+            return
         if scope["type"] in ("http", "websocket"):
             scope = {**scope, "path": routing_path(scope)}
         await self.app(scope, receive, send)
+
+
+def not_utf8_parameter(query: bytes) -> str | None:
+    """The name of the first query parameter whose name or value is not UTF-8 once percent-decoded, or None.
+
+    >>> not_utf8_parameter(b"limit=5&session_id=caf%C3%A9"), not_utf8_parameter(b"a=1&session_id=%FF")
+    (None, 'session_id')
+    """
+    for part in query.split(b"&"):
+        name, _, value = part.partition(b"=")
+        try:
+            unquote_to_bytes(name.replace(b"+", b" ")).decode("utf-8")
+            unquote_to_bytes(value.replace(b"+", b" ")).decode("utf-8")
+        except UnicodeDecodeError:
+            return unquote_to_bytes(name).decode("utf-8", "replace")
+    return None
 
 
 def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: str | None = None,
