@@ -222,6 +222,42 @@ def test_time_window_moves_from_the_question_into_as_of() -> None:
     assert _decouple_time("Where does Maya live?", {}, now) == ("Where does Maya live?", now)
 
 
+def test_a_span_or_a_window_open_towards_now_keeps_its_words() -> None:
+    """No one point stands for "between 2010 and 2013" (asked as of mid-2012, the question lost the values of
+    its other years) or for "since 2015" (asked as of its first day, it lost everything after)."""
+    from datetime import datetime, timezone
+
+    from chronomem.answering import _decouple_time
+
+    now = datetime(2026, 11, 30, tzinfo=timezone.utc)
+    span = {"window_text": "between 2010 and 2013",
+            "window": ["2010-01-01T00:00:00+00:00", "2014-01-01T00:00:00+00:00"]}
+    q, at = _decouple_time("Where did Lena work between 2010 and 2013?", span, now)
+    assert q == "Where did Lena work between 2010 and 2013?" and at.isoformat().startswith("2013-12-31T23:59:59")
+    since = {"window_text": "since 2015", "window": ["2015-01-01T00:00:00+00:00", None]}
+    assert _decouple_time("Where has Lena worked since 2015?", since, now) == (
+        "Where has Lena worked since 2015?", now)
+    leap = {"window_text": "in 2020", "window": ["2020-01-01T00:00:00+00:00", "2021-01-01T00:00:00+00:00"]}
+    assert _decouple_time("Where did Maya live in 2020?", leap, now)[0] == "Where did Maya live?"  # 366 days
+
+
+def test_a_span_in_a_question_is_its_window_whole() -> None:
+    from datetime import datetime, timezone
+
+    from chronomem.retrieve.intents import find_time_window
+
+    ref = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for question, phrase, start, end in [
+            ("Where did Lena work between 2010 and 2013?", "between 2010 and 2013", 2010, 2014),
+            ("Where did Lena work from 2011 to 2013?", "from 2011 to 2013", 2011, 2014),
+            ("Where did Lena work 2010-2013?", "2010-2013", 2010, 2014)]:
+        found = find_time_window(question, ref)
+        assert found is not None and found[1] == phrase, question
+        assert (found[0][0].year, found[0][1].year) == (start, end), question  # type: ignore[union-attr]
+    day = find_time_window("What happened on 2010-05-03?", ref)
+    assert day is not None and day[1] == "on 2010-05-03"  # a date, not the year 2010 and a rest
+
+
 def test_fmt_time_writes_month_names() -> None:
     from datetime import datetime, timezone
 

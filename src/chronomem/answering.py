@@ -31,6 +31,10 @@ __all__ = ["METHODS", "answer"]
 METHODS = ("real", "rsum", "real+rsum")
 
 
+#: the longest window one point in it stands for: a year (a leap year's 366 days), a season, a month, a day
+ONE_POINT = timedelta(days=366)
+
+
 def _decouple_time(question: str, analysis: dict[str, Any], when: datetime) -> tuple[str, datetime]:
     """Take the question's time window out of its words and into the answer's "as of".
 
@@ -39,6 +43,10 @@ def _decouple_time(question: str, analysis: dict[str, Any], when: datetime) -> t
     says "Not mentioned", while "where did Maya live?" as of mid-2020 it answers.
     ``when`` (the caller's ``as_of``, default now) bounds the new point: a window that
     starts after it ("next year") keeps its words, as nothing recorded by then can hold there.
+    So does a window no one point stands for, where more than one value may be the answer: a span of
+    years ("between 2010 and 2013", "in the 2010s"), asked as of its end, and a window open towards now
+    ("since 2009", "after 2015"), asked as of ``when`` — as of the span's middle or the window's first
+    day, the question lost the values held at its other times (session 46).
     """
     text, window = analysis.get("window_text"), analysis.get("window")
     if not text or not window or text not in question:
@@ -48,11 +56,11 @@ def _decouple_time(question: str, analysis: dict[str, Any], when: datetime) -> t
         return question, when
     if start is not None and start > when:
         return question, when
+    if start is not None and (end is None or end - start > ONE_POINT):
+        return question, min(end - timedelta(microseconds=1), when) if end is not None else when
     point: datetime
     if start is not None and end is not None:
         point = end - (end - start) / 2
-    elif start is not None:  # "since 2020": its start
-        point = start
     else:  # "before 2021": just before the end
         assert end is not None
         point = end - timedelta(days=1)

@@ -62,11 +62,16 @@ _HISTORY = re.compile(r"\b(chang\w*|evolv\w*|over (the )?(time|years)|used to|pr
                       r"former|before|earlier|history|no longer|any ?more|originally|first|past)\b")
 
 _MONTHS = MONTH_ALTERNATION
+# a month or season of a year, or a year ("May 2010", "the summer of 2012", "2013")
+_DATED = (r"(?:early |late |mid-?)?(?:(?:the )?(?:spring|summer|autumn|fall|winter) (?:of )?|"
+          rf"(?:\d{{1,2}} )?(?:{_MONTHS})\.?,? (?:\d{{1,2}},? )?)?(?:19|20)\d\d")
+# a span between two of them: "between 2010 and 2013", "from March 2011 to May 2013", "2010-2013"
+_SPAN = re.compile(rf"\b(?:between\s+{_DATED}\s+and\s+{_DATED}|from\s+{_DATED}\s+(?:to|until|till|through)\s+"
+                   rf"{_DATED}|{_DATED}\s*(?:-|\u2013|to)\s*{_DATED})\b", re.I)
 _TIME_PHRASE = re.compile(
     r"\b(?:(in|during|on|since|before|after|until|by|from)\s+)?"
-    r"((?:early |late |mid-?)?(?:(?:the )?(?:spring|summer|autumn|fall|winter) (?:of )?|"
-    rf"(?:\d{{1,2}} )?(?:{_MONTHS})\.?,? (?:\d{{1,2}},? )?)?(?:19|20)\d\d|"
-    r"\d{4}-\d\d(?:-\d\d)?|"
+    r"(\d{4}-\d\d(?:-\d\d)?|"  # before the year: "2010-05-03" is a day, not the year 2010 and a rest
+    rf"{_DATED}|"
     r"(?:last|this|next) (?:year|month|week|weekend|summer|winter|spring|autumn|fall)|"
     r"(?:yesterday|today)|"
     r"(?:a|one|two|three|four|five|six|\d+) (?:years?|months?|weeks?|days?) ago)\b", re.I)
@@ -129,7 +134,19 @@ def relation_lexicon(registry: RelationRegistry) -> dict[str, frozenset[str]]:
 
 
 def find_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, datetime | None], str] | None:
-    """The first explicit time phrase of a question, resolved against ``ref``."""
+    """The first explicit time phrase of a question, resolved against ``ref``; a span ("between 2010 and 2013")
+    is one phrase, read whole (its first year alone was the window, and "and 2013" stayed in the question).
+
+    >>> from datetime import datetime, timezone
+    >>> (start, end), phrase = find_time_window("Where did Lena work between 2010 and 2013?",
+    ...                                         datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> start.year, end.year, phrase
+    (2010, 2014, 'between 2010 and 2013')
+    """
+    for m in _SPAN.finditer(text):
+        r = resolve(m.group(0), ref)
+        if r is not None and r.start is not None and r.end is not None:
+            return (r.start, r.end), m.group(0)
     for m in _TIME_PHRASE.finditer(text):
         phrase = m.group(0).strip()
         for candidate in (phrase, m.group(2)):
