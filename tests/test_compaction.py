@@ -89,10 +89,13 @@ def test_token_budget_keeps_as_many_turns_as_fit() -> None:
     per_turn = 10 + MESSAGE_OVERHEAD
     header = words("You are a helpful assistant.") + MESSAGE_OVERHEAD
     newest = words(msgs[-1]["content"]) + MESSAGE_OVERHEAD
-    budget = header + newest + 3 * per_turn + per_turn // 2
+    budget = header + newest + 4 * per_turn + per_turn // 2
     res = compact(msgs, None, budget_tokens=budget, strategy="token_budget", count_tokens=words)
-    assert res.messages[1:] == msgs[-4:]
-    assert res.tokens == header + newest + 3 * per_turn <= budget
+    assert res.messages[1:] == msgs[-5:]
+    assert res.tokens == header + newest + 4 * per_turn <= budget
+    # room for three turns: the third back is a reply whose question does not fit, so two are kept
+    odd = compact(msgs, None, budget_tokens=budget - per_turn, strategy="token_budget", count_tokens=words)
+    assert odd.messages[1:] == msgs[-3:] and odd.messages[1]["role"] == "user"
     wide = compact(msgs, None, budget_tokens=10_000, strategy="token_budget", count_tokens=words)
     assert wide.messages == msgs and wide.dropped_turns == 0 and wide.saved_tokens == 0
 
@@ -224,3 +227,153 @@ def test_never_exceeds_the_budget_and_never_drops_the_newest_user_turn(
     assert count_message_tokens(res.messages, words) == res.tokens <= budget
     assert res.messages[-1] == msgs[-1]
     assert res.kept_turns + res.dropped_turns + res.summarized_turns == len(msgs)
+
+
+# --------------------------------------------------------------------------- tool calls and where a suffix starts
+
+
+def tool_call(call_id: str, args_words: int) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": "x " * args_words}}
+
+
+TOOL_CHAT = [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": None, "tool_calls": [tool_call("c1", 500)]},
+    {"role": "tool", "content": "result", "tool_call_id": "c1"},
+    {"role": "user", "content": "next"},
+]
+
+
+def test_count_message_tokens_counts_every_field_a_chat_api_sends() -> None:
+    assert count_message_tokens([{"role": "user", "content": "a b c"}], words) == MESSAGE_OVERHEAD + 3
+    call = {"role": "assistant", "content": None, "tool_calls": [tool_call("c1", 500)]}
+    assert count_message_tokens([call], words) > 500
+    tool = {"role": "tool", "content": "result", "tool_call_id": "call_abc", "name": "lookup"}
+    assert count_message_tokens([tool], words) == MESSAGE_OVERHEAD + 3
+    parts = {"role": "user", "content": [{"type": "text", "text": "one two three four"}]}
+    assert count_message_tokens([parts], words) >= MESSAGE_OVERHEAD + 4
+
+
+@pytest.mark.parametrize("strategy", list(Strategy))
+def test_a_tool_calling_turn_counts_against_the_budget(strategy: Strategy) -> None:
+    res = compact(TOOL_CHAT, None, budget_tokens=40, strategy=strategy, llm=ToolAwareLLM(), count_tokens=words)
+    assert res.tokens <= 40 and sent_words(res.messages) <= 40
+    # the 500-word call does not fit, so neither does its result (the summary strategy summarises them)
+    assert [m for m in res.messages if m["role"] != "system"] == [TOOL_CHAT[-1]]
+
+
+def test_a_tool_result_is_never_kept_without_its_call() -> None:
+    res = compact(TOOL_CHAT, None, budget_tokens=16, strategy="token_budget", count_tokens=words)
+    assert res.messages == [TOOL_CHAT[-1]]  # the tool result (6 tokens) would fit, but not alone
+    assert res.dropped_turns == 3
+
+
+@pytest.mark.parametrize(
+    ("strategy", "budget", "keep"),
+    [("token_budget", 20, 6), ("sliding_window", 20, 6), ("sliding_window", 1000, 1), ("summary", 1000, 1)],
+)
+def test_a_reply_is_never_kept_without_the_user_turn_it_answered(strategy: str, budget: int, keep: int) -> None:
+    msgs = [{"role": "user", "content": "u2 " * 10}, {"role": "assistant", "content": "a2 " * 3},
+            {"role": "user", "content": "u3 now"}]
+    res = compact(msgs, None, budget_tokens=budget, strategy=strategy, llm=ToolAwareLLM(), count_tokens=words,
+                  keep_turns=keep)
+    assert [m for m in res.messages if m["role"] != "system"] == [msgs[-1]]
+    if strategy == "summary":  # the question and its reply went into the summary together
+        assert res.summarized_turns == 2 and "u2" in res.summary and "a2" in res.summary
+
+
+@dataclass
+class ToolAwareLLM:
+    """Test double for the summary strategy: the summary names each older line's speaker and first word."""
+
+    context_window: int = 4096
+    name: str = "tool-aware-double"
+
+    def chat(self, messages, *, schema=None, max_tokens=512, temperature=0.0, stop=None, purpose="", penalties=None):
+        body = messages[-1]["content"].split("Earlier messages:", 1)[1].split("Summary:", 1)[0]
+        said = [ln.split(": ", 1) for ln in body.strip().splitlines() if ": " in ln and not ln.startswith("(Summary")]
+        text = " ".join(f"{who} said {(what.split() or ['nothing'])[0]}." for who, what in said)
+        return ChatResult(text=text, usage=CallUsage())
+
+    def count_tokens(self, text: str) -> int:
+        return words(text)
+
+
+def sent_words(messages: list[dict[str, Any]]) -> int:
+    """Tokens as a chat API would see them, counted independently of the module: the framing plus
+    the words of every string anywhere in the message but its role."""
+
+    def leaf_words(value: Any) -> int:
+        if isinstance(value, str):
+            return words(value)
+        if isinstance(value, dict):
+            return sum(leaf_words(v) for v in value.values())
+        if isinstance(value, list):
+            return sum(leaf_words(v) for v in value)
+        return 0
+
+    return sum(MESSAGE_OVERHEAD + leaf_words({k: v for k, v in m.items() if k != "role"}) for m in messages)
+
+
+@st.composite
+def tool_conversations(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """User turns, each answered by tool rounds (a call with 1–2 results) and/or a reply; the
+    newest user turn may be followed by the current step's tool round."""
+    msgs: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        msgs.append({"role": "system", "content": "Be brief."})
+    n_calls = 0
+
+    def tool_round() -> None:
+        nonlocal n_calls
+        ids = [f"c{n_calls + k}" for k in range(draw(st.integers(1, 2)))]
+        n_calls += len(ids)
+        msgs.append({"role": "assistant", "content": draw(st.sampled_from([None, "", "let me look"])),
+                     "tool_calls": [tool_call(i, draw(st.integers(0, 60))) for i in ids]})
+        msgs.extend({"role": "tool", "tool_call_id": i, "content": "r " * draw(st.integers(1, 30))} for i in ids)
+
+    for t in range(draw(st.integers(1, 6))):
+        msgs.append({"role": "user", "content": f"u{t} " + "w " * draw(st.integers(0, 30))})
+        for _ in range(draw(st.integers(0, 2))):
+            tool_round()
+        if draw(st.booleans()):
+            msgs.append({"role": "assistant", "content": f"a{t} " + "v " * draw(st.integers(0, 30))})
+    if draw(st.booleans()):
+        tool_round()  # the current step: the newest user turn's call and its results
+    return msgs
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    msgs=tool_conversations(),
+    budget=st.integers(1, 800),
+    strategy=st.sampled_from(list(Strategy)),
+    mem_sentences=st.integers(0, 4),
+    keep=st.integers(0, 8),
+)
+def test_conversations_with_tool_calls_keep_their_shape_and_the_budget(
+    msgs: list[dict[str, Any]], budget: int, strategy: Strategy, mem_sentences: int, keep: int
+) -> None:
+    memory = " ".join(f"Fact {i} holds." for i in range(mem_sentences))
+    last_user = max(i for i, m in enumerate(msgs) if m["role"] == "user")
+    tail = msgs[last_user:]
+    instructions = [m for m in msgs[:1] if m["role"] == "system"]
+    required = count_message_tokens(tail, words) + count_message_tokens(instructions, words)
+    if required > budget:
+        with pytest.raises(ValidationError):
+            compact(msgs, memory, budget, strategy, ToolAwareLLM(), words, keep_turns=keep)
+        return
+    res = compact(msgs, memory, budget, strategy, ToolAwareLLM(), words, keep_turns=keep)
+    # never over the budget, counted the way an API sees the messages (tool calls included)
+    assert sent_words(res.messages) <= count_message_tokens(res.messages, words) == res.tokens <= budget
+    # the newest user turn and everything after it, last
+    assert res.messages[len(res.messages) - len(tail) :] == tail
+    # a contiguous suffix of the conversation that starts with a user turn: no orphan reply or tool result
+    kept = [m for m in res.messages if m["role"] != "system"]
+    assert kept == msgs[len(msgs) - len(kept) :]
+    assert kept[0]["role"] == "user"
+    for i, m in enumerate(kept):
+        if m["role"] == "tool":  # its call is the nearest assistant turn before it
+            caller = next(p for p in reversed(kept[:i]) if p["role"] != "tool")
+            assert caller["role"] == "assistant" and m["tool_call_id"] in {c["id"] for c in caller["tool_calls"]}
+    assert res.kept_turns + res.dropped_turns + res.summarized_turns == len(msgs) - len(instructions)

@@ -780,13 +780,23 @@ class Memory:
         """The message list for the next LLM call: the stored summary as a system message,
         then the conversation compacted to ``budget_tokens`` by ``strategy``
         (``sliding_window``, ``summary`` or ``token_budget``).  Never exceeds the
-        budget and never drops the newest user turn.
+        budget and never drops the newest user turn.  Without a chat model (``llm=False``)
+        ``sliding_window`` and ``token_budget`` count tokens with an offline estimate;
+        ``summary`` needs the model and raises :class:`~chronomem.errors.ConfigError`.
         """
-        from .summarize.compaction import compact
+        from .providers.openai_compat import estimate_tokens
+        from .summarize.compaction import Strategy, compact
 
         memory = self.summary(user_id=user_id)
-        llm = self.llm
-        return compact(messages, memory or None, budget_tokens, strategy, llm, llm.count_tokens,
+        llm: LLM | None = None
+        count_tokens: Callable[[str], int] = estimate_tokens
+        if self.models.llm_enabled:
+            llm = self.llm  # its own tokenizer counts closer than the estimate
+            count_tokens = llm.count_tokens
+        elif strategy == Strategy.SUMMARY:  # a bad strategy name is left to compact's ValidationError
+            raise ConfigError("context(strategy='summary') summarises older turns with the chat model, and this "
+                              "Memory has none (llm=False); use 'token_budget' or 'sliding_window', or give a model")
+        return compact(messages, memory or None, budget_tokens, strategy, llm, count_tokens,
                        keep_turns=keep_turns).messages
 
     def _lifecycle(self) -> SessionLifecycle:

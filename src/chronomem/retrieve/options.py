@@ -11,7 +11,9 @@ harness compares; :meth:`SearchOptions.apply` turns options into one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -181,31 +183,60 @@ class SearchConfig:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
                      "chain_hops", "context_tokens"):
             v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
+            if not _is_int(v) or v < 1:
                 raise ValidationError(f"config.{name}", v, "must be a positive integer")
         for name in ("max_llm_calls", "max_llm_tokens", "evaluator_per_iteration", "lexical_seeds",
                      "quote_sources", "search_turns", "fallback_turns", "fused_turns", "fused_graph_tokens",
                      "state_facts"):
             v = getattr(self, name)
-            if not isinstance(v, int) or v < 0:
+            if not _is_int(v) or v < 0:
                 raise ValidationError(f"config.{name}", v, "must be a non-negative integer")
         for name in ("stop_threshold", "lc_min", "alpha", "min_intent_compat", "anchor_similarity",
                      "min_relevance", "context_min_ratio"):
             v = getattr(self, name)
-            if not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0:
+            if not _is_number(v) or not 0.0 <= v <= 1.0:
                 raise ValidationError(f"config.{name}", v, "must be in [0, 1]")
         w = self.fused_weights
-        if (not isinstance(w, tuple) or len(w) != 3
-                or not all(isinstance(x, (int, float)) and x >= 0 for x in w)):
+        if not isinstance(w, tuple) or len(w) != 3 or not all(_is_number(x) and x >= 0 for x in w):
             raise ValidationError("config.fused_weights", w, "must be three non-negative numbers "
                                   "(graph sources, turn hits, fact hits)")
-        for name in ("turn_replies", "expand_query", "fused_turns_first", "turn_questions", "date_quotes",
-                     "organisation_hint"):
+        band = self.evaluator_band
+        if (not isinstance(band, tuple) or len(band) != 2 or not all(_is_number(x) and 0.0 <= x <= 1.0 for x in band)
+                or band[0] > band[1]):
+            raise ValidationError("config.evaluator_band", band, "must be (low, high) with 0 <= low <= high <= 1")
+        weights = self.weights
+        if not isinstance(weights, Weights) or not all(
+                _is_number(x) and x >= 0 for x in (weights.qr, weights.lc, weights.as_)):
+            raise ValidationError("config.weights", weights, "must be a Weights of non-negative numbers")
+        # A truthy non-bool ("no", 1) would silently turn a switch on: the read path tests them by truth.
+        for name in ("counterfactual", "evaluator", "intent_llm", "use_validity", "include_unstable",
+                     "use_confidence", "use_intents", "turn_replies", "expand_query", "fused_turns_first",
+                     "turn_questions", "date_quotes", "organisation_hint"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"config.{name}", getattr(self, name), "must be True or False")
+        if self.embeddings is not None and not isinstance(self.embeddings, bool):  # checked with `is False`
+            raise ValidationError("config.embeddings", self.embeddings, "must be True, False or None")
+        if not isinstance(self.rules, AbstractSet) or not all(isinstance(r, str) for r in self.rules):
+            raise ValidationError("config.rules", self.rules, "must be a set of rule names")
         unknown = set(self.rules) - cf.ALL_RULES
         if unknown:
             raise ValidationError("config.rules", sorted(unknown), f"unknown rules; known: {sorted(cf.ALL_RULES)}")
+        decay = self.rule_decay
+        if not isinstance(decay, Mapping) or not all(
+                k in cf.ALL_RULES and _is_number(v) and 0.0 <= v <= 1.0 for k, v in decay.items()):
+            # a derived fact is never surer than its supports, so a decay above 1 is a mistake
+            raise ValidationError("config.rule_decay", decay,
+                                  f"must map rule names ({sorted(cf.ALL_RULES)}) to numbers in [0, 1]")
+
+
+def _is_int(v: object) -> bool:
+    """An int that is not a bool (``True`` is an int to Python, never a count to a caller)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: object) -> bool:
+    """A finite int or float that is not a bool (NaN would slip past every range comparison)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +264,17 @@ class SearchOptions:
     llm_assist: bool | None = None
     max_llm_calls: int | None = None
     max_depth: int | None = None
+
+    def __post_init__(self) -> None:
+        # Types only: ranges are SearchConfig's to judge (its error names the config field).  A
+        # truthy "no" would turn model assistance on, and True would pass as the number 1.
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name in ("embeddings", "llm_assist"):
+                if v is not None and not isinstance(v, bool):
+                    raise ValidationError(f"options.{f.name}", v, "must be True, False or None")
+            elif v is not None and not _is_int(v):
+                raise ValidationError(f"options.{f.name}", v, "must be an integer or None")
 
     def apply(self, base: SearchConfig) -> SearchConfig:
         """``base`` with the options that are set (validated by :class:`SearchConfig`)."""

@@ -16,18 +16,24 @@
 Priorities, highest first: the newest user turn (and anything after it, e.g.
 tool results of the current step), the caller's system instructions, the
 stored memory (whole sentences, in order), the summary, then turns newest
-first. Kept turns are always a contiguous suffix of the conversation, so
-the model never sees a reply without the message it answered. The result
-never exceeds the budget and never drops the newest user turn; when even the
-required part cannot fit, a :class:`~chronomem.errors.ValidationError` on
-``budget_tokens`` says how many tokens it needs.
+first. Kept turns are always a contiguous suffix of the conversation that
+starts where a conversation can start — at a user turn (or system messages
+before one), or at the conversation's own first turn — so the model never sees
+a reply without the message it answered, nor a tool result without the
+assistant message that called the tool. The result never exceeds the budget
+and never drops the newest user turn; when even the required part cannot fit,
+a :class:`~chronomem.errors.ValidationError` on ``budget_tokens`` says how many
+tokens it needs.
 
-Token accounting: ``count_tokens(content) + MESSAGE_OVERHEAD`` per message
-(the ChatML framing ``<|im_start|>role\\n … <|im_end|>\\n`` is 5 tokens).
+Token accounting: ``MESSAGE_OVERHEAD`` per message (the ChatML framing
+``<|im_start|>role\\n … <|im_end|>\\n`` is 5 tokens) plus the tokens of every
+other field a chat API sends: ``content``, ``tool_calls``, ``name``,
+``tool_call_id`` … (a string as it is, anything else as its JSON).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -168,23 +174,27 @@ def compact(
     summary = ""
     summarized = 0
     if strat is Strategy.SLIDING_WINDOW:
-        candidates = history[len(history) - keep_turns :] if keep_turns else []
-        recent = _fit_suffix(candidates, budget_tokens - tail_tokens - _header_tokens(instructions, kept_mem, "", count_tokens), count_tokens)
+        room = budget_tokens - tail_tokens - _header_tokens(instructions, kept_mem, "", count_tokens)
+        recent = _fit_suffix(history, room, count_tokens, lowest=max(0, len(history) - keep_turns))
     elif strat is Strategy.TOKEN_BUDGET:
-        recent = _fit_suffix(history, budget_tokens - tail_tokens - _header_tokens(instructions, kept_mem, "", count_tokens), count_tokens)
+        room = budget_tokens - tail_tokens - _header_tokens(instructions, kept_mem, "", count_tokens)
+        recent = _fit_suffix(history, room, count_tokens)
     else:
         assert llm is not None
         base = tail_tokens + _header_tokens(instructions, kept_mem, "", count_tokens)
         free = budget_tokens - base
         reserve = min(summary_max_tokens, free // 2)
-        candidates = history[len(history) - keep_turns :] if keep_turns else []
-        recent = _fit_suffix(candidates, free - reserve, count_tokens)
+        recent = _fit_suffix(history, free - reserve, count_tokens, lowest=max(0, len(history) - keep_turns))
         n_old = len(history) - len(recent)
         if n_old and keep_turns:
             # Summarise whole blocks of keep_turns turns, so that the summarised
             # prefix (and the prompt, hence a cached response) changes only
             # once every keep_turns turns.
             n_old = min(len(history), math.ceil(n_old / keep_turns) * keep_turns)
+            # A block boundary may fall on a reply or a tool result: summarise on to the next
+            # place a conversation can start (a tool result after a summary is refused by the API).
+            while n_old < len(history) and not _can_start(history, n_old):
+                n_old += 1
             recent = history[n_old:]
         older = history[:n_old]
         if older and reserve > 0:
@@ -243,7 +253,8 @@ def summarize_turns(
     room = llm.context_window - fixed - 2 * max_tokens - 64
     if room < 64:
         raise ValidationError("max_tokens", max_tokens, f"leaves no room in a {llm.context_window}-token context")
-    lines = format_transcript(turns).splitlines()
+    # A tool-calling assistant turn has content None, which the transcript would refuse as not text.
+    lines = format_transcript([{**t, "content": t.get("content") or ""} for t in turns]).splitlines()
     chunks: list[list[str]] = [[]]
     used = 0
     for line in lines:
@@ -274,8 +285,14 @@ def summarize_turns(
 
 
 def _msg_tokens(m: Mapping[str, Any], count_tokens: CountTokens) -> int:
-    content = m.get("content")
-    return MESSAGE_OVERHEAD + (count_tokens(content) if content else 0)
+    # Every field but the role (inside the overhead) is sent: an assistant turn's tool_calls can
+    # dwarf its (often empty) content, and counting content alone let such a turn overrun the budget.
+    n = MESSAGE_OVERHEAD
+    for key, value in m.items():
+        if key == "role" or value is None or (isinstance(value, str | list | tuple | dict) and not value):
+            continue
+        n += count_tokens(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str))
+    return n
 
 
 def _header_text(instructions: str, memory: Sequence[str], summary: str) -> str:
@@ -295,18 +312,35 @@ def _header_tokens(instructions: str, memory: Sequence[str], summary: str, count
 
 
 def _fit_suffix(
-    candidates: Sequence[Mapping[str, Any]], room: int, count_tokens: CountTokens
+    turns: Sequence[Mapping[str, Any]], room: int, count_tokens: CountTokens, *, lowest: int = 0
 ) -> list[Mapping[str, Any]]:
-    """The longest suffix of ``candidates`` whose tokens fit ``room``."""
+    """The longest suffix of ``turns``, from index ``lowest`` on, whose tokens fit ``room`` and
+    that starts where a conversation can (:func:`_can_start`); it may be empty."""
     used = 0
-    start = len(candidates)
-    for i in range(len(candidates) - 1, -1, -1):
-        n = _msg_tokens(candidates[i], count_tokens)
-        if used + n > room:
+    start = len(turns)
+    for i in range(len(turns) - 1, lowest - 1, -1):
+        used += _msg_tokens(turns[i], count_tokens)
+        if used > room:
             break
-        used += n
-        start = i
-    return list(candidates[start:])
+        if _can_start(turns, i):
+            start = i
+    return list(turns[start:])
+
+
+def _can_start(turns: Sequence[Mapping[str, Any]], i: int) -> bool:
+    """Whether the kept part may begin at ``turns[i]``.
+
+    The conversation's own first turn may (it is the caller's shape), and so may a user turn,
+    after any system messages.  An assistant reply whose user turn is cut, or a tool result whose
+    calling assistant message is cut, may not: the model would answer out of context, and
+    OpenAI-style APIs refuse a tool message that follows no tool call.  Past the end is the newest
+    user turn, which can always start.
+    """
+    if i == 0:
+        return True
+    while i < len(turns) and turns[i]["role"] in ("system", "developer"):
+        i += 1
+    return i == len(turns) or turns[i]["role"] == "user"
 
 
 def _check_strategy(strategy: Strategy | str) -> Strategy:
