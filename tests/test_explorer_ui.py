@@ -325,3 +325,142 @@ def test_fits_1280_by_800(page: Any, site: tuple[str, str], view: str, tmp_path:
     page.screenshot(path=str(shot))
     width, height = struct.unpack(">II", shot.read_bytes()[16:24])
     assert (width, height) == (VIEWPORT["width"], VIEWPORT["height"])
+
+
+# -- defects found by exploratory testing -------------------------------------------------------------
+
+OTHER = "zoe"
+
+
+def add_facts(site: tuple[str, str], user: str, facts: list[dict[str, Any]]) -> None:
+    import httpx
+
+    url, key = site
+    r = httpx.post(f"{url}/v1/users/{user}/facts", headers={"Authorization": f"Bearer {key}"}, json={"facts": facts})
+    assert r.status_code == 200, r.text
+
+
+class Held:
+    """Holds the browser's requests whose path ends with one of ``suffixes`` until ``release()``:
+    a reply that comes back only after the user has moved on."""
+
+    def __init__(self, page: Any, *suffixes: str) -> None:
+        self.routes: list[Any] = []
+        self.done: set[int] = set()
+        self.page = page
+        page.on("requestfinished", lambda r: self.done.add(id(r)))
+        page.on("requestfailed", lambda r: self.done.add(id(r)))  # dropped by the page (aborted)
+        for suffix in suffixes:
+            page.route(lambda u, s=suffix: u.split("?")[0].endswith(s), self.hold)
+
+    def hold(self, route: Any) -> None:
+        self.routes.append(route)
+
+    def wait(self, n: int) -> None:
+        for _ in range(200):
+            if len(self.routes) >= n:
+                return
+            self.page.wait_for_timeout(50)
+        raise AssertionError(f"only {len(self.routes)} of {n} requests were made")
+
+    def release(self) -> None:
+        from playwright.sync_api import Error
+
+        for route in self.routes:
+            try:
+                route.continue_()
+            except Error:
+                pass  # the page dropped that request already
+        for _ in range(200):  # each got its answer or was dropped
+            if all(id(route.request) in self.done for route in self.routes):
+                break
+            self.page.wait_for_timeout(50)
+        else:
+            raise AssertionError("a released request never ended")
+        self.page.wait_for_timeout(300)  # time for a late answer to be drawn, were it drawn
+
+
+def test_a_late_answer_for_the_previous_user_is_not_shown(page: Any, site: tuple[str, str]) -> None:
+    add_facts(site, OTHER, [{"subject": "Zoe", "relation": "lives_in", "object": "Oslo", "valid_from": "2020-01-01"}])
+    held = Held(page, f"/users/{USER}/history", f"/users/{USER}/sessions")
+    sign_in(page, site)
+    page.evaluate(f"location.hash = '#/users/{USER}/timeline'")
+    held.wait(2)  # Maya's timeline and sidebar sessions are on their way
+    page.click(f"#users a:has-text('{OTHER}')")
+    page.wait_for_selector("#true-firm li[data-object=Oslo]")
+    held.release()  # Maya's answers arrive now, after the switch
+    assert page.inner_text("#user-h") == f"Memory of {OTHER}"
+    assert page.eval_on_selector_all("g.bar", "gs => gs.map(g => g.dataset.object)") == ["Oslo"]
+    assert true_then(page, "lives_in") == ["Oslo"]
+    assert page.eval_on_selector_all("#sessions a", "as => as.map(a => a.getAttribute('href'))") == []
+    assert page.inner_text("#sessions") == "None"  # Zoe has no sessions: Maya's s1 is not listed
+    bar(page, "Oslo").click()
+    page.wait_for_selector("#detail-h:has-text('Zoe lives_in Oslo')")
+
+
+def test_a_late_answer_does_not_replace_the_next_view(page: Any, site: tuple[str, str]) -> None:
+    add_facts(site, OTHER, [{"subject": "Zoe", "relation": "lives_in", "object": "Oslo", "valid_from": "2020-01-01"}])
+    sign_in(page, site, f"#/users/{USER}/timeline")
+    page.wait_for_selector("#asof-facts[data-state=ready]")
+    held = Held(page, f"/users/{USER}/checkpoints")
+    page.click(".tabs a[data-view=sessions]")
+    held.wait(1)
+    page.click(".tabs a[data-view=graph]")  # Maya's graph while her sessions are still loading
+    page.wait_for_selector("g.node.center[data-entity=Maya]")
+    held.release()
+    assert page.locator("#graph-chart svg").count() == 1
+    assert page.locator("article[data-session]").count() == 0
+    page.click(f"#users a:has-text('{OTHER}')")  # and the same for another user's sessions
+    page.wait_for_selector("#asof-facts[data-state=ready]")
+    held = Held(page, f"/users/{USER}/sessions")
+    page.evaluate(f"location.hash = '#/users/{USER}/sessions'")
+    held.wait(2)  # the view's list and the sidebar's
+    page.evaluate(f"location.hash = '#/users/{OTHER}/sessions'")
+    page.wait_for_selector("#view p.muted:has-text('No sessions stored')")
+    held.release()
+    assert page.locator("article[data-session]").count() == 0
+    assert page.inner_text("#user-h") == f"Memory of {OTHER}"
+
+
+def test_timeline_refuses_a_year_past_9999(page: Any, site: tuple[str, str]) -> None:
+    open_timeline(page, site)
+    page.fill("#asof-date", "2019-06-01")
+    page.wait_for_selector("#asof-facts[data-as-of='2019-06-01']")
+    for value in ["10000-01-01", "275760-09-13"]:
+        page.evaluate("v => { const d = document.getElementById('asof-date'); d.value = v;"
+                      " d.dispatchEvent(new Event('change')); }", value)
+        page.wait_for_selector(f"#status.error:has-text('{value}')")
+        assert page.input_value("#asof-date") == "2019-06-01"  # the moment shown is kept
+        assert page.inner_text("#asof-label") == "2019-06-01"
+        assert page.get_attribute("#asof-facts", "data-as-of") == "2019-06-01"
+    assert true_then(page, "lives_in") == ["Berlin"]
+    page.fill("#asof-date", "9999-12-31")  # the last date the API takes still works
+    page.wait_for_selector("#asof-facts[data-as-of='9999-12-31']")
+    assert true_then(page, "lives_in") == ["Munich"]
+
+
+def test_an_error_goes_away_on_navigation(page: Any, site: tuple[str, str]) -> None:
+    sign_in(page, site, f"#/users/{USER}/graph/Maya")
+    page.wait_for_selector("#graph-chart svg")
+    page.evaluate("() => { const d = document.getElementById('graph-asof'); d.value = '10000-01-01';"
+                  " d.dispatchEvent(new Event('change')); }")
+    page.wait_for_selector("#status.error:has-text('Graph:')")
+    page.click(".tabs a[data-view=timeline]")
+    page.wait_for_selector("#asof-facts[data-state=ready]")
+    assert page.inner_text("#status") == ""
+    assert page.get_attribute("#status", "role") == "status"
+
+
+@pytest.mark.parametrize("view", ["graph", "timeline"])
+def test_a_long_name_without_spaces_wraps(page: Any, site: tuple[str, str], view: str) -> None:
+    long_name = "Q" * 300
+    add_facts(site, USER, [{"subject": "Maya", "relation": "likes", "object": long_name, "valid_from": "2019-01-01"}])
+    sign_in(page, site, f"#/users/{USER}/{view}/Maya")
+    page.wait_for_selector("#graph-edges tbody tr" if view == "graph" else "#asof-facts[data-state=ready]")
+    assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]  # no sideways scrolling
+    if view == "graph":
+        node = page.locator(f"g.node[data-entity='{long_name}']")
+        label = node.locator("text.node-label").text_content()
+        assert len(label) <= 28 and label.endswith("…") and long_name.startswith(label[:-1])
+        assert node.locator("title").text_content() == long_name  # the whole name as its tooltip
+        assert node.get_attribute("aria-label").startswith(long_name)

@@ -16,7 +16,12 @@ export class ApiError extends Error {
   }
 }
 
-export async function api(path, { method = "GET", query = null, body = undefined } = {}) {
+/** Whether ``e`` is the rejection of a request aborted because its view was left. */
+export function isAbort(e) { return !!e && e.name === "AbortError"; }
+
+/** ``signal`` (an AbortSignal) cancels the request; an aborted request rejects with an AbortError,
+ *  even when its answer came back before the abort. */
+export async function api(path, { method = "GET", query = null, body = undefined, signal = null } = {}) {
   const url = new URL(path, window.location.origin);
   for (const [k, v] of Object.entries(query || {})) {
     if (v !== null && v !== undefined && v !== "") url.searchParams.set(k, String(v));
@@ -27,12 +32,16 @@ export async function api(path, { method = "GET", query = null, body = undefined
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let resp;
   try {
-    resp = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    resp = await fetch(url, { method, headers, signal: signal || undefined,
+                              body: body === undefined ? undefined : JSON.stringify(body) });
   } catch (e) {
+    if (isAbort(e) || signal?.aborted) throw abortError();
     throw new ApiError(0, { error: "NetworkError", detail: `cannot reach the server (${e.message})` });
   }
   let data = null;
-  const text = await resp.text();
+  let text;
+  try { text = await resp.text(); } catch (e) { if (isAbort(e) || signal?.aborted) throw abortError(); throw e; }
+  if (signal?.aborted) throw abortError();
   if (text) {
     try { data = JSON.parse(text); } catch { data = { error: "BadResponse", detail: text.slice(0, 200) }; }
   }
@@ -40,12 +49,14 @@ export async function api(path, { method = "GET", query = null, body = undefined
   return data;
 }
 
+function abortError() { return new DOMException("the view that asked was left", "AbortError"); }
+
 /** Every item of a paged list (follows next_cursor). */
-export async function all(path, query = {}) {
+export async function all(path, query = {}, { signal = null } = {}) {
   const items = [];
   let cursor = null;
   do {
-    const page = await api(path, { query: { ...query, limit: 500, cursor } });
+    const page = await api(path, { query: { ...query, limit: 500, cursor }, signal });
     items.push(...page.items);
     cursor = page.next_cursor;
   } while (cursor);

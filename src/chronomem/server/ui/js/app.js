@@ -1,16 +1,18 @@
 // The explorer shell: sign-in with a tenant key, the users/sessions sidebar, hash routes, views.
-import { ApiError, all, api, clearKey, getKey, setKey, userPath } from "./api.js";
+import { ApiError, all, api, clearKey, getKey, isAbort, setKey, userPath } from "./api.js";
 import { AskView } from "./ask.js";
 import { FactPanel } from "./facts.js";
 import { GraphView } from "./graph.js";
 import { SessionsView } from "./sessions.js";
 import { TimelineView } from "./timeline.js";
-import { announce, clear, day, fill, h } from "./util.js";
+import { announce, clear, clearError, day, fill, h } from "./util.js";
 
 const VIEWS = ["timeline", "graph", "sessions", "ask"];
 const $ = (id) => document.getElementById(id);
 
-const state = { settings: null, user: null, view: null, panel: null, users: [],
+// nav: the AbortController of the route being shown (aborted when another route replaces it, so a
+// slow answer for the previous route never fills the view); sessionsNav: the same for the sidebar.
+const state = { settings: null, user: null, view: null, panel: null, users: [], nav: null, sessionsNav: null,
                 graphOptions: { depth: "1", asOf: "", derived: true } };
 
 /** ``#/users/<u>/<view>/<arg>`` → {user, view, arg}. */
@@ -71,15 +73,19 @@ function renderUsers() {
 }
 
 async function renderSessions(user) {
+  if (state.sessionsNav) state.sessionsNav.abort();  // the previous user's list must not land here
+  const { signal } = state.sessionsNav = new AbortController();
   const list = clear($("sessions"));
   $("sessions-nav").hidden = false;
   try {
-    const sessions = await all(`${userPath(user)}/sessions`);
+    const sessions = await all(`${userPath(user)}/sessions`, {}, { signal });
+    if (signal.aborted) return;
     sessions.sort((a, b) => (a.started_at || "").localeCompare(b.started_at || ""));
     fill(list, sessions.length ? null : h("li", { class: "muted" }, "None"),
       sessions.map((sess) => h("li", {}, h("a", { href: route(user, "sessions", sess.id) },
         sess.id, h("span", { class: "meta" }, ` ${sess.started_at ? day(sess.started_at) : ""}`)))));
   } catch (e) {
+    if (isAbort(e) || signal.aborted) return;
     list.append(h("li", { class: "error" }, e.message));
   }
 }
@@ -87,6 +93,10 @@ async function renderSessions(user) {
 async function onRoute() {
   if (!state.settings) return;
   const { user, view, arg } = parseRoute(location.hash);
+  if (state.nav) state.nav.abort();  // whatever the previous route still awaits is dropped
+  const nav = state.nav = new AbortController();
+  const { signal } = nav;
+  clearError();  // an error about the page being left is stale once another is shown
   renderUsers();
   if (!user) {
     show("home");
@@ -113,20 +123,22 @@ async function onRoute() {
   const root = clear($("view"));
   const theta = state.settings.theta_stable;
   const panel = state.panel;
-  if (view === "timeline") state.view = new TimelineView(root, { user, theta, panel });
+  if (view === "timeline") state.view = new TimelineView(root, { user, theta, panel, signal });
   else if (view === "graph") {
-    state.view = new GraphView(root, { user, panel, entity: arg, options: state.graphOptions,
+    state.view = new GraphView(root, { user, panel, signal, entity: arg, options: state.graphOptions,
       onEntity: (name) => { if (name) { state.focusGraph = true; location.hash = route(user, "graph", name); } } });
-  } else if (view === "sessions") state.view = new SessionsView(root, { user, focusSession: arg });
-  else state.view = new AskView(root, { user, panel });
+  } else if (view === "sessions") state.view = new SessionsView(root, { user, signal, focusSession: arg });
+  else state.view = new AskView(root, { user, panel, signal });
   try {
     await state.view.load();
+    if (signal.aborted) return;
     if (view === "graph" && state.focusGraph) {
       state.focusGraph = false;
       const first = root.querySelector("g.node[tabindex]");
       (first || $("entity-input")).focus();
     }
   } catch (e) {
+    if (isAbort(e) || signal.aborted) return;  // another route replaced this one meanwhile
     fill(root, h("p", { class: "error" }, e.message));
     announce(e.message, { error: true });
   }

@@ -1,10 +1,12 @@
 // Ask: the answer, its evidence and the search trace (anchors, intents, beam steps).
-import { api, userPath } from "./api.js";
+import { api, isAbort, userPath } from "./api.js";
 import { announce, dateInputToIso, factText, fill, h, interval, pct } from "./util.js";
 
 export class AskView {
-  constructor(root, { user, panel }) {
+  /** ``signal`` aborts when the app leaves this view: nothing of it is shown after that. */
+  constructor(root, { user, panel, signal = null }) {
     this.root = root;
+    this.signal = signal || new AbortController().signal;
     this.user = user;
     this.panel = panel;
   }
@@ -39,10 +41,14 @@ export class AskView {
     this.out.dataset.state = "loading";
     try {
       const res = kind === "search"
-        ? await api(`${userPath(this.user)}/search`, { method: "POST", body: { query: question, as_of, top_k: 10 } })
-        : await api(`${userPath(this.user)}/answer`, { method: "POST", body: { question, as_of, method: this.method.value } });
+        ? await api(`${userPath(this.user)}/search`, { method: "POST", signal: this.signal,
+          body: { query: question, as_of, top_k: 10 } })
+        : await api(`${userPath(this.user)}/answer`, { method: "POST", signal: this.signal,
+          body: { question, as_of, method: this.method.value } });
+      if (this.signal.aborted) return;
       this.render(kind, res);
     } catch (e) {
+      if (isAbort(e) || this.signal.aborted) return;
       fill(this.out, h("p", { class: "error" }, e.message));
       announce(`${kind === "search" ? "Search" : "Ask"} failed: ${e.message}`, { error: true });
     }

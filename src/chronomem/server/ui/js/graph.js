@@ -1,10 +1,17 @@
 // The entity graph: stored edges around an entity plus the edges the read path derives from them
 // (symmetry, inverse, hyponymy, containment), fetched from GET /v1/users/{u}/graph.
-import { all, api, userPath } from "./api.js";
+import { all, api, isAbort, userPath } from "./api.js";
 import { chooseMergeTarget } from "./dialogs.js";
 import { announce, clear, dateInputToIso, factText, fill, h, interval, pct, s } from "./util.js";
 
 const HEIGHT = 480;
+const LABEL_MAX = 28;  // characters of a node or edge label drawn; the full text is in its tooltip
+
+/** ``text`` cut to ``max`` characters (code points, so an emoji is never split) with an ellipsis. */
+export function shorten(text, max = LABEL_MAX) {
+  const chars = Array.from(String(text));
+  return chars.length > max ? `${chars.slice(0, max - 1).join("")}…` : String(text);
+}
 
 /** Positions: the centre in the middle, depth-1 nodes on a ring, depth-2 nodes on an outer ring near their parent. */
 export function layout(graph, width, height) {
@@ -42,8 +49,10 @@ export function layout(graph, width, height) {
 }
 
 export class GraphView {
-  constructor(root, { user, panel, entity, onEntity, options }) {
+  /** ``signal`` aborts when the app leaves this view: nothing of it is drawn after that. */
+  constructor(root, { user, panel, entity, onEntity, options, signal = null }) {
     this.root = root;
+    this.signal = signal || new AbortController().signal;
     this.options = options;  // depth, as-of and derived: kept by the app across re-centring
     this.user = user;
     this.panel = panel;
@@ -54,7 +63,8 @@ export class GraphView {
   destroy() {}
 
   async load() {
-    const entities = await all(`${userPath(this.user)}/entities`);
+    const entities = await all(`${userPath(this.user)}/entities`, {}, { signal: this.signal });
+    if (this.signal.aborted) return;  // another view owns the root now
     this.entities = entities;
     const list = h("datalist", { id: "entity-options" }, entities.map((e) => h("option", { value: e.name })));
     this.input = h("input", { id: "entity-input", list: "entity-options", required: true, value: this.entity || "",
@@ -103,10 +113,13 @@ export class GraphView {
 
   async fetch() {
     try {
-      this.graph = await api(`${userPath(this.user)}/graph`, {
+      const graph = await api(`${userPath(this.user)}/graph`, { signal: this.signal,
         query: { entity: this.entity, depth: this.depth.value, as_of: dateInputToIso(this.asOf.value) } });
+      if (this.signal.aborted) return;
+      this.graph = graph;
       this.draw();
     } catch (e) {
+      if (isAbort(e) || this.signal.aborted) return;
       fill(this.box, h("p", { class: "error" }, e.message));
       clear(this.table);
       announce(`Graph: ${e.message}`, { error: true });
@@ -152,7 +165,8 @@ export class GraphView {
         const lx = (sx + 2 * qx + tx) / 4;
         const ly = (sy + 2 * qy + ty) / 4;
         const text = e.derived ? `${e.fact.relation} (${e.fact.rule})` : e.fact.relation;
-        labelLayer.append(s("text", { x: lx, y: ly, class: `edge-label${e.derived ? " derived" : ""}`, "text-anchor": "middle" }, text));
+        labelLayer.append(s("text", { x: lx, y: ly, class: `edge-label${e.derived ? " derived" : ""}`, "text-anchor": "middle" },
+          shorten(text) === text ? null : s("title", {}, text), shorten(text)));
       });
     }
     svg.append(edgeLayer, labelLayer);
@@ -166,8 +180,9 @@ export class GraphView {
         tabindex: isCenter ? null : "0", role: isCenter ? null : "button", "data-entity": n.name,
         "aria-label": isCenter ? `${n.name} (centre)` : `${n.name}${n.type ? `, ${n.type}` : ""}: show its graph`,
         onclick: go, onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } },
-      }, s("circle", { r: isCenter ? 20 : 14 }),
-      s("text", { y: isCenter ? 36 : (p.y < HEIGHT / 2 - 5 ? -21 : 30), "text-anchor": "middle", class: "node-label" }, n.name));
+      }, s("title", {}, n.name), s("circle", { r: isCenter ? 20 : 14 }),
+      s("text", { y: isCenter ? 36 : (p.y < HEIGHT / 2 - 5 ? -21 : 30), "text-anchor": "middle", class: "node-label" },
+        shorten(n.name)));
       svg.append(node);
     }
     fill(this.box, svg);

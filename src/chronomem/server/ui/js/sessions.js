@@ -1,10 +1,12 @@
 // Sessions with their Rsum checkpoint (the recursive summary M_i written when the session ended).
-import { all, userPath } from "./api.js";
+import { all, isAbort, userPath } from "./api.js";
 import { day, fill, h } from "./util.js";
 
 export class SessionsView {
-  constructor(root, { user, focusSession }) {
+  /** ``signal`` aborts when the app leaves this view: nothing of it is drawn after that. */
+  constructor(root, { user, focusSession, signal = null }) {
     this.root = root;
+    this.signal = signal || new AbortController().signal;
     this.user = user;
     this.focusSession = focusSession;
   }
@@ -12,8 +14,10 @@ export class SessionsView {
   destroy() {}
 
   async load() {
+    const { signal } = this;
     const [sessions, checkpoints] = await Promise.all([
-      all(`${userPath(this.user)}/sessions`), all(`${userPath(this.user)}/checkpoints`)]);
+      all(`${userPath(this.user)}/sessions`, {}, { signal }), all(`${userPath(this.user)}/checkpoints`, {}, { signal })]);
+    if (signal.aborted) return;  // another view owns the root now
     const bySession = new Map();
     for (const c of checkpoints) bySession.set(c.session_id, c);
     sessions.sort((a, b) => (a.started_at || "").localeCompare(b.started_at || ""));
@@ -35,9 +39,10 @@ export class SessionsView {
       turns.dataset.loaded = "1";
       let msgs;
       try {
-        msgs = await all(`${userPath(this.user)}/messages`, { session_id: sess.id });
+        msgs = await all(`${userPath(this.user)}/messages`, { session_id: sess.id }, { signal: this.signal });
       } catch (e) {
         delete turns.dataset.loaded;
+        if (isAbort(e)) return;
         turns.append(h("p", { class: "error" }, e.message));
         return;
       }

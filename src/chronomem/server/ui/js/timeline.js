@@ -1,8 +1,8 @@
 // The timeline: every stored version as a bar over its validity interval, an as-of slider, and what
 // the server says was true at that moment (GET facts?as_of=…).
-import { all, userPath } from "./api.js";
+import { all, isAbort, userPath } from "./api.js";
 import { factState } from "./facts.js";
-import { announce, day, debounce, factText, fill, h, interval, pct, s } from "./util.js";
+import { announce, dateInputToDate, day, debounce, factText, fill, h, interval, pct, s } from "./util.js";
 
 const LABEL_W = 190;
 const LANE_H = 24;
@@ -49,8 +49,10 @@ export function buildRows(facts, end) {
 export function isHedged(f, theta) { return f.confidence < theta && factState(f, theta) !== "corrected"; }
 
 export class TimelineView {
-  constructor(root, { user, theta, panel }) {
+  /** ``signal`` aborts when the app leaves this view: nothing of it is drawn after that. */
+  constructor(root, { user, theta, panel, signal = null }) {
     this.root = root;
+    this.signal = signal || new AbortController().signal;
     this.user = user;
     this.theta = theta;
     this.panel = panel;
@@ -73,7 +75,9 @@ export class TimelineView {
   }
 
   async load() {
-    this.facts = await all(`${userPath(this.user)}/history`);
+    const facts = await all(`${userPath(this.user)}/history`, {}, { signal: this.signal });
+    if (this.signal.aborted) return;  // another view owns the root now
+    this.facts = facts;
     this.now = new Date();
     const starts = this.facts.map((f) => new Date(f.valid_from || f.recorded_at));
     const ends = this.facts.filter((f) => f.valid_to).map((f) => new Date(f.valid_to));
@@ -97,8 +101,8 @@ export class TimelineView {
       oninput: () => this.setAsOf(this.sliderDate(), "slider"),
     });
     this.dateInput = h("input", {
-      type: "date", id: "asof-date", "aria-label": "As of (exact date)",
-      onchange: () => this.setAsOf(this.dateInput.value ? new Date(`${this.dateInput.value}T00:00:00Z`) : null, "date"),
+      type: "date", id: "asof-date", "aria-label": "As of (exact date)", min: "0001-01-01", max: "9999-12-31",
+      onchange: () => this.onDateInput(),
     });
     this.asOfLabel = h("output", { id: "asof-label", for: "asof-slider" });
     this.svgBox = h("div", { class: "svgbox", id: "timeline-chart" });
@@ -142,6 +146,19 @@ export class TimelineView {
     return h("ul", { class: "legend", "aria-label": "Legend" },
       item("current", "true at the as-of date"), item("past", "other versions (closed or later)"),
       item("corrected", "replaced by a correction"), item("hedged", "hedged"));
+  }
+
+  /** The exact-date field: a date the API cannot take (a year past 9999) is refused, not sent. */
+  onDateInput() {
+    const value = this.dateInput.value;
+    if (!value) { this.setAsOf(null, "date"); return; }
+    const date = dateInputToDate(value);
+    if (!date) {
+      this.dateInput.value = this.asOf ? day(this.asOf) : "";  // back to the moment still shown
+      announce(`As of: ${value} is not a date the timeline can show (years 0001 to 9999)`, { error: true });
+      return;
+    }
+    this.setAsOf(date, "date");
   }
 
   sliderDate() {
@@ -243,14 +260,14 @@ export class TimelineView {
     const asOf = this.asOf;
     try {
       const facts = await all(`${userPath(this.user)}/facts`,
-        { as_of: asOf ? asOf.toISOString() : null, include_unstable: true });
-      if (req !== this.request) return;
+        { as_of: asOf ? asOf.toISOString() : null, include_unstable: true }, { signal: this.signal });
+      if (req !== this.request || this.signal.aborted) return;
       const believed = facts.filter((f) => f.confidence > 0);  // a corrected-away version is believed never
       this.current = new Set(believed.map((f) => f.id));
       this.renderTrue(believed, asOf);
       this.restyle();
     } catch (e) {
-      if (req === this.request) announce(`Could not load the facts as of ${day(asOf)}: ${e.message}`, { error: true });
+      if (req === this.request && !isAbort(e) && !this.signal.aborted) announce(`Could not load the facts as of ${day(asOf)}: ${e.message}`, { error: true });
     }
   }
 

@@ -39,11 +39,20 @@ export function fill(el, ...children) { append(clear(el), children); return el; 
 
 export function parseTime(iso) { return iso ? new Date(iso) : null; }
 
-/** YYYY-MM-DD in UTC ("" for no date). */
+/** YYYY-MM-DD in UTC ("" for no date or one that is not a date). */
 export function day(d) {
   if (!d) return "";
   const date = d instanceof Date ? d : new Date(d);
-  return date.toISOString().slice(0, 10);
+  return Number.isNaN(date.getTime()) ? "" : date.toISOString().slice(0, 10);
+}
+
+/** The value of an <input type=date> as midnight UTC, or null when it is not a date of years 1–9999
+ *  (what the API takes; a typed year like 10000 or 275760 would otherwise become an Invalid Date). */
+export function dateInputToDate(value) {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value || "");
+  if (!m || m[1] === "0000") return null;
+  const date = new Date(`${value}T00:00:00Z`);
+  return Number.isNaN(date.getTime()) || day(date) !== value ? null : date;
 }
 
 export function interval(f) {
@@ -67,6 +76,15 @@ export function announce(message, { error = false } = {}) {
   el.setAttribute("role", error ? "alert" : "status");
   clearTimeout(statusTimer);
   if (!error) statusTimer = setTimeout(() => { el.textContent = ""; }, 6000);
+}
+
+/** Take down an error announce() left up (errors stay until the next navigation). */
+export function clearError() {
+  const el = document.getElementById("status");
+  if (!el.classList.contains("error")) return;
+  el.textContent = "";
+  el.classList.remove("error");
+  el.setAttribute("role", "status");
 }
 
 export function debounce(fn, ms) {
