@@ -377,3 +377,23 @@ def test_conversations_with_tool_calls_keep_their_shape_and_the_budget(
             caller = next(p for p in reversed(kept[:i]) if p["role"] != "tool")
             assert caller["role"] == "assistant" and m["tool_call_id"] in {c["id"] for c in caller["tool_calls"]}
     assert res.kept_turns + res.dropped_turns + res.summarized_turns == len(msgs) - len(instructions)
+
+
+def test_content_given_as_parts_is_kept_as_sent_and_read_as_text() -> None:
+    """OpenAI's list of content parts (text beside an image) was refused ("expected a string"); apps
+    sending images had no way through ``context()``."""
+    from chronomem.summarize.compaction import compact
+
+    parts = [{"type": "text", "text": "What breed is this dog?"},
+             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    msgs = [{"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+            {"role": "user", "content": parts}]
+    res = compact(msgs, budget_tokens=500, count_tokens=lambda t: len(t.split()))
+    assert res.messages[-1] == {"role": "user", "content": parts}  # the parts go on as sent
+    assert "Be brief." in res.messages[0]["content"]
+    with pytest.raises(ValidationError, match="a user turn needs text"):
+        compact([{"role": "user", "content": [{"type": "text", "text": "  "}]}], budget_tokens=50,
+                count_tokens=lambda t: len(t.split()))
+    with pytest.raises(ValidationError, match="list of content parts"):
+        compact([{"role": "user", "content": 5}], budget_tokens=50, count_tokens=lambda t: len(t.split()))

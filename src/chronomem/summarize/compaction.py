@@ -44,7 +44,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..providers.base import LLM, CallUsage, Messages
 from ..prompts import load_prompt
-from .text import clean_model_text, format_transcript, render_prompt, split_sentences
+from .text import clean_model_text, content_text, format_transcript, render_prompt, split_sentences
 
 __all__ = [
     "Strategy",
@@ -141,7 +141,7 @@ def compact(
     n_sys = 0
     while n_sys < len(msgs) and msgs[n_sys]["role"] == "system":
         n_sys += 1
-    instructions = "\n\n".join(str(m.get("content") or "") for m in msgs[:n_sys]).strip()
+    instructions = "\n\n".join(content_text(m.get("content")) for m in msgs[:n_sys]).strip()
     turns = msgs[n_sys:]
     last_user = max((i for i, m in enumerate(turns) if m["role"] == "user"), default=None)
     if last_user is None:
@@ -362,10 +362,9 @@ def _check_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, 
             raise ValidationError(f"messages[{i}]", m, "expected a dict with 'role' and 'content'")
         if m.get("role") not in _ROLES:
             raise ValidationError(f"messages[{i}].role", m.get("role"), f"expected one of {sorted(_ROLES)}")
-        content = m.get("content")
-        if content is not None and not isinstance(content, str):
-            raise ValidationError(f"messages[{i}].content", content, "expected a string")
-        if m["role"] == "user" and not content:
+        content = m.get("content")  # a string, or OpenAI's list of parts (text, images: kept as sent)
+        text = content_text(content, f"messages[{i}].content")
+        if m["role"] == "user" and not text.strip():
             raise ValidationError(f"messages[{i}].content", content, "a user turn needs text")
     return list(messages)
 

@@ -136,15 +136,32 @@ def clean_model_text(text: str) -> str:
     return "\n".join(lines).strip()
 
 
+def content_text(content: Any, where: str = "content") -> str:
+    """A chat message's content as text: a string as it is; OpenAI's list of parts as its text parts, each
+    other part (an image, audio) as ``[its type]`` so a reader knows something was there.
+
+    >>> content_text([{"type": "text", "text": "What is this?"}, {"type": "image_url", "image_url": {}}])
+    'What is this? [image_url]'
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, Mapping) and isinstance(p.get("type"), str)
+                                         for p in content):
+        return " ".join(p["text"] if p["type"] == "text" and isinstance(p.get("text"), str) else f"[{p['type']}]"
+                        for p in content)
+    raise ValidationError(where, type(content).__name__, "expected a string or a list of content parts "
+                                                          "({\"type\": \"text\", \"text\": ...})")
+
+
 def format_turn(turn: Message | Mapping[str, Any]) -> str:
     """``"Speaker: text"`` for a :class:`Message` or an OpenAI-shaped chat dict."""
     if isinstance(turn, Message):
         speaker, text = turn.speaker, turn.text
     else:
         speaker = str(turn.get("name") or turn.get("speaker") or turn.get("role") or "unknown")
-        text = turn.get("content", turn.get("text", ""))
-        if not isinstance(text, str):
-            raise ValidationError("content", text, "message content must be a string")
+        text = content_text(turn.get("content", turn.get("text", "")))
     return f"{speaker}: {' '.join(text.split())}"
 
 
