@@ -262,3 +262,14 @@ def test_a_session_or_user_held_only_in_the_session_buffer_exists(tmp_path: Path
         r = c.delete("/v1/users/u1")
         assert r.status_code == 200 and r.json()["messages_deleted"] >= 1, r.text
         assert c.delete("/v1/users/u1").status_code == 404
+
+
+def test_context_takes_content_parts_and_hands_them_back_as_sent(mem: Memory) -> None:
+    parts = [{"type": "text", "text": "What breed is this dog?"},
+             {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/context", json={"messages": [{"role": "user", "content": parts}]})
+        assert r.status_code == 200, r.text
+        assert r.json()["messages"][-1] == {"role": "user", "content": parts}
+        r = c.post("/v1/users/u1/context", json={"messages": [{"role": "user", "content": [{"text": "x"}]}]})
+        assert r.status_code == 422 and r.json()["field"].startswith("messages[0].content"), r.text

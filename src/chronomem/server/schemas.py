@@ -134,11 +134,21 @@ class AskIn(BaseModel):
                                 description="who asks: resolves first-person questions (\"where do I live?\")")
 
 
+class ContentPart(BaseModel):
+    """One part of a message's content, as OpenAI's chat API takes it: ``{"type": "text", "text": …}``, an
+    image (``{"type": "image_url", "image_url": {…}}``) or any other type, passed on as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(min_length=1, max_length=50)
+
+
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: str = Field(min_length=1, max_length=50)
-    content: str = Field(max_length=200_000)
+    content: Annotated[str, Field(max_length=200_000)] | Annotated[list[ContentPart], Field(max_length=100)] = \
+        Field(description="the text, or a list of content parts (text beside images), as the chat API takes it")
     name: str | None = Field(None, max_length=200)
 
 
