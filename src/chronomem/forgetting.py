@@ -50,6 +50,20 @@ class ForgetResult:
     warnings: list[str] = field(default_factory=list)
 
 
+def session_held(store: Store, user_id: str, session_id: str, *, has_turns: bool | None = None,
+                 buffered: bool = False) -> bool:
+    """Whether the user holds the session: a stored turn (``has_turns``, when the caller has read them),
+    turns waiting in the session buffer (``buffered``), a fact of it (``add_facts(session_id=…)``) or its
+    row.  The cheap reads first: the row is found by reading the user's sessions, which only a session
+    that is not there needs.  :func:`forget` refuses what it does not hold, and REST will not end it."""
+    if buffered:
+        return True
+    if has_turns is None:
+        has_turns = bool(store.messages(user_id, session_id=session_id, limit=1))
+    return (has_turns or bool(store.facts(user_id, session_id=session_id, limit=1))
+            or any(s.id == session_id for s in store.sessions(user_id)))
+
+
 def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, user_id: str,
            fact_id: str | None = None, session_id: str | None = None,
            everything: bool = False, buffer: SessionBuffer | None = None) -> ForgetResult:
@@ -90,10 +104,10 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                 raise NotFoundError(f"user {user_id!r} has no fact {fact_id!r}")
             doomed += replaced_versions(store, user_id, doomed[0])
         else:
+            assert session_id is not None  # exactly one target was given
             msgs = store.messages(user_id, session_id=session_id)
-            if not msgs and not any(s.id == session_id for s in store.sessions(user_id)) \
-                    and not store.facts(user_id, session_id=session_id, limit=1) \
-                    and not sum(buffered.values()):  # add_facts(session_id=…) / buffered only
+            if not session_held(store, user_id, session_id, has_turns=bool(msgs),
+                                buffered=bool(sum(buffered.values()))):
                 raise NotFoundError(f"user {user_id!r} has no session {session_id!r}")
             msg_ids = {m.id for m in msgs}
             doomed, trimmed, moved, reworded = [], [], [], []

@@ -19,6 +19,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import NotFoundError
+from ..forgetting import session_held
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS
 from ..validation import check_id
 from ..jobs.model import Job, JobPosition
@@ -181,14 +182,11 @@ async def end_session(user_id: UserId, session_id: SessionId, mem: Mem,
 
 
 def _session_exists(mem: Memory, user_id: str, session_id: str) -> bool:
-    """Whether the user holds the session as :meth:`Memory.forget` finds one: a stored turn, turns waiting in
-    the session buffer, its row, or a fact of it (``add_facts(session_id=…)``).  The cheap reads first: the
-    row is found by reading the user's sessions, which only a session that is not there needs."""
+    """Whether the user holds the session as :meth:`Memory.forget` finds one (:func:`.forgetting.session_held`),
+    turns waiting in the session buffer included."""
     buffer = mem._buffer  # noqa: SLF001 - Memory has no public read of the buffer's sessions
-    return (bool(mem.messages(user_id=user_id, session_id=session_id, limit=1))
-            or (buffer is not None and session_id in buffer.active_sessions(user_id))
-            or bool(mem.store.facts(user_id, session_id=session_id, limit=1))
-            or any(s.id == session_id for s in mem.sessions(user_id=user_id)))
+    return session_held(mem.store, user_id, session_id,
+                        buffered=buffer is not None and session_id in buffer.active_sessions(user_id))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut, tags=["ingestion"])
