@@ -50,40 +50,41 @@ class JobService:
         self.mem = mem
         self._queue_spec = queue
         self._queue: JobQueue | None = None
-        if (queue is None or isinstance(queue, str)) and queue_url(queue) is None:
+        if self._in_process():
             from .worker import lease_seconds, retention_seconds
 
             # the in-process queue's settings, refused now rather than after turns are stored
             lease_seconds(), retention_seconds()
 
+    def _in_process(self) -> bool:
+        """Whether this memory's jobs run on a thread of this process: no queue object and no broker URL
+        given, none configured (``CHRONOMEM_QUEUE_URL``)."""
+        spec = self._queue_spec
+        return (spec is None or isinstance(spec, str)) and queue_url(spec) is None
+
     @property
     def queue(self) -> JobQueue:
         if self._queue is None:
             spec = self._queue_spec
-            if spec is None or isinstance(spec, str):
-                url = queue_url(spec)
-                if url is None:
-                    from .worker import JobRunner
-
-                    store = self.mem.store
-                    inner = getattr(store, "inner", store)
-                    runner = JobRunner(inner, lambda tenant: self.mem, tenant=self.mem.tenant)
-                    self._queue = LocalQueue(runner)
-                else:
-                    self._queue = BrokerQueue(url)
-            else:
+            if spec is not None and not isinstance(spec, str):
                 self._queue = spec
+            elif (url := queue_url(spec)) is not None:
+                self._queue = BrokerQueue(url)
+            else:
+                from .worker import JobRunner
+
+                store = self.mem.store
+                inner = getattr(store, "inner", store)
+                runner = JobRunner(inner, lambda tenant: self.mem, tenant=self.mem.tenant)
+                self._queue = LocalQueue(runner)
         return self._queue
 
     def _start_local(self) -> None:
         """Start the in-process queue, where this memory's jobs run in this process, the first time its
         jobs are used (submit, job, jobs, wait): its first sweep runs the jobs an earlier process left
         queued.  Opening a memory starts no thread (CLI reads stay cheap); no broker is opened here."""
-        spec = self._queue_spec
-        if (spec is None or isinstance(spec, str)) and queue_url(spec) is None:
-            queue = self.queue
-            if isinstance(queue, LocalQueue):
-                queue.start()
+        if self._in_process() and isinstance(queue := self.queue, LocalQueue):
+            queue.start()
 
     def _new_job(self, kind: JobKind, user_id: str, session_id: str | None,
                  payload: dict[str, Any]) -> Job:
