@@ -15,20 +15,16 @@ import numpy as np
 
 
 def cosine_similarities(matrix: np.ndarray, vector: Sequence[float]) -> np.ndarray:
-    """The cosine similarity of each row of ``matrix`` to ``vector``; 0 where either has no length.  Pure.
+    """The cosine similarity of each float32 row of ``matrix`` to ``vector``; 0 where either has no length.
+    Pure.  The rows are read in float64, where any float32's square fits (1e30 squared is 0 or inf in
+    float32); the question, given in any floats, is made a :func:`unit_vector` first.
 
     >>> cosine_similarities(np.array([[2.0, 0.0], [0.0, 0.0], [1e30, 1e30]], dtype=np.float32), [1.0, 0.0])
     array([1.        , 0.        , 0.70710678])
     """
     m = np.asarray(matrix, dtype=np.float64)
-    q = np.asarray(vector, dtype=np.float64)
-    # scaled by their largest component first: a float32 of 1e30 squared overflows even float64's range
-    m_scale = np.abs(m).max(axis=1, keepdims=True) if m.size else np.zeros((len(m), 1))
-    m = np.divide(m, m_scale, out=np.zeros_like(m), where=m_scale > 0)
-    q_scale = np.abs(q).max() if q.size else 0.0
-    q = q / q_scale if q_scale > 0 else np.zeros_like(q)
-    norms = np.linalg.norm(m, axis=1) * np.linalg.norm(q)
-    return np.divide(m @ q, norms, out=np.zeros(len(m)), where=norms > 0)
+    norms = np.linalg.norm(m, axis=1)
+    return np.divide(m @ np.asarray(unit_vector(vector)), norms, out=np.zeros(len(m)), where=norms > 0)
 
 
 def unit_vector(vector: Sequence[float]) -> list[float]:
