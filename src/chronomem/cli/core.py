@@ -234,10 +234,16 @@ def nothing_stored(user: str, tenant: str, outcome: str = "nothing was deleted")
                          f"and --db); {outcome}")
 
 
-def confirm_forget_everything(mem: Memory, user: str, yes: bool) -> None:
-    """Refuse a user with nothing stored (unless a session buffer may hold their turns), then ask."""
+def require_stored(mem: Memory, user: str, outcome: str = "nothing was deleted") -> None:
+    """Refuse a user with nothing stored (unless a session buffer may hold their only turns): it usually
+    means a wrong --user, --tenant or --db."""
     if check_user(user) not in mem.users() and not mem.buffered:
-        raise nothing_stored(user, mem.tenant)
+        raise nothing_stored(user, mem.tenant, outcome)
+
+
+def confirm_forget_everything(mem: Memory, user: str, yes: bool) -> None:
+    """Refuse a user with nothing stored (:func:`require_stored`), then ask."""
+    require_stored(mem, user)
     if not yes:
         confirm(f"Delete everything stored for user {user!r} in tenant {mem.tenant!r}?")
 
@@ -294,8 +300,7 @@ def export_cmd(user: UserOpt, out: Annotated[Optional[Path], typer.Option("--out
     if out is not None and out.is_dir():
         raise ValidationError("--out", str(out), "is a directory; give a file name")
     with open_memory(db, tenant, existing=True) as mem:  # a batch of rows in memory at a time, not the user
-        if check_user(user) not in mem.users() and not mem.buffered:  # a buffer may hold their only turns
-            raise nothing_stored(user, mem.tenant, "nothing was exported")
+        require_stored(mem, user, "nothing was exported")
         if out:
             write_atomically(out, lambda fp: mem.export_to(fp, user_id=user))
         else:
