@@ -363,6 +363,21 @@ def test_next_and_previous_messages_are_the_adjacent_turns_of_the_same_session_a
         assert adjacent(U, []) == {} and adjacent(V, ["m2"]) == {}
 
 
+def test_a_failed_try_never_marks_an_extracted_turn_pending_again(cmem: Memory) -> None:
+    """The pipeline marks a failed chunk FAILED (2); a racing extraction of the same turns may have
+    succeeded first, and a turn pending again would be extracted, and its facts reinforced, twice."""
+    from chronomem.extract.pipeline import EXTRACTED, FAILED, PENDING
+
+    cmem.store.ensure_session(U, "s1")
+    cmem.store.add_messages(U, [msg(1, "s1", "I live in Berlin."), msg(2, "s1", "And I work at Acme.")])
+    cmem.store.mark_extracted(U, ["m1"], EXTRACTED)
+    for state in (FAILED, PENDING):
+        cmem.store.mark_extracted(U, ["m1", "m2"], state)
+        assert [m.id for m in cmem.store.messages(U, pending_only=True)] == ["m2"], state
+    cmem.store.mark_extracted(U, ["m2"], EXTRACTED)
+    assert cmem.store.messages(U, pending_only=True) == []
+
+
 def test_a_capital_dotted_i_is_searched_as_stored(cmem: Memory) -> None:
     """Python lowers "İ" to "i" and a combining dot, which split "İstanbul" into "stanbul": found by neither
     index, which both read the stored word as "istanbul"."""

@@ -16,6 +16,7 @@ from test_memory_sessions import SessionLLM
 
 from chronomem import Memory
 from chronomem.errors import StoreError, ValidationError
+from chronomem.extract.pipeline import FAILED
 from chronomem.store.sqlite import sqlite3
 
 
@@ -57,7 +58,9 @@ def test_a_failed_extraction_never_undoes_a_racing_success(tmp_path: Path) -> No
     with Memory(tmp_path / "m.db", llm=ScriptedLLM(), embedder=False) as mem:
         mem.write_pipeline().add(conv("I live in Berlin and work at Acme."), user_id="u1", session_id="s1")
         [turn] = mem.messages(user_id="u1")
-        mem.store.mark_extracted("u1", [turn.id], -1)  # the loser of the race reports its failure last
+        # the loser of the race reports its failure last, as the pipeline marks one (FAILED, 2; the store
+        # guarded -1 alone, so the turn was pending again and a retry reinforced its facts twice)
+        mem.store.mark_extracted("u1", [turn.id], FAILED)
         assert mem.store.messages("u1", pending_only=True) == []
         assert mem.extract_pending(user_id="u1").added == []  # a retry reinforces nothing a second time
         assert [f.confirmations for f in mem.facts(user_id="u1")] == [[], []]  # said once each

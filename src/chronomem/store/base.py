@@ -99,8 +99,9 @@ class Store(ABC):
 
     @abstractmethod
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:
-        """Set the turns' extraction state: 1 done, 0 pending, -1 failed.  Marking a turn failed leaves a
-        turn already done as it is (a racing extraction of the same turns may have committed first)."""
+        """Set the turns' extraction state: 1 done, 0 pending, any other value a failed try (the write
+        pipeline's ``FAILED``, 2), which counts as pending.  Any state but 1 leaves a turn already done as it
+        is (a racing extraction of the same turns may have committed first)."""
 
     # -- entities --------------------------------------------------------------
     @abstractmethod

@@ -572,9 +572,10 @@ class SQLStore(Store):
         return {r[0]: row_to_message(r[1:]) for r in rows}
 
     def mark_extracted(self, user_id: str, ids: Sequence[str], state: int = 1) -> None:
-        # a failure (state -1) never overwrites a success: a racing call may have extracted the turns
-        # meanwhile, and re-extracting them would reinforce their facts a second time
-        guard = " AND extracted <> 1" if state < 0 else ""
+        # only a success is written over a success: a racing call may have extracted the turns meanwhile, and
+        # a failure marked after it (the pipeline's FAILED is 2; the guard once held for -1 alone) made them
+        # pending again, so a retry reinforced their facts a second time
+        guard = " AND extracted <> 1" if state != 1 else ""
         self._many(user_id, f"UPDATE messages SET extracted = ? WHERE user_id = ? AND id = ?{guard}",
                    [(state, user_id, i) for i in ids])
 
