@@ -76,6 +76,18 @@ def test_memory_system_message_comes_first_and_newest_user_turn_last(strategy: s
     assert res.strategy is Strategy(strategy)
 
 
+@pytest.mark.parametrize("strategy", ["sliding_window", "token_budget", "summary"])
+def test_leading_developer_instructions_are_kept_as_system_ones_are(strategy: str) -> None:
+    """OpenAI's newer models take instructions as "developer" messages: they lead the compacted part, in the
+    caller's role, and are never dropped as an old turn (they were: only "system" was instructions)."""
+    msgs = [{"role": "developer", "content": "Always answer in French."}, *conversation(20)[1:]]
+    res = compact(msgs, MEMORY, budget_tokens=120, strategy=strategy, llm=SummaryLLM(), count_tokens=words)
+    first = res.messages[0]
+    assert first["role"] == "developer" and first["content"].startswith("Always answer in French.")
+    assert MEMORY_HEADER in first["content"] and res.messages[-1] == msgs[-1]
+    assert [m["role"] for m in res.messages].count("developer") == 1 and res.tokens <= 120
+
+
 def test_sliding_window_keeps_the_last_k_turns() -> None:
     msgs = conversation(20)
     res = compact(msgs, None, budget_tokens=10_000, strategy="sliding_window", count_tokens=words, keep_turns=4)

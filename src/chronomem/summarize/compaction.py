@@ -65,6 +65,7 @@ MEMORY_HEADER = "What you remember about this user from earlier conversations:"
 SUMMARY_HEADER = "Summary of the earlier part of this conversation:"
 SUMMARY_PROMPT = "compact_summary_v1"
 _ROLES = frozenset({"system", "user", "assistant", "tool", "function", "developer"})
+_INSTRUCTION_ROLES = ("system", "developer")
 
 CountTokens = Callable[[str], int]
 
@@ -138,9 +139,10 @@ def compact(
         raise ValidationError("llm", None, "the summary strategy needs an LLM")
 
     msgs = _check_messages(messages)
-    n_sys = 0
-    while n_sys < len(msgs) and msgs[n_sys]["role"] == "system":
+    n_sys = 0  # the leading instructions: "developer" is OpenAI's "system" for its newer models
+    while n_sys < len(msgs) and msgs[n_sys]["role"] in _INSTRUCTION_ROLES:
         n_sys += 1
+    header_role = msgs[0]["role"] if n_sys else "system"  # the caller's own word for instructions
     instructions = "\n\n".join(content_text(m.get("content")) for m in msgs[:n_sys]).strip()
     turns = msgs[n_sys:]
     last_user = max((i for i, m in enumerate(turns) if m["role"] == "user"), default=None)
@@ -210,7 +212,7 @@ def compact(
                 summarized = 0
 
     header = _header_text(instructions, kept_mem, summary)
-    out: Messages = [{"role": "system", "content": header}] if header else []
+    out: Messages = [{"role": header_role, "content": header}] if header else []
     out.extend(dict(m) for m in recent)
     out.extend(dict(m) for m in tail)
     total = count_message_tokens(out, count_tokens)
@@ -338,7 +340,7 @@ def _can_start(turns: Sequence[Mapping[str, Any]], i: int) -> bool:
     """
     if i == 0:
         return True
-    while i < len(turns) and turns[i]["role"] in ("system", "developer"):
+    while i < len(turns) and turns[i]["role"] in _INSTRUCTION_ROLES:
         i += 1
     return i == len(turns) or turns[i]["role"] == "user"
 
