@@ -14,6 +14,8 @@ from test_extract_pipeline import conv
 from test_memory_sessions import SessionLLM
 
 from chronomem import AsyncMemory, ChronomemError, Config, Memory, NotFoundError, ValidationError
+from chronomem.jobs.model import JobStatus
+from chronomem.jobs.service import JobTimeoutError
 from chronomem.timeutil import utcnow
 
 
@@ -188,3 +190,111 @@ def test_every_public_method_says_what_it_does() -> None:
                     and not inspect.getdoc(m)]
     assert undocumented == []
     assert "Memory.answer" in inspect.getdoc(AsyncMemory.answer) and "question" in inspect.getdoc(AsyncMemory.answer)
+
+
+class _SlowLLM(SessionLLM):
+    """A model call that is still running when the caller moves on."""
+
+    def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+        threading.Event().wait(0.6)
+        return super().chat(messages, **kw)
+
+
+def test_a_task_cancelled_inside_close_stays_cancelled_and_the_memory_still_closes(tmp_path) -> None:
+    """close() awaited the idle sweeper it had cancelled and dropped every CancelledError it saw: a cancel
+    aimed at its caller was swallowed, close() returned and the code after ``async with`` ran."""
+    async def main() -> None:
+        mem = Memory(tmp_path / "m.db", llm=_SlowLLM(), embedder=False, config=Config(session_idle=60))
+        closed = threading.Event()
+        real_close = mem.close
+
+        def close() -> None:
+            real_close()
+            closed.set()
+
+        mem.close = close  # type: ignore[method-assign]
+        amem = AsyncMemory.wrap(mem)
+        adding: list[asyncio.Future[object]] = []
+        after: list[str] = []
+
+        async def agent() -> None:
+            async with amem:  # starts the idle sweeper (session_idle is set)
+                adding.append(asyncio.ensure_future(amem.add(conv("I live in Berlin and work at Acme."),
+                                                             user_id="u1")))
+                await asyncio.sleep(0.05)  # the add's model call is running
+            after.append("ran")
+
+        task = asyncio.ensure_future(agent())
+        await asyncio.sleep(0)
+        sweeper = amem.start_idle_sweeper()
+        assert sweeper is not None
+        while not sweeper.cancelling():  # the agent is in close(), awaiting the sweeper it cancelled
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert task.cancelled() and after == []  # the cancel reached the agent
+        assert sweeper.cancelled()
+        with pytest.raises(ChronomemError, match="closed"):
+            await amem.facts(user_id="u1")
+        assert len((await adding[0]).added) == 2  # the call in flight finished, then the close ran
+        assert await asyncio.get_running_loop().run_in_executor(None, closed.wait, 5)
+
+    asyncio.run(main())
+
+
+def test_a_closing_sweeper_cancelled_by_close_itself_does_not_cancel_the_caller(tmp_path) -> None:
+    async def main() -> None:
+        async with AsyncMemory(tmp_path / "m.db", embedder=False, config=Config(session_idle=60)) as amem:
+            sweeper = amem.start_idle_sweeper()
+        assert sweeper is not None and sweeper.cancelled()  # and this line ran: close() returned
+
+    asyncio.run(main())
+
+
+def test_wait_keeps_its_deadline_while_another_call_holds_the_worker(tmp_path) -> None:
+    """wait() looked at the job through the worker thread: behind another coroutine's long call its
+    timeout=0.3 became the length of that call, and a job that finished meanwhile went unseen."""
+    gate = threading.Event()
+
+    class GatedLLM(SessionLLM):
+        def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+            if kw.get("purpose") == "extract":
+                gate.wait(10)  # the job's model call, on the in-process queue's thread
+            return super().chat(messages, **kw)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        async with AsyncMemory(tmp_path / "m.db", llm=GatedLLM(), embedder=False) as amem:
+            job = await amem.submit_messages(conv("I live in Berlin and work at Acme."), user_id="u1",
+                                             session_id="s1")
+            busy = threading.Event()
+            real_facts = amem.sync.facts
+
+            def hold(**kw):  # type: ignore[no-untyped-def]
+                busy.wait(10)  # another user's long call on the worker thread
+                return real_facts(**kw)
+
+            amem.sync.facts = hold  # type: ignore[method-assign]
+            release = loop.call_later(8, busy.set)  # the old wait came back only then
+            holding = asyncio.ensure_future(amem.facts(user_id="u2"))
+            await asyncio.sleep(0.05)
+            try:
+                started = loop.time()
+                with pytest.raises(JobTimeoutError) as err:
+                    await amem.wait(job, timeout=0.3)
+                assert 0.3 <= loop.time() - started < 4 and not busy.is_set()  # far from 8 s, on a busy host too
+                assert err.value.job.id == job.id and not err.value.job.finished
+                gate.set()  # the job finishes while the worker is still held
+                done = await amem.wait(job.id, timeout=2)
+                assert done.status is JobStatus.DONE and not busy.is_set()
+                assert done.result is not None and len(done.result["added"]) == 2
+                with pytest.raises(NotFoundError):
+                    await amem.wait("no-such-job", timeout=1)
+            finally:
+                gate.set()
+                release.cancel()
+                busy.set()
+                await holding
+
+    asyncio.run(main())

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from .config import Config
-from .errors import ChronomemError
+from .errors import ChronomemError, NotFoundError
 from .forgetting import ForgetResult
 from .memory import Memory
 from .jobs.model import Job, JobPosition, JobStatus
@@ -40,6 +40,7 @@ from .model import (Entity, EntityMerge, EntityPosition, Fact, FactInput, FactPo
                     Session, SessionPosition, UpdateReport)
 from .providers.base import Embedder, LLM
 from .registry import RelationSpec
+from .validation import check_id
 
 if TYPE_CHECKING:
     from .extract.pipeline import AddResult
@@ -55,6 +56,8 @@ __all__ = ["AsyncMemory"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+_LOOK_S = 0.1  # how long past its deadline AsyncMemory.wait lets a look at the job run before it gives up
 
 
 class AsyncMemory:
@@ -283,22 +286,49 @@ class AsyncMemory:
                                after=after)
 
     async def wait(self, job: Job | str, *, timeout: float | None = 300.0) -> Job:
-        """Poll the job with ``asyncio.sleep`` between looks (the worker thread stays free meanwhile)."""
+        """Poll the job with ``asyncio.sleep`` between looks; :class:`~chronomem.jobs.service.JobTimeoutError`
+        once ``timeout`` seconds have passed since the call (give or take one look).
+
+        The looks read the job's row on a thread of the event loop's default executor, not on this instance's
+        worker thread: queued there behind another coroutine's long call (an ``add`` waiting on the model) they
+        kept the caller past its deadline and missed the job finishing.  The stores are thread-safe (the
+        in-process job queue reads them from its own thread too).  What else ``Memory.job`` does, starting the
+        in-process queue that runs jobs an earlier process left queued, is asked of the worker once, unawaited.
+        """
         from .jobs.service import JobTimeoutError, check_timeout
 
         job_id = job.id if isinstance(job, Job) else job
         timeout = check_timeout(timeout)  # as Memory.wait: "abc", -1 or NaN are refused, not waited on
+        check_id("job_id", job_id)
+        self.submit(self._mem.job, job_id)  # its NotFoundError, if any, is the first look's too
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
+        known = job if isinstance(job, Job) else None  # what a JobTimeoutError reports
         delay = 0.05
         while True:
-            current = await self.job(job_id)
-            if current.finished:
-                return current
+            look = asyncio.to_thread(self._look, job_id)
+            if known is None or deadline is None:
+                known = await look  # the first look at a bare id finds the job (or raises NotFoundError)
+            else:  # a look held up by the store (another call's long write) is given up past the deadline
+                try:
+                    known = await asyncio.wait_for(look, max(deadline - loop.time(), 0.0) + _LOOK_S)
+                except TimeoutError:
+                    pass
+            if known.finished:
+                return known
             if deadline is not None and loop.time() >= deadline:
-                raise JobTimeoutError(current, timeout or 0.0)
-            await asyncio.sleep(delay)
+                raise JobTimeoutError(known, timeout or 0.0)
+            await asyncio.sleep(delay if deadline is None else min(delay, deadline - loop.time()))
             delay = min(delay * 1.5, 1.0)
+
+    def _look(self, job_id: str) -> Job:
+        """The job of this tenant as the store holds it now (:meth:`wait`'s look, run off the worker thread)."""
+        if self._closed:
+            raise ChronomemError("this AsyncMemory is closed")
+        found = self._mem.store.job(self._mem.tenant, job_id)
+        if found is None:
+            raise NotFoundError(f"no job {job_id!r}")
+        return found
 
     async def correct(self, fact_id: str, *, user_id: str, **changes: Any) -> Fact:
         return await self._run(self._mem.correct, fact_id, user_id=user_id, **changes)
@@ -321,19 +351,22 @@ class AsyncMemory:
         """Stop the sweeper, wait for running calls, close the store.
 
         The close is queued behind the running calls on the worker thread and runs there even if
-        this coroutine is cancelled (say by a timeout): the event loop is never blocked on it.
+        this coroutine is cancelled (say by a timeout): the event loop is never blocked on it.  A cancel of
+        the caller is raised once the close is queued, never dropped (code after ``async with`` must not run).
         """
         if self._closed:
             return
         self._closed = True  # no new calls from here on
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            try:
-                await self._sweeper
-            except asyncio.CancelledError:
-                pass
-        closing = self._executor.submit(self._mem.close)
-        self._executor.shutdown(wait=False)  # the worker thread ends after the close it has queued
+        sweeper = self._sweeper
+        try:
+            if sweeper is not None and not sweeper.done():
+                sweeper.cancel()
+                # asyncio.wait, not ``await sweeper``: the sweeper's own CancelledError stays inside it, while
+                # a cancel of this coroutine is raised here (awaiting the sweeper told the two apart by nothing)
+                await asyncio.wait({sweeper})
+        finally:  # cancelled or not, the memory is closed once the running calls are done
+            closing = self._executor.submit(self._mem.close)
+            self._executor.shutdown(wait=False)  # the worker thread ends after the close it has queued
         await asyncio.shield(asyncio.wrap_future(closing))
 
     async def __aenter__(self) -> AsyncMemory:
