@@ -87,8 +87,72 @@ def undo_user_fulltext_statistics(db: Any) -> None:
                "END")
 
 
+def undo_cjk_bigrams(db: Any) -> None:
+    """Migration 0016 in reverse: both indexes read their tables' text as it is (no view, no function).  The
+    index keeps its bytes, which a file without Chinese, Japanese or Korean text holds the same way."""
+    for trigger in ("facts_fts_del", "facts_fts_upd", "messages_fts_ins", "messages_fts_del", "messages_fts_upd"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    views = [r[0] for r in db.execute("SELECT sql FROM sqlite_master WHERE name IN "
+                                      "('facts_fts_lengths', 'messages_fts_lengths')")]
+    db.execute("DROP VIEW facts_fts_lengths")
+    db.execute("DROP VIEW messages_fts_lengths")
+    for table, columns in (("facts", "fts_text"), ("messages", "speaker, text, context")):
+        db.execute(f"ALTER TABLE {table}_fts RENAME TO {table}_fts_new")
+        db.execute(f"CREATE VIRTUAL TABLE {table}_fts USING fts5 ({columns}, content='{table}', "
+                   "content_rowid='rowid', tokenize='porter unicode61')")
+        for shadow in ("data", "idx", "docsize", "config"):
+            db.execute(f"DELETE FROM {table}_fts_{shadow}")
+            db.execute(f"INSERT INTO {table}_fts_{shadow} SELECT * FROM {table}_fts_new_{shadow}")
+        db.execute(f"DROP TABLE {table}_fts_new")
+        db.execute(f"DROP VIEW {table}_fts_content")
+    for view in views:
+        db.execute(view)
+    db.executescript("""
+CREATE TRIGGER facts_fts_del AFTER DELETE ON facts BEGIN
+  UPDATE user_blocks SET facts_rows = facts_rows - 1,
+    facts_tokens = facts_tokens - (SELECT tokens FROM facts_fts_lengths WHERE id = old.rowid)
+  WHERE block = old.rowid >> 32;
+  INSERT INTO facts_fts (facts_fts, rowid, fts_text) VALUES ('delete', old.rowid, old.fts_text);
+END;
+CREATE TRIGGER facts_fts_upd AFTER UPDATE OF subject, relation, object, text ON facts BEGIN
+  UPDATE user_blocks SET facts_tokens = facts_tokens - (SELECT tokens FROM facts_fts_lengths WHERE id = old.rowid)
+  WHERE block = old.rowid >> 32;
+  INSERT INTO facts_fts (facts_fts, rowid, fts_text) VALUES ('delete', old.rowid, old.fts_text);
+  INSERT INTO facts_fts (rowid, fts_text) VALUES (new.rowid, new.fts_text);
+  UPDATE user_blocks SET facts_tokens = facts_tokens + (SELECT tokens FROM facts_fts_lengths WHERE id = new.rowid)
+  WHERE block = new.rowid >> 32;
+END;
+CREATE TRIGGER messages_fts_ins AFTER INSERT ON messages BEGIN
+  INSERT INTO messages_fts (rowid, speaker, text, context) VALUES (new.rowid, new.speaker, new.text, new.context);
+  UPDATE user_blocks SET messages_rows = messages_rows + 1,
+    messages_tokens = messages_tokens + (SELECT tokens FROM messages_fts_lengths WHERE id = new.rowid)
+  WHERE block = new.rowid >> 32;
+END;
+CREATE TRIGGER messages_fts_del AFTER DELETE ON messages BEGIN
+  UPDATE user_blocks SET messages_rows = messages_rows - 1,
+    messages_tokens = messages_tokens - (SELECT tokens FROM messages_fts_lengths WHERE id = old.rowid)
+  WHERE block = old.rowid >> 32;
+  INSERT INTO messages_fts (messages_fts, rowid, speaker, text, context)
+  VALUES ('delete', old.rowid, old.speaker, old.text, old.context);
+END;
+CREATE TRIGGER messages_fts_upd AFTER UPDATE OF speaker, text, context ON messages BEGIN
+  UPDATE user_blocks SET messages_tokens = messages_tokens
+    - (SELECT tokens FROM messages_fts_lengths WHERE id = old.rowid)
+  WHERE block = old.rowid >> 32;
+  INSERT INTO messages_fts (messages_fts, rowid, speaker, text, context)
+  VALUES ('delete', old.rowid, old.speaker, old.text, old.context);
+  INSERT INTO messages_fts (rowid, speaker, text, context) VALUES (new.rowid, new.speaker, new.text, new.context);
+  UPDATE user_blocks SET messages_tokens = messages_tokens
+    + (SELECT tokens FROM messages_fts_lengths WHERE id = new.rowid)
+  WHERE block = new.rowid >> 32;
+END;
+""")
+
+
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
+    if version < 16:
+        undo_cjk_bigrams(db)
     if version < 15:
         undo_user_fulltext_statistics(db)
     if version < 13:

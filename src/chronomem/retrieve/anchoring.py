@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..cjk import is_cjk, split_cjk
 from ..entities import normalize_name
 from ..providers.base import Embedder
 from ..store.base import Store
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(r"[\w][\w\-.&]*", re.UNICODE)
 ENTITY_KIND = "entity"
+#: the longest name looked for inside a run of Chinese, Japanese or Korean characters ("サンフランシスコ" is 8)
+MAX_CJK_NAME = 12
 
 
 @dataclass(slots=True)
@@ -51,16 +54,34 @@ def candidate_spans(query: str, max_words: int = 4) -> list[tuple[int, int, str]
     """``(start, end, text)`` word spans of the question that could name an entity.
 
     Spans that consist only of stopwords are skipped; possessives are dropped
-    ("Maya's brother" → "Maya", "brother", "Maya brother").
+    ("Maya's brother" → "Maya", "brother", "Maya brother").  Chinese, Japanese and Korean write no space
+    between words, so there each character is a word and every run of up to :data:`MAX_CJK_NAME` of them
+    inside a run of such characters is a span ("マヤはどこに住んでいますか" holds "マヤ").
     """
     text = re.sub(r"['’]s\b", "", query)
-    toks = _TOKEN.findall(text)
-    toks = [t.strip(".-") for t in toks]
+    toks: list[str] = []
+    runs: list[int] = []  # for each token, its run of CJK characters (-1: a word)
+    for t in _TOKEN.findall(text):
+        for part in split_cjk(t.strip(".-")):
+            if is_cjk(part):
+                toks += part
+                runs += [len(runs)] * len(part)
+            else:
+                toks.append(part)
+                runs.append(-1)
     # a capitalised word inside the sentence is a name even when it is a stopword ("May", "Will")
     stop = [t.lower() in STOPWORDS and not (k > 0 and t[:1].isupper()) for k, t in enumerate(toks)]
     out: list[tuple[int, int, str]] = []
     for i in range(len(toks)):
+        if runs[i] >= 0:  # characters of one run, joined as written
+            end = i
+            while end < len(toks) and end - i < MAX_CJK_NAME and runs[end] == runs[i]:
+                end += 1
+                out.append((i, end, "".join(toks[i:end])))
+            continue
         for j in range(i + 1, min(len(toks), i + max_words) + 1):
+            if runs[j - 1] >= 0:
+                break  # a span of words ends where a run of characters begins
             span = toks[i:j]
             if not span[0] or not span[-1]:
                 continue
@@ -171,6 +192,8 @@ def unmatched_spans(query: str, anchors: Sequence[Anchor]) -> list[str]:
     covered = {w.lower() for a in anchors for w in a.span.split()}
     out = []
     for _i, _j, text in candidate_spans(query, max_words=3):
+        if is_cjk(text):
+            continue  # a piece of a run of characters is no phrase an English sentence model reads
         ws = text.split()
         if any(w.lower() in covered for w in ws):
             continue

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
+from ..cjk import cjk_bigrams
 from ..memo import text_memo
 from ..model import Fact
 from ..temporal import overlaps
 
-_WORD = re.compile(r"[0-9a-zà-ÿ]+")
+_WORD = re.compile(r"[^\W_]+")  # letters and digits of any script
 
 STOPWORDS = frozenset("""
 a an the and or but if of in on at to for from by with about as into onto over under than then
@@ -75,9 +76,14 @@ def stem(word: str) -> str:
 
 
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens; possessive ``'s`` dropped."""
+    """Lower-cased word tokens of any script, a run of Chinese, Japanese or Korean characters as its pairs of
+    characters (:func:`~chronomem.cjk.cjk_bigrams`); possessive ``'s`` dropped.
+
+    >>> words("Maya's café in Zürich"), words("Где живёт Мария?"), words("マヤの犬")
+    (['maya', 'café', 'in', 'zürich'], ['где', 'живёт', 'мария'], ['マヤ', 'ヤの', 'の犬'])
+    """
     text = re.sub(r"['’]s\b", "", text.lower())
-    return _WORD.findall(text)
+    return _WORD.findall(cjk_bigrams(text))
 
 
 def terms(text: str) -> set[str]:

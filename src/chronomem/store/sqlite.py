@@ -31,6 +31,7 @@ from typing import Any
 
 import sqlean as sqlite3
 
+from ..cjk import cjk_bigrams
 from ..errors import CorruptDatabaseError, StoreError
 from ..model import Fact
 from ..timeutil import to_micros, utcnow
@@ -86,6 +87,18 @@ _INSTANCES = {
 }
 
 
+def _connect(path: str, timeout_s: float) -> Any:
+    """A connection to the store's file, with the function its full-text indexes read their text through
+    (``chronomem_cjk_bigrams``, migration 0016)."""
+    conn = sqlite3.connect(path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
+    conn.create_function("chronomem_cjk_bigrams", 1, _cjk_bigrams, deterministic=True)
+    return conn
+
+
+def _cjk_bigrams(text: Any) -> Any:
+    return cjk_bigrams(text) if isinstance(text, str) else text
+
+
 @contextmanager
 def _read_transaction(conn: Any) -> Iterator[None]:
     """Run a search's statements in one read transaction (or in the caller's): its counts and its hits
@@ -115,8 +128,7 @@ class SQLiteStore(SQLStore):
         self._lock = threading.RLock()
         self._scrub_wal = False  # a delete committed: checkpoint the WAL so no old page survives there
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout_s, isolation_level=None,
-                                       check_same_thread=False)
+            self._db = _connect(self.path, timeout_s)
             self._vec = self._load_sqlite_vec()
             self._refuse_foreign()  # before any pragma that would rewrite the file header
             self._enable_wal(timeout_s)
@@ -365,8 +377,7 @@ class SQLiteStore(SQLStore):
         """A connection of its own to the file, in a read transaction: under WAL it sees the file as its
         first read finds it while the store's connection goes on serving (and writing) for every other
         caller.  Close it to end the transaction."""
-        conn = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
-                               check_same_thread=False)
+        conn = _connect(self.path, self._busy_ms / 1000)
         try:
             conn.execute("PRAGMA query_only = ON")
             conn.execute("BEGIN")
@@ -536,8 +547,8 @@ class SQLiteStore(SQLStore):
             if high < 0:  # the block given by the inserts
                 low, high = _block_of(c, user_id) or (0, -1)
             new = (max(low, (in_block or 0) + 1), high, top)
-            c.execute("INSERT INTO facts_fts (rowid, fts_text) SELECT rowid, fts_text FROM facts "
-                      "WHERE rowid BETWEEN ? AND ? OR rowid > ?", new)
+            c.execute("INSERT INTO facts_fts (rowid, fts_text) SELECT rowid, chronomem_cjk_bigrams(fts_text) "
+                      "FROM facts WHERE rowid BETWEEN ? AND ? OR rowid > ?", new)
             # and count them in their blocks' statistics, as the delete and update triggers do (0015)
             c.execute("UPDATE user_blocks SET facts_rows = facts_rows + s.n, facts_tokens = facts_tokens + s.tokens "
                       "FROM (SELECT id >> 32 AS block, count(*) AS n, sum(tokens) AS tokens FROM facts_fts_lengths "
