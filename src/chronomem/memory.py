@@ -299,20 +299,31 @@ class Memory:
         if self._buffer is None:
             return self.pipeline.add(messages, user_id=user_id, session_id=session_id,
                                      timestamp=timestamp, agent_id=agent_id, progress=progress)
-        # buffered session: turns wait in the buffer until end_session writes and extracts them
-        sid = session_id
-        in_store = set() if sid is None else {m.id for m in self.store.messages(user_id, session_id=sid)}
-        known = 0 if sid is None else len(self._buffer.read(user_id, sid)) + len(in_store)
+        # buffered session: turns wait in the buffer until end_session writes and extracts them (no model
+        # call here, so llm=False buffers them too, for a model given before the session ends)
+        sid, buf = session_id, self._buffer
+        known = 0 if sid is None else (len(buf.read(user_id, sid))
+                                       + len(self.store.messages(user_id, session_id=sid)))
         result, msgs = self.pipeline.prepare(messages, user_id=user_id, session_id=sid,
                                              timestamp=timestamp, agent_id=agent_id, next_seq=known)
         from .extract.pipeline import refuse_id_clashes
 
-        buf = self._buffer
+        # the buffer is read before the store: a turn flushed in between is in one or the other
         refuse_id_clashes(self.store, user_id, msgs,
                           [m for s in buf.active_sessions(user_id) for m in buf.read(user_id, s)])
-        result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
+        in_store = {m.id for m in self.store.messages(user_id, ids=[m.id for m in msgs])}
+        try:  # the buffer checks again, atomically with its append: a concurrent add may have taken an id
+            result.messages_stored = self._lifecycle().add([m for m in msgs if m.id not in in_store])
+        except ValidationError as e:
+            if e.field != "message.id":
+                raise
+            at = next(i for i, m in enumerate(msgs) if m.id == e.value)
+            raise ValidationError(f"messages[{at}].id", e.value, e.reason) from None
         result.messages_skipped = len(msgs) - result.messages_stored
         result.warnings.append("buffered: facts are extracted when the session ends (end_session)")
+        if not self.models.llm_enabled:
+            result.warnings.append("no chat model (llm=False): end_session raises ConfigError, keeping the turns, "
+                                   "until one is given (use_models)")
         return result
 
     @_user_calls
@@ -804,8 +815,10 @@ class Memory:
             from .summarize.buffer import InMemorySessionBuffer
             from .summarize.lifecycle import SessionLifecycle
 
+            # the summary memory (which needs the chat model) is built when first used: buffering and
+            # flushing turns need no model, so llm=False still buffers them for a model given later
             self._session_lifecycle = SessionLifecycle(
-                self.store, self._buffer or InMemorySessionBuffer(), self.rsum,
+                self.store, self._buffer or InMemorySessionBuffer(), lambda: self.rsum,
                 extract=lambda u, s: self.extract_pending(user_id=u, session_id=s))
         return self._session_lifecycle
 

@@ -9,7 +9,10 @@ buffer is flushed to the long-term store.
 Guarantees of both implementations:
 
 - **idempotent append** — a message id already buffered for the session is
-  ignored (clients may retry);
+  ignored when it comes with the same words (clients may retry), and refused
+  with a :class:`~chronomem.errors.ValidationError` that writes nothing when it
+  comes with other words: the check and the append are one atomic step, so of
+  concurrent appends of one id only one is kept and the others are refused;
 - **TTL** — a session without appends for ``ttl_seconds`` is abandoned and
   expires (its turns are discarded unless flushed before);
 - **listing** — :meth:`SessionBuffer.active_sessions` lists a user's sessions
@@ -74,11 +77,13 @@ class SessionBuffer(Protocol):
     ttl_seconds: int
 
     def append(self, message: Message) -> bool:
-        """Buffer one turn (its ``user_id``/``session_id`` say where); False if its id was already there."""
+        """Buffer one turn (its ``user_id``/``session_id`` say where); False if its id was already there
+        with the same words, a ValidationError (nothing buffered) if with other words."""
         ...
 
     def extend(self, messages: Iterable[Message]) -> int:
-        """Buffer several turns; returns how many were new."""
+        """Buffer several turns; returns how many were new.  Each session's turns are checked and
+        appended atomically: an id clash refuses all of that session's turns in the call."""
         ...
 
     def read(self, user_id: str, session_id: str) -> list[Message]:
@@ -186,6 +191,20 @@ def _check_message(m: Any) -> Message:
     return m
 
 
+def _same_turn(new: Message, old: Message) -> bool:
+    """Whether ``new`` says what the buffered ``old`` of its id says: then it is a retry (a no-op);
+    otherwise the id is reused for other words, which must be refused rather than dropped."""
+    return (new.session_id, new.speaker, new.text) == (old.session_id, old.speaker, old.text)
+
+
+def _id_clash(new: Message, old: Message) -> ValidationError:
+    """The error for ``new`` reusing the id of the buffered turn ``old`` (the words of
+    :func:`chronomem.extract.pipeline.refuse_id_clashes`, which checks the store)."""
+    return ValidationError("message.id", new.id,
+                           f"is the id of another turn (session {old.session_id!r}, "
+                           f"{old.speaker}: {old.text[:40]!r}); give this turn its own id")
+
+
 def _check_ids(user_id: Any, session_id: Any = "-") -> None:
     check_id("user_id", user_id)
     check_id("session_id", session_id)
@@ -232,21 +251,35 @@ class InMemorySessionBuffer:
         return s
 
     def append(self, message: Message) -> bool:
-        m = _check_message(message)
-        with self._lock:
-            key = (m.user_id, m.session_id)
-            s = self._live(key)
-            if s is None:
-                s = self._sessions[key] = _Session()
-            s.touched = self._clock()
-            if m.id in s.ids:
-                return False
-            s.ids.add(m.id)
-            s.turns.append(m)
-            return True
+        return self.extend([message]) == 1
 
     def extend(self, messages: Iterable[Message]) -> int:
-        return sum(self.append(m) for m in messages)
+        """Check every turn against the buffered ones, then append the new ones, all under the lock:
+        a clash anywhere in the call buffers nothing."""
+        msgs = [_check_message(m) for m in messages]
+        with self._lock:
+            seen: dict[tuple[str, str, str], Message] = {}
+            for m in msgs:
+                key = (m.user_id, m.session_id)
+                s = self._live(key)
+                old = seen.get((*key, m.id))
+                if old is None and s is not None and m.id in s.ids:
+                    old = next((t for t in (*s.pending, *s.turns) if t.id == m.id), None)
+                if old is not None and not _same_turn(m, old):
+                    raise _id_clash(m, old)
+                seen.setdefault((*key, m.id), m)
+            added = 0
+            for m in msgs:
+                key = (m.user_id, m.session_id)
+                s = self._live(key)
+                if s is None:
+                    s = self._sessions[key] = _Session()
+                s.touched = self._clock()
+                if m.id not in s.ids:
+                    s.ids.add(m.id)
+                    s.turns.append(m)
+                    added += 1
+            return added
 
     def read(self, user_id: str, session_id: str) -> list[Message]:
         _check_ids(user_id, session_id)
@@ -342,13 +375,44 @@ class InMemorySessionBuffer:
 #   <p>{u:<user>}:active          ZSET  session -> arrival (recorded_at, ms) of its last turn
 #   <p>{u:<user>}:pending         SET   sessions with a flush in progress
 
+# Append turns of one session: KEYS buf, ids, active, pend; ARGV ttl (ms), arrival (ms), session, then
+# (id, JSON) per turn.  A turn whose id is buffered or pending (or earlier in the call) with other words
+# (session, speaker, text) is a clash: the script writes nothing and returns {its position (0-based), the
+# JSON of the turn holding the id}.  An id in the set whose turn was flushed meanwhile is a no-op: the
+# caller compared the store's copy.  Otherwise it returns how many turns were new.
 _APPEND = """
-local added = redis.call('SADD', KEYS[2], ARGV[1])
-if added == 1 then redis.call('RPUSH', KEYS[1], ARGV[2]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[5])
-redis.call('PEXPIRE', KEYS[3], ARGV[3])
+local seen = {}
+local held = nil
+local function same(a, b)
+  local x, y = cjson.decode(a), cjson.decode(b)
+  return x.s == y.s and x.sp == y.sp and x.t == y.t
+end
+for i = 4, #ARGV, 2 do
+  local id, raw = ARGV[i], ARGV[i + 1]
+  local old = seen[id]
+  if old == nil and redis.call('SISMEMBER', KEYS[2], id) == 1 then
+    if held == nil then
+      held = {}
+      for _, key in ipairs({KEYS[4], KEYS[1]}) do
+        for _, r in ipairs(redis.call('LRANGE', key, 0, -1)) do held[cjson.decode(r).id] = r end
+      end
+    end
+    old = held[id]
+  end
+  if old ~= nil and not same(old, raw) then return {(i - 4) / 2, old} end
+  if seen[id] == nil then seen[id] = raw end
+end
+local added = 0
+for i = 4, #ARGV, 2 do
+  if redis.call('SADD', KEYS[2], ARGV[i]) == 1 then
+    redis.call('RPUSH', KEYS[1], ARGV[i + 1])
+    added = added + 1
+  end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[1])
 return added
 """
 
@@ -454,28 +518,37 @@ class RedisSessionBuffer:
     # -- operations ----------------------------------------------------------
 
     def append(self, message: Message) -> bool:
-        m = _check_message(message)
-        k = self._keys(m.user_id, m.session_id)
-        added = self._call(
-            self._append,
-            keys=[k["buf"], k["ids"], k["active"]],
-            args=[m.id, message_to_json(m), self.ttl_seconds * 1000, _arrival_ms(m), m.session_id],
-        )
-        return bool(added)
+        return self.extend([message]) == 1
 
     def extend(self, messages: Iterable[Message]) -> int:
+        """One script call per session (pipelined), each checking and appending its turns atomically."""
         msgs = [_check_message(m) for m in messages]
         if not msgs:
             return 0
-        pipe = self._r.pipeline(transaction=False)
+        groups: dict[tuple[str, str], list[Message]] = {}
         for m in msgs:
-            k = self._keys(m.user_id, m.session_id)
-            self._append(
-                keys=[k["buf"], k["ids"], k["active"]],
-                args=[m.id, message_to_json(m), self.ttl_seconds * 1000, _arrival_ms(m), m.session_id],
-                client=pipe,
-            )
-        return sum(int(x) for x in self._call(pipe.execute))
+            groups.setdefault((m.user_id, m.session_id), []).append(m)
+        if len(groups) == 1:  # the usual call (one session): one round trip, no pipeline
+            return self._check_added(msgs, self._call(self._append, **self._append_call(msgs)))
+        pipe = self._r.pipeline(transaction=False)
+        for turns in groups.values():
+            self._append(**self._append_call(turns), client=pipe)
+        return sum(self._check_added(turns, res) for turns, res in zip(groups.values(), self._call(pipe.execute)))
+
+    def _append_call(self, turns: list[Message]) -> dict[str, Any]:
+        """The ``_APPEND`` arguments for ``turns`` of one session."""
+        k = self._keys(turns[0].user_id, turns[0].session_id)
+        args: list[Any] = [self.ttl_seconds * 1000, _arrival_ms(turns[-1]), turns[0].session_id]
+        for m in turns:
+            args += [m.id, message_to_json(m)]
+        return {"keys": [k["buf"], k["ids"], k["active"], k["pend"]], "args": args}
+
+    @staticmethod
+    def _check_added(turns: list[Message], res: Any) -> int:
+        """How many turns ``_APPEND`` added, or the ValidationError of the clash it refused."""
+        if isinstance(res, list):
+            raise _id_clash(turns[int(res[0])], message_from_json(res[1]))
+        return int(res)
 
     def read(self, user_id: str, session_id: str) -> list[Message]:
         _check_ids(user_id, session_id)

@@ -96,17 +96,28 @@ class SessionLifecycle:
         self,
         store: LifecycleStore,
         buffer: SessionBuffer,
-        rsum: RsumMemory,
+        rsum: RsumMemory | Callable[[], RsumMemory],
         *,
         extract: Callable[[str, str], Any] | None = None,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
-        """``extract(user_id, session_id)`` runs the write path over the session's unextracted turns."""
+        """``extract(user_id, session_id)`` runs the write path over the session's unextracted turns.
+
+        ``rsum`` may be a function that makes it, called when the summary is first needed: buffering and
+        flushing need no chat model, so a memory without one (``llm=False``) still keeps its turns, and
+        only :meth:`end` (after the flush) and :meth:`restore` raise its ConfigError."""
         self.store = store
         self.buffer = buffer
-        self.rsum = rsum
+        self._rsum = rsum
         self.extract = extract
         self._clock = clock
+
+    @property
+    def rsum(self) -> RsumMemory:
+        """The summary memory, made on first use when a function to make it was given."""
+        if not isinstance(self._rsum, RsumMemory) and callable(self._rsum):
+            self._rsum = self._rsum()
+        return self._rsum
 
     def add(self, messages: Iterable[Message]) -> int:
         """Buffer turns of active sessions; returns how many were new."""
