@@ -30,7 +30,7 @@ def cjk_bigrams(text: str) -> str:
     >>> cjk_bigrams("Maya: 私は去年リスボンに"), cjk_bigrams("犬 and 마야는"), cjk_bigrams("café")
     ('Maya: 私は は去 去年 年リ リス スボ ボン ンに', '犬 and 마야 야는', 'café')
     """
-    if _HAS_CJK.search(text) is None:
+    if text.isascii() or _HAS_CJK.search(text) is None:  # isascii: a flag CPython keeps, no scan
         return text
     return _CJK_INNER.sub(r"\1 \1", _CJK_EDGE.sub(r"\1\2 ", text))
 
