@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from chronomem.store.sql import migrations
+from chronomem.store.sqlite import _split_sql
+
 
 def undo_contextual_message_index(db: Any) -> None:
     """Migration 0007 in reverse: the turn index without the previous-turn column."""
@@ -107,46 +110,9 @@ def undo_cjk_bigrams(db: Any) -> None:
         db.execute(f"DROP VIEW {table}_fts_content")
     for view in views:
         db.execute(view)
-    db.executescript("""
-CREATE TRIGGER facts_fts_del AFTER DELETE ON facts BEGIN
-  UPDATE user_blocks SET facts_rows = facts_rows - 1,
-    facts_tokens = facts_tokens - (SELECT tokens FROM facts_fts_lengths WHERE id = old.rowid)
-  WHERE block = old.rowid >> 32;
-  INSERT INTO facts_fts (facts_fts, rowid, fts_text) VALUES ('delete', old.rowid, old.fts_text);
-END;
-CREATE TRIGGER facts_fts_upd AFTER UPDATE OF subject, relation, object, text ON facts BEGIN
-  UPDATE user_blocks SET facts_tokens = facts_tokens - (SELECT tokens FROM facts_fts_lengths WHERE id = old.rowid)
-  WHERE block = old.rowid >> 32;
-  INSERT INTO facts_fts (facts_fts, rowid, fts_text) VALUES ('delete', old.rowid, old.fts_text);
-  INSERT INTO facts_fts (rowid, fts_text) VALUES (new.rowid, new.fts_text);
-  UPDATE user_blocks SET facts_tokens = facts_tokens + (SELECT tokens FROM facts_fts_lengths WHERE id = new.rowid)
-  WHERE block = new.rowid >> 32;
-END;
-CREATE TRIGGER messages_fts_ins AFTER INSERT ON messages BEGIN
-  INSERT INTO messages_fts (rowid, speaker, text, context) VALUES (new.rowid, new.speaker, new.text, new.context);
-  UPDATE user_blocks SET messages_rows = messages_rows + 1,
-    messages_tokens = messages_tokens + (SELECT tokens FROM messages_fts_lengths WHERE id = new.rowid)
-  WHERE block = new.rowid >> 32;
-END;
-CREATE TRIGGER messages_fts_del AFTER DELETE ON messages BEGIN
-  UPDATE user_blocks SET messages_rows = messages_rows - 1,
-    messages_tokens = messages_tokens - (SELECT tokens FROM messages_fts_lengths WHERE id = old.rowid)
-  WHERE block = old.rowid >> 32;
-  INSERT INTO messages_fts (messages_fts, rowid, speaker, text, context)
-  VALUES ('delete', old.rowid, old.speaker, old.text, old.context);
-END;
-CREATE TRIGGER messages_fts_upd AFTER UPDATE OF speaker, text, context ON messages BEGIN
-  UPDATE user_blocks SET messages_tokens = messages_tokens
-    - (SELECT tokens FROM messages_fts_lengths WHERE id = old.rowid)
-  WHERE block = old.rowid >> 32;
-  INSERT INTO messages_fts (messages_fts, rowid, speaker, text, context)
-  VALUES ('delete', old.rowid, old.speaker, old.text, old.context);
-  INSERT INTO messages_fts (rowid, speaker, text, context) VALUES (new.rowid, new.speaker, new.text, new.context);
-  UPDATE user_blocks SET messages_tokens = messages_tokens
-    + (SELECT tokens FROM messages_fts_lengths WHERE id = new.rowid)
-  WHERE block = new.rowid >> 32;
-END;
-""")
+    for stmt in _split_sql(dict(migrations("sqlite"))[15]):  # 0015's triggers, which read the text as it is
+        if stmt.lstrip().startswith("CREATE TRIGGER"):
+            db.execute(stmt)
 
 
 def downgrade(db: Any, version: int) -> None:

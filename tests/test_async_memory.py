@@ -148,22 +148,31 @@ def test_wrap_and_idle_sweep(tmp_path) -> None:
         AsyncMemory.wrap("not a memory")  # type: ignore[arg-type]
 
 
+class _SlowLLM(SessionLLM):
+    """A model call that is still running when the caller moves on (close() asked meanwhile)."""
+
+    def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+        threading.Event().wait(0.6)
+        return super().chat(messages, **kw)
+
+
+def _watch_close(mem: Memory) -> threading.Event:
+    """An event set once ``mem.close()`` has run (on whatever thread runs it)."""
+    closed = threading.Event()
+    real_close = mem.close
+
+    def close() -> None:
+        real_close()
+        closed.set()
+
+    mem.close = close  # type: ignore[method-assign]
+    return closed
+
+
 def test_a_cancelled_close_neither_blocks_the_loop_nor_leaves_the_memory_open(tmp_path) -> None:
-    class SlowLLM(SessionLLM):
-        def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
-            threading.Event().wait(0.6)  # a model call in progress when close() is asked
-            return super().chat(messages, **kw)
-
     async def main() -> None:
-        mem = Memory(tmp_path / "m.db", llm=SlowLLM(), embedder=False)
-        closed = threading.Event()
-        real_close = mem.close
-
-        def close() -> None:
-            real_close()
-            closed.set()
-
-        mem.close = close  # type: ignore[method-assign]
+        mem = Memory(tmp_path / "m.db", llm=_SlowLLM(), embedder=False)
+        closed = _watch_close(mem)
         amem = AsyncMemory.wrap(mem)
         adding = asyncio.ensure_future(amem.add(conv("I live in Berlin and work at Acme."), user_id="u1"))
         await asyncio.sleep(0.05)
@@ -192,27 +201,12 @@ def test_every_public_method_says_what_it_does() -> None:
     assert "Memory.answer" in inspect.getdoc(AsyncMemory.answer) and "question" in inspect.getdoc(AsyncMemory.answer)
 
 
-class _SlowLLM(SessionLLM):
-    """A model call that is still running when the caller moves on."""
-
-    def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
-        threading.Event().wait(0.6)
-        return super().chat(messages, **kw)
-
-
 def test_a_task_cancelled_inside_close_stays_cancelled_and_the_memory_still_closes(tmp_path) -> None:
     """close() awaited the idle sweeper it had cancelled and dropped every CancelledError it saw: a cancel
     aimed at its caller was swallowed, close() returned and the code after ``async with`` ran."""
     async def main() -> None:
         mem = Memory(tmp_path / "m.db", llm=_SlowLLM(), embedder=False, config=Config(session_idle=60))
-        closed = threading.Event()
-        real_close = mem.close
-
-        def close() -> None:
-            real_close()
-            closed.set()
-
-        mem.close = close  # type: ignore[method-assign]
+        closed = _watch_close(mem)
         amem = AsyncMemory.wrap(mem)
         adding: list[asyncio.Future[object]] = []
         after: list[str] = []
