@@ -238,6 +238,21 @@ class Store(ABC):
         """Oldest first."""
 
     @abstractmethod
+    def checkpoint_heads(self, user_id: str) -> list[tuple[int, str]]:
+        """``(seq, session_id)`` of the user's checkpoints, oldest first, without their texts: what a
+        session's end checks the chain by (the texts of a long chain are megabytes)."""
+
+    @abstractmethod
+    def checkpoint_at(self, user_id: str, as_of: datetime | None = None) -> Checkpoint | None:
+        """The checkpoint valid at ``as_of`` (default: the latest), read alone: a summary is read on every
+        ``summary()``, ``context()`` and session end, and the chain grows by one per session.
+
+        Only the run of seqs 1, 2, 3… the chain starts with counts (a gap is a forget's rewrite still owed:
+        see :func:`chronomem.summarize.rsum.first_gap`); at ``as_of`` the valid one is the last checkpoint
+        of that run before the first whose session time (its creation time when unknown) is after
+        ``as_of`` — :func:`chronomem.summarize.rsum.checkpoint_at` is the rule over a whole chain."""
+
+    @abstractmethod
     def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int: ...
 
     # -- forgetting ------------------------------------------------------------------

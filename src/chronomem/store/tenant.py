@@ -281,6 +281,13 @@ class TenantStore(Store):
     def checkpoints(self, user_id: str) -> list[Checkpoint]:
         return self._outs(self.inner.checkpoints(self._k(user_id)))
 
+    def checkpoint_heads(self, user_id: str) -> list[tuple[int, str]]:
+        return self.inner.checkpoint_heads(self._k(user_id))
+
+    def checkpoint_at(self, user_id: str, as_of: datetime | None = None) -> Checkpoint | None:
+        cp = self.inner.checkpoint_at(self._k(user_id), as_of)
+        return self._out(cp) if cp is not None else None
+
     def delete_checkpoints(self, user_id: str, from_seq: int = 0) -> int:
         return self.inner.delete_checkpoints(self._k(user_id), from_seq)
 

@@ -238,17 +238,64 @@ class InMemorySessionBuffer:
         self.ttl_seconds = _check_ttl(ttl_seconds)
         self._clock = clock
         self._lock = threading.RLock()
+        # kept in the order of the sessions' last appends (an append moves its session to the end), so
+        # the sessions whose TTL ran out are the first ones: :meth:`_sweep` drops them without a full scan
         self._sessions: dict[tuple[str, str], _Session] = {}
+        self._next_expiry = 0.0  # no session expires before this clock reading (as of the last sweep)
+
+    def _expired(self, s: _Session, now: float) -> bool:
+        """Whether ``s`` was abandoned: no append for ``ttl_seconds`` and no flush in progress (pending
+        turns never expire, as in Redis, where only the buffered turns carry the TTL)."""
+        return not s.pending and now - s.touched >= self.ttl_seconds
 
     def _live(self, key: tuple[str, str]) -> _Session | None:
         s = self._sessions.get(key)
         if s is None:
             return None
-        if not s.pending and self._clock() - s.touched >= self.ttl_seconds:
+        if self._expired(s, self._clock()):
             log.info("buffer: session %r of user %r expired with %d unflushed turns", key[1], key[0], len(s.turns))
             del self._sessions[key]
             return None
         return s
+
+    def _sweep(self) -> None:
+        """Drop every abandoned session, as Redis expires keys with no one reading them: without this an
+        abandoned session stayed in memory until someone read it or listed the sessions.
+
+        Called by the operations that touch a session.  Cheap when nothing is due (one clock reading):
+        the sessions are in the order of their last appends, so the walk stops at the first one still
+        live, and the next walk waits until that one can expire.  Sessions with pending turns are
+        stepped over (a failed write leaves them; the next flush or ``recover`` writes them)."""
+        now = self._clock()
+        if now < self._next_expiry:
+            return
+        expired: list[tuple[str, str]] = []
+        self._next_expiry = now + self.ttl_seconds  # a session appended from now on expires after this
+        for key, s in self._sessions.items():
+            if s.pending:
+                continue
+            if not self._expired(s, now):
+                self._next_expiry = s.touched + self.ttl_seconds
+                break
+            expired.append(key)
+        for key in expired:
+            del self._sessions[key]
+        if expired:
+            log.info("buffer: %d abandoned session(s) expired with their unflushed turns", len(expired))
+
+    def _touch(self, key: tuple[str, str], s: _Session) -> None:
+        """Record an append to ``s``: it moves to the end of the expiry order."""
+        self._sessions.pop(key, None)
+        self._sessions[key] = s
+        s.touched = self._clock()
+
+    def _forget_if_empty(self, key: tuple[str, str], s: _Session) -> None:
+        """After a write removed pending turns: drop the session if nothing is left, else let the sweep see
+        it again (it stepped over the session while its turns were pending)."""
+        if not s.pending and not s.turns:
+            del self._sessions[key]
+        elif not s.pending:
+            self._next_expiry = min(self._next_expiry, s.touched + self.ttl_seconds)
 
     def append(self, message: Message) -> bool:
         return self.extend([message]) == 1
@@ -258,6 +305,7 @@ class InMemorySessionBuffer:
         a clash anywhere in the call buffers nothing."""
         msgs = [_check_message(m) for m in messages]
         with self._lock:
+            self._sweep()
             seen: dict[tuple[str, str, str], Message] = {}
             for m in msgs:
                 key = (m.user_id, m.session_id)
@@ -273,8 +321,8 @@ class InMemorySessionBuffer:
                 key = (m.user_id, m.session_id)
                 s = self._live(key)
                 if s is None:
-                    s = self._sessions[key] = _Session()
-                s.touched = self._clock()
+                    s = _Session()
+                self._touch(key, s)
                 if m.id not in s.ids:
                     s.ids.add(m.id)
                     s.turns.append(m)
@@ -284,12 +332,14 @@ class InMemorySessionBuffer:
     def read(self, user_id: str, session_id: str) -> list[Message]:
         _check_ids(user_id, session_id)
         with self._lock:
+            self._sweep()
             s = self._live((user_id, session_id))
             return [*s.pending, *s.turns] if s else []
 
     def active_sessions(self, user_id: str) -> list[str]:
         _check_ids(user_id)
         with self._lock:
+            self._sweep()
             return sorted(sid for (uid, sid) in list(self._sessions) if uid == user_id and self._live((uid, sid)))
 
     def pending_sessions(self, user_id: str) -> list[str]:
@@ -315,6 +365,7 @@ class InMemorySessionBuffer:
         _check_ids(user_id, session_id)
         key = (user_id, session_id)
         with self._lock:
+            self._sweep()
             s = self._live(key)
             if s is None:
                 return []
@@ -328,8 +379,7 @@ class InMemorySessionBuffer:
             if s is not None:
                 done = {m.id for m in batch}
                 s.pending = [m for m in s.pending if m.id not in done]
-                if not s.pending and not s.turns:
-                    del self._sessions[key]
+                self._forget_if_empty(key, s)
         return batch
 
     def recover(self, user_id: str, write: Writer) -> dict[str, int]:
@@ -347,8 +397,7 @@ class InMemorySessionBuffer:
                 if s is not None:
                     done = {m.id for m in batch}
                     s.pending = [m for m in s.pending if m.id not in done]
-                    if not s.pending and not s.turns:
-                        del self._sessions[key]
+                    self._forget_if_empty(key, s)
         return batch
 
     def discard(self, user_id: str, session_id: str) -> int:

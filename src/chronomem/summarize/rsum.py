@@ -480,13 +480,19 @@ def checkpoint_at(store: RsumStore, user_id: str, as_of: datetime | str | None =
     """The checkpoint valid at ``as_of`` (see :meth:`RsumMemory.checkpoint`); reading needs no model.
 
     Checkpoints past a gap (:func:`first_gap`) are never read: they may quote a forgotten session.
+    A store that reads the one checkpoint itself (``Store.checkpoint_at``, by this rule) is asked for it:
+    reading the whole chain to keep one cost tens of milliseconds per summary for a user of many sessions.
     """
     check_id("user_id", user_id)
+    when = parse_time(as_of, "as_of") if as_of is not None else None
+    read_one = getattr(store, "checkpoint_at", None)
+    if callable(read_one):
+        found: Checkpoint | None = read_one(user_id, when)
+        return found
     chain = store.checkpoints(user_id)
     chain = chain[:first_gap(chain)]
-    if as_of is None:
+    if when is None:
         return chain[-1] if chain else None
-    when = parse_time(as_of, "as_of")
     # each summary has read every session before it in the chain: the one valid at as_of is the last of the
     # run of checkpoints whose sessions all happened by then.  A session ended after a later one (an old
     # conversation imported late) is summarised with the later one's words, so past the first session after
@@ -545,21 +551,28 @@ class RsumMemory:
         check_id("user_id", user_id)
         check_id("session_id", session_id)
         for _ in range(MAX_CHAIN_RETRIES):
-            chain = self.store.checkpoints(user_id)
-            for k, cp in enumerate(chain):
-                if cp.session_id == session_id:
-                    rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
-                    return next((c for c in rebuilt if c.session_id == session_id), None)
+            # the chain without its texts, then the one memory a new session builds on: a session's end
+            # used to read every memory of the chain twice (megabytes for a user of thousands of sessions)
+            heads = self._heads(user_id)
+            if any(sid == session_id for _, sid in heads):
+                chain = self.store.checkpoints(user_id)
+                k = next((i for i, c in enumerate(chain) if c.session_id == session_id), None)
+                if k is None:
+                    continue  # it left the chain meanwhile (a racing forget): look again
+                rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
+                return next((c for c in rebuilt if c.session_id == session_id), None)
             turns = self.store.messages(user_id, session_id=session_id)
             if not turns:
                 log.info("rsum: session %r of user %r has no messages; memory unchanged", session_id, user_id)
                 return None
-            if first_gap(chain) < len(chain):  # a forget's rewrite is owed: never build on a stale memory
-                self.replay(user_id)
+            if [seq for seq, _ in heads] != list(range(1, len(heads) + 1)):  # a gap (first_gap): a forget's
+                self.replay(user_id)  # rewrite is owed: never build on a stale memory
                 continue
-            prev = chain[-1] if chain else None
+            prev = checkpoint_at(self.store, user_id) if heads else None
+            if prev is not None and (prev.seq, prev.session_id) != heads[-1]:
+                continue  # the chain changed between the two reads
             cp = self._checkpoint(user_id, session_id, turns, prev)  # the model call, outside any lock
-            if self._commit(user_id, chain, len(chain), [cp]):
+            if self._commit_append(user_id, heads, prev, cp):
                 return cp
         raise ChronomemError(f"rsum: the memory chain of user {user_id!r} kept changing under concurrent "
                              f"end_session calls ({MAX_CHAIN_RETRIES} tries); call end_session again")
@@ -692,6 +705,33 @@ class RsumMemory:
                 return []
             return self._rebuild(user_id, now, start, [c.session_id for c in now[start:]], tries + 1)
         return new
+
+    def _heads(self, user_id: str) -> list[tuple[int, str]]:
+        """``(seq, session_id)`` of the chain, oldest first (``Store.checkpoint_heads``: no text read)."""
+        read = getattr(self.store, "checkpoint_heads", None)
+        if callable(read):
+            return [(seq, sid) for seq, sid in read(user_id)]
+        return [(c.seq, c.session_id) for c in self.store.checkpoints(user_id)]
+
+    def _commit_append(self, user_id: str, heads: list[tuple[int, str]], prev: Checkpoint | None,
+                       cp: Checkpoint) -> bool:
+        """Append ``cp`` in one transaction unless the chain is no longer ``heads`` ending in ``prev``.
+
+        :meth:`_commit` for a new session, reading what ``cp`` depends on and no more: it was computed
+        from ``prev``'s memory alone, so the same sessions in the same order with the same last memory is
+        the chain it was computed for (a rewrite of an earlier memory rewrites every later one, the last
+        too).  Returns False, writing nothing, otherwise or when ``cp``'s session lost its turns."""
+        transaction = getattr(self.store, "transaction", None)
+        with transaction(user_id) if callable(transaction) else nullcontext():
+            if self._heads(user_id) != heads:
+                return False
+            last = checkpoint_at(self.store, user_id) if heads else None
+            if _chain_key([last] if last else []) != _chain_key([prev] if prev else []):
+                return False
+            if not self.store.messages(user_id, session_id=cp.session_id):
+                return False  # forgotten while its memory was written: the caller retries
+            self.store.put_checkpoint(cp)
+        return True
 
     def _commit(self, user_id: str, chain: list[Checkpoint], k: int, new: list[Checkpoint]) -> bool:
         """Replace ``chain[k:]`` by ``new`` in one transaction, unless the stored chain is no longer
