@@ -435,6 +435,28 @@ def test_the_job_lease_is_read_from_the_environment_and_a_bad_one_refused(monkey
     assert not (tmp_path / "refused.db").exists()
 
 
+def test_the_in_process_job_threads_are_read_from_the_environment_and_a_bad_count_refused(
+        monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    from chronomem.errors import ConfigError
+    from chronomem.jobs.queue import DEFAULT_THREADS, LocalQueue, job_threads
+
+    monkeypatch.delenv("CHRONOMEM_JOB_THREADS", raising=False)
+    assert job_threads() == DEFAULT_THREADS == 4
+    monkeypatch.setenv("CHRONOMEM_JOB_THREADS", " 2 ")
+    with Memory(tmp_path / "m.db", llm=False, embedder=False) as mem:
+        queue = mem._jobs.queue
+        assert isinstance(queue, LocalQueue) and queue.lanes == 2
+    for bad in ("0", "x", "-1", "65", "2.5"):
+        monkeypatch.setenv("CHRONOMEM_JOB_THREADS", bad)
+        with pytest.raises(ConfigError, match="CHRONOMEM_JOB_THREADS"):
+            job_threads()
+    # refused when the memory is opened, before a turn could be stored
+    monkeypatch.setenv("CHRONOMEM_JOB_THREADS", "0")
+    with pytest.raises(ConfigError, match="CHRONOMEM_JOB_THREADS"):
+        Memory(tmp_path / "refused.db", llm=False, embedder=False)
+    assert not (tmp_path / "refused.db").exists()
+
+
 def test_a_job_whose_model_cannot_be_built_fails_and_says_so_without_the_path(tmp_path) -> None:
     """A worker's missing GGUF file made the job done, error None, with the operator's path in its warnings;
     the turns stayed pending with nothing to say so."""

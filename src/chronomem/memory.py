@@ -344,18 +344,18 @@ class Memory:
 
     # -- tenants -----------------------------------------------------------------------------------
     def for_tenant(self, tenant: str) -> Memory:
-        """This memory as another tenant sees it: the same store, models, config and broker
-        queue, user ids inside ``tenant``.  Closing the view leaves them open."""
+        """This memory as another tenant sees it: the same store, models, config and job queue
+        (its in-process queue too: a few threads, ``CHRONOMEM_JOB_THREADS``, run every view's jobs), user ids
+        inside ``tenant``.
+        Closing the view leaves them open; closing this memory stops the in-process queue its views share."""
         tenant = check_tenant(tenant)  # None or "" name no tenant: a view of the default one is for_tenant("default")
-        from .jobs.queue import BrokerQueue
         from .summarize.buffer import RedisSessionBuffer
 
-        queue = self._jobs.queue
         # the view's buffer: the same Redis, under the view's own prefix.  Not an in-process buffer (a view
         # dropped after add() would drop its turns, and another buffer object holds one tenant)
         redis = self._buffer if isinstance(self._buffer, RedisSessionBuffer) else None
-        view = Memory(self.store, tenant=tenant, config=self.config, buffer=redis,
-                      queue=queue if isinstance(queue, BrokerQueue) else None)
+        view = Memory(self.store, tenant=tenant, config=self.config, buffer=redis, queue=self._jobs.queue)
+        self._jobs.serve(view)  # not a queue thread per view, each kept for the life of the process
         view.registry, view.usage, view.models = self.registry, self.usage, self.models  # models load once
         view.resolver = FuzzyEntityResolver(view.store)
         view.graph = GraphWriter(view.store, view.registry, view.config.theta_stable, view.resolver)

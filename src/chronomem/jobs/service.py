@@ -17,7 +17,7 @@ from ..errors import ChronomemError, NotFoundError, ValidationError
 from ..timeutil import iso, parse_time, utcnow
 from ..validation import MAX_ROWS, check_after, check_id, check_limit, check_user
 from .model import Job, JobKind, JobPosition, JobStatus
-from .queue import BrokerQueue, JobQueue, LocalQueue, queue_url
+from .queue import BrokerQueue, JobQueue, LocalQueue, job_threads, queue_url
 from .runner import add_result_json
 
 if TYPE_CHECKING:
@@ -54,12 +54,15 @@ class JobService:
             from .worker import lease_seconds, retention_seconds
 
             # the in-process queue's settings, refused now rather than after turns are stored
-            lease_seconds(), retention_seconds()
+            lease_seconds(), retention_seconds(), job_threads()
 
     def _in_process(self) -> bool:
-        """Whether this memory's jobs run on a thread of this process: no queue object and no broker URL
-        given, none configured (``CHRONOMEM_QUEUE_URL``)."""
+        """Whether this memory's jobs run on a thread of this process: the in-process queue of the memory
+        this one is a tenant view of, or no queue object and no broker URL given, none configured
+        (``CHRONOMEM_QUEUE_URL``)."""
         spec = self._queue_spec
+        if isinstance(spec, LocalQueue):
+            return True
         return (spec is None or isinstance(spec, str)) and queue_url(spec) is None
 
     @property
@@ -71,18 +74,27 @@ class JobService:
             elif (url := queue_url(spec)) is not None:
                 self._queue = BrokerQueue(url)
             else:
-                from .worker import JobRunner
+                from .worker import SharedRunner
 
-                store = self.mem.store
-                inner = getattr(store, "inner", store)
-                runner = JobRunner(inner, lambda tenant: self.mem, tenant=self.mem.tenant)
-                self._queue = LocalQueue(runner)
+                # one runner, at most CHRONOMEM_JOB_THREADS threads, for this memory and its tenant views: see serve()
+                self._queue = LocalQueue(SharedRunner(self.mem))
         return self._queue
+
+    def serve(self, view: Memory) -> None:
+        """Have this memory's in-process queue run, sweep and purge the jobs of ``view`` (a tenant view made
+        with :meth:`Memory.for_tenant`, given this queue) while the view lives; a broker's or a queue object
+        the caller gave needs nothing: it is shared as it is."""
+        from .worker import SharedRunner
+
+        queue = self.queue
+        if isinstance(queue, LocalQueue) and isinstance(queue.runner, SharedRunner):
+            queue.runner.add_view(view)
 
     def _start_local(self) -> None:
         """Start the in-process queue, where this memory's jobs run in this process, the first time its
         jobs are used (submit, job, jobs, wait): its first sweep runs the jobs an earlier process left
-        queued.  Opening a memory starts no thread (CLI reads stay cheap); no broker is opened here."""
+        queued, and its sweeps delete finished jobs once ``CHRONOMEM_JOB_RETENTION`` has passed.  Opening a
+        memory starts no thread (CLI reads stay cheap); no broker is opened here."""
         if self._in_process() and isinstance(queue := self.queue, LocalQueue):
             queue.start()
 
@@ -117,9 +129,12 @@ class JobService:
         """Store the turns now; extract them on a worker.  Returns the queued job.
 
         In buffered mode the turns go to the session buffer (no model call) and the job is
-        done at once: extraction happens when the session ends.
+        done at once: extraction happens when the session ends.  The in-process queue starts all the
+        same: a job finished at once is deleted after ``CHRONOMEM_JOB_RETENTION`` by its sweep, and no
+        other call of a buffered memory may ever start it (sessions end without jobs).
         """
         user_id = check_user(user_id)
+        self._start_local()
         mem = self.mem
         store = mem.store
         if mem.buffered:  # nothing to extract until the session ends
@@ -152,6 +167,7 @@ class JobService:
         if not isinstance(session_id, str) or not session_id.strip():
             raise ValidationError("session_id", session_id, "is required: the session to end")
         check_id("session_id", session_id)
+        self._start_local()  # as submit: the queue whose sweep deletes the job once its retention passed
         when = None if ended_at is None else iso(parse_time(ended_at, "ended_at"))
         if self.mem.buffered and not self.mem.buffer_is_shared and not isinstance(self.queue, LocalQueue):
             # a worker elsewhere cannot read this process's buffer (it ended the session with nothing and

@@ -32,9 +32,10 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, StoreError, log_reason, public_reason
 from ..store.tenant import split_key
@@ -111,7 +112,7 @@ class JobRunner:
                  tenant: str | None = None, retention_s: float | None = None,
                  resend_s: float | None = None) -> None:
         self.store = store
-        self.tenant = tenant  # run only this tenant's jobs (the in-process queue of one Memory)
+        self.tenant = tenant  # run only this tenant's jobs (the in-process queue of one Memory; see scope)
         self.unsent_grace_s = unsent_grace_s
         self.memory_for = memory_for
         self.name = name or worker_name()
@@ -137,12 +138,24 @@ class JobRunner:
         with self._running_lock:
             return frozenset(self._running)
 
-    def run(self, job_id: str) -> Job | None:
-        """Claim and execute one job; None when it was not ours to run (finished or held)."""
+    def scope(self) -> list[str | None]:
+        """The tenants whose jobs this runner sweeps and purges: its own (``tenant``), or ``[None]``, every
+        tenant's, for an unbound runner (a broker's worker).  :class:`SharedRunner` widens it to its views'."""
+        return [self.tenant]
+
+    def serves(self, tenant: str) -> bool:
+        """Whether :meth:`run` runs a job of ``tenant`` sent to it."""
+        return self.tenant is None or tenant == self.tenant
+
+    def run(self, job_id: str, tenant: str | None = None) -> Job | None:
+        """Claim and execute one job; None when it was not ours to run (finished or held).  ``tenant``: the
+        job's, as its sender knew it; a runner bound to tenants runs only a job of a tenant it serves."""
         now = utcnow()
-        if self.tenant is not None and self.store.job(self.tenant, job_id) is None:
-            log.warning("job %s is not one of tenant %r's; skipped", job_id, self.tenant)
-            return None
+        if self.tenant is not None:
+            owner = self.tenant if tenant is None else tenant
+            if not self.serves(owner) or self.store.job(owner, job_id) is None:
+                log.warning("job %s is not one of tenant %r's; skipped", job_id, owner)
+                return None
         job = self.store.claim_job(job_id, self.name, now, now + timedelta(seconds=self.lease_s))
         if job is None:
             log.debug("job %s: finished or held by a live worker; skipped", job_id)
@@ -209,9 +222,7 @@ class JobRunner:
         now = utcnow()
         sent = 0
         sent_to = self.name if self.in_process else None  # recorded on the job: see model.IN_PROCESS
-        for job in self.store.jobs_to_send(now, unsent_before=now - timedelta(seconds=self.unsent_grace_s),
-                                           resend_before=now - timedelta(seconds=self.resend_s), tenant=self.tenant,
-                                           in_process=self.in_process, orphaned_before=sent_before):
+        for job in self._to_send(now, sent_before):
             if job.status is JobStatus.RUNNING and job.worker == self.name and job.id in self.running:
                 renewed = self.store.renew_job(job.id, self.name, utcnow() + timedelta(seconds=self.lease_s))
                 log.warning("job %s: its lease ran out while this worker is still running it (late heartbeat);"
@@ -248,23 +259,71 @@ class JobRunner:
                 log.warning("deleting expired jobs failed: %s", log_reason(e))
         return sent
 
+    def _to_send(self, now: datetime, sent_before: datetime | None) -> Iterator[Job]:
+        """What :meth:`sweep` (re)sends, tenant by tenant of :meth:`scope`."""
+        for tenant in self.scope():
+            yield from self.store.jobs_to_send(now, unsent_before=now - timedelta(seconds=self.unsent_grace_s),
+                                               resend_before=now - timedelta(seconds=self.resend_s), tenant=tenant,
+                                               in_process=self.in_process, orphaned_before=sent_before)
+
     def purge(self, now: datetime | None = None) -> int:
-        """Delete the done and failed jobs (of this runner's tenant, if it has one) that finished more
+        """Delete the done and failed jobs (of the tenants in :meth:`scope`) that finished more
         than ``retention_s`` ago; how many.  Their status and result are then no longer readable."""
         try:
             before = (now or utcnow()) - timedelta(seconds=self.retention_s)
         except OverflowError:  # forever, or longer ago than a date goes: nothing finished then
             return 0
         deleted = 0
-        while True:
-            n = self.store.delete_finished_jobs(before, tenant=self.tenant, limit=PURGE_BATCH)
-            deleted += n
-            if n < PURGE_BATCH:
-                break
+        for tenant in self.scope():
+            while True:
+                n = self.store.delete_finished_jobs(before, tenant=tenant, limit=PURGE_BATCH)
+                deleted += n
+                if n < PURGE_BATCH:
+                    break
         if deleted:
             log.info("deleted %d job(s) finished before %s (retention %.0f s)", deleted, before.isoformat(),
                      self.retention_s)
         return deleted
+
+
+class SharedRunner(JobRunner):
+    """The in-process runner of one memory and of every tenant view made from it (:meth:`Memory.for_tenant`):
+    one queue (a few threads, each tenant on one of them: :class:`~chronomem.jobs.queue.LocalQueue`) runs and
+    sweeps all their jobs: :meth:`run` is called from several threads at once, never for two jobs of one
+    tenant.  Each view used to start a queue of its own, whose thread kept the view alive and swept the store every
+    ``lease_s / 2`` for the rest of the process: a server that had served 300 tenants held 300 such threads.
+
+    Views are held weakly: one its owner dropped leaves :meth:`scope` once collected (its finished jobs
+    are then purged by whichever process serves that tenant next, or by ``chronomem worker``), and a job
+    of its tenant still queued here runs on a fresh view of the base memory.
+    """
+
+    def __init__(self, base: Memory, **kwargs: Any) -> None:
+        inner = getattr(base.store, "inner", base.store)
+        super().__init__(inner, self._memory_for, tenant=base.tenant, **kwargs)
+        self._base = base
+        self._views: weakref.WeakValueDictionary[str, Memory] = weakref.WeakValueDictionary()
+        self._views_lock = threading.Lock()
+
+    def add_view(self, view: Memory) -> None:
+        """Run, sweep and purge ``view``'s tenant's jobs here too, for as long as the view lives."""
+        if view.tenant != self.tenant:
+            with self._views_lock:
+                self._views[view.tenant] = view
+
+    def serves(self, tenant: str) -> bool:
+        return True  # a job of any tenant sent to this queue: it runs on that tenant's view (one is made if needed)
+
+    def scope(self) -> list[str | None]:
+        with self._views_lock:
+            return [self.tenant, *sorted(self._views.keys())]
+
+    def _memory_for(self, tenant: str) -> Memory:
+        if tenant == self.tenant:
+            return self._base
+        with self._views_lock:
+            view = self._views.get(tenant)
+        return view if view is not None else self._base.for_tenant(tenant)  # which adds it
 
 
 def warm_or_log(mem: Memory) -> int | None:

@@ -10,7 +10,9 @@ stays closed: revoking the last key leaves no way in, not an open door.
 from __future__ import annotations
 
 import hmac
+import logging
 import threading
+from collections import OrderedDict
 
 from ..errors import ChronomemError, ConfigError
 from ..keys import DEFAULT_TENANT, key_matches, key_prefix
@@ -18,19 +20,29 @@ from ..memory import Memory
 from .hosts import is_loopback
 
 
+log = logging.getLogger(__name__)
+
+# tenant views a server keeps; beyond this the least recently used idle ones are dropped (one is made again
+# when its tenant calls): a view per tenant ever served, kept for the life of the process, grew without bound
+MAX_TENANT_VIEWS = 128
+
+
 class Unauthorized(ChronomemError):
     """No key, a malformed or unknown key, or a revoked one."""
 
 
 class Tenancy:
-    """Resolves keys to tenants and hands out one Memory per tenant (sharing the store)."""
+    """Resolves keys to tenants and hands out one Memory per tenant (sharing the store): the base memory's
+    tenant views, at most ``max_views`` of them kept between calls (see :meth:`_drop_idle_views`)."""
 
-    def __init__(self, base: Memory, api_key: str | None = None, *, owns_base: bool = True) -> None:
+    def __init__(self, base: Memory, api_key: str | None = None, *, owns_base: bool = True,
+                 max_views: int = MAX_TENANT_VIEWS) -> None:
         self.base = base
         self.owns_base = owns_base
         self.raw = getattr(base.store, "inner", base.store)
         self.env_key = api_key or None
-        self._memories: dict[str, Memory] = {base.tenant: base}
+        self.max_views = max_views
+        self._memories: OrderedDict[str, Memory] = OrderedDict({base.tenant: base})  # least recently used first
         self._lock = threading.Lock()
         self._keyed = False
 
@@ -65,7 +77,28 @@ class Tenancy:
             mem = self._memories.get(tenant)
             if mem is None:
                 mem = self._memories[tenant] = self.base.for_tenant(tenant)
+            self._memories.move_to_end(tenant)
+            self._drop_idle_views()
             return mem
+
+    def _drop_idle_views(self) -> None:
+        """Forget the least recently used views beyond ``max_views`` (under the lock).
+
+        A dropped view is not closed: it owns nothing (its store, models and job queue are the base
+        memory's; the in-process queue holds it weakly), and a request or job still using it keeps it
+        alive until done, then it is collected.  A view remembering an idle session it left open after a
+        failed extraction is kept, so the next sweep still ends that session (:meth:`Memory.end_idle_sessions`).
+        """
+        excess = len(self._memories) - self.max_views
+        for tenant in list(self._memories)[:-1]:  # never the view just asked for
+            if excess <= 0:
+                break
+            view = self._memories[tenant]
+            if view is self.base or view._idle_retried:  # noqa: SLF001 - its sweep state is the work in flight
+                continue
+            del self._memories[tenant]
+            excess -= 1
+            log.debug("tenant %r: its idle view dropped (%d views kept)", tenant, len(self._memories))
 
     def tenants(self) -> list[str]:
         """The default tenant, every tenant with an active key and every tenant holding a user or turns
@@ -82,7 +115,7 @@ class Tenancy:
     def close(self) -> None:
         with self._lock:
             views = [m for m in self._memories.values() if m is not self.base]
-            self._memories = {self.base.tenant: self.base}
+            self._memories = OrderedDict({self.base.tenant: self.base})
         for mem in views:
             mem.close()  # a tenant view shares the base store: closing it leaves the store open
         if self.owns_base:
