@@ -53,6 +53,39 @@ def _error(status: int, error: str, detail: str, field: str | None = None,
                         headers=headers)
 
 
+def _store_unavailable(exc: StoreError) -> JSONResponse:
+    """503 naming the kind only: the driver's words name the database, its user, SQL, so they go to the log."""
+    log.error("store error: %s", exc)
+    return _error(503, "StoreError", "the store is unavailable or failed; the server log has the cause")
+
+
+class StoreErrorsAs503:
+    """ASGI middleware, outermost: a StoreError raised by a middleware (outside the app's exception handlers,
+    e.g. :class:`~.hosts.LoopbackHostsOnly` asking whether keys exist) is the same 503 a route's gives, not a
+    500 "unexpected error"."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracked)
+        except StoreError as exc:
+            if started:  # too late for another status line
+                raise
+            await _store_unavailable(exc)(scope, receive, send)
+
+
 _SOURCES = ("body", "query", "path", "header", "cookie")
 
 
@@ -244,6 +277,7 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
     app.add_middleware(BodyLimit, max_bytes=max_body_bytes, import_bytes=max_import_bytes)
     if loopback_hosts_while_open:
         app.add_middleware(LoopbackHostsOnly, active=lambda: not tenancy.keys_enabled)
+    app.add_middleware(StoreErrorsAs503)  # added last, so outermost: wraps every middleware above
 
     @app.exception_handler(ValidationError)
     async def _validation(_: Request, exc: ValidationError) -> JSONResponse:
@@ -259,9 +293,8 @@ def create_app(memory: Memory | Callable[[], Memory] | None = None, *, api_key: 
 
     @app.exception_handler(ChronomemError)
     async def _other(_: Request, exc: ChronomemError) -> JSONResponse:
-        if isinstance(exc, StoreError):  # the driver's words name the database, its user, SQL: log them
-            log.error("store error: %s", exc)
-            return _error(503, "StoreError", "the store is unavailable or failed; the server log has the cause")
+        if isinstance(exc, StoreError):
+            return _store_unavailable(exc)
         if isinstance(exc, ModelError):
             # the provider's words name the endpoint (credentials in its URL included) and quote the upstream
             # reply, which may echo the user's turns: the client gets the kind only.  The log follows

@@ -237,9 +237,12 @@ class PostgresStore(SQLStore):
         options = f"-c search_path={path}"  # no spaces: libpq splits options on whitespace
         if self.has_vector_index:
             options += f" -c hnsw.iterative_scan=relaxed_order -c hnsw.ef_search={int(hnsw_ef_search)}"
+        # check: a pooled connection the server has closed (restart, failover, pg_terminate_backend) is
+        # replaced on checkout, not handed to a write that then fails and fails its job for good
         self._pool = ConnectionPool(self._conninfo, min_size=1, max_size=pool_size, open=False,
                                     kwargs={"autocommit": True, "options": options},
-                                    timeout=connect_timeout_s, name=f"chronomem:{self.schema}")
+                                    timeout=connect_timeout_s, name=f"chronomem:{self.schema}",
+                                    check=ConnectionPool.check_connection)
         try:
             self._pool.open(wait=True, timeout=connect_timeout_s)
         except PoolTimeout as e:
