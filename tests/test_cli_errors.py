@@ -6,6 +6,7 @@ runs it as a subprocess, as a user would.
 
 from __future__ import annotations
 
+import os
 import json
 import subprocess
 import sys
@@ -160,7 +161,7 @@ def test_commands_that_create_data_still_create_the_database(capsys, files) -> N
 
 def test_only_an_explicit_missing_file_is_refused(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("CHRONOMEM_DB", raising=False)
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     for location in (None, ":memory:", "sqlite:///:memory:", "postgresql://me@nowhere/db", "postgres://x/y"):
         require_existing_db(location)  # the default location, in-memory databases and servers: the store decides
     monkeypatch.setenv("CHRONOMEM_DB", "postgresql://me@nowhere/db")
@@ -224,7 +225,7 @@ def test_a_bad_setting_is_named_with_where_it_came_from(capsys, files, tmp_path,
 def test_memory_names_a_theta_stable_that_is_no_number(tmp_path, monkeypatch, value) -> None:
     from chronomem.errors import ValidationError
 
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     with pytest.raises(ValidationError) as e:
         Memory(":memory:", theta_stable=value, embedder=False)
     assert e.value.field == "theta_stable"

@@ -22,7 +22,7 @@ from chronomem import Memory
 
 @pytest.fixture
 def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     monkeypatch.delenv("CHRONOMEM_TENANT", raising=False)
     path = str(tmp_path / "m.db")
     with Memory(path, embedder=False) as mem:

@@ -8,6 +8,7 @@ and ``ask``.  The commands run in-process with exceptions not caught, so a Marku
 
 from __future__ import annotations
 
+import os
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,7 +42,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """A store where u1 and the user "[/u]" hold a fact for each hostile object."""
     monkeypatch.setenv("CHRONOMEM_LLM", "none")
     monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     path = str(tmp_path / "m.db")
     facts = [{"subject": "Bob", "relation": "likes", "object": o} for o in HOSTILE]
     with Memory(path, embedder=False) as mem:
@@ -89,7 +90,7 @@ def model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModel
     monkeypatch.setenv("CHRONOMEM_LLM", server.spec)
     monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "k")
     monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
     yield server
     server.close()

@@ -3,6 +3,7 @@ as the configured LLM; errors are one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
+import os
 import json
 import sys
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("CHRONOMEM_LLM", f"openai:fake@{llm.url}")
     monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "k")
     monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
     path = str(tmp_path / "m.db")
     with Memory(path, llm=SessionLLM(), embedder=False) as mem:
@@ -119,7 +120,7 @@ def test_cli_add_goes_through_memory_add(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("CHRONOMEM_LLM", f"openai:fake@{llm.url}")
     monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "k")
     monkeypatch.setenv("CHRONOMEM_EMBEDDER", "none")
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
     calls: list[str | None] = []
     real_add = Memory.add

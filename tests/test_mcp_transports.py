@@ -93,7 +93,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
         mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="other")
     llm = FakeOpenAI()
     env = {"PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "CHRONOMEM_LLM": f"openai:fake@{llm.url}",
-           "CHRONOMEM_EMBEDDER": "none", "CHRONOMEM_LLM_API_KEY": "k", "CHRONOMEM_CONFIG": str(tmp_path / "none.toml"),
+           "CHRONOMEM_EMBEDDER": "none", "CHRONOMEM_LLM_API_KEY": "k", "CHRONOMEM_CONFIG": os.devnull,
            "HOME": str(tmp_path), "PATH": os.environ.get("PATH", "")}
     yield db, env
     llm.close()

@@ -34,6 +34,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
     cfg = tmp_path / "config.toml"
+    cfg.touch()  # an empty config file: CHRONOMEM_CONFIG must name one that exists
     monkeypatch.setenv("CHRONOMEM_CONFIG", str(cfg))
     monkeypatch.setenv("CHRONOMEM_CACHE_DIR", str(tmp_path / "cache"))
     return cfg

@@ -4,6 +4,7 @@ and Redis buffers.  The clock is injected (``now=``); nothing sleeps."""
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import timedelta
@@ -139,7 +140,7 @@ def test_a_failed_end_is_reported_and_retried_by_the_next_sweep(tmp_path) -> Non
 
 
 def test_settings_and_bad_input(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHRONOMEM_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("CHRONOMEM_CONFIG", os.devnull)
     monkeypatch.setenv("CHRONOMEM_SESSION_IDLE", "90")
     assert Config.load().session_idle == 90.0
     monkeypatch.setenv("CHRONOMEM_SESSION_IDLE", "0")

@@ -52,12 +52,18 @@ def config_path() -> Path:
 
 
 def read_config_file(path: Path | None = None) -> tuple[Path, dict[str, Any]]:
-    """``(path, parsed TOML)`` of the config file (``path`` or :func:`config_path`); ``{}`` when absent.
+    """``(path, parsed TOML)`` of the config file (``path`` or :func:`config_path`); ``{}`` when the
+    default file (``~/.config/chronomem/config.toml``) is absent.
 
-    Raises :class:`~chronomem.errors.ConfigError` naming the file when it cannot be read or parsed.
+    Raises :class:`~chronomem.errors.ConfigError` naming the file when it cannot be read or parsed, or
+    when a file named explicitly (``path``, ``$CHRONOMEM_CONFIG``) does not exist.
     """
+    named = "config path" if path is not None else "CHRONOMEM_CONFIG" if os.environ.get("CHRONOMEM_CONFIG") else None
     path = path or config_path()
     if not path.exists():
+        if named:  # a typo'd path silently fell back to the default database and models: refuse it instead
+            hint = "; or unset it for ~/.config/chronomem/config.toml" if named == "CHRONOMEM_CONFIG" else ""
+            raise ConfigError(f"{named} names no config file: {path} does not exist (check the path{hint})")
         return path, {}
     try:
         return path, tomllib.loads(path.read_text(encoding="utf-8"))

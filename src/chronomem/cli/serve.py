@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import ValidationError
+from ..errors import ConfigError, ValidationError
 from .core import open_memory
 
 if TYPE_CHECKING:
@@ -49,6 +50,20 @@ def check_bindable(host: str, port: int) -> None:
                 raise ValidationError("--port", port, f"cannot be bound on {host}: {e.strerror or e}") from None
 
 
+#: uvicorn's log level names (``uvicorn.config.LOG_LEVELS``), which ``CHRONOMEM_LOG_LEVEL`` takes in any case.
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+def log_level() -> str:
+    """``$CHRONOMEM_LOG_LEVEL`` (default ``info``) as uvicorn names it.  Checked before the store opens:
+    uvicorn looks the name up itself and an unknown one (``warn``, ``10``) was a bare ``KeyError``."""
+    value = os.environ.get("CHRONOMEM_LOG_LEVEL") or "info"  # set but empty: the default, as unset
+    if value.strip().lower() not in LOG_LEVELS:
+        raise ConfigError(f"CHRONOMEM_LOG_LEVEL={value!r} is not a log level: use one of {', '.join(LOG_LEVELS)} "
+                          f"(any case)")
+    return value.strip().lower()
+
+
 def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "127.0.0.1",
               port: Annotated[int, typer.Option(help="TCP port", min=1, max=65535)] = 8765,
               db: Annotated[Optional[str], typer.Option("--db", help="database path or URL")] = None,
@@ -63,8 +78,6 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
     Ingestion is queued: set CHRONOMEM_QUEUE_URL and run `chronomem worker`, or leave it unset to
     extract on a thread of this process.
     """
-    import os
-
     import uvicorn
 
     from ..server import create_app
@@ -72,6 +85,7 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
 
     from ..summarize.idle import start_idle_sweeper
 
+    level = log_level()
     mem = open_memory(db)
     app = create_app(mem, owns_memory=True, loopback_hosts_while_open=True)
     try:
@@ -85,7 +99,7 @@ def serve_cmd(host: Annotated[str, typer.Option(help="interface to bind")] = "12
     if warm:
         warm_in_background(mem)
     try:
-        uvicorn.run(app, host=host, port=port, log_level=os.environ.get("CHRONOMEM_LOG_LEVEL", "info"))
+        uvicorn.run(app, host=host, port=port, log_level=level)
     finally:
         if sweeper is not None:
             sweeper.stop()

@@ -45,6 +45,16 @@ class CopyReport:
         return sum(sum(t.values()) for t in self.users.values())
 
 
+def shown_url(url: str) -> str:
+    """A store URL as messages show it: a PostgreSQL URL without its password (``user:***@``), as the
+    store's own errors show it; a SQLite path or URL as it is (``redact`` would mangle ``sqlite:///``)."""
+    if url.split("://", 1)[0] in ("postgresql", "postgres"):
+        from ..store.postgres import redact  # psycopg is loaded already: the store is open
+
+        return redact(url)
+    return url
+
+
 def store_info(store: Store) -> dict[str, Any]:
     """Schema version, vector backend and the other ``chronomem_meta`` entries of a SQL store."""
     meta = dict(store._all("SELECT key, value FROM chronomem_meta"))  # type: ignore[attr-defined]
@@ -52,7 +62,8 @@ def store_info(store: Store) -> dict[str, Any]:
     version = getattr(store, "vector_extension_version", None)
     if vec == "pgvector" and version:
         vec = f"pgvector {version}"
-    return {"url": store.url, "schema_version": int(meta.get("schema_version", 0)), "vector_backend": vec,
+    return {"url": shown_url(store.url), "schema_version": int(meta.get("schema_version", 0)),
+            "vector_backend": vec,
             "has_vector_index": store.has_vector_index,
             "migrated": {k: v for k, v in meta.items() if k.startswith("migrated_")}}
 
@@ -76,12 +87,12 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
     known = set(src.users())
     missing = [u for u in chosen if u not in known]
     if missing:  # a key is "tenant\x1fuser" inside the store: say it as a person would
-        raise ValidationError("user", shown(missing[0]), f"has no data in {src.url}")
+        raise ValidationError("user", shown(missing[0]), f"has no data in {shown_url(src.url)}")
     if not replace:
         busy = [u for u in chosen if _has_rows(dst, u)]
         if busy:
             raise ValidationError("user", shown(busy[0]),
-                                  f"already has data in {dst.url}; pass --replace to overwrite")
+                                  f"already has data in {shown_url(dst.url)}; pass --replace to overwrite")
     report = CopyReport()
     for user in chosen:
         counts = dict.fromkeys(TABLES, 0)
@@ -92,7 +103,8 @@ def copy_memory(src: Store, dst: Store, users: Sequence[str] | None = None, *,
                 dst.load_user(user, {table: found})
                 counts[table] += len(found)
         if not _same_rows(src, dst, user, batch):
-            raise StoreError(f"copy of user {shown(user)!r} to {dst.url} does not read back identically")
+            raise StoreError(f"copy of user {shown(user)!r} to {shown_url(dst.url)} "
+                             "does not read back identically")
         report.users[user] = counts
         log.info("copied user %s: %s", user, counts)
     return report
@@ -115,7 +127,8 @@ def copy_api_keys(src: Store, dst: Store) -> int:
             dst.insert_api_key(key)
             added += 1
         elif old.hash != key.hash or old.tenant != key.tenant:
-            raise ValidationError("api key", key.prefix, f"is in {dst.url} for another secret or tenant")
+            raise ValidationError("api key", key.prefix,
+                                  f"is in {shown_url(dst.url)} for another secret or tenant")
         elif key.revoked_at is not None and old.revoked_at is None:
             dst.revoke_api_key(key.prefix, key.revoked_at)
     return added
