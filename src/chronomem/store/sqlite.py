@@ -99,6 +99,42 @@ def _cjk_bigrams(text: Any) -> Any:
     return cjk_bigrams(text) if isinstance(text, str) else text
 
 
+def _rollback(conn: Any) -> None:
+    """Undo what is left of a failed transaction.  SQLite may have rolled it back by itself already (on
+    SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM), and then a ROLLBACK fails with "no transaction is active";
+    a ROLLBACK that fails for any reason must not replace the error that made the caller roll back."""
+    if not conn.in_transaction:
+        return
+    try:
+        conn.execute("ROLLBACK")
+    except sqlite3.Error as e:
+        log.warning("SQLite could not roll back a failed transaction (%s)", e)
+
+
+# primary result codes (the low byte of an extended one) that say the file cannot be written, or that the
+# machine failed, rather than that the file is damaged: SQLITE_PERM, SQLITE_READONLY, SQLITE_CANTOPEN, and
+# SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_IOERR, SQLITE_FULL, SQLITE_NOLFS
+_UNWRITABLE_CODES = frozenset({3, 8, 14})
+_ENVIRONMENT_CODES = _UNWRITABLE_CODES | {5, 6, 7, 10, 13, 22}
+
+
+def _open_error(path: str, error: sqlite3.DatabaseError) -> StoreError:
+    """The error to raise for ``error`` while opening (or migrating) ``path``: a full disk, an I/O error or a
+    file or folder chronomem cannot write is a :class:`StoreError` naming that cause, not a corrupt file:
+    calling a healthy store "not a usable chronomem database" sends its owner to restore a backup."""
+    code = getattr(error, "sqlite_errorcode", None)  # absent on an error raised from Python
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(error)
+    if os.path.isdir(path):
+        return CorruptDatabaseError(f"{path} is not a usable chronomem database: it is a folder, not a file")
+    if primary in _UNWRITABLE_CODES or primary is None and ("unable to open" in text or "readonly" in text):
+        return StoreError(f"cannot open {path} for writing ({text}): chronomem writes the file and creates files "
+                          "beside it (SQLite's -wal and -shm), so the file and its folder must be writable")
+    if primary in _ENVIRONMENT_CODES or primary is None and ("disk is full" in text or "I/O error" in text):
+        return StoreError(f"cannot open {path}: {text}")
+    return CorruptDatabaseError(f"{path} is not a usable chronomem database: {text}")
+
+
 @contextmanager
 def _read_transaction(conn: Any) -> Iterator[None]:
     """Run a search's statements in one read transaction (or in the caller's): its counts and its hits
@@ -124,7 +160,10 @@ class SQLiteStore(SQLStore):
         self.path = str(path) if str(path) == ":memory:" else os.path.expanduser(str(path))
         self.url = f"sqlite:///{self.path}"
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:  # a file where the folder should be, no permission: not a driver error
+                raise StoreError(f"cannot create the folder of {self.path}: {e}") from e
         self._lock = threading.RLock()
         self._scrub_wal = False  # a delete committed: checkpoint the WAL so no old page survives there
         try:
@@ -146,7 +185,7 @@ class SQLiteStore(SQLStore):
             self._terms = QueryTerms()
         except sqlite3.DatabaseError as e:
             self._safe_close()
-            raise CorruptDatabaseError(f"{self.path} is not a usable chronomem database: {e}") from e
+            raise _open_error(self.path, e) from e
 
     def _enable_wal(self, timeout_s: float) -> None:
         """Switch the file to WAL, waiting out other processes that hold it: the switch needs the file to
@@ -228,8 +267,14 @@ class SQLiteStore(SQLStore):
                     db.execute("INSERT OR REPLACE INTO chronomem_meta (key, value) VALUES (?, ?)",
                                (f"migrated_{version}", str(to_micros(utcnow()))))
                 db.execute("COMMIT")
+            except sqlite3.DatabaseError as e:
+                _rollback(db)
+                if type(_open_error(self.path, e)) is StoreError:  # a full disk, not a damaged file
+                    raise StoreError(f"could not migrate {self.path} to schema version {version}: {e} "
+                                     "(rolled back: the file keeps its earlier version)") from e
+                raise
             except BaseException:
-                db.execute("ROLLBACK")
+                _rollback(db)
                 raise
 
     # -- dialect hooks ---------------------------------------------------------------
@@ -244,10 +289,10 @@ class SQLiteStore(SQLStore):
             try:
                 yield self._db
             except (sqlite3.Error, UnicodeEncodeError) as e:  # never a raw driver error to callers
-                self._db.execute("ROLLBACK")
+                _rollback(self._db)
                 raise StoreError(f"SQLite write failed on {self.path}: {e}") from e
             except BaseException:
-                self._db.execute("ROLLBACK")
+                _rollback(self._db)
                 raise
             else:
                 sweep = self._scrub_wal  # rows this transaction forgot may have older copies in unused space
@@ -257,8 +302,7 @@ class SQLiteStore(SQLStore):
                                          (UNSWEPT_KEY, str(to_micros(utcnow()))))
                     self._db.execute("COMMIT")
                 except sqlite3.Error as e:  # a full disk, an I/O error: nothing of it was written
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
+                    _rollback(self._db)
                     raise StoreError(f"SQLite could not commit on {self.path}: {e}") from e
                 self._scrub_wal = False  # this sweep is ours: a commit while it reads sweeps nothing again
         if sweep:
