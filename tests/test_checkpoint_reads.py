@@ -181,3 +181,21 @@ def test_a_session_end_reads_the_last_memory_only(kind: str, url_factory: Callab
         monkeypatch.undo()
         assert [c.seq for c in mem.store.checkpoints(U)] == list(range(1, 302))
         assert mem.summary(user_id=U) == made.memory
+
+
+def test_a_page_of_checkpoints_is_read_alone_and_stops_at_the_gap(memory: Memory) -> None:
+    """The explorer's list read the whole chain, texts included, for every page of 50."""
+    for seq in [*range(1, 121), *range(122, 130)]:  # seq 121's session was forgotten: its rewrite is owed
+        memory.store.put_checkpoint(cp(seq, seq, session="odd" if seq % 7 == 0 else None))
+    pages, after = [], 0
+    while page := memory.store.checkpoint_page(U, after_seq=after, limit=50):
+        pages.append([c.seq for c in page])
+        after = page[-1].seq
+    assert pages == [list(range(1, 51)), list(range(51, 101)), list(range(101, 121))]
+    odd = memory.store.checkpoint_page(U, limit=500, session_id="odd")
+    assert [c.seq for c in odd] == list(range(7, 121, 7)) and {c.memory for c in odd} == {
+        f"memory {s} ✓" for s in range(7, 121, 7)}
+    assert memory.store.checkpoint_page("nobody") == []
+    memory.store.delete_checkpoints(U, 0)
+    memory.store.put_checkpoint(cp(2, 2))  # no run from seq 1: nothing is valid
+    assert memory.store.checkpoint_page(U) == []

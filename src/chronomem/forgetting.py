@@ -159,7 +159,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             res.entities_renamed = len(store.delete_session(user_id, session_id))
         res.reopened = len(graph.rebuild(user_id, affected))
         res.entities_deleted = store.delete_orphan_entities(user_id)
-    if session_id is not None and store.checkpoints(user_id):
+    if session_id is not None and store.checkpoint_heads(user_id):  # the chain's seqs only, not its texts
         # later summaries were written from the forgotten session too: replay them without it
         try:
             res.summaries_rebuilt = len(rsum().replay(user_id))

@@ -17,12 +17,11 @@ from ..validation import check_name
 from ..memory import Memory
 from ..model import Fact
 from ..retrieve.neighbourhood import MAX_DEPTH, neighbourhood
-from ..summarize.rsum import first_gap
 from ..timeutil import parse_time, utcnow
 from . import pagination
 from .explorer_schemas import CheckpointOut, GraphOut, ProvenanceOut, SettingsOut
 from .schemas import IsoTime, Page
-from .pagination import paged
+from .pagination import read_page
 from .routes import ERRORS, Cursor, FactId, Limit, Mem, SessionQ, UserId, fact_out
 
 router = APIRouter(prefix="/v1", responses=ERRORS, tags=["explorer"])
@@ -77,11 +76,12 @@ def checkpoints(user_id: UserId, mem: Mem,
                 limit: Limit = pagination.DEFAULT_LIMIT, cursor: Cursor = None) -> dict[str, Any]:
     """Rsum checkpoints, oldest first: the recursive summary written at the end of each session (none past
     a forgotten session whose rewrite is still owed: they may quote it)."""
-    chain = mem.store.checkpoints(user_id)
-    cps = [c for c in chain[:first_gap(chain)] if session_id is None or c.session_id == session_id]
-    return paged([{"session_id": c.session_id, "seq": c.seq, "memory": c.memory, "created_at": c.created_at,
-                   "session_time": c.session_time} for c in cps], "checkpoints", lambda c: [c["seq"]], (int,),
-                 cursor, limit)
+    after = pagination.decode_after(cursor, "checkpoints", (int,))
+    found = mem.store.checkpoint_page(user_id, after_seq=after[0] if after else 0, limit=limit + 1,
+                                      session_id=session_id)  # the page alone, not the chain a page
+    return read_page(found, limit, lambda c: {"session_id": c.session_id, "seq": c.seq, "memory": c.memory,
+                                              "created_at": c.created_at, "session_time": c.session_time},
+                     lambda c: pagination.encode_after("checkpoints", [c.seq]))
 
 
 def _versions(mem: Memory, user_id: str, f: Fact) -> list[Fact]:

@@ -379,7 +379,7 @@ def forget_user(user_id: UserId, mem: Mem) -> dict[str, Any]:
     404 when nothing was held, as for an unknown fact or session; a retried DELETE after a success is
     therefore a 404 too (the user is gone either way: treat 404 as done).  The delete runs all the same,
     so no entry of the user's is ever left because the user looked unknown."""
-    held = bool(mem.jobs(user_id=user_id, limit=1)) or bool(mem.store.checkpoints(user_id))  # uncounted below
+    held = bool(mem.jobs(user_id=user_id, limit=1)) or bool(mem.store.checkpoint_heads(user_id))  # uncounted below
     res = mem.forget(user_id=user_id, everything=True)
     if not (held or res.facts_deleted or res.messages_deleted or res.sessions_deleted or res.entities_deleted
             or res.cache_entries_deleted or res.warnings):

@@ -243,6 +243,13 @@ class Store(ABC):
         session's end checks the chain by (the texts of a long chain are megabytes)."""
 
     @abstractmethod
+    def checkpoint_page(self, user_id: str, *, after_seq: int = 0, limit: int = 50,
+                        session_id: str | None = None) -> list[Checkpoint]:
+        """Up to ``limit`` of the user's checkpoints after seq ``after_seq``, oldest first (only one
+        ``session_id``'s, if given), none past the chain's first gap (:meth:`checkpoint_at`'s run): a page of
+        the explorer's list, read alone (every page read the whole chain, texts included)."""
+
+    @abstractmethod
     def checkpoint_at(self, user_id: str, as_of: datetime | None = None) -> Checkpoint | None:
         """The checkpoint valid at ``as_of`` (default: the latest), read alone: a summary is read on every
         ``summary()``, ``context()`` and session end, and the chain grows by one per session.

@@ -915,6 +915,14 @@ class SQLStore(Store):
                "(SELECT 1 FROM checkpoints d WHERE d.user_id = c.user_id AND d.seq = c.seq + 1)) END AS last "
                "FROM bounds)")
 
+    def checkpoint_page(self, user_id: str, *, after_seq: int = 0, limit: int = 50,
+                        session_id: str | None = None) -> list[Checkpoint]:
+        rows = self._all(f"WITH {self._CP_RUN} SELECT {', '.join(CP_COLS)} FROM checkpoints WHERE user_id = ? "
+                         f"AND seq > ? AND seq <= (SELECT last FROM run)"
+                         f"{'' if session_id is None else ' AND session_id = ?'} ORDER BY seq LIMIT {int(limit)}",
+                         [*[user_id] * 5, after_seq, *([] if session_id is None else [session_id])])
+        return [self._checkpoint_of(r) for r in rows]
+
     def checkpoint_at(self, user_id: str, as_of: datetime | None = None) -> Checkpoint | None:
         """One statement (one snapshot) that returns one row: the seqs are counted on the primary key,
         ``as_of`` compares times in SQL up to the first late checkpoint, and only the answer's text is

@@ -284,6 +284,11 @@ class TenantStore(Store):
     def checkpoint_heads(self, user_id: str) -> list[tuple[int, str]]:
         return self.inner.checkpoint_heads(self._k(user_id))
 
+    def checkpoint_page(self, user_id: str, *, after_seq: int = 0, limit: int = 50,
+                        session_id: str | None = None) -> list[Checkpoint]:
+        return self._outs(self.inner.checkpoint_page(self._k(user_id), after_seq=after_seq, limit=limit,
+                                                     session_id=session_id))
+
     def checkpoint_at(self, user_id: str, as_of: datetime | None = None) -> Checkpoint | None:
         cp = self.inner.checkpoint_at(self._k(user_id), as_of)
         return self._out(cp) if cp is not None else None
