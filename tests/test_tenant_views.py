@@ -213,3 +213,20 @@ def test_one_tenant_s_jobs_never_overlap_while_another_lane_runs_beside_them(tmp
     theirs = [(start, end) for label, start, end in spans if label == "Bone"]
     # b's job ran beside them (on one thread for all it waited for all three): the lanes are what kept them apart
     assert any(s < e2 and s2 < e for s, e in theirs for s2, e2, _ in ours), (theirs, ours)
+
+
+def test_a_broker_worker_keeps_its_last_used_tenant_views_only(tmp_path: Path) -> None:
+    """run_worker kept one view per tenant it ever ran a job of, for the life of the worker."""
+    from chronomem.jobs.worker import TenantViews
+
+    with Memory(tmp_path / "w.db", llm=False, embedder=False) as base:
+        views = TenantViews(base, max_views=8)
+        held = views.get("t0")
+        for i in range(1, 40):
+            views.get(f"t{i}")
+        assert len(views) == 8 and views.get(base.tenant) is base
+        assert views.get("t39") is views.get("t39") and views.get("t0") is not held  # t0 was dropped, made again
+        held.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto"}], user_id="u")
+        assert [f.object for f in views.get("t0").facts(user_id="u")] == ["Porto"]  # the same tenant's rows
+        views.close()
+        assert base.facts(user_id="u") == []  # the base memory (another tenant) stays open and apart

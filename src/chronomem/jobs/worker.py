@@ -33,6 +33,7 @@ import socket
 import threading
 import uuid
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,9 @@ RETRY_MAX_BACKOFF_MS = 60_000
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 PURGE_EVERY_S = 600.0  # how often a runner's sweep deletes expired jobs
 PURGE_BATCH = 1000  # jobs per delete statement: a purge never holds the jobs' lock long
+# tenant views a server or a broker's worker keeps between calls; the least recently used beyond this are
+# dropped (one is made again when its tenant calls)
+MAX_TENANT_VIEWS = 128
 
 
 def _seconds(name: str, default: float, meaning: str, *, forever: bool = False) -> float:
@@ -326,6 +330,39 @@ class SharedRunner(JobRunner):
         return view if view is not None else self._base.for_tenant(tenant)  # which adds it
 
 
+class TenantViews:
+    """A broker worker's tenant views of its base memory, the last ``max_views`` used kept: a view per tenant
+    ever served, kept for the life of the worker, grew without bound.  A dropped view owns nothing (the
+    store, models and broker are the base memory's), and a job still running on one keeps it alive."""
+
+    def __init__(self, base: Memory, max_views: int = MAX_TENANT_VIEWS) -> None:
+        self.base, self.max_views = base, max_views
+        self._views: OrderedDict[str, Memory] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()
+
+    def get(self, tenant: str) -> Memory:
+        if tenant == self.base.tenant:
+            return self.base
+        with self._lock:
+            view = self._views.get(tenant)
+            if view is None:
+                view = self._views[tenant] = self.base.for_tenant(tenant)
+            self._views.move_to_end(tenant)
+            while len(self._views) > self.max_views:
+                self._views.popitem(last=False)
+            return view
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def close(self) -> None:
+        """Close the views kept (closing a view leaves the base memory and its store open)."""
+        with self._lock:
+            views, self._views = list(self._views.values()), OrderedDict()
+        for view in views:
+            view.close()
+
+
 def warm_or_log(mem: Memory) -> int | None:
     """:meth:`Memory.warm`, with a model that cannot load logged instead of raised (each job or
     request that needs it then fails with its own error); the tokens prefilled, or None."""
@@ -365,16 +402,8 @@ def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = N
     sender = BrokerQueue(url, broker)
     store = open_store(db)
     base = Memory(store, llm=llm, embedder=embedder, queue=sender)  # the models every tenant shares
-    memories: dict[str, Memory] = {base.tenant: base}
-    lock = threading.Lock()
-
-    def memory_for(tenant: str) -> Memory:
-        with lock:
-            if tenant not in memories:
-                memories[tenant] = base.for_tenant(tenant)
-            return memories[tenant]
-
-    runner = JobRunner(store, memory_for, lease_s=lease_s, resend_s=resend_s)
+    views = TenantViews(base)
+    runner = JobRunner(store, views.get, lease_s=lease_s, resend_s=resend_s)
     warm_or_log(base)  # the first job should not pay for the extraction prompt's prefix
 
     def chronomem_job(job_id: str) -> None:
@@ -404,6 +433,6 @@ def run_worker(db: str, url: str, *, threads: int = 1, lease_s: float | None = N
     finally:
         worker.stop()
         broker.close()
-        for m in memories.values():
-            m.close()
+        views.close()
+        base.close()
         store.close()

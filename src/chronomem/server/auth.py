@@ -15,16 +15,13 @@ import threading
 from collections import OrderedDict
 
 from ..errors import ChronomemError, ConfigError
+from ..jobs.worker import MAX_TENANT_VIEWS  # a view per tenant ever served, kept for good, grew without bound
 from ..keys import DEFAULT_TENANT, key_matches, key_prefix
 from ..memory import Memory
 from .hosts import is_loopback
 
 
 log = logging.getLogger(__name__)
-
-# tenant views a server keeps; beyond this the least recently used idle ones are dropped (one is made again
-# when its tenant calls): a view per tenant ever served, kept for the life of the process, grew without bound
-MAX_TENANT_VIEWS = 128
 
 
 class Unauthorized(ChronomemError):
