@@ -53,3 +53,20 @@ def split_cjk(word: str) -> list[str]:
 def is_cjk(text: str) -> bool:
     """Whether ``text`` is a run of :data:`CJK` characters and nothing else."""
     return _CJK_RUN.fullmatch(text) is not None
+
+
+def cjk_pairs(text: str) -> list[str]:
+    """The words a run of :data:`CJK` characters stands for where words are compared: its overlapping pairs of
+    characters (a lone character itself), in order.  Text without such characters has none.
+
+    >>> cjk_pairs("Maya: ポルトに住む"), cjk_pairs("犬 and cat")
+    (['ポル', 'ルト', 'トに', 'に住', '住む'], ['犬'])
+    """
+    if text.isascii():
+        return []
+    return [run[k:k + 2] for run in _CJK_RUN.findall(text) for k in range(max(1, len(run) - 1))]
+
+
+def cjk_characters(text: str) -> int:
+    """How many :data:`CJK` characters ``text`` holds."""
+    return 0 if text.isascii() else sum(len(run) for run in _CJK_RUN.findall(text))

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from .. import timeexpr
+from ..cjk import cjk_pairs
 from ..model import FactInput, Intent, Message, Origin
 from ..prompts import load_prompt
 from ..providers.base import LLM, CallUsage
@@ -184,8 +185,9 @@ def subject_grounded(raw: str, subject: str, speakers: Sequence[str], chunk_word
 
 
 def _tokens(text: str) -> set[str]:
-    """Every word of ``text``, lower-cased, possessive ``'s`` removed (no length or stopword filter)."""
-    return set(re.findall(r"[a-z0-9]+", re.sub(r"'s\b", "", text.lower())))
+    """Every word of ``text``, lower-cased, possessive ``'s`` removed (no length or stopword filter); a run of
+    Chinese, Japanese or Korean characters as its pairs of characters (:func:`~chronomem.cjk.cjk_pairs`)."""
+    return set(re.findall(r"[a-z0-9]+", re.sub(r"'s\b", "", text.lower()))) | set(cjk_pairs(text))
 
 
 def resolve_person(name: str, speaker: str, other: str | None) -> str:
@@ -336,8 +338,12 @@ _STOPWORDS = {"a", "an", "the", "and", "or", "of", "in", "on", "at", "to", "for"
 
 
 def _words(text: str) -> set[str]:
+    """Content words of ``text``: what grounds a statement in a turn.  A run of Chinese, Japanese or Korean
+    characters counts as its pairs of characters: without them a statement in those languages shared no word
+    with its turn, and every fact the model read from one was dropped as unsupported."""
     text = re.sub(r"'s\b", "", text.lower())
-    return {w for w in re.findall(r"[a-z0-9]+", text) if (len(w) >= 3 or w.isdigit()) and w not in _STOPWORDS}
+    return {w for w in re.findall(r"[a-z0-9]+", text) if (len(w) >= 3 or w.isdigit()) and w not in _STOPWORDS} \
+        | set(cjk_pairs(text))
 
 
 def _hits(words: set[str], turn_words: set[str]) -> int:

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .. import timeexpr
+from ..cjk import cjk_characters
 from ..errors import log_reason
 from ..timewords import TIME_PHRASE, counts_from_a_named_year, date_label, find_time_phrase
 from ..model import FactInput, Intent, Message, Origin
@@ -815,6 +816,13 @@ EVENT_RELATIONS = frozenset({"did", "visited", "traveled_to", "attended", "start
 #: "Jon won.", "Jon is reading": fewer words than any statement that makes sense alone.
 MIN_STATEMENT_WORDS = 4
 _WORD_RE = re.compile(r"[A-Za-z0-9']+")
+
+
+def statement_words(statement: str) -> int:
+    """How many words a statement holds, for :data:`MIN_STATEMENT_WORDS`: Chinese, Japanese and Korean write
+    no spaces, so two of their characters count as a word ("マヤ飼っています" is four)."""
+    return len(_WORD_RE.findall(statement)) + cjk_characters(statement) // 2
+
 #: Relations the 1.5B model aims at the other speaker for praise or plans ("Gina likes Jon",
 #: "Jon plans_to Gina"); about a speaker they say nothing the statement does not.
 _NOT_ABOUT_PEOPLE = frozenset({"likes", "feels", "plans_to", "wants_to", "owns", "received", "hobby", "favorite"})
@@ -968,7 +976,7 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
     if _QUOTE.match(o.statement):
         notes.append(f"dropped a bare quote: {o.statement}")
         return None
-    if len(_WORD_RE.findall(o.statement)) < MIN_STATEMENT_WORDS:
+    if statement_words(o.statement) < MIN_STATEMENT_WORDS:
         notes.append(f"dropped a statement too short to mean anything alone: {o.statement}")
         return None
     if dialogue_act(o.statement, subject):
