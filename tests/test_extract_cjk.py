@@ -36,9 +36,22 @@ def _numbered(turns: list[tuple[str, str]]) -> dict[int, Message]:
 def test_facts_the_model_read_from_japanese_turns_are_kept_with_their_turns() -> None:
     cands, notes = postprocess_observations(parse_line_observations(REPLY), _numbered(TURNS), trust_turn=True,
                                             rules=METHOD_RECIPES["v10"].rules)
-    assert [(c.subject, c.object, c.source_ids, c.text) for c in cands] == [
-        ("マヤ", "ポルト", ["m0"], "マヤ住んでいて、ファーフェッチで働いています。"),
-        ("マヤ", "ポチ", ["m2"], "マヤ飼っています。")], notes
+    assert [(c.subject, c.relation, c.object, c.source_ids, c.text) for c in cands] == [
+        ("マヤ", "lives_in", "ポルト", ["m0"], "マヤ住んでいて、ファーフェッチで働いています。"),
+        ("マヤ", "has_pet", "ポチ", ["m2"], "マヤ飼っています。")], notes
+    # the typing rules read English cues ("lives in", a pet's kind): they turned both into "did" / "owns"
+    assert "did → lives_in (the model's: no English cue to check it by): " \
+        "マヤ住んでいて、ファーフェッチで働いています。" in notes
+
+
+def test_english_statements_keep_their_checked_typing() -> None:
+    turns = [("Maya", "I'm so excited about Paris, it looks amazing!")]
+    reply = {"lines": [{"line": 0, "fact": {"statement": "Maya is excited about the trip to Paris.",
+                                            "subject": "Maya", "relation": "lives_in", "object": "Paris",
+                                            "ended": False}}]}
+    cands, _ = postprocess_observations(parse_line_observations(reply), _numbered(turns), trust_turn=True,
+                                        rules=METHOD_RECIPES["v10"].rules)
+    assert [c.relation for c in cands] == ["did"]  # excitement is no residence: the cue rules still apply
 
 
 def test_a_japanese_statement_no_turn_says_is_still_dropped() -> None:

@@ -818,6 +818,12 @@ MIN_STATEMENT_WORDS = 4
 _WORD_RE = re.compile(r"[A-Za-z0-9']+")
 
 
+def unread_script(statement: str) -> bool:
+    """Whether a statement is written mostly in Chinese, Japanese or Korean (more such characters than Latin
+    words): the typing rules, which read English cues, can say nothing of it."""
+    return cjk_characters(statement) > len(_WORD_RE.findall(statement))
+
+
 def statement_words(statement: str) -> int:
     """How many words a statement holds, for :data:`MIN_STATEMENT_WORDS`: Chinese, Japanese and Korean write
     no spaces, so two of their characters count as a word ("マヤ飼っています" is four)."""
@@ -1011,6 +1017,7 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
         notes.append(f"ended (the statement ends it): {o.statement}")
         o = o.model_copy(update={"ended": True})
     rel, obj, ended = type_job(o.relation or "did", obj, o.ended)
+    typed = rel  # the model's typing: the rules below read English cues ("lives in", a capitalised name)
     if rules in STATE_RULES and rel in _PAIR_RELATIONS and states.pair_subject(subject, obj):
         subject = states.pair_subject(subject, obj) or subject  # "Lucie and Radek married_to Radek" (session 29)
     if rules in STATE_RULES and rel == "studies_at" and states.employer_named(o.statement, obj):
@@ -1087,6 +1094,12 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
         elif shown is not None and rel != "did":
             notes.append(f"{rel} → did (a photo shared, not owned): {o.statement}")
             rel, ended = "did", False  # rules 11: the same event, its object kept
+    unread = unread_script(o.statement)
+    if unread and rel == "did" and typed != "did" and not generic and obj not in speakers:
+        # a statement in Chinese, Japanese or Korean has none of those cues: every typed fact of it became
+        # "did" ("マヤ lives_in ポルト" too, so "moved to Lisbon" closed nothing); the model's typing stands
+        notes.append(f"did → {typed} (the model's: no English cue to check it by): {o.statement}")
+        rel = typed
     try:
         relation = canonical(rel)
     except Exception:  # noqa: BLE001 - the registry rejects it (only punctuation)
@@ -1095,7 +1108,7 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
     if relation == "has_pet" and obj.lower().strip() in _GENERIC_PETS:
         notes.append(f"dropped has_pet without a pet: {o.statement}")
         return None
-    if relation == "has_pet" and not plausible_pet(obj, speakers):
+    if relation == "has_pet" and not unread and not plausible_pet(obj, speakers):
         notes.append(f"has_pet → owns (no animal or pet name): {o.statement}")
         relation = canonical("owns")
     # a catch-all fact is its statement: "Jon did the dance studio" from two statements that say
