@@ -150,6 +150,20 @@ class Store(ABC):
         """The learned spellings ``norms`` (normalised) were given by hand too (a fact written without
         turns, a name a correction changes): forgetting turns no longer takes them."""
 
+    def entity_version(self, user_id: str) -> tuple[int, int] | None:
+        """The last change to the spellings of the user's entities (names and aliases) as ``(seq, tag)``,
+        ``(0, 0)`` before any; ``None`` when the store logs no changes.  The fuzzy resolver keeps a user's
+        spellings between writes and asks this (then :meth:`entities_changed_since`) instead of reading
+        every entity again; a store without a log is read whole each time."""
+        return None
+
+    def entities_changed_since(self, user_id: str, version: tuple[int, int]) -> list[str] | None:
+        """Ids of the entities that gained a spelling (or were created) after ``version``, a value of
+        :meth:`entity_version` for this user; ``None`` when the log cannot tell: ``version`` is no longer
+        in it (too old, rolled back, or before the first logged change) or a spelling was removed or
+        rewritten since (a forget, merge or rename), so a reader must read every entity again."""
+        return None
+
     # -- facts -------------------------------------------------------------------
     @abstractmethod
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None: ...

@@ -153,6 +153,7 @@ class SQLiteStore(SQLStore):
     """SQLite implementation of :class:`~chronomem.store.base.Store`."""
 
     touching_by_union = True  # see SQLStore.touching_by_union
+    names_by_entity = "entity_names INDEXED BY entity_names_by_entity"  # see SQLStore.names_by_entity
 
     def __init__(self, path: str | Path, *, timeout_s: float = 60.0) -> None:
         super().__init__()

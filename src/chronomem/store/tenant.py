@@ -221,6 +221,12 @@ class TenantStore(Store):
     def merge_entities(self, user_id: str, source_id: str, target_id: str) -> list[str]:
         return self.inner.merge_entities(self._k(user_id), source_id, target_id)
 
+    def entity_version(self, user_id: str) -> tuple[int, int] | None:
+        return self.inner.entity_version(self._k(user_id))
+
+    def entities_changed_since(self, user_id: str, version: tuple[int, int]) -> list[str] | None:
+        return self.inner.entities_changed_since(self._k(user_id), version)
+
     # -- facts ---------------------------------------------------------------------------------------
     def insert_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self.inner.insert_facts(self._k(user_id), [self._in(f) for f in facts])
