@@ -41,7 +41,7 @@ def split_cjk(word: str) -> list[str]:
     >>> split_cjk("Mayaは去年"), split_cjk("Porto")
     (['Maya', 'は去年'], ['Porto'])
     """
-    if _HAS_CJK.search(word) is None:
+    if word.isascii() or _HAS_CJK.search(word) is None:
         return [word]
     out, at = [], 0
     for m in _CJK_RUN.finditer(word):

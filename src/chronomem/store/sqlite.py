@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import sqlean as sqlite3
 
@@ -118,19 +118,32 @@ _UNWRITABLE_CODES = frozenset({3, 8, 14})
 _ENVIRONMENT_CODES = _UNWRITABLE_CODES | {5, 6, 7, 10, 13, 22}
 
 
-def _open_error(path: str, error: sqlite3.DatabaseError) -> StoreError:
-    """The error to raise for ``error`` while opening (or migrating) ``path``: a full disk, an I/O error or a
-    file or folder chronomem cannot write is a :class:`StoreError` naming that cause, not a corrupt file:
-    calling a healthy store "not a usable chronomem database" sends its owner to restore a backup."""
+def _failure(path: str, error: sqlite3.DatabaseError) -> Literal["folder", "unwritable", "environment", "corrupt"]:
+    """What ``error`` while opening (or migrating) ``path`` says: the path is a folder; the file or its folder
+    cannot be written; the machine failed (a full disk, an I/O error, a lock); or the file is damaged."""
     code = getattr(error, "sqlite_errorcode", None)  # absent on an error raised from Python
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(error)
     if os.path.isdir(path):
-        return CorruptDatabaseError(f"{path} is not a usable chronomem database: it is a folder, not a file")
+        return "folder"
     if primary in _UNWRITABLE_CODES or primary is None and ("unable to open" in text or "readonly" in text):
+        return "unwritable"
+    if primary in _ENVIRONMENT_CODES or primary is None and ("disk is full" in text or "I/O error" in text):
+        return "environment"
+    return "corrupt"
+
+
+def _open_error(path: str, error: sqlite3.DatabaseError) -> StoreError:
+    """The error to raise for ``error`` while opening ``path``: a full disk, an I/O error or a file or folder
+    chronomem cannot write is a :class:`StoreError` naming that cause, not a corrupt file: calling a healthy
+    store "not a usable chronomem database" sends its owner to restore a backup."""
+    kind, text = _failure(path, error), str(error)
+    if kind == "folder":
+        return CorruptDatabaseError(f"{path} is not a usable chronomem database: it is a folder, not a file")
+    if kind == "unwritable":
         return StoreError(f"cannot open {path} for writing ({text}): chronomem writes the file and creates files "
                           "beside it (SQLite's -wal and -shm), so the file and its folder must be writable")
-    if primary in _ENVIRONMENT_CODES or primary is None and ("disk is full" in text or "I/O error" in text):
+    if kind == "environment":
         return StoreError(f"cannot open {path}: {text}")
     return CorruptDatabaseError(f"{path} is not a usable chronomem database: {text}")
 
@@ -270,7 +283,7 @@ class SQLiteStore(SQLStore):
                 db.execute("COMMIT")
             except sqlite3.DatabaseError as e:
                 _rollback(db)
-                if type(_open_error(self.path, e)) is StoreError:  # a full disk, not a damaged file
+                if _failure(self.path, e) in ("unwritable", "environment"):  # a full disk, not a damaged file
                     raise StoreError(f"could not migrate {self.path} to schema version {version}: {e} "
                                      "(rolled back: the file keeps its earlier version)") from e
                 raise
