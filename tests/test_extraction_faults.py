@@ -13,7 +13,6 @@ All through ``Memory.add`` with :class:`fake_openai.FakeModelServer` (no real mo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -34,13 +33,6 @@ def cut(body: dict[str, Any]) -> str:
     """The default reply, cut off in the middle of its last fact."""
     full = json.dumps({"facts": extract(body)})
     return full[: full.rindex('"relation"')]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
 
 
 def memory(server: FakeModelServer, extraction: str | None = None) -> Memory:

@@ -38,18 +38,7 @@ from chronomem.timeutil import utcnow
 REDIS_URL = os.environ.get("CHRONOMEM_TEST_REDIS_DB13_URL", "redis://127.0.0.1:6379/13")
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "test")
-    monkeypatch.delenv("CHRONOMEM_QUEUE_URL", raising=False)
-    monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
+pytestmark = pytest.mark.usefixtures("local_service_env")  # the model key; no queue, Redis or server key
 
 
 @pytest.fixture

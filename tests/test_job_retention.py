@@ -32,21 +32,11 @@ GONE_WITHIN_S = 15.0  # generous: with the settings below a finished job goes wi
 
 
 @pytest.fixture(autouse=True)
-def _fast_purge(monkeypatch: pytest.MonkeyPatch) -> None:
+def _fast_purge(local_service_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep a finished job 1 s; the idle queue sweeps every 0.5 s (lease / 2) and may purge on each sweep."""
     monkeypatch.setenv("CHRONOMEM_JOB_RETENTION", "1")
     monkeypatch.setenv("CHRONOMEM_JOB_LEASE", "1")
-    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "test")
     monkeypatch.setattr(worker, "PURGE_EVERY_S", 0.5)
-    for name in ("CHRONOMEM_QUEUE_URL", "CHRONOMEM_REDIS_URL", "CHRONOMEM_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
 
 
 @pytest.fixture

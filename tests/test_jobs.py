@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -23,18 +22,7 @@ from chronomem.store import open_store
 from chronomem.timeutil import utcnow
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
-
-
-@pytest.fixture(autouse=True)
-def _api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "test")
-    monkeypatch.delenv("CHRONOMEM_QUEUE_URL", raising=False)
-    monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
+pytestmark = pytest.mark.usefixtures("local_service_env")  # the model key; no queue, Redis or server key
 
 
 def turns(*texts: str, prefix: str = "m") -> list[dict[str, str]]:

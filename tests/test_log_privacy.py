@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -50,13 +50,6 @@ def memory(server: FakeModelServer, kind: str = "prose", **kw: Any) -> Memory:
     server.inject = lambda body: reply(body) if structured(body) else None
     config = Config(extraction=METHOD[kind]) if kind in METHOD else None
     return Memory(":memory:", llm=server.spec, embedder=False, config=config, **kw)
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
 
 
 def structured(body: dict[str, Any]) -> bool:

@@ -27,24 +27,13 @@ from chronomem.server import create_app
 FACT = {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2018-01-01"}
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "test")
-    monkeypatch.delenv("CHRONOMEM_API_KEY", raising=False)
-    monkeypatch.delenv("CHRONOMEM_QUEUE_URL", raising=False)
+pytestmark = pytest.mark.usefixtures("local_service_env")  # the model key; no queue, Redis or server key
 
 
 @pytest.fixture
 def mem(tmp_path: Path) -> Iterator[Memory]:
     with Memory(tmp_path / "m.db", llm=False, embedder=False) as m:
         yield m
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
 
 
 @pytest.fixture

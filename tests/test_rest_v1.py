@@ -28,19 +28,7 @@ from chronomem.server import create_app
 from chronomem.server.auth import check_exposure
 
 
-@pytest.fixture
-def llm() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "test")
-    monkeypatch.delenv("CHRONOMEM_API_KEY", raising=False)
-    monkeypatch.delenv("CHRONOMEM_REDIS_URL", raising=False)
-    monkeypatch.delenv("CHRONOMEM_QUEUE_URL", raising=False)
+pytestmark = pytest.mark.usefixtures("local_service_env")  # the model key; no queue, Redis or server key
 
 
 def keys_create(db: str, tenant: str) -> str:

@@ -14,7 +14,6 @@ import json
 import threading
 import time
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +31,10 @@ from chronomem.timeutil import utcnow
 WAIT_S = 60.0  # generous bound for a job on the fake model
 
 
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
-
-
 @pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CHRONOMEM_LLM_API_KEY", "test")
-    for name in ("CHRONOMEM_QUEUE_URL", "CHRONOMEM_REDIS_URL", "CHRONOMEM_API_KEY", "CHRONOMEM_JOB_THREADS"):
-        monkeypatch.delenv(name, raising=False)
+def _env(local_service_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared service environment, with the default number of job threads too."""
+    monkeypatch.delenv("CHRONOMEM_JOB_THREADS", raising=False)
 
 
 def turns(text: str) -> list[dict[str, str]]:

@@ -9,7 +9,6 @@ would drop the rest anyway is still accepted.  Served by tests/fake_openai.py.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -30,13 +29,6 @@ class Script:
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         return self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeModelServer]:
-    srv = FakeModelServer()
-    yield srv
-    srv.close()
 
 
 def llm(server: FakeModelServer) -> OpenAICompatLLM:
