@@ -70,3 +70,12 @@ def cjk_pairs(text: str) -> list[str]:
 def cjk_characters(text: str) -> int:
     """How many :data:`CJK` characters ``text`` holds."""
     return 0 if text.isascii() else sum(len(run) for run in _CJK_RUN.findall(text))
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a :data:`CJK` character; an ASCII text answers at once.
+
+    >>> has_cjk("Where does Maya live?"), has_cjk("Café Zürich"), has_cjk("マヤはどこ?")
+    (False, False, True)
+    """
+    return not text.isascii() and _HAS_CJK.search(text) is not None

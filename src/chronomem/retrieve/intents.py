@@ -13,6 +13,15 @@ registry's names and synonyms), whether it is a yes/no question, whether
 closed versions must be kept ("changed", "used to", "before" …), and an
 explicit time window ("in 2020", "last summer", "before 2019") resolved with
 :mod:`chronomem.timeexpr`.
+
+Japanese and Chinese questions carry none of those English cues, and are written without spaces: "マヤは
+どこに住んでいますか" had no answer type and no relation word, so the read path did not know it asked for
+Maya's current residence.  A question holding such characters is also read with their own cue words — the
+question word (:data:`~chronomem.retrieve.scoring.CJK_WH_WORDS`, as the English word it stands for), the
+relation words (:data:`~chronomem.retrieve.scoring.CJK_RELATION_WORDS`), the intent and history cues, a
+question ending in "か"/"吗" as yes/no, "私"/"我" as the speaker, and a time phrase ("2020年に", "去年",
+"3年前") put in the English words :func:`~chronomem.timeexpr.resolve` reads.  Every other question is read
+exactly as before: the extra reading starts only when :func:`~chronomem.cjk.has_cjk` says so.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from ..cjk import has_cjk
 from ..model import Intent
 from ..prompts import load_template
 from ..registry import RelationRegistry
@@ -36,6 +46,16 @@ from .scoring import (
     stem,
     terms,
     words,
+)
+from .cjk_questions import (
+    CJK_CUES,
+    CJK_HISTORY,
+    CJK_SPEAKER,
+    CJK_YES_NO,
+    cjk_question_word,
+    cjk_relation_words,
+    cjk_yes_no_targets,
+    find_cjk_time_window,
 )
 
 log = logging.getLogger(__name__)
@@ -82,7 +102,6 @@ _YES_NO = ("do", "does", "did", "is", "are", "was", "were", "has", "have", "had"
 # ties go to the more specific intent: its sub-search keeps what FACT's would drop
 INTENT_ORDER = (Intent.EVOLUTION, Intent.TEMPORAL, Intent.CAUSAL, Intent.CONTRAST, Intent.FACT)
 
-
 @dataclass(slots=True)
 class QueryAnalysis:
     """Everything the search needs to know about a question before touching the graph."""
@@ -101,13 +120,15 @@ class QueryAnalysis:
     relation_groups: list[tuple[str, frozenset[str]]] = field(default_factory=list)  # (word, relations)
     types: frozenset[str] = frozenset()
     speaker_refs: bool = False
+    # a yes/no question's targets when its terms are not its words (Japanese, Chinese: pairs of characters)
+    targets: frozenset[str] | None = None
 
     def answer_spec(self) -> AnswerSpec:
         """The :class:`AnswerSpec` the cheap ``S_AS`` checks use."""
         rel_words = {stem(w) for w, _ in self.relation_groups}
         # yes/no targets: what the question asks about besides relation words; the
         # search drops each path's own root from them ("does Maya have a dog")
-        targets = self.terms - rel_words if self.yes_no else set()
+        targets = (self.terms - rel_words if self.targets is None else self.targets) if self.yes_no else set()
         return AnswerSpec(types=self.types, relation_groups=tuple(g for _, g in self.relation_groups),
                           targets=frozenset(targets), yes_no=self.yes_no,
                           wants_time=self.wh == "when")
@@ -158,13 +179,20 @@ def find_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, d
 
 def analyze(query: str, registry: RelationRegistry, *, now: datetime,
             lexicon: dict[str, frozenset[str]] | None = None) -> QueryAnalysis:
-    """Rule-based analysis of a question (no model)."""
+    """Rule-based analysis of a question (no model); one in Japanese or Chinese is also read with those
+    languages' cue words (see the module's docstring), any other exactly as the English rules read it."""
     low = query.lower().strip()
     toks = words(low)
     wh = next((w for w in toks[:4] if w in WH_WORDS), None)
     if wh == "whose":
         wh = "who"
     yes_no = bool(toks) and toks[0] in _YES_NO and wh is None
+    cjk = has_cjk(low)
+    targets: frozenset[str] | None = None
+    if cjk and wh is None and not yes_no:
+        wh = cjk_question_word(low)
+        if wh is None and CJK_YES_NO.search(low) is not None:
+            yes_no, targets = True, cjk_yes_no_targets(low)
     qterms = terms(query)
     lex = lexicon if lexicon is not None else relation_lexicon(registry)
     groups: list[tuple[str, frozenset[str]]] = []
@@ -176,6 +204,12 @@ def analyze(query: str, registry: RelationRegistry, *, now: datetime,
         if g and g not in seen:
             seen.add(g)
             groups.append((w, g))
+    if cjk:
+        for w, rels in cjk_relation_words(low):
+            g = frozenset(r for r in rels if r in registry.specs)
+            if g and g not in seen:
+                seen.add(g)
+                groups.append((w, g))
 
     cues: dict[str, list[str]] = {}
     scores: dict[Intent, float] = {}
@@ -184,7 +218,15 @@ def analyze(query: str, registry: RelationRegistry, *, now: datetime,
         if found:
             cues[intent.value] = found
             scores[intent] = float(len(found))
+    if cjk:
+        for intent, pat in CJK_CUES.items():
+            found = [m.group(0) for m in pat.finditer(low)]
+            if found:
+                cues.setdefault(intent.value, []).extend(found)
+                scores[intent] = scores.get(intent, 0.0) + len(found)
     window = find_time_window(query, now)
+    if window is None and cjk:
+        window = find_cjk_time_window(query, now)
     if window is not None:
         scores[Intent.TEMPORAL] = scores.get(Intent.TEMPORAL, 0.0) + 1.0
         cues.setdefault(Intent.TEMPORAL.value, []).append(window[1])
@@ -192,13 +234,16 @@ def analyze(query: str, registry: RelationRegistry, *, now: datetime,
         scores[Intent.FACT] = scores.get(Intent.FACT, 0.0) + 1.0
     intents = sorted(scores, key=lambda i: (-scores[i], INTENT_ORDER.index(i)))
     confident = bool(cues) or bool(groups) or wh in ("where", "who", "whom", "when") or yes_no
-    history = bool(_HISTORY.search(low)) or (wh == "when" and window is None)
+    history = (bool(_HISTORY.search(low)) or (cjk and CJK_HISTORY.search(low) is not None)
+               or (wh == "when" and window is None))
+    relations = frozenset(r for _, g in groups for r in g) if cjk else frozenset()
     return QueryAnalysis(
         text=query, terms=qterms, wh=wh, yes_no=yes_no, intents=intents, cues=cues,
         confident=confident, history=history,
         window=None if window is None else window[0], window_text=None if window is None else window[1],
-        relation_groups=groups, types=expected_types(wh, qterms),
-        speaker_refs=bool(_SPEAKER.search(query)),
+        relation_groups=groups, types=expected_types(wh, qterms, relations),
+        speaker_refs=bool(_SPEAKER.search(query)) or (cjk and CJK_SPEAKER.search(query) is not None),
+        targets=targets,
     )
 
 

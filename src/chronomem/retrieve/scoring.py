@@ -226,11 +226,17 @@ PERSON_TYPES = frozenset({"person", "people", "human"})
 TIME_TYPES = frozenset({"time", "date", "year"})
 
 
-def expected_types(wh: str | None, query_terms: set[str]) -> frozenset[str]:
-    """Answer types a question word accepts: "where" → place (or organisation for work/study) …"""
+#: the relations that make "where" ask for an organisation too, for questions whose words are not English terms
+ORG_RELATIONS = frozenset({"works_at", "studies_at"})
+
+
+def expected_types(wh: str | None, query_terms: set[str],
+                   relations: AbstractSet[str] = frozenset()) -> frozenset[str]:
+    """Answer types a question word accepts: "where" → place (or organisation for work/study: an English term,
+    or for a Japanese or Chinese question, which has none, one of its ``relations`` in :data:`ORG_RELATIONS`) …"""
     if wh == "where":
         out = set(PLACE_TYPES)
-        if query_terms & {"work", "study", "employ", "job"}:
+        if query_terms & {"work", "study", "employ", "job"} or relations & ORG_RELATIONS:
             out |= ORG_TYPES
         return frozenset(out)
     if wh in ("who", "whom", "whose"):

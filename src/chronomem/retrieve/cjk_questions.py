@@ -1,0 +1,275 @@
+"""Japanese and Chinese questions: the cue words the read path's English rules cannot see.
+
+"マヤはどこに住んでいますか" carries no English question word, relation word or time phrase, and is written
+without spaces, so :func:`chronomem.retrieve.intents.analyze` read it as asking nothing in particular: no answer
+type, no relation, no window, and the state-facts step did not know it asked for Maya's current residence.  The
+tables and pure functions here read such a question in English terms: its question word as the English one it
+stands for (:data:`CJK_WH_WORDS`), its relation words as the built-in relations their English counterparts name
+(:data:`CJK_RELATION_WORDS`; the registry's synonyms are lower-case ASCII relation names and cannot hold them),
+intent and history cues, a question ending in "か"/"吗" as yes/no, "私"/"我" as the speaker, and a time phrase
+("2020年に", "去年", "3年前") put in the English words :func:`chronomem.timeexpr.resolve` reads.
+
+``analyze`` consults this module only for a text :func:`chronomem.cjk.has_cjk` says holds such characters, so
+every other question is read exactly as before.  Nothing here touches a store or a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from ..model import Intent
+from ..timeexpr import resolve
+from .scoring import term_set
+
+#: Japanese and Chinese question words, as the English question word they stand for.  These languages put the
+#: question word anywhere in the sentence and write no spaces, so the first of them found in the text counts,
+#: the longest at a place first ("いつから" before "いつ", "什么时候" before "什么").  A word mapped to ``None``
+#: holds a question word and is not one ("何か" something, "いつも" always, "任何" any): matched whole, it hides
+#: the one inside it.  "How many/much/long" has no answer type of its own in English either ("how").
+CJK_WH_WORDS: Mapping[str, str | None] = {
+    # Japanese
+    "どこ": "where", "何処": "where", "どこから": "where", "どちらに": "where", "どちらへ": "where",
+    "どちらで": "where", "どちらから": "where", "どちらの出身": "where",
+    "いつ": "when", "いつから": "when", "何時": "when", "何年": "when", "何月": "when", "何日": "when",
+    "何曜": "when", "何年前": "when", "何日前": "when", "何か月前": "when", "何ヶ月前": "when", "何カ月前": "when",
+    "誰": "who", "だれ": "who", "どなた": "who", "誰から": "who", "だれから": "who",
+    "何": "what", "なに": "what", "なん": "what", "何から": "what", "なにから": "what", "どんな": "what",
+    "どういう": "what", "どのような": "what",
+    "なぜ": "why", "何故": "why", "どうして": "why", "なんで": "why",
+    "いくつ": "how", "いくら": "how", "何歳": "how", "何人": "how", "何回": "how", "何度": "how",
+    "何時間": "how", "何日間": "how", "何年間": "how", "何週間": "how", "何か月": "how", "何ヶ月": "how",
+    "何カ月": "how", "何匹": "how", "何個": "how", "何冊": "how", "何台": "how", "どのくらい": "how",
+    "どれくらい": "how", "どのぐらい": "how", "どれぐらい": "how", "どうやって": "how", "どう": "how",
+    "どの": "which", "どれ": "which", "どちら": "which", "どっち": "which", "どれから": "which",
+    # Japanese words that hold one and are not one: somewhere, always, someone, something, anything, grape …
+    "どこか": None, "どこも": None, "どこでも": None, "いつか": None, "いつも": None, "いつでも": None,
+    "いつつ": None, "あいつ": None, "こいつ": None, "そいつ": None, "誰か": None, "誰も": None, "誰でも": None,
+    "だれか": None, "だれも": None, "だれでも": None, "何か": None, "何も": None, "何でも": None, "なにか": None,
+    "なにも": None, "なんか": None, "なんて": None, "なんと": None, "なんでも": None, "いくつか": None,
+    "いくらか": None, "いくらでも": None, "どうぞ": None, "どうも": None, "どうか": None, "どうしても": None,
+    "ぶどう": None, "どれか": None, "どれも": None, "どれでも": None,
+    # Chinese
+    "哪里": "where", "哪儿": "where", "哪裡": "where", "哪兒": "where", "什么地方": "where", "什麼地方": "where",
+    "什么时候": "when", "什麼時候": "when", "何时": "when", "哪年": "when", "哪一年": "when", "哪天": "when",
+    "几月": "when", "几号": "when", "几点": "when",
+    "谁": "who",
+    "什么": "what", "什麼": "what", "甚么": "what",
+    "为什么": "why", "為什麼": "why", "为何": "why", "為何": "why", "怎么会": "why",
+    "多少": "how", "几": "how", "多久": "how", "多大": "how", "怎么": "how", "怎樣": "how", "怎样": "how",
+    "如何": "how",
+    "哪个": "which", "哪個": "which", "哪些": "which", "哪": "which",
+    # anyone, any, almost, coffee table, even if
+    "谁都": None, "誰都": None, "任何": None, "几乎": None, "茶几": None, "哪怕": None,
+}
+
+#: Japanese and Chinese words that name a relation of the built-in registry, for questions in those languages.
+#: The registry's synonyms are relation names (lower-case ASCII, :func:`chronomem.registry.normalize_relation`),
+#: which these words cannot be; each maps to the relations its English counterpart's group names ("work" →
+#: works_at, job_title).  Matched in the text as :data:`CJK_WH_WORDS` are (the longest at a place first, so
+#: "親友" is a friend and not a parent); a word mapped to no relation holds a relation word and is not one
+#: ("大丈夫" fine, "彼女" she, "祖父" grandfather: no relation names them).
+CJK_RELATION_WORDS: Mapping[str, tuple[str, ...]] = {
+    # lives_in
+    "住": ("lives_in",), "暮ら": ("lives_in",), "引っ越": ("lives_in",), "引越": ("lives_in",),
+    "移住": ("lives_in",), "搬家": ("lives_in",), "搬到": ("lives_in",),
+    # work: the place and the job, as English "work" and "job"
+    "働": ("works_at", "job_title"), "仕事": ("works_at", "job_title"), "工作": ("works_at", "job_title"),
+    "勤": ("works_at",), "職場": ("works_at",), "会社": ("works_at",), "公司": ("works_at",),
+    "上班": ("works_at",), "就职": ("works_at",), "就職": ("works_at",),
+    "職業": ("job_title",), "职业": ("job_title",), "職種": ("job_title",),
+    # study
+    "学校": ("studies_at",), "大学": ("studies_at",), "高校": ("studies_at",), "在学": ("studies_at",),
+    "通っ": ("studies_at",), "通う": ("studies_at",), "通い": ("studies_at",), "通わ": ("studies_at",),
+    "通学": ("studies_at",), "通勤": ("works_at",),
+    "勉強": ("studies_at",), "専攻": ("studies_at",), "留学": ("studies_at",), "上学": ("studies_at",),
+    "读书": ("studies_at",), "就读": ("studies_at",), "学习": ("studies_at",),
+    # people
+    "結婚": ("married_to",), "结婚": ("married_to",), "妻": ("married_to",), "夫": ("married_to",),
+    "配偶": ("married_to",), "奥さん": ("married_to",), "旦那": ("married_to",), "老公": ("married_to",),
+    "大丈夫": (), "工夫": (), "夫人": ("married_to",),
+    "恋人": ("partner_of",), "彼氏": ("partner_of",), "付き合": ("partner_of",), "交際": ("partner_of",),
+    "男朋友": ("partner_of",), "女朋友": ("partner_of",), "彼女": (),
+    "兄": ("sibling_of",), "弟": ("sibling_of",), "姉": ("sibling_of",), "妹": ("sibling_of",),
+    "姐": ("sibling_of",), "哥": ("sibling_of",), "きょうだい": ("sibling_of",), "弟子": (),
+    "友": ("friend_of",), "親友": ("friend_of",),
+    "父": ("child_of", "parent_of"), "母": ("child_of", "parent_of"), "親": ("child_of", "parent_of"),
+    "爸": ("child_of", "parent_of"), "妈": ("child_of", "parent_of"), "息子": ("child_of", "parent_of"),
+    "娘": ("child_of", "parent_of"), "子供": ("child_of", "parent_of"), "子ども": ("child_of", "parent_of"),
+    "孩子": ("child_of", "parent_of"), "儿子": ("child_of", "parent_of"), "女儿": ("child_of", "parent_of"),
+    "祖父": (), "祖母": (), "叔父": (), "伯父": (), "叔母": (), "伯母": (), "親切": (), "親戚": (),
+    "母国": (), "母語": (), "母语": (),
+    # pets, likes, hobbies, birth
+    "飼": ("has_pet",), "ペット": ("has_pet",), "宠物": ("has_pet",), "寵物": ("has_pet",),
+    "好き": ("likes",), "好物": ("likes",), "喜欢": ("likes",), "喜歡": ("likes",),
+    "嫌い": ("dislikes",), "苦手": ("dislikes",), "讨厌": ("dislikes",), "討厭": ("dislikes",),
+    "不喜欢": ("dislikes",),
+    "趣味": ("hobby",), "爱好": ("hobby",), "愛好": ("hobby",),
+    "生まれ": ("born_in",), "出身": ("born_in",), "出生": ("born_in",),
+}
+
+
+def _longest_first(words: Iterable[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+
+
+_CJK_WH = _longest_first(CJK_WH_WORDS)
+_CJK_RELATION = _longest_first(CJK_RELATION_WORDS)
+
+
+def cjk_question_word(text: str) -> str | None:
+    """The English question word (:data:`WH_WORDS`) the first Japanese or Chinese question word of ``text``
+    stands for; ``None`` without one.  Pure.
+
+    >>> cjk_question_word("マヤはどこに住んでいますか"), cjk_question_word("玛雅什么时候搬家的?")
+    ('where', 'when')
+    >>> cjk_question_word("マヤは何か飼っていますか") is None
+    True
+    """
+    for m in _CJK_WH.finditer(text):
+        wh = CJK_WH_WORDS[m.group()]
+        if wh is not None:
+            return wh
+    return None
+
+
+def cjk_relation_words(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """The Japanese and Chinese relation words of ``text`` (:data:`CJK_RELATION_WORDS`), in order, each with
+    the relations it names.  Pure.
+
+    >>> cjk_relation_words("マヤの親友はどこで働いていますか")
+    [('親友', ('friend_of',)), ('働', ('works_at', 'job_title'))]
+    """
+    return [(m.group(), rels) for m in _CJK_RELATION.finditer(text) if (rels := CJK_RELATION_WORDS[m.group()])]
+
+
+def without_cjk_relation_words(text: str) -> str:
+    """``text`` with each Japanese or Chinese relation word (and each word that only holds one) blanked out."""
+    return _CJK_RELATION.sub(" ", text)
+
+
+# -- Japanese and Chinese cues (read only in a text that holds such characters) ---------------------
+# no \b: these scripts have no spaces, so a cue is any run that is not part of a longer word it names
+# ("名前は" is "the name is", not "before"; "いつも" is "always"; "2019年より前" is a time, not a comparison)
+CJK_CUES: dict[Intent, re.Pattern[str]] = {
+    Intent.EVOLUTION: re.compile(
+        r"以前|(?<![名午])前は|昔|かつて|変わ|変化|引っ越|引越|もう[^。？?]{0,12}?(?:ない|ません)|最初|元々|もともと|"
+        r"過去|曾经|曾經|过去|原来|原來|一开始|不再|改变|改變|变化|搬家|搬到|搬去"),
+    Intent.TEMPORAL: re.compile(
+        r"いつ(?!も|か(?!ら)|つ|でも)|何時|何年|何月|何日|何曜|何週|何[かヶカヵケ]月|(?:どの|どれ)[くぐ]らい(?:前|の間|の期間)|"
+        r"初めて|最後に|何回|何度|什么时候|什麼時候|何时|哪一?年|哪一?天|几月|几号|几点|几年|多久|多长时间|"
+        r"第一次|最后一次|以来|直到"),
+    Intent.CAUSAL: re.compile(
+        r"なぜ|何故|どうして|なんで(?!も)|理由|原因|きっかけ|動機|ため(?=[にでだの、])|せいで|おかげ|"
+        r"为什么|為什麼|为何|為何|为了|為了|因为|因為|导致|導致|怎么会|由于|由於|动机"),
+    Intent.CONTRAST: re.compile(
+        r"違い|違う|比べ|比較|(?<!何)より(?![前後]|も前)|どちらが|どっちが|方が|両方|共通|似て|"
+        r"区别|區別|不同|比较|相比|对比|對比|哪个更|更喜欢|更好|两者|兩者|相似"),
+}
+# "keep closed versions": the EVOLUTION cues a history is asked with (not a move, as "moved" in English)
+CJK_HISTORY = re.compile(
+    r"以前|(?<![名午])前は|昔|かつて|変わ|変化|もう[^。？?]{0,12}?(?:ない|ません)|最初|元々|もともと|過去|"
+    r"曾经|曾經|过去|原来|原來|一开始|不再|改变|改變|变化")
+# a question ending in the question particle, with no question word in it, asks yes or no
+CJK_YES_NO = re.compile(r"(?:か|吗|嗎)[\s?？。!！]*$")
+# "I" (not "we", not "private" 私立)
+CJK_SPEAKER = re.compile(r"私(?!たち|達|ども|立|鉄)|わたし(?!たち)|僕(?!ら|たち|達)|俺(?!ら|たち|達)|我(?![们們])")
+_HIRAGANA = re.compile("[\u3041-\u309f]")
+# what parts a Japanese sentence's words: hiragana (particles, endings), spaces and punctuation
+_NOT_A_WORD = re.compile(r"[\u3041-\u309f\W_]+")
+
+
+# -- Japanese and Chinese time phrases, put in the English words timeexpr reads ----------------------
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+                "October", "November", "December")
+_CJK_RELATIVE: dict[str, str | None] = {
+    "去年": "last year", "昨年": "last year", "今年": "this year", "来年": "next year", "明年": "next year",
+    "先月": "last month", "上个月": "last month", "上月": "last month", "今月": "this month",
+    "这个月": "this month", "本月": "this month", "来月": "next month", "下个月": "next month",
+    "先週": "last week", "上周": "last week", "上星期": "last week", "上个星期": "last week", "今週": "this week",
+    "这周": "this week", "本周": "this week", "来週": "next week", "下周": "next week",
+    "昨日": "yesterday", "昨天": "yesterday", "今日": "today", "今天": "today",
+    # words that hold one of those and are not it: the year or day before last, "now Japan"
+    "一昨年": None, "一昨日": None, "今日本": None,
+}
+_CJK_NUMBERS = {"一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+                "十": 10}
+_CJK_UNITS = {"年": "years", "周": "weeks", "星期": "weeks", "週間": "weeks", "日": "days", "天": "days"}
+_CJK_DATE = r"\d{4}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号號])?)?|\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号號])?"
+_CJK_AGO = r"(?:\d{1,3}|[一二两兩三四五六七八九十])\s*(?:年|[かヶカヵケ个個]月|週間|周|星期|日|天)\s*前"
+_CJK_WORD = "|".join(re.escape(w) for w in sorted(_CJK_RELATIVE, key=len, reverse=True))
+_CJK_TIME = re.compile(rf"(?P<pre>自从|自從|从|從|自|直到|到|在)?(?P<t>{_CJK_DATE}|{_CJK_AGO}|{_CJK_WORD})"
+                       r"(?P<post>から|以来|以降|以後|以后|之后|之後|より後|より前|以前|之前|まで|には|に)?")
+_CJK_SPAN = re.compile(rf"(?:从|從|自)?(?P<a>{_CJK_DATE})\s*(?:から|到|至|〜|~|-)\s*(?P<b>{_CJK_DATE})"
+                       r"(?:まで|为止|為止)?")
+_CJK_MODIFIERS = {"自从": "since", "自從": "since", "从": "since", "從": "since", "自": "since", "から": "since",
+                  "以来": "since", "以降": "since", "直到": "until", "到": "until", "まで": "until",
+                  "以後": "after", "以后": "after", "之后": "after", "之後": "after", "より後": "after",
+                  "より前": "before", "以前": "before", "之前": "before", "在": "in", "には": "in", "に": "in"}
+_DIGITS = re.compile(r"\d+")
+_CJK_DATE_PARTS = re.compile(r"(?:(?P<y>\d{4})\s*年)?\s*(?:(?P<m>\d{1,2})\s*月(?:\s*(?P<d>\d{1,2})\s*[日号號])?)?")
+
+
+def cjk_time_in_english(phrase: str) -> str | None:
+    """A Japanese or Chinese time phrase (no modifier) in the English words :func:`chronomem.timeexpr.resolve`
+    reads: "2020年5月" → "May 2020", "去年" → "last year", "3年前" → "3 years ago".  Pure.
+
+    >>> [cjk_time_in_english(p) for p in ("2020年5月3日", "12月", "先月", "三年前", "2か月前", "一昨年")]
+    ['3 May 2020', 'December', 'last month', '3 years ago', '2 months ago', None]
+    """
+    if phrase in _CJK_RELATIVE:
+        return _CJK_RELATIVE[phrase]
+    if phrase.endswith("前"):  # an offset: a number, a unit, 前
+        body = phrase[:-1].strip()
+        digits = _DIGITS.match(body)
+        n = int(digits.group()) if digits else _CJK_NUMBERS.get(body[:1])
+        unit = body[digits.end():].strip() if digits else body[1:].strip()
+        name = "months" if unit.endswith("月") else _CJK_UNITS.get(unit)
+        return None if n is None or name is None else f"{n} {name} ago"
+    date = _CJK_DATE_PARTS.fullmatch(phrase)
+    if date is None or not (date["y"] or date["m"]) or date["m"] and not 1 <= int(date["m"]) <= 12:
+        return None
+    month = _MONTH_NAMES[int(date["m"]) - 1] if date["m"] else ""
+    day, year = (str(int(date[k])) if date[k] else "" for k in ("d", "y"))  # ２０２０ as 2020
+    return " ".join(p for p in (day, month, year) if p)
+
+
+def find_cjk_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, datetime | None], str] | None:
+    """:func:`find_time_window` for a Japanese or Chinese question: its first time phrase ("2020年に", "去年",
+    "2010年から2013年まで", "3年前") resolved against ``ref``, and the phrase as written.  Pure.
+
+    >>> from datetime import datetime, timezone
+    >>> (start, end), phrase = find_cjk_time_window("マヤは2020年にどこに住んでいましたか?",
+    ...                                             datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> start.year, end.year, phrase
+    (2020, 2021, '2020年に')
+    """
+    for m in _CJK_SPAN.finditer(text):
+        a, b = cjk_time_in_english(m.group("a")), cjk_time_in_english(m.group("b"))
+        r = resolve(f"from {a} to {b}", ref) if a and b else None
+        if r is not None and r.start is not None and r.end is not None:
+            return (r.start, r.end), m.group(0)
+    for m in _CJK_TIME.finditer(text):
+        english = cjk_time_in_english(m.group("t"))
+        if english is None:
+            continue
+        modifier = _CJK_MODIFIERS.get(m.group("post") or m.group("pre") or "")
+        for candidate in ((f"{modifier} {english}",) if modifier else ()) + (english,):
+            r = resolve(candidate, ref)
+            if r is not None and (r.start is not None or r.end is not None):
+                return (r.start, r.end), m.group(0)
+    return None
+
+
+def cjk_yes_no_targets(text: str) -> frozenset[str]:
+    """What a Japanese yes/no question asks about: the terms of its words other than relation words, its words
+    being what lies between hiragana (particles, verb endings) and punctuation ("マヤは犬を飼っていますか" →
+    マヤ, 犬, and 飼 a relation word).  A Chinese question has no such marks between its words: none.  Pure.
+
+    >>> sorted(cjk_yes_no_targets("マヤはリスボンに住んでいますか"))
+    ['スボ', 'ボン', 'マヤ', 'リス']
+    """
+    if _HIRAGANA.search(text) is None:
+        return frozenset()
+    return frozenset(t for run in _NOT_A_WORD.split(without_cjk_relation_words(text)) for t in term_set(run))
