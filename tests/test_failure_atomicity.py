@@ -125,7 +125,7 @@ def test_summaries_stop_before_a_forgotten_session_until_they_are_rewritten(
             raise TimeoutError("the summariser timed out")
 
         monkeypatch.setattr(type(mem.rsum), "replay", model_times_out)
-        res = mem.forget(user_id="u1", session_id="s1")  # the delete commits; the rewrite fails
+        res = mem.forget(user_id="u1", session_id="s1", wait=True)  # the delete commits; the rewrite fails
         assert res.messages_deleted == 1 and "rewriting the later summaries" in res.warnings[0]
         assert "Berlin" not in mem.summary(user_id="u1")  # s2's memory still quotes s1: not read
         assert all("Berlin" not in c["memory"] for c in

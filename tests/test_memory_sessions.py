@@ -116,9 +116,13 @@ def test_context_injects_the_summary_and_keeps_the_budget(mem: Memory) -> None:
 
 
 def test_forgetting_a_session_replays_later_summaries(mem: Memory) -> None:
+    from chronomem.jobs import JobStatus
+
     two_sessions(mem)
-    res = mem.forget(user_id="u1", session_id="s1")
-    assert res.summaries_rebuilt >= 1 and res.warnings == []
+    res = mem.forget(user_id="u1", session_id="s1")  # the later summary is erased now, rewritten by a job
+    assert res.summaries_pending == 1 and res.job_id is not None and res.warnings == []
+    assert "Berlin" not in mem.summary(user_id="u1")
+    assert mem.wait(res.job_id, timeout=60).status is JobStatus.DONE
     assert "Berlin" not in mem.summary(user_id="u1") and "Munich" in mem.summary(user_id="u1")
     assert [c.session_id for c in mem.store.checkpoints("u1")] == ["s2"]
 
@@ -145,9 +149,12 @@ def test_forgetting_a_session_drops_job_results_quoting_later_summaries(tmp_path
                 user_id="u1", session_id="s2")
         later = mem.wait(mem.submit_end_session(user_id="u1", session_id="s2", ended_at="2023-06-10T11:00:00Z"))
         assert later.result["summary"] == "Maya mentioned Berlin, Munich."
-        assert mem.forget(user_id="u1", session_id="s1").summaries_rebuilt == 1
+        res = mem.forget(user_id="u1", session_id="s1")
+        assert mem.job(later.id).result is None  # dropped with the summary it quoted, before any rewrite
+        assert mem.wait(res.job_id).status is JobStatus.DONE  # type: ignore[arg-type]
         assert mem.summary(user_id="u1") == "Maya mentioned Munich."
-        [job] = mem.jobs(user_id="u1")
+        rewrite, job = mem.jobs(user_id="u1")
+        assert rewrite.id == res.job_id and rewrite.result == {"summaries_rewritten": 1}
         assert job.id == later.id and job.status is JobStatus.DONE and job.result is None
 
 

@@ -215,10 +215,15 @@ class AsyncMemory:
                                strategy=strategy, keep_turns=keep_turns)
 
     # -- forgetting, export / import ---------------------------------------------------------
-    async def forget(self, *, user_id: str, fact_id: str | None = None,
-                     session_id: str | None = None, everything: bool = False) -> ForgetResult:
+    async def forget(self, *, user_id: str, fact_id: str | None = None, session_id: str | None = None,
+                     everything: bool = False, wait: bool = False, deliver: bool = True) -> ForgetResult:
+        """:meth:`Memory.forget`: the later summaries are rewritten by a job (``result.job_id``; await
+        :meth:`wait` on it) unless ``wait=True``."""
         return await self._run(self._mem.forget, user_id=user_id, fact_id=fact_id, session_id=session_id,
-                               everything=everything)
+                               everything=everything, wait=wait, deliver=deliver)
+
+    async def rewrite_summaries(self, *, user_id: str) -> int:
+        return await self._run(self._mem.rewrite_summaries, user_id=user_id)
 
     async def purge_model_cache(self, *, user_id: str) -> int:
         return await self._run(self._mem.purge_model_cache, user_id=user_id)

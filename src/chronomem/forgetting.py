@@ -6,11 +6,17 @@ behind, they would be written back when the session ends).  Forgetting a
 correction forgets the versions it replaced (:func:`replaced_versions`).  A fact that
 a forgotten turn ended in place ("we had to rehome Pixel") holds again.  Facts that a forgotten
 fact had closed hold again, as if it had never been said (the graph writer
-replays the update rules over them), and Rsum checkpoints written after a
-forgotten session are recomputed without it.  A name or alias that only the
+replays the update rules over them).  A name or alias that only the
 forgotten turns used goes: an entity that other turns still name by another
 spelling takes that one.  ``Memory.forget`` validates its
 arguments and delegates to :func:`forget`.
+
+Rsum summaries written after a forgotten session were written from it too.  Their texts are
+erased in the forget's transaction (:func:`~chronomem.summarize.rsum.erase_after_gap`), so
+nothing it said outlives the call; rewriting them without it takes one model call per later
+session (a user's oldest of 300 sessions: 299 calls, an hour on a small local model), so that is
+owed to a job (``schedule``) rather than done before the call returns.  Until it has run,
+summaries read the one from before the forgotten session (:func:`~chronomem.summarize.rsum.first_gap`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from .temporal import unconfirm, unsay_words
 
 if TYPE_CHECKING:
     from .graph import GraphWriter
+    from .jobs.model import Job
     from .summarize.buffer import SessionBuffer
     from .store.base import Store
     from .summarize.rsum import RsumMemory
@@ -45,7 +52,9 @@ class ForgetResult:
     entities_deleted: int = 0
     entities_renamed: int = 0  # entities whose name only the forgotten turns said: they take another spelling
     reopened: int = 0  # facts that a forgotten fact had closed, or a forgotten turn ended, and hold again
-    summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session
+    summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session in this call
+    summaries_pending: int = 0  # later summaries erased and waiting for their rewrite (by ``job_id``)
+    job_id: str | None = None  # the job rewriting them: Memory.job / wait, GET /v1/jobs/{job_id}
     cache_entries_deleted: int = 0  # model replies and vectors of the user dropped from the opt-in caches
     warnings: list[str] = field(default_factory=list)
 
@@ -66,11 +75,15 @@ def session_held(store: Store, user_id: str, session_id: str, *, has_turns: bool
 
 def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, user_id: str,
            fact_id: str | None = None, session_id: str | None = None,
-           everything: bool = False, buffer: SessionBuffer | None = None) -> ForgetResult:
+           everything: bool = False, buffer: SessionBuffer | None = None,
+           schedule: Callable[[int], Job] | None = None) -> ForgetResult:
     """Delete one of: the fact ``fact_id``, the session ``session_id``, or (``everything``) the user.
 
-    ``rsum`` is called only when later summaries must be replayed without a
-    forgotten session (it may load the chat model).  ``buffer``: the memory's
+    Summaries written after a forgotten session are erased at once and owed a rewrite:
+    ``schedule(pending)`` is called inside the delete's transaction and returns the job that will
+    do it (stored in that transaction, so it commits with the gap it closes; the caller delivers it).
+    Without ``schedule`` they are rewritten here, before returning: ``rsum`` is called then (it may
+    load the chat model).  ``buffer``: the memory's
     session buffer, whose waiting turns of the session (or of every session of
     the user) are dropped first, so a failure of the store afterwards leaves
     nothing that a later ``end_session`` could write back.  Raises
@@ -156,21 +169,33 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             f.closed_by in doomed_ids or (f.start_guessed and f.relation in doomed_relations))] + unended
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         if session_id is not None:
+            from .summarize.rsum import erase_after_gap  # the summaries' module, on first use as elsewhere
+
             res.entities_renamed = len(store.delete_session(user_id, session_id))
+            # later summaries were written from the forgotten session too: their words go now
+            res.summaries_pending = erase_after_gap(store, user_id)
+            if res.summaries_pending and schedule is not None:
+                res.job_id = schedule(res.summaries_pending).id
         res.reopened = len(graph.rebuild(user_id, affected))
         res.entities_deleted = store.delete_orphan_entities(user_id)
-    if session_id is not None and store.checkpoint_heads(user_id):  # the chain's seqs only, not its texts
-        # later summaries were written from the forgotten session too: replay them without it
-        try:
-            res.summaries_rebuilt = len(rsum().replay(user_id))
-        except Exception as e:  # noqa: BLE001 - the delete has committed; until the rewrite, summaries stop
-            # before the forgotten session (chronomem.summarize.rsum.first_gap) and the next end_session retries
-            log.warning("user %r: replaying the summaries after a forgotten session failed: %s", user_id,
-                        log_reason(e))
-            res.warnings.append(f"the session is deleted; rewriting the later summaries without it failed ({e}). "
-                                "Until they are rewritten, summary() reads the one before it; the next "
-                                "end_session, or mem.rsum.replay(user_id), rewrites them")
+    if res.summaries_pending and schedule is None:
+        _rewrite_now(rsum, user_id, res)
     return res
+
+
+def _rewrite_now(rsum: Callable[[], RsumMemory], user_id: str, res: ForgetResult) -> None:
+    """Rewrite the erased summaries after a forgotten session before returning (``forget(wait=True)``).
+    The delete has committed: a failure is reported in ``res.warnings``, and the summaries stay where a
+    job, the next ``end_session`` or ``Memory.rewrite_summaries`` take them up."""
+    try:
+        res.summaries_rebuilt = len(rsum().replay(user_id))
+        res.summaries_pending = 0
+    except Exception as e:  # noqa: BLE001 - until the rewrite, summaries stop before the forgotten session
+        log.warning("user %r: replaying the summaries after a forgotten session failed: %s", user_id,
+                    log_reason(e))
+        res.warnings.append(f"the session is deleted; rewriting the later summaries without it failed ({e}). "
+                            "Their texts are erased: until they are rewritten, summary() reads the one before "
+                            "it; the next end_session, or mem.rewrite_summaries(user_id=…), rewrites them")
 
 
 def _worded_by(f: Fact, forgotten: set[str]) -> bool:

@@ -174,8 +174,9 @@ class Memory:
       ``CHRONOMEM_REDIS_URL`` is set, else this process), ``False`` (stored as they arrive), a
       ``redis://`` URL or a buffer object; ``None``: Redis when configured, else none.
     * ``tenant``: the tenant whose users this memory reads and writes (default ``"default"``).
-    * ``queue``: where :meth:`submit_messages` sends jobs: a broker URL (``amqp://``, ``redis://``) or a
-      queue object; ``None``: ``CHRONOMEM_QUEUE_URL``, else a thread of this process.
+    * ``queue``: where :meth:`submit_messages` sends jobs (and :meth:`forget` the rewrite of later summaries):
+      a broker URL (``amqp://``, ``redis://``) or a queue object; ``None``: ``CHRONOMEM_QUEUE_URL``, else a
+      thread of this process.
 
     Close it (or use it as a context manager) to release the store, the queue and the models.
     """
@@ -824,23 +825,41 @@ class Memory:
 
     # -- forgetting ------------------------------------------------------------------------------
     @_user_calls
-    def forget(self, *, user_id: str, fact_id: str | None = None,
-               session_id: str | None = None, everything: bool = False) -> ForgetResult:
+    def forget(self, *, user_id: str, fact_id: str | None = None, session_id: str | None = None,
+               everything: bool = False, wait: bool = False, deliver: bool = True) -> ForgetResult:
         """Delete for real: a fact, a session (its messages, facts, summaries) or the whole user.
 
         Nothing forgotten stays in search indexes, vectors or the session buffer
         (a buffered session's waiting turns are dropped, never written).  A corrected
         fact goes with the versions its corrections replaced.  Facts that a
         forgotten fact had closed hold again, as if it had never been said.
+
+        Summaries written after a forgotten session quote it too: their texts are erased in the same
+        transaction, and rewriting them without it (one model call per later session) is a job on this
+        memory's queue (the in-process one unless ``queue=``/``CHRONOMEM_QUEUE_URL`` name a broker):
+        ``result.job_id`` and ``result.summaries_pending`` say which and how many.  Until it ran,
+        :meth:`summary` reads the summary from before the forgotten session.  A second forget before it
+        ran joins it; the user's next :meth:`end_session` does the rewrite first if it is still owed.
+        ``wait=True`` rewrites them in this call instead (scripts, tests: as forget used to, a failure
+        reported in ``warnings``); ``deliver=False`` stores the job without handing it to the queue (a
+        process about to exit: any worker's or server's sweep sends it after 30 s).
         """
         user_id = check_user(user_id)
         for name, value in (("fact_id", fact_id), ("session_id", session_id)):
             if value is not None:
                 check_id(name, value)  # e.g. a non-string id, which PostgreSQL would refuse raw
-        if not isinstance(everything, bool):  # everything="no" must not delete the whole user
-            raise ValidationError("everything", everything, "must be True or False")
-        res = forget(self.store, self.graph, lambda: self.rsum, user_id=user_id,
-                     fact_id=fact_id, session_id=session_id, everything=everything, buffer=self._buffer)
+        for name, flag in (("everything", everything), ("wait", wait), ("deliver", deliver)):
+            if not isinstance(flag, bool):  # everything="no" must not delete the whole user, nor wait="no" block
+                raise ValidationError(name, flag, "must be True or False")
+        owed: list[Job] = []  # the rewrite job, stored in the forget's transaction: delivered once it committed
+
+        def schedule(pending: int) -> Job:
+            owed.append(self._jobs.owe_summary_rewrite(user_id, pending))
+            return owed[-1]
+
+        res = forget(self.store, self.graph, lambda: self.rsum, user_id=user_id, fact_id=fact_id,
+                     session_id=session_id, everything=everything, buffer=self._buffer,
+                     schedule=None if wait else schedule)
         clear_text_memos()  # memoised names and term sets would keep the forgotten words referenced
         try:
             res.cache_entries_deleted = self.purge_model_cache(user_id=user_id)
@@ -848,7 +867,32 @@ class Memory:
             log.warning("forget: purging the model cache failed: %s", log_reason(e))
             res.warnings.append(f"the memory is forgotten but the model cache still holds this user's replies "
                                 f"or vectors: purging it failed ({e}); call purge_model_cache(user_id=…) again")
+        # queued after the purge, which would otherwise drop the replies the rewrite has begun to cache
+        if deliver and owed and owed[-1].sent_at is None:  # a job already sent (joined) is not sent twice
+            self._deliver_rewrite(owed[-1], res)
         return res
+
+    def _deliver_rewrite(self, job: Job, res: ForgetResult) -> None:
+        """Hand the summaries' rewrite job to the queue; the forget stands if that fails (the job is stored:
+        a sweep sends it)."""
+        try:
+            self._jobs.deliver(job)
+        except Exception as e:  # noqa: BLE001 - e.g. a closed memory's queue; the job waits in the store
+            log.warning("forget: the summaries' rewrite job %s is stored but was not queued: %s", job.id,
+                        log_reason(e))
+            res.warnings.append(f"the later summaries wait for job {job.id}, which could not be queued ({e}); "
+                                "a worker's sweep sends it, or call rewrite_summaries(user_id=…)")
+
+    @_user_calls
+    def rewrite_summaries(self, *, user_id: str) -> int:
+        """Rewrite the user's summaries that a forgotten session left owed (their texts erased, past the
+        gap it left in the chain), without it; returns how many were rewritten (0: nothing owed).
+
+        What the ``rewrite_summaries`` job of :meth:`forget` runs; call it to retry one that failed (the
+        model was down) or to finish the rewrite in a script.  One model call per summary rewritten;
+        repeatable: a crash mid-way leaves the old chain, and a rewrite already done leaves nothing to do.
+        """
+        return len(self.rsum.replay(check_user(user_id)))
 
     def purge_model_cache(self, *, user_id: str) -> int:
         """Delete the user's entries from the opt-in model caches (``CHRONOMEM_LLM_CACHE``,

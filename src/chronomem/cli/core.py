@@ -21,6 +21,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from ..config import Config, config_path, expand_db_location
 from ..errors import NotFoundError, ValidationError
 from ..forgetting import ForgetResult
+from ..jobs.queue import queue_url
 from ..keys import DEFAULT_TENANT, check_tenant
 from ..memory import Memory
 from ..validation import check_user
@@ -206,10 +207,17 @@ def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fac
                everything: Annotated[bool, typer.Option("--everything", help="everything stored about the "
                                                                              "user")] = False,
                yes: Annotated[bool, typer.Option("--yes", help="with --everything: do not ask for confirmation")] = False,
+               wait: Annotated[bool, typer.Option("--wait", help="with --session: rewrite the later summaries "
+                                                                 "here, before returning")] = False,
                as_json: JsonOpt = False, db: DbOpt = None, tenant: TenantOpt = None) -> None:
     """Delete a fact, a session or everything of a user, for real (give exactly one of --fact, --session,
     --everything).  Forgetting everything of a user who has nothing stored is an error (exit 2): it
-    usually means a wrong --user, --tenant or --db."""
+    usually means a wrong --user, --tenant or --db.
+
+    The summaries written after a forgotten session are erased at once and a job rewrites them without
+    it: this command returns without a model call and names the job.  Without a broker
+    ($CHRONOMEM_QUEUE_URL) it is left in the database for `chronomem serve` (or any process running this
+    memory's jobs) to run, and the user's next session end rewrites them first; --wait does it now."""
     if sum((fact is not None, session is not None, everything)) != 1:
         raise typer.BadParameter("give exactly one of --fact ID, --session ID or --everything")
     with open_memory(db, tenant, existing=True) as mem:
@@ -217,7 +225,9 @@ def forget_cmd(user: UserOpt, fact: Annotated[Optional[str], typer.Option("--fac
             confirm_forget_everything(mem, user, yes)
         if fact is not None:
             fact = full_fact_id(mem, user, fact)
-        res = mem.forget(user_id=user, fact_id=fact, session_id=session, everything=everything)
+        # a broker's workers run the job now; an in-process queue would run it in this process, which exits
+        res = mem.forget(user_id=user, fact_id=fact, session_id=session, everything=everything, wait=wait,
+                         deliver=queue_url() is not None)
     if everything and not (res.facts_deleted or res.messages_deleted or res.sessions_deleted
                            or res.entities_deleted):
         raise nothing_stored(user, mem.tenant)  # a session buffer was checked: it held nothing either
@@ -275,7 +285,11 @@ def forget_report(res: ForgetResult, user: str, tenant: str) -> str:
               counted(res.reopened, "fact it had closed holds again", "facts it had closed hold again"),
               counted(res.summaries_rebuilt, "later summary rebuilt", "later summaries rebuilt"),
               counted(res.cache_entries_deleted, "cached model entry purged", "cached model entries purged")]
-    return line + "".join(f"; {e}" for e in extras if not e.startswith("0 "))
+    line += "".join(f"; {e}" for e in extras if not e.startswith("0 "))
+    if res.summaries_pending and res.job_id is not None:
+        line += (f"; {counted(res.summaries_pending, 'later summary', 'later summaries')} erased, to be rewritten "
+                 f"without it by job {res.job_id} (until then the summary is the one from before it)")
+    return line
 
 
 def full_fact_id(mem: Memory, user: str, given: str) -> str:

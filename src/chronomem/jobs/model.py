@@ -1,4 +1,5 @@
-"""The job record: one unit of queued work (extracting stored turns, ending a session).
+"""The job record: one unit of queued work (extracting stored turns, ending a session, rewriting the
+summaries written after a forgotten session).
 
 A job is persisted in the memory's store; the queue transport only carries its id.  Its
 ``status`` moves ``queued → running → done | failed``; a ``running`` job whose lease
@@ -28,6 +29,7 @@ IN_PROCESS = "local:"  # starts the name of an in-process queue's runner, and so
 class JobKind(str, Enum):
     ADD = "add"  # extract the turns a submit stored (payload: message_ids)
     END_SESSION = "end_session"  # flush, extract what is left, update the summary
+    REWRITE_SUMMARIES = "rewrite_summaries"  # the user's summaries after a forgotten session, without it
 
 
 class JobStatus(str, Enum):

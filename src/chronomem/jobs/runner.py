@@ -1,8 +1,10 @@
 """What a job does, and its outcome as JSON.
 
-Both kinds are safe to run again after a crash: an ``add`` job extracts only those of its
+Every kind is safe to run again after a crash: an ``add`` job extracts only those of its
 turns that are not marked extracted yet (a chunk's facts and its "extracted" mark commit in
-one transaction), and ending a session is repeatable (:meth:`Memory.end_session`).
+one transaction), ending a session is repeatable (:meth:`Memory.end_session`), and rewriting the
+summaries after a forgotten session rewrites only what is still owed (:meth:`Memory.rewrite_summaries`:
+nothing once the chain has no gap, whoever closed it).
 """
 
 from __future__ import annotations
@@ -64,4 +66,6 @@ def execute(mem: Memory, job: Job) -> tuple[JobStatus, dict[str, Any] | None, st
         if getattr(ext, "failed_chunks", None):
             return JobStatus.FAILED, out, ext.failed_chunks[0].public or ext.failed_chunks[0].error
         return JobStatus.DONE, out, None
-    raise ValueError(f"unknown job kind {job.kind!r}")  # pragma: no cover - the enum has two kinds
+    if job.kind is JobKind.REWRITE_SUMMARIES:  # counts only: a result never quotes a summary
+        return JobStatus.DONE, {"summaries_rewritten": mem.rewrite_summaries(user_id=job.user_id)}, None
+    raise ValueError(f"unknown job kind {job.kind!r}")  # pragma: no cover - the enum has three kinds

@@ -2,7 +2,9 @@
 
 ``submit`` stores the turns and the job row in ONE transaction, then hands the job id to
 the queue; so every stored turn waiting for extraction has a job, and a crash after the
-commit loses nothing (the sweeper sends jobs that never reached the queue).
+commit loses nothing (the sweeper sends jobs that never reached the queue).  The job that rewrites
+the summaries after a forgotten session is stored the same way, in the forget's transaction
+(:meth:`JobService.owe_summary_rewrite`).
 """
 
 from __future__ import annotations
@@ -177,6 +179,25 @@ class JobService:
         with self.mem.store.transaction(user_id):
             self.mem.store.insert_job(job)
         return self.deliver(job) if deliver else job
+
+    def owe_summary_rewrite(self, user_id: str, pending: int) -> Job:
+        """The queued job that rewrites ``user_id``'s summaries after a forgotten session: the one already
+        waiting, else a new one, stored but not delivered (the caller delivers it once its transaction
+        committed: a worker must not look for the job, or the gap, before they are there).
+
+        :func:`chronomem.forgetting.forget` calls it inside its transaction, so two forgets of one user
+        never store two jobs; only a *queued* job is joined, as it reads the chain when it runs, after this
+        forget (one already running may have read it before, and its rewrite would miss this forget's gap
+        until its commit saw the chain change).  ``pending``: the summaries waiting, for the record.
+        """
+        check_user(user_id)
+        queued = self.mem.store.jobs(self.mem.tenant, user_id=user_id, status=JobStatus.QUEUED)
+        waiting = [j for j in queued if j.kind is JobKind.REWRITE_SUMMARIES]
+        if waiting:
+            return waiting[-1]  # the oldest (newest first): there is one unless a store was copied in
+        job = self._new_job(JobKind.REWRITE_SUMMARIES, user_id, None, {"summaries_pending": pending})
+        self.mem.store.insert_job(job)
+        return job
 
     def get(self, job_id: str, *, user_id: str | None = None) -> Job:
         """The job (of ``user_id`` when given); NotFoundError for unknown ids and other tenants' jobs."""

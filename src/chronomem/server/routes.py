@@ -366,8 +366,11 @@ def answer(user_id: UserId, body: AskIn, mem: Mem) -> dict[str, Any]:
 @router.delete("/users/{user_id}/sessions/{session_id:path}", response_model=ForgetOut, tags=["forget"])
 def forget_session(user_id: UserId, session_id: SessionId,
                    mem: Mem) -> dict[str, Any]:
-    """Delete a session: its turns, the facts only they said, its summary (later ones are rewritten).
-    404 when the user has no such session, a retry after a success included."""
+    """Delete a session: its turns, the facts only they said, its summary, all at once.  Later summaries
+    quoted it too: their texts are erased now and a job rewrites them without it (``job_id``, poll
+    ``GET /v1/jobs/{job_id}``; ``summaries_pending`` of them), so the reply never waits on the model; until
+    the job ran, the summary read is the one from before the session.  404 when the user has no such
+    session, a retry after a success included."""
     return asdict(mem.forget(user_id=user_id, session_id=session_id))
 
 

@@ -197,11 +197,14 @@ class FactOut(BaseModel):
 
 class JobOut(BaseModel):
     id: str
-    kind: Literal["add", "end_session"]
+    kind: Literal["add", "end_session", "rewrite_summaries"] = Field(
+        description="add: extract stored turns; end_session: end a session; rewrite_summaries: the summaries "
+                    "written after a forgotten session, without it")
     user_id: str
     session_id: str | None
     status: Literal["queued", "running", "done", "failed"]
-    result: dict[str, Any] | None = Field(None, description="the AddResult / SessionEnd once finished")
+    result: dict[str, Any] | None = Field(None, description="the AddResult / SessionEnd once finished; "
+                                                           "rewrite_summaries: {summaries_rewritten: n}")
     error: str | None = None
     attempts: int
     created_at: IsoTime
@@ -228,7 +231,13 @@ class ForgetOut(BaseModel):
     entities_renamed: int = Field(0, description="entities whose name only the forgotten turns said; "
                                                  "they now carry another spelling still said")
     reopened: int = 0
-    summaries_rebuilt: int = 0
+    summaries_rebuilt: int = Field(0, description="later summaries rewritten without the session before the reply "
+                                                  "(the library's wait=True; 0 over REST)")
+    summaries_pending: int = Field(0, description="later summaries that quoted the forgotten session: erased now, "
+                                                  "rewritten without it by the job `job_id`; until then the "
+                                                  "summary read is the one from before the session")
+    job_id: str | None = Field(None, description="the rewrite_summaries job (GET /v1/jobs/{job_id}); null when no "
+                                                 "later summary waits")
     cache_entries_deleted: int = 0
     warnings: list[str] = []
 

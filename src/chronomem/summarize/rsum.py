@@ -31,7 +31,9 @@ appends it, and rewrites with ``P_m`` only when the memory outgrows its sentence
 Each ``M_i`` is stored as a :class:`~chronomem.model.Checkpoint` (``seq = i``),
 so the memory as it was after any session is available (:meth:`RsumMemory.summary`
 with ``as_of``) and a forgotten session can be replayed out of the chain
-(:meth:`RsumMemory.replay`).
+(:meth:`RsumMemory.replay`).  Forgetting a session leaves a gap in the chain and erases the
+texts of the checkpoints after it at once (:func:`erase_after_gap`); nothing past the gap is
+read (:func:`first_gap`) until the replay, a job of its own, has rewritten them.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -77,6 +79,7 @@ __all__ = [
     "MEMORY_PENALTIES",
     "MAX_STOP_SPEAKERS",
     "build_memory_messages",
+    "erase_after_gap",
     "build_reply_messages",
     "generation_cap",
     "update_memory",
@@ -469,11 +472,52 @@ def _full_allowance(max_sentences: int) -> int:
 def first_gap(chain: Sequence[Checkpoint]) -> int:
     """Index of the first checkpoint after a gap in ``chain``'s sequence (``len(chain)`` if none).
 
-    Forgetting a session deletes its checkpoint in the same transaction as its turns; the later
-    checkpoints still hold what it said until :meth:`RsumMemory.replay` rewrites them.  A gap is
-    that rewrite still owed (a crash or a model failure stopped it), so nothing reads past it.
+    Forgetting a session deletes its checkpoint in the same transaction as its turns, and erases the
+    texts of the later ones (:func:`erase_after_gap`): they were written from it too.  A gap is their
+    rewrite (:meth:`RsumMemory.replay`) still owed (its job has not run yet, or failed), so nothing
+    reads past it.
     """
-    return next((i for i, c in enumerate(chain) if c.seq != (chain[i - 1].seq + 1 if i else 1)), len(chain))
+    return _gap_index([c.seq for c in chain])
+
+
+def _gap_index(seqs: Sequence[int]) -> int:
+    """:func:`first_gap` over the chain's sequence numbers alone."""
+    return next((i for i, seq in enumerate(seqs) if seq != (seqs[i - 1] + 1 if i else 1)), len(seqs))
+
+
+ERASED = ""  # the text of a checkpoint past a gap: its session and place stay for the rewrite, its words go
+
+
+def erase_after_gap(store: RsumStore, user_id: str) -> int:
+    """Erase the texts of the checkpoints past the chain's first gap, keeping their places; return how
+    many there are (the summaries owed a rewrite, erased now or by an earlier forget).
+
+    A later summary was written from the forgotten session too and quotes it.  The gap keeps it from
+    being read, but an export, a copy of the store or the file's bytes would hold those words until the
+    rewrite ran: model calls, minutes to hours for a long history.  So :func:`chronomem.forgetting.forget`
+    erases them in its own transaction (call it inside the store's transaction of ``user_id``).  The
+    rewrite reads only their sessions and order: each memory is recomputed from its session's stored
+    turns and the memory before it, the one before the gap first.  Deleting them first also drops the
+    ``end_session`` job results that quote them (``Store.delete_checkpoints``).
+    """
+    seqs = [seq for seq, _ in _heads_of(store, user_id)]
+    gap = _gap_index(seqs)
+    if gap == len(seqs):
+        return 0  # no gap: the chain's texts are not even read
+    later = store.checkpoints(user_id)[gap:]
+    if any(c.memory != ERASED for c in later):
+        store.delete_checkpoints(user_id, later[0].seq)
+        for c in later:
+            store.put_checkpoint(replace(c, memory=ERASED))
+    return len(later)
+
+
+def _heads_of(store: RsumStore, user_id: str) -> list[tuple[int, str]]:
+    """``(seq, session_id)`` of the chain, oldest first (``Store.checkpoint_heads``: no text read)."""
+    read = getattr(store, "checkpoint_heads", None)
+    if callable(read):
+        return [(seq, sid) for seq, sid in read(user_id)]
+    return [(c.seq, c.session_id) for c in store.checkpoints(user_id)]
 
 
 def checkpoint_at(store: RsumStore, user_id: str, as_of: datetime | str | None = None) -> Checkpoint | None:
@@ -559,6 +603,7 @@ class RsumMemory:
                 k = next((i for i, c in enumerate(chain) if c.session_id == session_id), None)
                 if k is None:
                     continue  # it left the chain meanwhile (a racing forget): look again
+                k = min(k, first_gap(chain))  # past a gap the memory before it is erased: rewrite from the gap
                 rebuilt = self._rebuild(user_id, chain, k, [c.session_id for c in chain[k:]])
                 return next((c for c in rebuilt if c.session_id == session_id), None)
             turns = self.store.messages(user_id, session_id=session_id)
@@ -585,10 +630,11 @@ class RsumMemory:
         Without arguments the chain is rebuilt from the first point where a
         session was forgotten: a checkpoint whose session has no messages any
         more, or a gap in the sequence (the store deletes a forgotten
-        session's own checkpoint with it, but the later memories still hold
-        what it said); ``from_session``
+        session's own checkpoint with it; the later memories were written
+        from it too, and forget erased them: :func:`erase_after_gap`); ``from_session``
         or ``from_seq`` force a rebuild from that point (e.g. after single
-        turns were deleted, or with a new model).  Sessions left without
+        turns were deleted, or with a new model), or from the gap when that
+        comes first (the memories past it are erased).  Sessions left without
         messages drop out of the chain.  Returns the new checkpoints (empty
         when nothing had to change).  The new memories are computed before the
         old checkpoints are replaced, so a failure mid-way leaves the old
@@ -601,16 +647,18 @@ class RsumMemory:
             return []
         if from_session is not None and from_seq is not None:
             raise ValidationError("from_seq", from_seq, "give from_session or from_seq, not both")
+        gap = first_gap(chain)
         if from_session is not None:
-            k = next((i for i, c in enumerate(chain) if c.session_id == from_session), None)
-            if k is None:
+            found = next((i for i, c in enumerate(chain) if c.session_id == from_session), None)
+            if found is None:
                 raise ValidationError("from_session", from_session, "this session has no checkpoint")
+            k = min(found, gap)  # a forced point past a gap: the memory before it is erased
         elif from_seq is not None:
-            k = next((i for i, c in enumerate(chain) if c.seq >= from_seq), None)
-            if k is None:
+            found = next((i for i, c in enumerate(chain) if c.seq >= from_seq), None)
+            if found is None:
                 return []
+            k = min(found, gap)
         else:
-            gap = first_gap(chain)
             k = next((i for i, c in enumerate(chain[:gap]) if not self.store.messages(user_id, session_id=c.session_id)),
                      gap)
             if k == len(chain):
@@ -703,15 +751,12 @@ class RsumMemory:
             start = next((i for i, c in enumerate(now) if c.session_id in session_ids), len(now))
             if start == len(now):
                 return []
+            start = min(start, first_gap(now))  # a forget meanwhile left a gap before our sessions
             return self._rebuild(user_id, now, start, [c.session_id for c in now[start:]], tries + 1)
         return new
 
     def _heads(self, user_id: str) -> list[tuple[int, str]]:
-        """``(seq, session_id)`` of the chain, oldest first (``Store.checkpoint_heads``: no text read)."""
-        read = getattr(self.store, "checkpoint_heads", None)
-        if callable(read):
-            return [(seq, sid) for seq, sid in read(user_id)]
-        return [(c.seq, c.session_id) for c in self.store.checkpoints(user_id)]
+        return _heads_of(self.store, user_id)
 
     def _commit_append(self, user_id: str, heads: list[tuple[int, str]], prev: Checkpoint | None,
                        cp: Checkpoint) -> bool:
