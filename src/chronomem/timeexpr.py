@@ -45,10 +45,16 @@ Granularity rules (documented contract, tested in ``tests/test_timeexpr.py``):
 * So does a time before year 1 or after 9999, which no ``datetime`` holds ("last year" said in year 1,
   "next year" in 9999): :func:`resolve` gives ``None`` rather than raising.  A period that begins in
   9999 and would end after it ends at datetime's last instant.
+* So does a date no calendar has: "Feb 29, 2023" (2023 is not a leap year), "29 February 2019",
+  "Feb 30", "April 31, 2022", "2023-02-29".  The whole expression is unreadable, like "2023-13": no
+  part of it is taken instead (not the "Feb 29" of another year, nor the year 2023 alone), since a
+  slip in the day says nothing sure about the rest.  A bare "29 February" is the latest one begun
+  (a leap year's), as any bare day is.
 """
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta, timezone
@@ -183,6 +189,26 @@ _NOW = {
 # ---------------------------------------------------------------- helpers
 
 
+class _ImpossibleDate(Exception):
+    """A day-month date no calendar has ("Feb 30", "29 February 2019"): the whole expression is
+    unreadable (:func:`resolve` gives ``None``), not just that part of it.  Not a ``ValueError``, so that
+    no fallback that reads a part of the expression swallows it."""
+
+
+#: the most days each month has (February: in a leap year)
+_MONTH_DAYS = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _calendar_date(year: int | None, month: int, day: int) -> None:
+    """Raise :class:`_ImpossibleDate` if ``day`` is in no ``month`` ("30 February", "0 May"), or, with a
+    ``year``, not in that month of that year ("29 February 2023").  A year datetime cannot hold is not
+    checked here (see :func:`_within_range`)."""
+    if 1 <= month <= 12 and not 1 <= day <= _MONTH_DAYS[month]:
+        raise _ImpossibleDate
+    if year is not None and month == 2 and day == 29 and not calendar.isleap(year):
+        raise _ImpossibleDate
+
+
 _LAST_INSTANT = datetime.max.replace(tzinfo=UTC)
 
 
@@ -261,7 +287,7 @@ def _pick(
     started by ref.  ``None`` when no occurrence qualifies.
     """
     candidates: list[Period] = []
-    for k in range(-3, 3):
+    for k in range(-4, 3):  # four back: "on 29 February" said on 28 February 2024 is 2020's
         try:
             candidates.append(instance(k))
         except (ValueError, OverflowError):
@@ -321,11 +347,13 @@ def _iso(s: str) -> Period | None:
         return _month(y, mo) if 1 <= mo <= 12 else None
     m = re.fullmatch(r"(\d{4})[-/](\d{1,2})[-/](\d{1,2})", s)
     if m:
+        _calendar_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
         try:
             return _day(date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
         except ValueError:
             return None
-    if re.match(r"\d{4}-\d{2}-\d{2}[t ]\d", s):
+    if m := re.match(r"(\d{4})-(\d{2})-(\d{2})[t ]\d", s):
+        _calendar_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
         text = s.upper().replace(" ", "T", 1)
         if text.endswith("Z"):
             text = text[:-1] + "+00:00"
@@ -366,6 +394,7 @@ def _day_month(s: str, ref: datetime) -> Period | None:
             mon_s, day_s, year_s = m.group(1), m.group(2), m.group(3)
         mon, day_n = _MONTHS[mon_s], int(day_s)
         year = _year_token(year_s, ref)
+        _calendar_date(year, mon, day_n)  # "Feb 29, 2023" is no date, not the next leap year's 29 February
         try:
             if year is not None:
                 return _day(date(year, mon, day_n))
@@ -636,6 +665,13 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
     """
     if expression is None:
         return None
+    try:
+        return _resolve(expression, ref)
+    except _ImpossibleDate:  # "Feb 29, 2023": unreadable as a whole (module doc)
+        return None
+
+
+def _resolve(expression: str, ref: datetime) -> Resolved | None:
     if ref.tzinfo is None:
         ref = ref.replace(tzinfo=UTC)
     # calendar words are the speaker's: "this year" said at 20:00 on 31 December in New York is that
@@ -651,12 +687,17 @@ def resolve(expression: str | None, ref: datetime) -> Resolved | None:
     out = _within_range(s, ref)
     if out is None:
         # the model sometimes annotates: "last sunday (may 7, 2023)", "2019, in berlin"
+        # an impossible date anywhere in it ("last sunday (feb 29, 2023)") makes the whole unreadable:
+        # each bracketed part is read whole first (raising :class:`_ImpossibleDate`), commas and all
+        for part in re.split(r"[();]", s):
+            part = part.strip()
+            if "," in part and part != s:
+                _within_range(part, ref)
         for part in re.split(r"[(),;]", s):
             part = part.strip()
             if part and part != s and part not in _UNRESOLVABLE:
-                out = _within_range(part, ref)
-                if out is not None:
-                    break
+                read = _within_range(part, ref)
+                out = read if out is None else out  # the first part that resolves; the others only checked
     if out is None:
         return None
     return replace(out, text=expression)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationInfo, WithJsonSchema
 
 from ..errors import ValidationError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_TEXT_CHARS
@@ -14,11 +14,12 @@ from ..timeutil import iso, parse_time
 T = TypeVar("T")
 
 
-def _iso_time(v: Any, keep_offset: bool = False) -> Any:
+def _iso_time(v: Any, keep_offset: bool = False, field: str = "time") -> Any:
     """A time arrives as an ISO-8601 string, read as on every other surface (a naive one as UTC).
 
     Pydantic alone would take a bare number, or a string of one, as Unix seconds: ``as_of=2020`` would
-    ask about 1970.
+    ask about 1970.  ``field`` names it as :func:`chronomem.timeutil.parse_time` reads names: a fact's
+    ``valid_from``/``valid_to`` also take a year or a month ("2020", "2020-06"), as ``Memory.correct`` does.
     """
     if isinstance(v, datetime):
         return v
@@ -26,7 +27,7 @@ def _iso_time(v: Any, keep_offset: bool = False) -> Any:
         raise ValueError("must be an ISO-8601 date or datetime string, e.g. 2024-05-01 or "
                          "2024-05-01T09:30:00+02:00")
     try:
-        return parse_time(v, keep_offset=keep_offset)
+        return parse_time(v, field, keep_offset=keep_offset)
     except ValidationError as e:
         raise ValueError(e.reason) from None
 
@@ -38,6 +39,15 @@ IsoTime = Annotated[datetime, BeforeValidator(_iso_time), PlainSerializer(iso, w
 # a turn's time keeps its UTC offset: its time words are read on the speaker's clock (chronomem.timeexpr)
 TurnTime = Annotated[datetime, BeforeValidator(lambda v: _iso_time(v, keep_offset=True)),
                      PlainSerializer(datetime.isoformat, when_used="json"), _DATE_TIME]
+
+
+def _validity_time(v: Any, info: ValidationInfo) -> Any:
+    return _iso_time(v, field=info.field_name or "time")
+
+
+# where a fact's validity starts or ends: also a year or a month, as its first instant (chronomem.timeutil)
+ValidityTime = Annotated[datetime, BeforeValidator(_validity_time), PlainSerializer(iso, when_used="json"),
+                         _DATE_TIME]
 MAX_TOP_K = 200  # chronomem.retrieve.search checks the same bound
 
 
@@ -104,8 +114,8 @@ class FactPatch(BaseModel):
     object: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
     subject_type: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
     object_type: str | None = Field(None, min_length=1, max_length=MAX_NAME_CHARS)
-    valid_from: IsoTime | None = None
-    valid_to: IsoTime | None = None
+    valid_from: ValidityTime | None = None
+    valid_to: ValidityTime | None = None
     confidence: float | None = Field(None, gt=0.0, le=1.0)
     intent: Literal["FACT", "CAUSAL", "TEMPORAL", "CONTRAST", "EVOLUTION"] | None = None
     text: str | None = Field(None, max_length=MAX_TEXT_CHARS)
