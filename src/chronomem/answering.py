@@ -8,6 +8,7 @@ method asks, and makes one model call on that context
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -69,25 +70,101 @@ def _decouple_time(question: str, analysis: dict[str, Any], when: datetime) -> t
     return stripped, point
 
 
+def question_window(question: str, analysis: dict[str, Any], when: datetime) -> tuple[datetime | None, datetime] | None:
+    """The half-open ``[start, end)`` the question asks about, cut at ``when`` (the caller's ``as_of``: nothing
+    after it is known), ``None`` start for "before 2021"; ``None`` when the question has no window of its
+    own in its words, or one that starts after ``when`` (it is asked as of ``when``, as without one).  Pure.
+
+    >>> from datetime import timezone
+    >>> now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    >>> an = {"window_text": "in 2019", "window": ["2019-01-01T00:00:00+00:00", "2020-01-01T00:00:00+00:00"]}
+    >>> [t.date().isoformat() for t in question_window("Where did Maya live in 2019?", an, now)]
+    ['2019-01-01', '2020-01-01']
+    """
+    text, window = analysis.get("window_text"), analysis.get("window")
+    if not text or not window or text not in question:
+        return None
+    start, end = (parse_time(w, "window") if w else None for w in window)
+    if start is None and end is None or start is not None and start > when:
+        return None
+    now = when + timedelta(microseconds=1)  # ``when`` itself is inside
+    return start, now if end is None else min(end, now)
+
+
+#: the least share of a window a fact must hold for to be one of the window's values: the edges of a window
+#: read from words are rough ("late 2019" is read as September to December), and so are the days a fact's
+#: start or end was resolved to; asked who Linh worked for "in late 2019", the 1.5B model answered with
+#: the job that ended on 14 September, listed with the one that began then
+EDGE_SHARE = 1 / 8
+
+
+def window_values(facts: Sequence[Fact], window: tuple[datetime | None, datetime],
+                  edge: float = EDGE_SHARE) -> list[Fact]:
+    """The ``facts`` (each overlapping ``window``) that hold for at least ``edge`` of it, in their order;
+    all of them for a window with no start ("before 2021").  Pure."""
+    start, end = window
+    if start is None:
+        return list(facts)
+    least = (end - start) * edge
+    return [f for f in facts if min(end, f.valid_to or end) - max(start, f.valid_from or start) >= least]
+
+
+def holds_throughout(facts: Sequence[Fact], window: tuple[datetime | None, datetime],
+                     edge: float = EDGE_SHARE) -> bool:
+    """Do ``facts`` (those that hold at some time in ``window``) each hold at every instant of it, so that
+    the facts that hold are the same all through the window?  Pure.
+
+    Then one point of the window stands for it: "Where did Maya live in 2019?" asked as of mid-2019 is
+    answered by the same facts.  Not when a value starts or ends inside the window (Porto until April
+    2019, Lisbon after; Oslo only from September), or with an unknown end inside it.  No facts: true
+    (nothing tells the window's times apart).
+
+    A start or end within ``edge`` of the window's length from its edges counts as at the edge (the edges of
+    a window read from words are rough, :data:`EDGE_SHARE`).  A superseded fact (valid at no instant) never
+    holds throughout.
+    """
+    start, end = window
+    least = timedelta(0) if start is None else (end - start) * edge
+    return all((f.valid_from is None or start is not None and f.valid_from <= start + least)
+               and (f.valid_to is None or f.valid_to >= end - least) and not f.superseded for f in facts)
+
+
+def ask_in_window(question: str, analysis: dict[str, Any], when: datetime,
+                  held: Sequence[Fact]) -> tuple[str, datetime]:
+    """The question as the model is asked it, and its "as of": :func:`_decouple_time`'s one point where
+    the state facts ``held`` in the question's window (:func:`question_window`) are the same all through it
+    (:func:`holds_throughout`); else the question keeps its words and is asked as of the window's end
+    (bounded by ``when``), with every fact of the window before it.  Pure.
+
+    Asked "Did Maya live in Porto?" as of 2 July 2019, with Lisbon (from April 2019) the only fact of that
+    instant, the model said no; she lived in Porto until April.  Session 46's gain stays where it is safe:
+    a year in which one value held throughout is still asked as of its middle, without the "2019" a small
+    model looks for in the evidence and does not find.
+    """
+    asked, at = _decouple_time(question, analysis, when)
+    window = question_window(question, analysis, when)
+    if window is None or asked == question or holds_throughout(held, window):
+        return asked, at
+    return question, window[1] - timedelta(microseconds=1)
+
+
 #: how the search found a root entity that a state lookup may trust: named in the question (or an
 #: alias of it), or the speaker "I" stands for; not a fuzzy embedding or full-text match
 _NAMED_ROOTS = frozenset({"name", "alias", "speaker"})
 
 
 def _state_facts(store: Store, registry: RelationRegistry, trace: Trace, *, user_id: str, as_of: datetime,
-                 limit: int, min_confidence: float | None, past: bool) -> list[Fact]:
+                 limit: int | None, min_confidence: float | None, past: bool,
+                 window: tuple[datetime | None, datetime] | None = None) -> list[Fact]:
     """The typed facts that answer a state question outright (:func:`chronomem.retrieve.lookup.state_facts`)
-    for the entities the question names, at the asked time (``past``: or the last ones that ended by then);
-    noted in the trace."""
-    if limit <= 0:
+    for the entities the question names, at the asked time (``past``: or the last ones that ended by then;
+    ``window``: at any time inside it), newest first, at most ``limit`` (``None``: all)."""
+    if limit is not None and limit <= 0:
         return []
     relations = state_relations(trace.analysis, registry)
     entity_ids = list(dict.fromkeys(r["entity_id"] for r in trace.roots if r.get("how") in _NAMED_ROOTS))
-    found = state_facts(store, registry, user_id, entity_ids=entity_ids, relations=relations, as_of=as_of,
-                        min_confidence=min_confidence, limit=limit, past=past)
-    if found:
-        trace.notes.append(f"answer: {len(found)} state fact(s) of {', '.join(relations)} put first")
-    return found
+    return state_facts(store, registry, user_id, entity_ids=entity_ids, relations=relations, as_of=as_of,
+                       min_confidence=min_confidence, limit=limit, past=past, window=window)
 
 
 def answer(store: Store, registry: RelationRegistry, models: ModelSource, question: str, *, user_id: str,
@@ -137,10 +214,24 @@ def answer(store: Store, registry: RelationRegistry, models: ModelSource, questi
                  top_k=top_k, config=cfg, speaker=speaker, user_entity=user_entity)
     usage.update(search_llm_calls=res.trace.budget.get("llm_calls", 0),
                  search_llm_tokens=res.trace.budget.get("llm_tokens", 0))
-    asked, asked_at = _decouple_time(question, res.trace.analysis, when)
-    direct = _state_facts(store, registry, res.trace, user_id=user_id, as_of=asked_at, limit=cfg.state_facts,
-                          min_confidence=None if cfg.include_unstable else theta_stable,
-                          past=asked == question and asks_the_past(question))
+    min_confidence = None if cfg.include_unstable else theta_stable
+    window = question_window(question, res.trace.analysis, when)
+    held: list[Fact] = []  # the state facts of the whole window tell whether one point stands for it
+    if window is not None:
+        held = window_values(_state_facts(store, registry, res.trace, user_id=user_id, as_of=when, limit=None,
+                                          min_confidence=min_confidence, past=False, window=window), window)
+    if window is not None and not holds_throughout(held, window):
+        asked, asked_at = ask_in_window(question, res.trace.analysis, when, held)
+        direct = held[:max(cfg.state_facts, 0)]
+        res.trace.notes.append(f"answer: the state facts change within {res.trace.analysis['window_text']!r}: "
+                               "its words kept, every one of them listed, asked as of its end")
+    else:  # as of one point (or the window's end, for a span), as before
+        asked, asked_at = _decouple_time(question, res.trace.analysis, when)
+        direct = _state_facts(store, registry, res.trace, user_id=user_id, as_of=asked_at, limit=cfg.state_facts,
+                              min_confidence=min_confidence, past=asked == question and asks_the_past(question))
+    if direct:
+        res.trace.notes.append(f"answer: {len(direct)} state fact(s) of "
+                               f"{', '.join(state_relations(res.trace.analysis, registry))} put first")
     context, context_tokens = res.context, res.context_tokens
     if asked_at != when:  # one "as of" in the prompt: the asked time's
         context = undate(context, when)

@@ -22,6 +22,7 @@ from typing import Any
 from ..model import Fact, FactPosition
 from ..registry import RelationRegistry
 from ..store.base import Store
+from ..temporal import overlaps
 from .counterfactual import other_side as read_other_side
 from .render import fact_dates
 
@@ -117,14 +118,22 @@ def state_relations(analysis: Mapping[str, Any], registry: RelationRegistry) -> 
 
 def state_facts(store: Store, registry: RelationRegistry, user_id: str, *, entity_ids: Sequence[str],
                 relations: Sequence[str], as_of: datetime, min_confidence: float | None,
-                limit: int, past: bool = False) -> list[Fact]:
+                limit: int | None, past: bool = False,
+                window: tuple[datetime | None, datetime] | None = None) -> list[Fact]:
     """The facts of ``relations`` valid at ``as_of`` that name one of ``entity_ids`` on either side
     (read from the entity's side where the relation allows), at most ``limit``
-    (``SearchConfig.state_facts``), newest first.
+    (``SearchConfig.state_facts``; ``None``: all), newest first.
     ``past`` (a question in the past tense with no time of its own: "Where did Diego study?"): when
-    none holds at ``as_of``, the versions that ended by then, newest first."""
+    none holds at ``as_of``, the versions that ended by then, newest first.
+    ``window`` (the half-open ``[start, end)`` a question asks about, ``None`` start: since ever): the
+    facts that hold at any instant of it instead of at ``as_of`` alone ("Did Maya live in Porto in 2019?"
+    is answered by Porto until April and Lisbon after; ``past`` does not apply)."""
     if not entity_ids or not relations:
         return []
+    if window is not None:
+        found = [f for f in _naming(store, registry, user_id, entity_ids, relations, None, min_confidence)
+                 if not f.superseded and overlaps(f.valid_from, f.valid_to, *window)]
+        return sorted(found, key=_oldest_first, reverse=True)[:limit]
     found = _naming(store, registry, user_id, entity_ids, relations, as_of, min_confidence)
     if not found and past:
         found = [f for f in _naming(store, registry, user_id, entity_ids, relations, None, min_confidence)
