@@ -8,7 +8,10 @@ and which stored facts change.  The rules (step 6 of REAL's write path):
   single-valued slot where none matches, the open fact named alike:
   :func:`named_alike`, "I quit Asda" ends "works_at Asda head office"); if it
   also says the stint began earlier than stored, that earlier part is inserted
-  as its own fact, placed in order;
+  as its own fact, placed in order; an ending that meets no open stint ends the stint of the fact that
+  began last before it, as if it had come first (rule 1c, :func:`_end_closed_stint`): earlier than that
+  stint's stated end it closes it there, at or after its end (stated, or inferred from the value that
+  followed) it is said again about it, and never a stint of its own reaching back to an unknown start;
 * the *same fact again* (same key, same stability class, starting inside a
   stored interval) reinforces it: provenance merged, confidence raised, the
   statement kept in its ``confirmations`` (forgetting it lowers the confidence
@@ -340,6 +343,10 @@ def plan_update(
                     plan.changed += earlier
                     plan.closed += earlier
             return plan
+        if new.valid_from is None:
+            absorbed = _end_closed_stint(new, same, theta)
+            if absorbed is not None:
+                return absorbed
 
     # 1b. the start of a stint known so far only by its stated end ("I left Acme in June 2020", then
     #     "I joined Acme in 2018"): the stored fact learns it (in place of a start it was only given by
@@ -373,7 +380,10 @@ def plan_update(
 
     # 2. the same fact again reinforces
     for f in same:
-        if said_inside(f, new.valid_from, new.valid_to):
+        # an ending with no stated start is said inside a stint that began before it, not one that began
+        # later: "I left Braga in 2013" is no repetition of "Braga from 2018 to 2024" (rule 1c)
+        if said_inside(f, new.valid_from, new.valid_to) and (
+                new.valid_from is not None or new.valid_to is None or _before(f.valid_from, new.valid_to)):
             changed = fold_repetition(f, new, theta)
             return Plan(changed=[changed], reinforced=changed)
 
@@ -389,6 +399,53 @@ def plan_update(
     plan.changed = list(_place_in_slot(ins, rivals).values())
     plan.closed = list(plan.changed)
     return plan
+
+
+def _end_closed_stint(new: Fact, same: Sequence[Fact], theta: float) -> Plan | None:
+    """Rule 1c: an ending with no stated start (``new.valid_to`` only) that meets no open stint of its fact
+    ends the stint it falls in or after: the latest of ``same`` (the fact's own versions) to start before
+    it, when that one is already closed (at an end stated later, or at or before the ending).  ``None``
+    when there is none with a known start: the ending then stands for a stint of its own (step 3).
+
+    The ending is applied as if it had come before whatever closed the stint, so that the order the
+    statements arrive in does not change the timeline:
+
+    * the stint is closed at a later instant (a stated end after this one): it ends here instead, its
+      end stated now ("the cat died in 2020" after "… died in 2021");
+    * the stint is closed already at or before the ending: the ending is said again about it (rule 2) —
+      its end stated if it had none ("I left Porto in June 2021" when "Lisbon from March 2021" closed
+      Porto), and never a new stint reaching back to an unknown start that nobody stated.
+    """
+    end = new.valid_to
+    assert end is not None
+    before = [f for f in same if _before(f.valid_from, end) and f.valid_to is not None]
+    if not before:
+        return None
+    target = max(before, key=lambda f: (f.valid_from is not None, f.valid_from or end))
+    assert target.valid_to is not None
+    if any(f.valid_to is None and _before(target.valid_from, f.valid_from) and _before(f.valid_from, end)
+           for f in same):  # an open stint in between (with an unknown start): step 1's to end, not this
+        return None
+    if target.stated_to is not None and target.stated_to <= end:  # the same end again, or a later one
+        changed = fold_repetition(target, new, theta)
+        if not changed.ended_by:
+            changed.ended_by = list(new.source_ids)
+        return Plan(changed=[changed], reinforced=changed)
+    earlier = end < target.valid_to
+    changed = replace(
+        target,
+        valid_to=end if earlier else target.valid_to,
+        stated_to=end,
+        closed_by=None if earlier else target.closed_by,
+        ended_by=merge_ids(target.ended_by, new.source_ids),
+        source_ids=merge_ids(target.source_ids, new.source_ids),
+        other_words=keep_words(target.other_words, (new.source_ids, new.text)) if target.text
+        else target.other_words,
+    )
+    changed.confidence, changed.confirmations = confirm(target, new, theta)
+    if earlier:
+        return Plan(changed=[changed], closed=[changed])
+    return Plan(changed=[changed], reinforced=changed)
 
 
 def _place_in_slot(ins: Fact, rivals: Sequence[Fact]) -> dict[str, Fact]:

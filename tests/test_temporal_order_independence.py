@@ -1,0 +1,146 @@
+"""The timeline does not depend on the order dated statements arrive in (chronomem.temporal, rule 1c).
+
+Statements of one slot: dated starts ("Maya lives in Porto from 2018") and dated endings ("Maya left
+Porto in June 2021", ``valid_to`` only).  Whatever order they are added in, the facts valid at every
+instant ("as of" answers) are the same; history rows may differ in bookkeeping.
+
+Not covered here (known limits, see the xfail tests at the end): a value started twice ("Lisbon from
+2017", "Lisbon from 2021": the second is folded into the first as a repetition, and its start is not
+kept, so a value placed between them later cannot reopen it), and endings dated before any stated
+start of their value (stints whose start stays unknown).
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chronomem import Memory
+
+BASE = datetime(2010, 1, 1, tzinfo=timezone.utc)
+U = "u"
+
+
+def month(n: int) -> str:
+    return (BASE + timedelta(days=30 * n)).date().isoformat()
+
+
+def add_all(mem: Memory, relation: str, statements: list[tuple[str, str, str]]) -> None:
+    for obj, kind, when in statements:
+        mem.add_facts([{"subject": "Maya", "relation": relation, "object": obj,
+                        ("valid_from" if kind == "start" else "valid_to"): when}], user_id=U)
+
+
+def answers(mem: Memory, relation: str, probes: list[str]) -> list[tuple[str, ...]]:
+    return [tuple(sorted(f.object for f in mem.facts(user_id=U, subject="Maya", relation=relation, as_of=p)))
+            for p in probes]
+
+
+def probes_for(statements: list[tuple[str, str, str]]) -> list[str]:
+    """An instant before, at and just after every stated date, and one before all of them."""
+    days = sorted({datetime.fromisoformat(w).date() for _, _, w in statements})
+    out = {(days[0] - timedelta(days=400)).isoformat()}
+    for d in days:
+        out |= {(d - timedelta(days=1)).isoformat(), d.isoformat(), (d + timedelta(days=1)).isoformat()}
+    return sorted(out)
+
+
+def timeline(relation: str, statements: list[tuple[str, str, str]], order: tuple[int, ...]) -> list[tuple[str, ...]]:
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, relation, [statements[i] for i in order])
+        return answers(mem, relation, probes_for(statements))
+
+
+@st.composite
+def slot_statements(draw: st.DrawFn, values: list[str]) -> list[tuple[str, str, str]]:
+    """At most one start per value, and endings of values after their start; all dates distinct."""
+    months = draw(st.lists(st.integers(0, 150), min_size=2, max_size=4, unique=True))
+    out: list[tuple[str, str, str]] = []
+    started: dict[str, int] = {}
+    for m in months:
+        obj = draw(st.sampled_from(values))
+        if obj not in started and (draw(st.booleans()) or not started):
+            started[obj] = m
+            out.append((obj, "start", month(m)))
+    for m in months:
+        if m in started.values():
+            continue
+        ends = [v for v, s in started.items() if s < m]
+        if ends:
+            out.append((draw(st.sampled_from(ends)), "end", month(m)))
+    return draw(st.permutations(out))
+
+
+def assert_order_independent(relation: str, statements: list[tuple[str, str, str]]) -> None:
+    first = tuple(range(len(statements)))
+    expected = timeline(relation, statements, first)
+    for order in itertools.permutations(first):
+        assert timeline(relation, statements, order) == expected, (statements, order)
+
+
+@settings(deadline=None, max_examples=30)
+@given(slot_statements(["Porto", "Lisbon", "Braga"]))
+def test_single_valued_answers_do_not_depend_on_arrival_order(statements) -> None:
+    assert_order_independent("lives_in", statements)
+
+
+@settings(deadline=None, max_examples=30)
+@given(slot_statements(["cat"]))
+def test_many_valued_answers_do_not_depend_on_arrival_order(statements) -> None:
+    assert_order_independent("has_pet", statements)
+
+
+# -- the adversarial tester's cases ---------------------------------------------------------------------
+
+def test_an_ending_after_the_inferred_close_is_absorbed_not_a_phantom_stint() -> None:
+    """"left Porto in June 2021" after "Lisbon from March 2021" closed Porto: no Porto before 2018."""
+    statements = [("Porto", "start", "2018-01-01"), ("Lisbon", "start", "2021-03-01"), ("Porto", "end", "2021-06-01")]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, "lives_in", statements)
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2012-01-01")] == []
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2019-01-01")] == ["Porto"]
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2021-04-01")] == ["Lisbon"]
+        [porto] = [f for f in mem.history(user_id=U) if f.object == "Porto"]  # no second row
+        assert porto.valid_to == datetime(2021, 3, 1, tzinfo=timezone.utc)
+        assert porto.stated_to == datetime(2021, 6, 1, tzinfo=timezone.utc)
+    assert_order_independent("lives_in", statements)
+
+
+def test_two_endings_of_the_cat_do_not_invent_a_cat_before_it_came() -> None:
+    statements = [("cat", "start", "2015-01-01"), ("cat", "end", "2020-01-01"), ("cat", "end", "2021-01-01")]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, "has_pet", statements)
+        assert mem.facts(user_id=U, subject="Maya", as_of="2010-01-01") == []
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2016-01-01")] == ["cat"]
+        assert len(mem.history(user_id=U)) == 1
+    assert_order_independent("has_pet", statements)
+
+
+def test_an_ending_is_no_repetition_of_a_stint_that_began_after_it() -> None:
+    """"I left Braga in 2013" is not said inside "Braga from 2018" once that stint is closed."""
+    statements = [("Braga", "start", "2018-07-01"), ("Lisbon", "start", "2014-09-01"),
+                  ("Porto", "start", "2024-05-01"), ("Braga", "end", "2013-11-01")]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, "lives_in", statements)
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2012-01-01")] == ["Braga"]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, "lives_in", [statements[i] for i in (0, 1, 3, 2)])
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2012-01-01")] == ["Braga"]
+
+
+# -- known limits: a value started twice (the second start is folded into the first, its date not kept)
+
+@pytest.mark.xfail(strict=True, reason="a repetition's own start is not stored (needs a Fact field)")
+def test_a_return_to_a_city_survives_a_stint_learned_later() -> None:
+    statements = [("Lisbon", "start", "2017-01-01"), ("Porto", "start", "2018-10-01"), ("Lisbon", "start", "2021-03-01")]
+    assert_order_independent("lives_in", statements)
+
+
+@pytest.mark.xfail(strict=True, reason="a repetition's own start is not stored (needs a Fact field)")
+def test_a_cat_said_again_survives_an_earlier_ending_learned_later() -> None:
+    statements = [("cat", "start", "2015-01-01"), ("cat", "start", "2020-01-01"), ("cat", "end", "2018-01-01")]
+    assert_order_independent("has_pet", statements)
