@@ -307,3 +307,13 @@ def test_the_english_twin_reads_as_before(maya: Memory) -> None:
     assert _first(maya, "Where did Maya live in 2020?", "en") == ("lives_in", "Porto")
     ans = maya.answer("Where does Maya live?", user_id="en", as_of=NOW, method="real")
     assert ans.text.startswith("- Maya lives in Lisbon [1 June 2024 -> now)")
+
+
+def test_a_japanese_question_in_the_past_tense_gets_the_last_state_that_ended(maya: Memory) -> None:
+    """As "Where did Maya study?" does: no studies_at holds now, so the past tense asks for the one that ended."""
+    maya.add_facts([{"subject": "マヤ", "relation": "studies_at", "object": "東京大学", "valid_from": "2010-04-01",
+                     "valid_to": "2014-04-01"}], user_id="ja")
+    past = maya.answer("マヤはどこで勉強していましたか?", user_id="ja", as_of=NOW, method="real")
+    assert past.text.startswith("- マヤ studied at 東京大学") or "東京大学" in past.text.splitlines()[0]
+    now = maya.answer("マヤはどこで勉強していますか?", user_id="ja", as_of=NOW, method="real")
+    assert "東京大学" not in now.text  # the present tense: nothing holds now, no direct fact

@@ -171,6 +171,11 @@ CJK_CUES: dict[Intent, re.Pattern[str]] = {
 CJK_HISTORY = re.compile(
     r"以前|(?<![名午])前は|昔|かつて|変わ|変化|もう[^。？?]{0,12}?(?:ない|ません)|最初|元々|もともと|過去|"
     r"曾经|曾經|过去|原来|原來|一开始|不再|改变|改變|变化")
+# a Japanese question in the past tense: a verb, adjective or copula in its past form before the question
+# particle ("住んでいましたか", "どこでしたか", "楽しかった?", casual "住んでた?"); Chinese marks no tense a rule
+# could read safely ("了" is also a change now), so its questions are read as the present
+CJK_PAST = re.compile(r"(?:ました|でした|だった|かった|[てで]いた|[んっ][でだ]た|[てっ]た)(?:の|ん)?(?:です)?(?:か|かね)?"
+                      r"[\s?？。!！]*$")
 # a question ending in the question particle, with no question word in it, asks yes or no
 CJK_YES_NO = re.compile(r"(?:か|吗|嗎)[\s?？。!！]*$")
 # "I" (not "we", not "private" 私立)

@@ -19,10 +19,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from ..cjk import has_cjk
 from ..model import Fact, FactPosition
 from ..registry import RelationRegistry
 from ..store.base import Store
 from ..temporal import overlaps
+from .cjk_questions import CJK_PAST
 from .counterfactual import other_side as read_other_side
 from .render import fact_dates
 
@@ -155,12 +157,15 @@ _PAST = re.compile(r"^\s*(?:where|who|whom|what|which)\b(?:\s+\w+){0,2}?\s+(?:di
 
 
 def asks_the_past(question: str) -> bool:
-    """Is ``question`` in the past tense ("Where did Diego study?", "Who was Aiko dating?")?  Pure.
+    """Is ``question`` in the past tense ("Where did Diego study?", "Who was Aiko dating?", in Japanese
+    "ディエゴはどこで勉強していましたか")?  Pure.
 
     >>> asks_the_past("Where did Diego study?"), asks_the_past("Where does Diego work?")
     (True, False)
+    >>> asks_the_past("マヤはどこに住んでいましたか?"), asks_the_past("マヤはどこに住んでいますか?")
+    (True, False)
     """
-    return _PAST.search(question) is not None
+    return _PAST.search(question) is not None or (has_cjk(question) and CJK_PAST.search(question) is not None)
 
 
 def _state_text(f: Fact, as_of: datetime | None) -> str:
