@@ -240,3 +240,40 @@ def test_a_write_naming_someone_new_reads_only_what_changed(tmp_path: Path) -> N
     assert resolver.resolve("u", "Jenifer Smith").name == "Jennifer Smith"  # type: ignore[union-attr]
     store.close()
     other.close()
+
+
+def test_a_forgotten_user_leaves_no_spelling_held(tmp_path: Path) -> None:
+    """The held spellings are names: forgetting the user drops them from the process too."""
+    from chronomem import Memory
+
+    with Memory(tmp_path / "m.db", llm=False, embedder=False) as mem:
+        view = mem.for_tenant("acme")
+        for m in (mem, view):
+            m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Zorblatville"}], user_id="u1")
+            m.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Quixborough"}], user_id="u1")
+        assert len(mem.resolver.held) == 2 and view.resolver.held is mem.resolver.held  # one budget, two scopes
+        view.forget(user_id="u1", everything=True)
+        assert len(mem.resolver.held) == 1  # the default tenant's u1 stays
+        held = mem.resolver.held.take(mem.tenant, "u1")
+        assert held is not None and "Zorblatville" in {e.name for e in held._entities.values()}
+        mem.forget(user_id="u1", everything=True)
+        assert len(mem.resolver.held) == 0
+
+
+def test_many_users_who_wrote_once_are_not_all_held(tmp_path: Path) -> None:
+    """Each user counts one spelling at least, and the users held are bounded: a server's thousands of users
+    who wrote once do not stay in memory for good."""
+    held = resolver_module.HeldSpellings()
+    with patch.object(resolver_module.HeldSpellings, "MAX_USERS", 50):
+        for i in range(200):
+            held.keep("", f"u{i}", resolver_module.UserSpellings((1, 1), ResolverSettings()))
+        assert len(held) == 50 and held.take("", "u199") is not None and held.take("", "u0") is None
+    with patch.object(resolver_module.HeldSpellings, "MAX_SPELLINGS", 30):
+        for i in range(200):
+            held.keep("", f"v{i}", resolver_module.UserSpellings((1, 1), ResolverSettings()))
+        assert len(held) == 30
+    first, again = (resolver_module.UserSpellings((1, 1), ResolverSettings()) for _ in range(2))
+    held.keep("", "w", first)
+    held.keep("", "x", resolver_module.UserSpellings((1, 1), ResolverSettings()))
+    held.keep("", "w", again)  # kept again: the most recently used, the other copy replaced
+    assert list(held._held)[-1] == ("", "w") and held.take("", "w") is again

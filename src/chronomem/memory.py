@@ -210,7 +210,7 @@ class Memory:
             else:
                 self.registry.update([r])  # checks that it is a mapping
         self.usage = UsageTracker()
-        self.resolver = FuzzyEntityResolver(self.store)
+        self.resolver = FuzzyEntityResolver(self.store, scope=self.tenant)
         self.graph = GraphWriter(self.store, self.registry, self.config.theta_stable, self.resolver)
         self.models = ModelSet(llm, embedder, default_llm=self.config.llm,
                                default_embedder=self.config.embedder, usage=self.usage)
@@ -358,7 +358,8 @@ class Memory:
         view = Memory(self.store, tenant=tenant, config=self.config, buffer=redis, queue=self._jobs.queue)
         self._jobs.serve(view)  # not a queue thread per view, each kept for the life of the process
         view.registry, view.usage, view.models = self.registry, self.usage, self.models  # models load once
-        view.resolver = FuzzyEntityResolver(view.store)
+        # one budget of held spellings for the memory and its views (a server keeps 128 views)
+        view.resolver = FuzzyEntityResolver(view.store, held=self.resolver.held, scope=view.tenant)
         view.graph = GraphWriter(view.store, view.registry, view.config.theta_stable, view.resolver)
         return view
 
@@ -861,6 +862,7 @@ class Memory:
                      session_id=session_id, everything=everything, buffer=self._buffer,
                      schedule=None if wait else schedule)
         clear_text_memos()  # memoised names and term sets would keep the forgotten words referenced
+        self.resolver.forget_user(user_id)  # the spellings it holds between writes too
         try:
             res.cache_entries_deleted = self.purge_model_cache(user_id=user_id)
         except Exception as e:  # the store is already forgotten: say what is left, do not undo it

@@ -357,17 +357,53 @@ class ResolverSettings:
     embed_margin: float = 0.03
 
 
+class HeldSpellings:
+    """The users' spellings that resolvers keep between writes (:class:`UserSpellings`), least recently used
+    first, shared by a memory and its tenant views (``scope``: the tenant, so that their user ids never meet).
+
+    Bounded twice: :attr:`MAX_SPELLINGS` spellings (about 1 KB each: 22 MB for a user of 20,000 entities; the
+    user in use is kept whatever its size) and :attr:`MAX_USERS` users (a user counts one spelling at least,
+    so a server whose thousands of users each wrote once holds no more than this).  A forgotten user is
+    dropped (:meth:`drop`): their names must not stay in the process."""
+
+    MAX_SPELLINGS = 100_000
+    MAX_USERS = 1_024
+
+    def __init__(self) -> None:
+        self._held: OrderedDict[tuple[str, str], UserSpellings] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def take(self, scope: str, user_id: str) -> UserSpellings | None:
+        """The user's held spellings, taken out: the caller's alone until :meth:`keep`."""
+        with self._lock:
+            return self._held.pop((scope, user_id), None)
+
+    def keep(self, scope: str, user_id: str, held: UserSpellings) -> None:
+        """Hold ``held`` as the most recently used, the least recently used going past the bounds."""
+        with self._lock:
+            self._held.pop((scope, user_id), None)  # another thread's copy: this one is newer
+            self._held[(scope, user_id)] = held
+            total = sum(max(h.spellings, 1) for h in self._held.values())
+            while (total > self.MAX_SPELLINGS or len(self._held) > self.MAX_USERS) and len(self._held) > 1:
+                total -= max(self._held.popitem(last=False)[1].spellings, 1)
+
+    def drop(self, scope: str, user_id: str) -> None:
+        """Forget what is held of the user (their entities were forgotten or deleted)."""
+        with self._lock:
+            self._held.pop((scope, user_id), None)
+
+
 class FuzzyEntityResolver:
     """Exact, alias, variant, fuzzy and (optional) embedding entity resolution within one user.
 
     A new name is matched against the user's entities as read from the store; the resolver keeps them
-    (:class:`UserSpellings`, the :data:`HELD_SPELLINGS` most recently used) and asks the store what changed
-    since rather than reading every entity for each write that names someone new: 360 ms a write at 40,000
-    entities before.  A store without a change log is read whole each time."""
-
-    #: spellings held between writes, all users together (about 1 KB each: 22 MB for a user of 20,000
-    #: entities); the user in use is held whatever its size
-    HELD_SPELLINGS = 100_000
+    (:class:`UserSpellings` in ``held``, a :class:`HeldSpellings` a memory shares with its tenant views,
+    under ``scope``) and asks the store what changed since rather than reading every entity for each write
+    that names someone new: 1 s a write at 40,000 entities before (BENCHMARKS.md).  A store without a change
+    log is read whole each time."""
 
     def __init__(
         self,
@@ -375,13 +411,19 @@ class FuzzyEntityResolver:
         *,
         embedder: Embedder | None = None,
         settings: ResolverSettings | None = None,
+        held: HeldSpellings | None = None,
+        scope: str = "",
     ) -> None:
         self.store = store
         self.exact = ExactResolver(store)
         self.embedder = embedder
         self.settings = settings or ResolverSettings()
-        self._held: OrderedDict[str, UserSpellings] = OrderedDict()  # user → spellings, least recent first
-        self._held_lock = threading.Lock()
+        self.held = held if held is not None else HeldSpellings()
+        self.scope = scope
+
+    def forget_user(self, user_id: str) -> None:
+        """Drop what is held of ``user_id`` (:meth:`HeldSpellings.drop`): called when the user forgets."""
+        self.held.drop(self.scope, user_id)
 
     # -- public --------------------------------------------------------------
     def lookup(self, user_id: str, names: Sequence[str]) -> dict[str, str]:
@@ -433,8 +475,7 @@ class FuzzyEntityResolver:
         resolves for the same user meanwhile reads its own).  The version is read before the entities, so
         what is read is never older than the version it is held under."""
         version = self.store.entity_version(user_id)
-        with self._held_lock:
-            held = self._held.pop(user_id, None)
+        held = self.held.take(self.scope, user_id)
         if held is None or held.version is None or version is None or held.settings != self.settings:
             held = None
         elif held.version != version:
@@ -449,15 +490,10 @@ class FuzzyEntityResolver:
         return held
 
     def _keep(self, user_id: str, held: UserSpellings) -> None:
-        """Hold ``held`` for the next write of the user, the least recently used users going past
-        :attr:`HELD_SPELLINGS` (a store without a change log is read whole each time instead)."""
-        if held.version is None:
-            return
-        with self._held_lock:
-            self._held[user_id] = held
-            total = sum(h.spellings for h in self._held.values())
-            while total > self.HELD_SPELLINGS and len(self._held) > 1:
-                total -= self._held.popitem(last=False)[1].spellings
+        """Hold ``held`` for the next write of the user (:meth:`HeldSpellings.keep`); a store without a change
+        log is read whole each time instead."""
+        if held.version is not None:
+            self.held.keep(self.scope, user_id, held)
 
     # -- matching --------------------------------------------------------------
     def _match(self, name: str, index: SpellingIndex) -> Entity | None:
