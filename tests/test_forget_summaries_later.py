@@ -303,3 +303,31 @@ def test_cli_forget_returns_at_once_and_names_the_job(tmp_path: Path, llm: FakeM
         job = runner.run(left.id)
         assert job is not None and job.status is JobStatus.DONE and job.result == {"summaries_rewritten": 1}
         assert [c.session_id for c in mem.store.checkpoints(U)] == ["s3"]
+
+
+def test_a_forget_joining_a_job_a_worker_took_meanwhile_gets_a_job_of_its_own(
+        tmp_path: Path, model: FakeModelServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker may claim the queued rewrite while a second forget's transaction is open (PostgreSQL's
+    workers claim without the user's lock) and read the chain before that forget's gap: the forget
+    must not count on it."""
+    held = HeldQueue()
+    with Memory(tmp_path / "m.db", llm=model.spec, embedder=False, queue=held) as mem:
+        end_sessions(mem, *SESSIONS)
+        first = mem.forget(user_id=U, session_id="s2")
+        join, taken = mem._jobs.owe_summary_rewrite, []
+
+        def claimed_meanwhile(user_id: str, pending: int) -> Job:
+            job = join(user_id, pending)
+            if not taken:  # the joined job, claimed inside the forget's transaction
+                taken.append(job.id)
+                inner: Any = mem.store.inner  # type: ignore[attr-defined]
+                inner._exec(job.user_id, "UPDATE jobs SET status = 'running' WHERE id = ?", (job.id,))
+            return job
+
+        monkeypatch.setattr(mem._jobs, "owe_summary_rewrite", claimed_meanwhile)
+        second = mem.forget(user_id=U, session_id="s3")
+        assert taken == [first.job_id] and second.job_id not in (None, first.job_id)
+        assert held.sent == [first.job_id, second.job_id]
+        assert runner_for(mem).run(second.job_id).status is JobStatus.DONE  # type: ignore[arg-type,union-attr]
+        assert [(c.seq, c.session_id) for c in mem.store.checkpoints(U)] == [(1, "s1"), (2, "s4")]
+        assert said_in(mem.summary(user_id=U), "s1", "s4") and said_none(mem.summary(user_id=U), "s2", "s3")

@@ -869,6 +869,12 @@ class Memory:
             log.warning("forget: purging the model cache failed: %s", log_reason(e))
             res.warnings.append(f"the memory is forgotten but the model cache still holds this user's replies "
                                 f"or vectors: purging it failed ({e}); call purge_model_cache(user_id=…) again")
+        if owed and owed[-1].sent_at is not None and self._jobs.get(owed[-1].id).status is not JobStatus.QUEUED:
+            # the queued job this forget joined was taken by a worker meanwhile: it may have read the chain
+            # before this forget committed, and found no gap (PostgreSQL's workers claim without the user's
+            # lock).  A job of its own rewrites it; a spare one finds nothing owed and does nothing.
+            owed.append(self._jobs.owe_summary_rewrite(user_id, res.summaries_pending))
+            res.job_id = owed[-1].id
         # queued after the purge, which would otherwise drop the replies the rewrite has begun to cache
         if deliver and owed and owed[-1].sent_at is None:  # a job already sent (joined) is not sent twice
             self._deliver_rewrite(owed[-1], res)
