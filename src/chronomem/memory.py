@@ -964,7 +964,8 @@ class Memory:
 
         Every row is checked (:mod:`chronomem.exports`) as it is written, all in one transaction: a bad
         one is a :class:`ValidationError` naming it, and nothing is written.  Returns the rows added per
-        table and ``already_present``: rows skipped because their key was stored already.
+        table and ``already_present``: rows skipped because their key was stored already, or facts folded
+        into a held fact they say again (a backup restored after the user restated it: never a duplicate).
 
         Data about entities the user already holds (a backup restored after a forget, or
         another user's "Maya" who is this one's) joins their histories: an entity is matched
