@@ -132,6 +132,21 @@ def test_an_ending_is_no_repetition_of_a_stint_that_began_after_it() -> None:
         assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2012-01-01")] == ["Braga"]
 
 
+def test_a_stint_said_again_after_a_later_value_cut_it_short_is_a_repetition() -> None:
+    """"Porto from 2016 to 2019" said twice while "Berlin from 2017" is held (which closed Porto in 2017):
+    one Porto, reinforced, as a restored backup gives it too (test_import_repeats)."""
+    porto = {"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2016-01-01",
+             "valid_to": "2019-01-01", "confidence": 0.8}
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        mem.add_facts([porto], user_id=U)
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Berlin", "valid_from": "2017-01-01"}],
+                      user_id=U)
+        mem.add_facts([porto], user_id=U)
+        [held] = [f for f in mem.history(user_id=U) if f.object == "Porto"]  # no superseded twin
+        assert held.confidence > 0.8 and len(held.confirmations) == 2
+        assert held.valid_to == datetime(2017, 1, 1, tzinfo=timezone.utc)
+
+
 # -- known limits: a value started twice (the second start is folded into the first, its date not kept)
 
 @pytest.mark.xfail(strict=True, reason="a repetition's own start is not stored (needs a Fact field)")

@@ -35,7 +35,7 @@ from .model import Fact, Origin
 from .registry import RelationRegistry
 from .store import Store
 from .store.sql import TABLES, chunks
-from .temporal import Key, fold_repetition, is_stable, replaced_by_correction, said_inside
+from .temporal import Key, fold_repetition, is_stable, replaced_by_correction, said_inside_stated
 
 __all__ = ["ExportBatches", "IMPORT_BATCH", "import_batches"]
 
@@ -205,9 +205,7 @@ def _repeats(held: Fact, f: Fact, theta: float) -> bool:
     backup that says it again (or the same backup restored twice) is no second Porto beside it."""
     start = None if f.start_guessed else f.valid_from
     end = f.stated_to
-    inside = said_inside(held, start, end) or (
-        end is not None and held.stated_to is not None and end <= held.stated_to and said_inside(held, start, None))
-    return (is_stable(held, theta) == is_stable(f, theta) and inside
+    return (is_stable(held, theta) == is_stable(f, theta) and said_inside_stated(held, start, end)
             and (start is not None or end is None or held.valid_from is None or held.valid_from < end))
 
 

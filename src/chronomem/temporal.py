@@ -218,6 +218,14 @@ def said_inside(f: Fact, start: datetime | None, end: datetime | None) -> bool:
     return _contains(f, start) and (end is None or (f.valid_to is not None and end <= f.valid_to))
 
 
+def said_inside_stated(f: Fact, start: datetime | None, end: datetime | None) -> bool:
+    """:func:`said_inside`, or inside ``f`` up to its stated end where a later value's start cut it short:
+    "Porto from 2016 to 2019" says again what the held "Porto from 2016 to 2019", closed in 2017 by "Berlin
+    from 2017", says (and a restored backup does too: :mod:`chronomem.importing`).  Pure."""
+    return said_inside(f, start, end) or (end is not None and f.stated_to is not None and end <= f.stated_to
+                                          and said_inside(f, start, None))
+
+
 def _contains(f: Fact, when: datetime | None) -> bool:
     if when is None:
         return True
@@ -382,7 +390,7 @@ def plan_update(
     for f in same:
         # an ending with no stated start is said inside a stint that began before it, not one that began
         # later: "I left Braga in 2013" is no repetition of "Braga from 2018 to 2024" (rule 1c)
-        if said_inside(f, new.valid_from, new.valid_to) and (
+        if said_inside_stated(f, new.valid_from, new.valid_to) and (
                 new.valid_from is not None or new.valid_to is None or _before(f.valid_from, new.valid_to)):
             changed = fold_repetition(f, new, theta)
             return Plan(changed=[changed], reinforced=changed)
