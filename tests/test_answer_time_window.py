@@ -22,9 +22,9 @@ from chronomem import Memory
 from chronomem.answering import ask_in_window, holds_throughout, question_window
 from chronomem.model import Fact, Intent, Origin
 from chronomem.providers.base import CallUsage, ChatResult
+from test_answer_state_facts import BLOCK, NOW
+from test_answer_state_facts import PromptLLM as StateFactsPromptLLM
 
-BLOCK = "Facts that answer the question directly:"
-NOW = "2026-12-04T00:00:00+00:00"
 UTC = timezone.utc
 Y2019 = {"window_text": "in 2019", "window": ["2019-01-01T00:00:00+00:00", "2020-01-01T00:00:00+00:00"]}
 
@@ -33,17 +33,8 @@ def _t(year: int, month: int, day: int, hour: int = 0) -> datetime:
     return datetime(year, month, day, hour, tzinfo=UTC)
 
 
-class PromptLLM:
+class PromptLLM(StateFactsPromptLLM):
     """Says "Not mentioned" and keeps every answer prompt (the search's own calls are not answers)."""
-
-    name = "prompt-recorder"
-    context_window = 8192
-
-    def __init__(self) -> None:
-        self.prompts: list[str] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
 
     def chat(self, messages: list[dict[str, str]], **kw: Any) -> ChatResult:
         user = messages[-1]["content"]
