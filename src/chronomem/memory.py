@@ -512,6 +512,11 @@ class Memory:
         text, subject_type, object_type.  The old version stays in :meth:`history`, closed, with
         ``closed_by`` pointing at the correction and confidence 0; the new one takes its place among
         the other values of its slot (see :mod:`chronomem.correction`).
+
+        New times are placed by the update rules as any statement is: a ``valid_to`` after the start of
+        the slot's next value is kept as the version's ``stated_to``, and its ``valid_to`` stays that start
+        (the next value still closes it); a ``valid_from`` moved before another value's start is closed by
+        that value.  Compare ``stated_to`` with ``valid_to`` to see whether the asked end held.
         """
         from .correction import correct_fact
 
