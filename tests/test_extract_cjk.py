@@ -66,3 +66,19 @@ def test_words_are_counted_as_before_and_two_characters_make_a_word() -> None:
     assert statement_words("マヤ飼っています。") == 4 and statement_words("犬です") == 1
     assert cjk_pairs("I live in Porto.") == [] and cjk_characters("café") == 0
     assert cjk_pairs("柴犬を飼う, 犬") == ["柴犬", "犬を", "を飼", "飼う", "犬"]
+
+
+def test_a_japanese_statement_is_dated_by_its_own_time_words() -> None:
+    """"先月リスボンに引っ越しました" said on 1 March 2021: the move is dated February 2021, as "I moved to Lisbon
+    last month" is, not the day it was said (the time words of an English statement were the only ones read)."""
+    turns = [("マヤ", "先月リスボンに引っ越しました。新しいアパートは広いです。"), ("マヤ", "2019年からポルトで働いています。")]
+    reply = {"lines": [
+        {"line": 0, "fact": {"statement": "マヤは先月リスボンに引っ越しました。", "subject": "マヤ",
+                             "relation": "lives_in", "object": "リスボン", "ended": False}},
+        {"line": 1, "fact": {"statement": "マヤは2019年からポルトで働いています。", "subject": "マヤ",
+                             "relation": "works_at", "object": "ポルト", "ended": False}}]}
+    cands, notes = postprocess_observations(parse_line_observations(reply), _numbered(turns), trust_turn=True,
+                                            rules=METHOD_RECIPES["v10"].rules)
+    dated = {c.object: c.valid_from for c in cands}
+    assert dated == {"リスボン": datetime(2021, 2, 1, tzinfo=timezone.utc),
+                     "ポルト": datetime(2019, 1, 1, tzinfo=timezone.utc)}, notes

@@ -22,7 +22,7 @@ from chronomem import Memory
 from chronomem.model import Intent, Message
 from chronomem.providers.base import CallUsage, ChatResult
 from chronomem.registry import RelationRegistry
-from chronomem.retrieve.cjk_questions import cjk_time_in_english, find_cjk_time_window
+from chronomem.cjk_time import cjk_time_in_english, find_cjk_time_window
 from chronomem.retrieve.intents import analyze
 from chronomem.retrieve.scoring import ORG_TYPES, PERSON_TYPES, PLACE_TYPES, TIME_TYPES
 

@@ -12,6 +12,8 @@ import re
 from datetime import datetime
 
 from . import timeexpr
+from .cjk import has_cjk
+from .cjk_time import find_cjk_time_phrase
 
 _WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _MONTH = rf"(?:{timeexpr.MONTH_ALTERNATION})"
@@ -118,6 +120,9 @@ def find_time_phrase(text: str, *, seasons: bool = False, before: str = "") -> s
     >>> find_time_phrase("he moved there 2 yrs ago", seasons=True)
     '2 yrs ago'
     """
+    if has_cjk(text):  # a statement the model wrote in Japanese or Chinese: "先月リスボンに引っ越しました"
+        if phrase := find_cjk_time_phrase(text):
+            return phrase
     ref = datetime(2000, 1, 1, tzinfo=timeexpr.UTC)
     for m in _phrase_matches(text, seasons):
         if seasons and _counted(text, m):

@@ -6,8 +6,8 @@ type, no relation, no window, and the state-facts step did not know it asked for
 tables and pure functions here read such a question in English terms: its question word as the English one it
 stands for (:data:`CJK_WH_WORDS`), its relation words as the built-in relations their English counterparts name
 (:data:`CJK_RELATION_WORDS`; the registry's synonyms are lower-case ASCII relation names and cannot hold them),
-intent and history cues, a question ending in "か"/"吗" as yes/no, "私"/"我" as the speaker, and a time phrase
-("2020年に", "去年", "3年前") put in the English words :func:`chronomem.timeexpr.resolve` reads.
+intent and history cues, a question ending in "か"/"吗" as yes/no, "私"/"我" as the speaker.  Its time phrase
+("2020年に", "去年", "3年前") is read by :mod:`chronomem.cjk_time`, which the write path shares.
 
 ``analyze`` consults this module only for a text :func:`chronomem.cjk.has_cjk` says holds such characters, so
 every other question is read exactly as before.  Nothing here touches a store or a model.
@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 
 from ..model import Intent
-from ..timeexpr import resolve
 from .scoring import term_set
 
 #: Japanese and Chinese question words, as the English question word they stand for.  These languages put the
@@ -183,88 +181,6 @@ CJK_SPEAKER = re.compile(r"私(?!たち|達|ども|立|鉄)|わたし(?!たち)|
 _HIRAGANA = re.compile("[\u3041-\u309f]")
 # what parts a Japanese sentence's words: hiragana (particles, endings), spaces and punctuation
 _NOT_A_WORD = re.compile(r"[\u3041-\u309f\W_]+")
-
-
-# -- Japanese and Chinese time phrases, put in the English words timeexpr reads ----------------------
-_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-                "October", "November", "December")
-_CJK_RELATIVE: dict[str, str | None] = {
-    "去年": "last year", "昨年": "last year", "今年": "this year", "来年": "next year", "明年": "next year",
-    "先月": "last month", "上个月": "last month", "上月": "last month", "今月": "this month",
-    "这个月": "this month", "本月": "this month", "来月": "next month", "下个月": "next month",
-    "先週": "last week", "上周": "last week", "上星期": "last week", "上个星期": "last week", "今週": "this week",
-    "这周": "this week", "本周": "this week", "来週": "next week", "下周": "next week",
-    "昨日": "yesterday", "昨天": "yesterday", "今日": "today", "今天": "today",
-    # words that hold one of those and are not it: the year or day before last, "now Japan"
-    "一昨年": None, "一昨日": None, "今日本": None,
-}
-_CJK_NUMBERS = {"一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
-                "十": 10}
-_CJK_UNITS = {"年": "years", "周": "weeks", "星期": "weeks", "週間": "weeks", "日": "days", "天": "days"}
-_CJK_DATE = r"\d{4}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号號])?)?|\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号號])?"
-_CJK_AGO = r"(?:\d{1,3}|[一二两兩三四五六七八九十])\s*(?:年|[かヶカヵケ个個]月|週間|周|星期|日|天)\s*前"
-_CJK_WORD = "|".join(re.escape(w) for w in sorted(_CJK_RELATIVE, key=len, reverse=True))
-_CJK_TIME = re.compile(rf"(?P<pre>自从|自從|从|從|自|直到|到|在)?(?P<t>{_CJK_DATE}|{_CJK_AGO}|{_CJK_WORD})"
-                       r"(?P<post>から|以来|以降|以後|以后|之后|之後|より後|より前|以前|之前|まで|には|に)?")
-_CJK_SPAN = re.compile(rf"(?:从|從|自)?(?P<a>{_CJK_DATE})\s*(?:から|到|至|〜|~|-)\s*(?P<b>{_CJK_DATE})"
-                       r"(?:まで|为止|為止)?")
-_CJK_MODIFIERS = {"自从": "since", "自從": "since", "从": "since", "從": "since", "自": "since", "から": "since",
-                  "以来": "since", "以降": "since", "直到": "until", "到": "until", "まで": "until",
-                  "以後": "after", "以后": "after", "之后": "after", "之後": "after", "より後": "after",
-                  "より前": "before", "以前": "before", "之前": "before", "在": "in", "には": "in", "に": "in"}
-_DIGITS = re.compile(r"\d+")
-_CJK_DATE_PARTS = re.compile(r"(?:(?P<y>\d{4})\s*年)?\s*(?:(?P<m>\d{1,2})\s*月(?:\s*(?P<d>\d{1,2})\s*[日号號])?)?")
-
-
-def cjk_time_in_english(phrase: str) -> str | None:
-    """A Japanese or Chinese time phrase (no modifier) in the English words :func:`chronomem.timeexpr.resolve`
-    reads: "2020年5月" → "May 2020", "去年" → "last year", "3年前" → "3 years ago".  Pure.
-
-    >>> [cjk_time_in_english(p) for p in ("2020年5月3日", "12月", "先月", "三年前", "2か月前", "一昨年")]
-    ['3 May 2020', 'December', 'last month', '3 years ago', '2 months ago', None]
-    """
-    if phrase in _CJK_RELATIVE:
-        return _CJK_RELATIVE[phrase]
-    if phrase.endswith("前"):  # an offset: a number, a unit, 前
-        body = phrase[:-1].strip()
-        digits = _DIGITS.match(body)
-        n = int(digits.group()) if digits else _CJK_NUMBERS.get(body[:1])
-        unit = body[digits.end():].strip() if digits else body[1:].strip()
-        name = "months" if unit.endswith("月") else _CJK_UNITS.get(unit)
-        return None if n is None or name is None else f"{n} {name} ago"
-    date = _CJK_DATE_PARTS.fullmatch(phrase)
-    if date is None or not (date["y"] or date["m"]) or date["m"] and not 1 <= int(date["m"]) <= 12:
-        return None
-    month = _MONTH_NAMES[int(date["m"]) - 1] if date["m"] else ""
-    day, year = (str(int(date[k])) if date[k] else "" for k in ("d", "y"))  # ２０２０ as 2020
-    return " ".join(p for p in (day, month, year) if p)
-
-
-def find_cjk_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, datetime | None], str] | None:
-    """:func:`find_time_window` for a Japanese or Chinese question: its first time phrase ("2020年に", "去年",
-    "2010年から2013年まで", "3年前") resolved against ``ref``, and the phrase as written.  Pure.
-
-    >>> from datetime import datetime, timezone
-    >>> (start, end), phrase = find_cjk_time_window("マヤは2020年にどこに住んでいましたか?",
-    ...                                             datetime(2026, 1, 1, tzinfo=timezone.utc))
-    >>> start.year, end.year, phrase
-    (2020, 2021, '2020年に')
-    """
-    for m in _CJK_SPAN.finditer(text):
-        a, b = cjk_time_in_english(m.group("a")), cjk_time_in_english(m.group("b"))
-        r = resolve(f"from {a} to {b}", ref) if a and b else None
-        if r is not None and r.start is not None and r.end is not None:
-            return (r.start, r.end), m.group(0)
-    for m in _CJK_TIME.finditer(text):
-        english = cjk_time_in_english(m.group("t"))
-        if english is None:
-            continue
-        modifier = _CJK_MODIFIERS.get(m.group("post") or m.group("pre") or "")
-        for candidate in ((f"{modifier} {english}",) if modifier else ()) + (english,):
-            r = resolve(candidate, ref)
-            if r is not None and (r.start is not None or r.end is not None):
-                return (r.start, r.end), m.group(0)
-    return None
 
 
 def cjk_yes_no_targets(text: str) -> frozenset[str]:

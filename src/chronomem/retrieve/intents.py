@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import Any
 
 from ..cjk import has_cjk
+from ..cjk_time import find_cjk_time_window
 from ..model import Intent
 from ..prompts import load_template
 from ..registry import RelationRegistry
@@ -55,7 +56,6 @@ from .cjk_questions import (
     cjk_question_word,
     cjk_relation_words,
     cjk_yes_no_targets,
-    find_cjk_time_window,
 )
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,123 @@
+"""Japanese and Chinese time phrases, put in the English words :mod:`chronomem.timeexpr` reads.
+
+The time words of a question ("2020年に", "去年", "2010年から2013年まで", "3年前": its window,
+:mod:`chronomem.retrieve.cjk_questions`) and of a statement the model wrote in Japanese or Chinese
+("先月リスボンに引っ越しました": when it happened, :func:`chronomem.timewords.find_time_phrase`) are read by
+turning them into the English ones ("in 2020", "last year", "from 2010 to 2013", "3 years ago", "last month")
+that :func:`~chronomem.timeexpr.resolve` resolves; the resolution rules stay in one place.  Text without such
+characters never reaches this module.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import datetime
+
+from .timeexpr import UTC, resolve
+
+_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+                "October", "November", "December")
+_CJK_RELATIVE: dict[str, str | None] = {
+    "去年": "last year", "昨年": "last year", "今年": "this year", "来年": "next year", "明年": "next year",
+    "先月": "last month", "上个月": "last month", "上月": "last month", "今月": "this month",
+    "这个月": "this month", "本月": "this month", "来月": "next month", "下个月": "next month",
+    "先週": "last week", "上周": "last week", "上星期": "last week", "上个星期": "last week", "今週": "this week",
+    "这周": "this week", "本周": "this week", "来週": "next week", "下周": "next week",
+    "昨日": "yesterday", "昨天": "yesterday", "今日": "today", "今天": "today",
+    # words that hold one of those and are not it: the year or day before last, "now Japan"
+    "一昨年": None, "一昨日": None, "今日本": None,
+}
+_CJK_NUMBERS = {"一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9,
+                "十": 10}
+_CJK_UNITS = {"年": "years", "周": "weeks", "星期": "weeks", "週間": "weeks", "日": "days", "天": "days"}
+_CJK_DATE = r"\d{4}\s*年(?:\s*\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号號])?)?|\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号號])?"
+_CJK_AGO = r"(?:\d{1,3}|[一二两兩三四五六七八九十])\s*(?:年|[かヶカヵケ个個]月|週間|周|星期|日|天)\s*前"
+_CJK_WORD = "|".join(re.escape(w) for w in sorted(_CJK_RELATIVE, key=len, reverse=True))
+_CJK_TIME = re.compile(rf"(?P<pre>自从|自從|从|從|自|直到|到|在)?(?P<t>{_CJK_DATE}|{_CJK_AGO}|{_CJK_WORD})"
+                       r"(?P<post>から|以来|以降|以後|以后|之后|之後|より後|より前|以前|之前|まで|には|に)?")
+_CJK_SPAN = re.compile(rf"(?:从|從|自)?(?P<a>{_CJK_DATE})\s*(?:から|到|至|〜|~|-)\s*(?P<b>{_CJK_DATE})"
+                       r"(?:まで|为止|為止)?")
+_CJK_MODIFIERS = {"自从": "since", "自從": "since", "从": "since", "從": "since", "自": "since", "から": "since",
+                  "以来": "since", "以降": "since", "直到": "until", "到": "until", "まで": "until",
+                  "以後": "after", "以后": "after", "之后": "after", "之後": "after", "より後": "after",
+                  "より前": "before", "以前": "before", "之前": "before", "在": "in", "には": "in", "に": "in"}
+_DIGITS = re.compile(r"\d+")
+_CJK_DATE_PARTS = re.compile(r"(?:(?P<y>\d{4})\s*年)?\s*(?:(?P<m>\d{1,2})\s*月(?:\s*(?P<d>\d{1,2})\s*[日号號])?)?")
+
+
+def cjk_time_in_english(phrase: str) -> str | None:
+    """A Japanese or Chinese time phrase (no modifier) in the English words :func:`chronomem.timeexpr.resolve`
+    reads: "2020年5月" → "May 2020", "去年" → "last year", "3年前" → "3 years ago".  Pure.
+
+    >>> [cjk_time_in_english(p) for p in ("2020年5月3日", "12月", "先月", "三年前", "2か月前", "一昨年")]
+    ['3 May 2020', 'December', 'last month', '3 years ago', '2 months ago', None]
+    """
+    if phrase in _CJK_RELATIVE:
+        return _CJK_RELATIVE[phrase]
+    if phrase.endswith("前"):  # an offset: a number, a unit, 前
+        body = phrase[:-1].strip()
+        digits = _DIGITS.match(body)
+        n = int(digits.group()) if digits else _CJK_NUMBERS.get(body[:1])
+        unit = body[digits.end():].strip() if digits else body[1:].strip()
+        name = "months" if unit.endswith("月") else _CJK_UNITS.get(unit)
+        return None if n is None or name is None else f"{n} {name} ago"
+    date = _CJK_DATE_PARTS.fullmatch(phrase)
+    if date is None or not (date["y"] or date["m"]) or date["m"] and not 1 <= int(date["m"]) <= 12:
+        return None
+    month = _MONTH_NAMES[int(date["m"]) - 1] if date["m"] else ""
+    day, year = (str(int(date[k])) if date[k] else "" for k in ("d", "y"))  # ２０２０ as 2020
+    return " ".join(p for p in (day, month, year) if p)
+
+
+def _phrases(text: str) -> Iterator[tuple[str, str]]:
+    """Each Japanese or Chinese time phrase of ``text`` as the English :func:`~chronomem.timeexpr.resolve` may
+    read (a span first, then each phrase with its modifier, then without), with the phrase as written."""
+    for m in _CJK_SPAN.finditer(text):
+        a, b = cjk_time_in_english(m.group("a")), cjk_time_in_english(m.group("b"))
+        if a and b:
+            yield f"from {a} to {b}", m.group(0)
+    for m in _CJK_TIME.finditer(text):
+        english = cjk_time_in_english(m.group("t"))
+        if english is None:
+            continue
+        modifier = _CJK_MODIFIERS.get(m.group("post") or m.group("pre") or "")
+        if modifier:
+            yield f"{modifier} {english}", m.group(0)
+        yield english, m.group(0)
+
+
+def find_cjk_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, datetime | None], str] | None:
+    """The question's window, as :func:`chronomem.retrieve.intents.find_time_window` reads an English one: its
+    first time phrase ("2020年に", "去年", "2010年から2013年まで", "3年前") resolved against ``ref``, and the phrase
+    as written.  Pure.
+
+    >>> from datetime import datetime, timezone
+    >>> (start, end), phrase = find_cjk_time_window("マヤは2020年にどこに住んでいましたか?",
+    ...                                             datetime(2026, 1, 1, tzinfo=timezone.utc))
+    >>> start.year, end.year, phrase
+    (2020, 2021, '2020年に')
+    """
+    for english, written in _phrases(text):
+        r = resolve(english, ref)
+        if r is not None and (r.start is not None or r.end is not None) and (
+                not english.startswith("from ") or r.start is not None and r.end is not None):
+            return (r.start, r.end), written
+    return None
+
+
+def find_cjk_time_phrase(text: str) -> str:
+    """The first Japanese or Chinese time phrase of ``text`` that :func:`~chronomem.timeexpr.resolve` reads, in
+    its English words (``""`` when none), as :func:`chronomem.timewords.find_time_phrase` returns an English
+    one for a statement: "マヤは先月リスボンに引っ越しました" → "last month", resolved later against the turn's
+    time.  Pure.
+
+    >>> find_cjk_time_phrase("マヤは先月リスボンに引っ越しました"), find_cjk_time_phrase("2020年からリスボンに住んでいます")
+    ('last month', 'since 2020')
+    """
+    ref = datetime(2000, 1, 1, tzinfo=UTC)
+    for english, _ in _phrases(text):
+        r = resolve(english, ref)
+        if r is not None and (r.start is not None or r.end is not None):
+            return english
+    return ""
