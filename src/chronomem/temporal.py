@@ -430,10 +430,7 @@ def _end_closed_stint(new: Fact, same: Sequence[Fact], theta: float) -> Plan | N
     if not before:
         return None
     target = max(before, key=lambda f: (f.valid_from is not None, f.valid_from or end))
-    assert target.valid_to is not None
-    if any(f.valid_to is None and _before(target.valid_from, f.valid_from) and _before(f.valid_from, end)
-           for f in same):  # an open stint in between (with an unknown start): step 1's to end, not this
-        return None
+    assert target.valid_to is not None  # an open stint begun before the ending was rule 1's to end
     if target.stated_to is not None and target.stated_to <= end:  # the same end again, or a later one
         changed = fold_repetition(target, new, theta)
         if not changed.ended_by:
