@@ -70,21 +70,28 @@ def cjk_time_in_english(phrase: str) -> str | None:
     return " ".join(p for p in (day, month, year) if p)
 
 
-def _phrases(text: str) -> Iterator[tuple[str, str]]:
+def _phrases(text: str) -> Iterator[tuple[str, str, int, int]]:
     """Each Japanese or Chinese time phrase of ``text`` as the English :func:`~chronomem.timeexpr.resolve` may
-    read (a span first, then each phrase with its modifier, then without), with the phrase as written."""
+    read (a span first, then each phrase with its modifier, then without), with the phrase as written and
+    where it starts and ends."""
     for m in _CJK_SPAN.finditer(text):
         a, b = cjk_time_in_english(m.group("a")), cjk_time_in_english(m.group("b"))
         if a and b:
-            yield f"from {a} to {b}", m.group(0)
+            yield f"from {a} to {b}", m.group(0), m.start(), m.end()
     for m in _CJK_TIME.finditer(text):
         english = cjk_time_in_english(m.group("t"))
         if english is None:
             continue
         modifier = _CJK_MODIFIERS.get(m.group("post") or m.group("pre") or "")
         if modifier:
-            yield f"{modifier} {english}", m.group(0)
-        yield english, m.group(0)
+            yield f"{modifier} {english}", m.group(0), m.start(), m.end()
+        yield english, m.group(0), m.start(), m.end()
+
+
+def _reads(english: str) -> bool:
+    """Does :func:`~chronomem.timeexpr.resolve` read ``english`` as a time (a start or an end)?"""
+    r = resolve(english, datetime(2000, 1, 1, tzinfo=UTC))
+    return r is not None and (r.start is not None or r.end is not None)
 
 
 def find_cjk_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | None, datetime | None], str] | None:
@@ -98,7 +105,7 @@ def find_cjk_time_window(text: str, ref: datetime) -> tuple[tuple[datetime | Non
     >>> start.year, end.year, phrase
     (2020, 2021, '2020年に')
     """
-    for english, written in _phrases(text):
+    for english, written, _, _ in _phrases(text):
         r = resolve(english, ref)
         if r is not None and (r.start is not None or r.end is not None) and (
                 not english.startswith("from ") or r.start is not None and r.end is not None):
@@ -115,9 +122,23 @@ def find_cjk_time_phrase(text: str) -> str:
     >>> find_cjk_time_phrase("マヤは先月リスボンに引っ越しました"), find_cjk_time_phrase("2020年からリスボンに住んでいます")
     ('last month', 'since 2020')
     """
-    ref = datetime(2000, 1, 1, tzinfo=UTC)
-    for english, _ in _phrases(text):
-        r = resolve(english, ref)
-        if r is not None and (r.start is not None or r.end is not None):
-            return english
-    return ""
+    return next((english for english, _, _, _ in _phrases(text) if _reads(english)), "")
+
+
+def find_cjk_time_phrases(text: str) -> list[str]:
+    """Every Japanese or Chinese time phrase of ``text`` that :func:`~chronomem.timeexpr.resolve` reads, in its
+    English words as :func:`find_cjk_time_phrase` gives the first, in order: one per phrase as written (a span
+    "2010年から2013年まで" is one, not three).  Pure.
+
+    >>> find_cjk_time_phrases("2019年からポルトに住んでいて、先月リスボンに引っ越しました")
+    ['since 2019', 'last month']
+    >>> find_cjk_time_phrases("2010年から2013年までパリにいました")
+    ['from 2010 to 2013']
+    """
+    found: dict[int, str] = {}  # where each phrase read starts: its first reading
+    read: list[tuple[int, int]] = []  # where each starts and ends
+    for english, _, start, end in _phrases(text):
+        if start not in found and not any(a <= start < b for a, b in read) and _reads(english):
+            found[start] = english
+            read.append((start, end))
+    return [found[start] for start in sorted(found)]

@@ -37,7 +37,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from .. import timeexpr
-from ..cjk import cjk_characters
+from ..cjk import cjk_characters, has_cjk
+from ..cjk_time import find_cjk_time_phrases
 from ..errors import log_reason
 from ..timewords import TIME_PHRASE, counts_from_a_named_year, date_label, find_time_phrase
 from ..model import FactInput, Intent, Message, Origin
@@ -393,6 +394,35 @@ def line_time_phrase(phrase: str, lines: Sequence[Message]) -> str:
             if said < words - _LOOSE_TIME_WORDS and timeexpr.resolve(found.group(0), m.timestamp) is not None:
                 return found.group(0)
     return phrase
+
+
+#: where a Japanese or Chinese sentence ends (kept with it), and where a clause of one does
+_CJK_SENTENCE_END = re.compile(r"(?<=[。．！？!?\n])")
+_CJK_CLAUSE_END = re.compile(r"(?<=[、，,;；：])")
+
+
+def cjk_line_time(line: str, names: Sequence[str]) -> str:
+    """The time a Japanese or Chinese line says of what a statement of it names (``names``: its object), in the
+    English words :func:`~chronomem.timewords.find_time_phrase` gives, for a statement that dropped them (the local
+    1.5B model writes "マヤ lives_in リスボン" for "マヤは先月リスボンに引っ越しました").  Read as
+    :func:`_with_line_states` reads an English line: the clause that names the object, else its sentence; else the
+    whole line.  The first of those that holds a time phrase decides: its one phrase, or ``""`` when it holds
+    several different ones (which is the statement's, nothing tells).  Pure.
+
+    >>> cjk_line_time("2019年からポルトに住んでいて、先月リスボンに引っ越しました。", ["リスボン"])
+    'last month'
+    >>> cjk_line_time("2019年からポルトに住んでいて、先月リスボンに引っ越しました。", ["ファーフェッチ"])
+    ''
+    """
+    names = [n.lower() for n in names if n.strip()]
+    sentences = [s for s in _CJK_SENTENCE_END.split(line) if s.strip()]
+    named = [s for s in sentences if any(n in s.lower() for n in names)]
+    clauses = [c for s in named for c in _CJK_CLAUSE_END.split(s) if any(n in c.lower() for n in names)]
+    for part in (clauses, named, [line]):
+        said = set(p for text in part for p in find_cjk_time_phrases(text))
+        if said:
+            return said.pop() if len(said) == 1 else ""
+    return ""
 
 
 def with_date(statement: str, time_text: str, ref: datetime) -> tuple[str, timeexpr.Resolved | None]:
@@ -1133,6 +1163,13 @@ def _statement_fact(o: Observation, chunk: _Chunk) -> FactInput | None:
     if typing_8 and time_text:
         time_text = line_time_phrase(time_text, found)
     text, resolved = with_date(o.statement, time_text, msg.timestamp)
+    said = cjk_line_time(msg.text, (obj, o.object)) if not time_text and (
+        has_cjk(o.statement) or has_cjk(msg.text)) else ""
+    if said:
+        # the 1.5B model drops a Japanese or Chinese line's time words from its statement ("マヤ lives_in リスボン"
+        # for "マヤは先月リスボンに引っ越しました"): the line's date it; the text stays the statement, which says no time
+        notes.append(f"dated by line {msg.id} ({said}): {o.statement}")
+        resolved = timeexpr.resolve(said, msg.timestamp)
     valid_from, valid_to = timeexpr.validity(resolved, msg.timestamp, ended=ended)
     conf = confidence.score("certain", msg.text, obj, relation)
     return FactInput(
