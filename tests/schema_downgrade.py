@@ -51,6 +51,12 @@ def undo_other_words(db: Any) -> None:
     db.execute("ALTER TABLE facts DROP COLUMN other_words")
 
 
+def undo_later_dates(db: Any) -> None:
+    """Migration 0018 in reverse: facts keep no later starts or ends of their statements."""
+    db.execute("ALTER TABLE facts DROP COLUMN later_starts")
+    db.execute("ALTER TABLE facts DROP COLUMN later_ends")
+
+
 def undo_user_fulltext_statistics(db: Any) -> None:
     """Migration 0015 in reverse: facts_fts indexes an expression no column holds, no counts per block.
     The index keeps its bytes (the tables behind both declarations hold the same tokens the same way),
@@ -117,6 +123,8 @@ def undo_cjk_bigrams(db: Any) -> None:
 
 def downgrade(db: Any, version: int) -> None:
     """Record ``version`` as the file's schema version, reverting what cannot be applied twice."""
+    if version < 18:
+        undo_later_dates(db)
     if version < 16:
         undo_cjk_bigrams(db)
     if version < 15:

@@ -60,6 +60,13 @@ def exported(mem: Memory) -> dict[str, Any]:
     ("facts", 0, "other_words", '[[["m1"], "  "]]', "data.tables.facts[0].other_words"),  # no words
     ("facts", 0, "other_words", "[]", "data.tables.facts[0].other_words"),  # null when there are none
     ("facts", 0, "other_words", json.dumps([[["m1"], "w"]] * 9), "data.tables.facts[0].other_words"),  # over 8
+    ("facts", 0, "later_starts", "[[1, 2]]", "data.tables.facts[0].later_starts"),  # no turns
+    ("facts", 0, "later_starts", '[[1, 2, ["m1"]], [1, 3, ["m2"]]]', "data.tables.facts[0].later_starts"),  # twice
+    ("facts", 0, "later_ends", '[["2020", 2, ["m1"]]]', "data.tables.facts[0].later_ends"),  # no µs
+    ("facts", 0, "later_ends", "[]", "data.tables.facts[0].later_ends"),  # null when there are none
+    ("facts", 0, "later_starts", "[[1, 2, []]]", "data.tables.facts[0].later_starts"),  # before its valid_from
+    ("facts", 0, "later_ends", "[[2, 3, []]]", "data.tables.facts[0].later_ends"),  # no stated end to follow
+    ("facts", 0, "later_ends", json.dumps([[i, 0, []] for i in range(65)]), "data.tables.facts[0].later_ends"),
     ("facts", 0, "relation", "!!", "data.tables.facts[0].relation"),  # no name left: broke every search
     ("facts", 0, "relation", "Lives In", "data.tables.facts[0].relation"),  # stored so, found by no query
 ])

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from chronomem.model import Fact, Intent, Origin
+from chronomem.model import Fact, Intent, LaterDate, Origin
 from chronomem.store.sql import FACT_COLS, HEAD_COLS, _id_list, _order_of, fact_to_row, row_to_fact
 
 ODD_IDS = [
@@ -42,6 +42,8 @@ def test_row_round_trip_keeps_every_field() -> None:
              session_id="s1", text="Maya lived in Porto", agent_id="a", closed_by="f2",
              stated_to=t0 + timedelta(days=500), ended_by=["m9"], started_by=["m0"], text_from=["m3"],
              confirmations=[(0.6, ["m1"]), (0.75, ["m2"])], other_words=[(["m2", "m4"], 'Maya "still" in Porto')],
+             later_starts=[LaterDate(t0 + timedelta(days=30), t0 + timedelta(days=31), ["m2"])],
+             later_ends=[LaterDate(t0 + timedelta(days=600), t0 + timedelta(days=2), ["m5", "m6"])],
              subject_id="e1", object_id="e2")
     row = fact_to_row(f)
     assert row_to_fact(row) == f
@@ -53,7 +55,7 @@ def test_row_round_trip_keeps_every_field() -> None:
 def test_fact_order_is_the_stores_order_by() -> None:
     """``ORDER BY valid_from IS NOT NULL, valid_from, recorded_at, id``: unknown starts first."""
     def row(fid: str, start: int | None, recorded: int) -> tuple[object, ...]:
-        r: list[object] = [None] * 25
+        r: list[object] = [None] * 27
         r[1], r[7], r[13] = fid, start, recorded
         return tuple(r)
 

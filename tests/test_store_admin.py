@@ -30,11 +30,11 @@ def test_copy_sqlite_to_postgres_and_back_is_lossless(pg: str, url_factory: Call
         before = {u: m.export(user_id=u)["tables"] for u in ("alice", "bob")}
 
     r = run("migrate", "--db", mid)
-    assert r.exit_code == 0 and "schema version 12" in r.output  # 0002: the tie rule, 0003: jobs and API keys,
+    assert r.exit_code == 0 and "schema version 13" in r.output  # 0002: the tie rule, 0003: jobs and API keys,
     # 0004: contextual turn index, 0005: the turns that ended a fact or taught an alias, 0006: confirmations,
     # learned starts, 0007: located_in closures undone, 0008: guessed starts marked, 0009: other statements' words,
     # 0010: full-text words folded as SQLite's FTS5 folds them, 0011: Chinese, Japanese, Korean in pairs,
-    # 0012: changes to entity spellings logged for the resolver
+    # 0012: changes to entity spellings logged for the resolver, 0013: later starts and ends of facts
     with Memory(mid) as m:  # the HNSW index needs pgvector 0.8+; older versions search exactly
         indexed = m.store.has_vector_index
     assert ("pgvector" in r.output) is (pg == "postgres_pgvector")

@@ -12,8 +12,8 @@ from .extract.pipeline import AddResult, FailedChunk
 from .forgetting import ForgetResult
 from .memory import Memory
 from .async_memory import AsyncMemory
-from .model import (Checkpoint, Entity, EntityMerge, EntityPosition, Fact, FactInput, FactPosition, Intent, Message,
-                    MessagePosition, Origin, Session, SessionPosition, UpdateReport)
+from .model import (Checkpoint, Entity, EntityMerge, EntityPosition, Fact, FactInput, FactPosition, Intent,
+                    LaterDate, Message, MessagePosition, Origin, Session, SessionPosition, UpdateReport)
 from .providers.base import LLM, ChatResult, Embedder
 from .providers.modelset import ModelSet
 from .registry import RelationRegistry, RelationSpec
@@ -33,7 +33,7 @@ __all__ = [
     # options and models
     "Config", "SearchOptions", "SearchConfig", "LLM", "Embedder", "ChatResult", "ModelSet",
     # the data model
-    "Fact", "FactInput", "FactPosition", "Entity", "EntityMerge", "EntityPosition", "Message", "MessagePosition",
+    "Fact", "FactInput", "FactPosition", "LaterDate", "Entity", "EntityMerge", "EntityPosition", "Message", "MessagePosition",
     "Session", "SessionPosition", "Checkpoint",
     "Intent", "Origin", "RelationRegistry", "RelationSpec",
     # errors

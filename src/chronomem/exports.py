@@ -21,7 +21,7 @@ from typing import IO, Any
 import numpy as np
 
 from .errors import ValidationError
-from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_OTHER_WORDS, MAX_TEXT_CHARS
+from .limits import MAX_ID_CHARS, MAX_LATER_STARTS, MAX_NAME_CHARS, MAX_OTHER_WORDS, MAX_TEXT_CHARS
 from .model import Intent, Origin
 from .registry import normalize_relation
 from .store.sql import TABLE_KEYS, TABLES, TIME_COLS
@@ -46,7 +46,8 @@ REQUIRED: dict[str, frozenset[str]] = {
 NAME_COLS = frozenset({"speaker", "name", "type", "norm", "alias", "subject", "relation", "object", "model",
                        "kind"})
 ID_LIST_COLS = frozenset({"source_ids", "ended_by", "started_by", "text_from", "learned_from"})  # JSON lists of message ids
-LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS
+LATER_DATE_COLS = frozenset({"later_starts", "later_ends"})  # JSON lists of [date, recorded, [message ids]]
+LONG_TEXT_COLS = frozenset({"text", "memory", "confirmations"}) | ID_LIST_COLS | LATER_DATE_COLS
 # other_words holds up to MAX_OTHER_WORDS statements' words, each as long as a fact's text may be
 COL_CHARS = {"other_words": MAX_OTHER_WORDS * (MAX_TEXT_CHARS + 1000)}
 INT_COLS = TIME_COLS | {"seq", "extracted", "dim", "utc_offset", "start_guessed"}
@@ -133,6 +134,9 @@ def _value(table: str, col: str, v: Any, where: str) -> Any:
     if col == "confirmations" and not _confirmations(s):
         raise ValidationError(where, s[:40], "must be a JSON list of [confidence, [message ids]] pairs, "
                               "at least two, each confidence between 0 and 1")
+    if col in LATER_DATE_COLS and not _later_dates(s):
+        raise ValidationError(where, s[:40], f"must be a JSON list of at most {MAX_LATER_STARTS} [date, recorded, "
+                              "[message ids]] triples, the times in microseconds since the epoch, in order of date")
     if col == "other_words" and not _other_words(s):
         raise ValidationError(where, s[:40], f"must be a JSON list of at most {MAX_OTHER_WORDS} "
                               "[[message ids], words] pairs, each with words")
@@ -158,6 +162,22 @@ def _other_words(s: str) -> bool:
         isinstance(p, list) and len(p) == 2 and isinstance(p[0], list) and isinstance(p[1], str)
         and p[1].strip() != "" and not text_problem(p[1], MAX_TEXT_CHARS)
         and all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS) for i in p[0]) for p in pairs)
+
+
+def _later_dates(s: str) -> bool:
+    """Is ``s`` a fact's later starts or ends as chronomem writes them (chronomem.temporal.keep_later_dates)?"""
+    try:
+        dates = json.loads(s)
+    except json.JSONDecodeError:
+        return False
+
+    def instant(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and _FIRST_US <= v <= _LAST_US
+
+    return isinstance(dates, list) and 0 < len(dates) <= MAX_LATER_STARTS and all(
+        isinstance(d, list) and len(d) == 3 and instant(d[0]) and instant(d[1]) and isinstance(d[2], list)
+        and all(isinstance(i, str) and not text_problem(i, MAX_ID_CHARS) for i in d[2]) for d in dates) and all(
+        a[0] < b[0] for a, b in zip(dates, dates[1:]))
 
 
 def _confirmations(s: str) -> bool:
@@ -192,7 +212,19 @@ def _row(table: str, cols: tuple[str, ...], d: Any, where: str) -> dict[str, Any
         raise ValidationError(f"{where}.dim", out["dim"], f"does not match the vector's length {len(out['vec'])}")
     if table == "facts":
         _interval(out, where)
+        _later_dates_inside(out, where)
     return out
+
+
+def _later_dates_inside(f: dict[str, Any], where: str) -> None:
+    """A fact's later starts lie inside its interval, after its start; its later ends after its stated end."""
+    start, end = f["valid_from"], f["valid_to"] or f["stated_to"]
+    for d in json.loads(f["later_starts"]) if f["later_starts"] else []:
+        if (start is not None and d[0] <= start) or (end is not None and d[0] >= end):
+            raise ValidationError(f"{where}.later_starts", d[0], "must lie after valid_from and before valid_to")
+    for d in json.loads(f["later_ends"]) if f["later_ends"] else []:
+        if f["stated_to"] is None or d[0] <= f["stated_to"]:
+            raise ValidationError(f"{where}.later_ends", d[0], "must lie after stated_to (a later end of a stated end)")
 
 
 def _interval(f: dict[str, Any], where: str) -> None:

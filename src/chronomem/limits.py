@@ -27,6 +27,9 @@ MAX_NAME_BYTES = 1200
 MAX_TEXT_CHARS = 100_000
 #: the other statements' words a fact keeps (``Fact.other_words``); the oldest go first.
 MAX_OTHER_WORDS = 8
+#: the later starts of its other statements a fact keeps (``Fact.later_starts``); beyond it, the two
+#: closest are kept as one, at the later start.
+MAX_LATER_STARTS = 64
 #: a search query or a question (every surface: Python, REST, CLI, MCP).
 MAX_QUERY_CHARS = 4000
 #: the largest REST request body, in bytes (413 above it).
@@ -36,4 +39,4 @@ MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_IMPORT_BYTES = 1024 * 1024 * 1024
 
 __all__ = ["MAX_BODY_BYTES", "MAX_ID_CHARS", "MAX_IMPORT_BYTES", "MAX_NAME_BYTES", "MAX_NAME_CHARS",
-           "MAX_OTHER_WORDS", "MAX_QUERY_CHARS", "MAX_TEXT_CHARS"]
+           "MAX_LATER_STARTS", "MAX_OTHER_WORDS", "MAX_QUERY_CHARS", "MAX_TEXT_CHARS"]

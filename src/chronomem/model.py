@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from .timeutil import iso, parse_optional_time, parse_time
 from .validation import check_place
@@ -35,6 +35,21 @@ class Origin(str, Enum):
     DERIVED = "derived"  # produced by a rule at read time, never stored
     IMPORTED = "imported"  # loaded through add_facts / import_
     CORRECTED = "corrected"  # a person's correction of a stored fact (Memory.correct)
+
+
+class LaterDate(NamedTuple):
+    """A statement of a fact said again with a later date than the fact's own, folded into it
+    (:mod:`chronomem.temporal`) but kept, so that a stint learned later can take it back:
+
+    * a later start (``Fact.later_starts``: "Maya lives in Lisbon", said in 2021 of a fact held since 2017):
+      a value learned later to hold between the two ("Maya lived in Porto from 2018") splits the fact
+      there: Lisbon 2017–2018, Porto 2018–2021, Lisbon from 2021;
+    * a later end (``Fact.later_ends``: "the cat died in 2022", said of a stint that ended in 2018): a
+      start learned later to lie between the two ("we got a cat again in 2020") is ended by it."""
+
+    at: datetime  # the start, or the end, it gave
+    recorded_at: datetime  # when that statement was recorded: the split-out stint's ``recorded_at``
+    turns: list[str]  # the turns that said it
 
 
 @dataclass(slots=True)
@@ -70,6 +85,10 @@ class Fact:
     # the words of the other statements of it, each with the turns that said it (chronomem.temporal.
     # keep_words): forgetting the turns that gave ``text`` leaves it with the next words still said
     other_words: list[tuple[list[str], str]] = field(default_factory=list)
+    # its other statements that gave a later start than its own, in order of start (chronomem.temporal)
+    later_starts: list[LaterDate] = field(default_factory=list)
+    # its endings said after its stated end, in order of end (chronomem.temporal)
+    later_ends: list[LaterDate] = field(default_factory=list)
     rule: str | None = None  # for derived facts: the rule that produced it
     support_ids: list[str] = field(default_factory=list)  # for derived facts
     subject_id: str | None = None  # entity ids of the endpoints (set by the store)
@@ -108,6 +127,8 @@ class Fact:
                 v = [[c, list(ids)] for c, ids in v]  # JSON pairs
             elif f.name == "other_words":
                 v = [[list(ids), words] for ids, words in v]
+            elif f.name in ("later_starts", "later_ends"):
+                v = [[iso(s.at), iso(s.recorded_at), list(s.turns)] for s in v]
             elif isinstance(v, list):
                 v = list(v)
             out[f.name] = v
@@ -139,11 +160,18 @@ class Fact:
             text_from=list(d.get("text_from") or []),
             confirmations=[(float(c), list(ids)) for c, ids in d.get("confirmations") or []],
             other_words=[(list(ids), str(words)) for ids, words in d.get("other_words") or []],
+            later_starts=_later_dates(d, "later_starts"),
+            later_ends=_later_dates(d, "later_ends"),
             rule=d.get("rule"),
             support_ids=list(d.get("support_ids") or []),
             subject_id=d.get("subject_id"),
             object_id=d.get("object_id"),
         )
+
+
+def _later_dates(d: dict[str, Any], name: str) -> list[LaterDate]:
+    return [LaterDate(parse_time(at, name), parse_time(recorded, name), list(ids)) for at, recorded, ids in
+            d.get(name) or []]
 
 
 @dataclass(frozen=True, slots=True)

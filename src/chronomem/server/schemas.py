@@ -199,6 +199,12 @@ class FactOut(BaseModel):
         [], description="each statement that set its confidence, in order: [confidence, turn ids]")
     other_words: list[tuple[list[str], str]] = Field(
         [], description="the words of its other statements, each with its turns: [turn ids, words]")
+    later_starts: list[tuple[IsoTime, IsoTime, list[str]]] = Field(
+        [], description="its other statements that gave a later start than its own: [start, recorded, turn ids]; "
+                        "a value learned later to hold in between splits the fact there")
+    later_ends: list[tuple[IsoTime, IsoTime, list[str]]] = Field(
+        [], description="its endings said after its stated end: [end, recorded, turn ids]; a stint of it learned "
+                        "later to start in between ends there")
     rule: str | None = None
     support_ids: list[str] = []
     subject_id: str | None = None

@@ -21,8 +21,8 @@ from ..errors import CorruptDatabaseError, StoreError
 from ..jobs.model import IN_PROCESS, Job, JobKind, JobPosition, JobStatus
 from ..keys import ApiKey
 from ..memo import text_memo
-from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Intent, Message,
-                     MessagePosition, Origin, Session, SessionPosition)
+from ..model import (Checkpoint, Entity, EntityPosition, Fact, FactHead, FactPosition, Intent, LaterDate,
+                     Message, MessagePosition, Origin, Session, SessionPosition)
 from ..timeutil import at_offset, from_micros, local_offset, to_micros
 from .base import DUMP_BATCH, Store, UserRows
 from .tenant import KeySpan
@@ -30,7 +30,8 @@ from .tenant import KeySpan
 FACT_COLS = ("user_id", "id", "subject_id", "subject", "relation", "object_id", "object",
              "valid_from", "valid_to", "stated_to", "confidence", "intent", "origin",
              "recorded_at", "session_id", "agent_id", "source_ids", "text", "closed_by", "ended_by",
-             "text_from", "confirmations", "started_by", "start_guessed", "other_words")
+             "text_from", "confirmations", "started_by", "start_guessed", "other_words",
+             "later_starts", "later_ends")
 HEAD_COLS = ("id", "subject_id", "subject", "relation", "object_id", "object", "valid_from", "recorded_at")
 MSG_COLS = ("user_id", "id", "session_id", "agent_id", "seq", "speaker", "text", "ts",
             "recorded_at", "extracted", "utc_offset")
@@ -164,7 +165,7 @@ def fact_to_row(f: Fact) -> tuple[Any, ...]:
             json.dumps(f.source_ids) if f.source_ids else "[]", f.text, f.closed_by,
             json.dumps(f.ended_by) if f.ended_by else None, json.dumps(f.text_from) if f.text_from else None,
             _confirmations(f), json.dumps(f.started_by) if f.started_by else None, 1 if f.start_guessed else None,
-            _other_words(f))
+            _other_words(f), _later_dates(f.later_starts), _later_dates(f.later_ends))
 
 
 def _confirmations(f: Fact) -> str | None:
@@ -173,6 +174,16 @@ def _confirmations(f: Fact) -> str | None:
 
 def _other_words(f: Fact) -> str | None:
     return json.dumps([[ids, words] for ids, words in f.other_words]) if f.other_words else None
+
+
+def _later_dates(dates: Sequence[LaterDate]) -> str | None:
+    """``Fact.later_starts`` or ``later_ends`` as stored: a JSON list of [date, recorded, [message ids]], the
+    times in µs."""
+    return json.dumps([[to_micros(d.at), to_micros(d.recorded_at), d.turns] for d in dates]) if dates else None
+
+
+def _read_later_dates(text: str) -> list[LaterDate]:
+    return [LaterDate(_from_micros(at), _from_micros(recorded), ids) for at, recorded, ids in json.loads(text)]
 
 
 # enum lookups by value without Enum.__call__ (row_to_fact runs for every fact a search reads)
@@ -242,6 +253,8 @@ def row_to_fact(r: Sequence[Any]) -> Fact:
         started_by=_id_list(r[22]) if r[22] else [],
         start_guessed=r[23] == 1,
         other_words=[(ids, words) for ids, words in json.loads(r[24])] if r[24] else [],
+        later_starts=_read_later_dates(r[25]) if r[25] else [],
+        later_ends=_read_later_dates(r[26]) if r[26] else [],
     )
 
 
@@ -723,13 +736,15 @@ class SQLStore(Store):
     def update_facts(self, user_id: str, facts: Sequence[Fact]) -> None:
         self._many(user_id, "UPDATE facts SET valid_from = ?, valid_to = ?, stated_to = ?, confidence = ?, "
                    "source_ids = ?, text = ?, closed_by = ?, ended_by = ?, text_from = ?, confirmations = ?, "
-                   "started_by = ?, start_guessed = ?, session_id = ?, other_words = ? WHERE user_id = ? AND id = ?",
+                   "started_by = ?, start_guessed = ?, session_id = ?, other_words = ?, later_starts = ?, later_ends = ? "
+                   "WHERE user_id = ? AND id = ?",
                    [(_us(f.valid_from), _us(f.valid_to), _us(f.stated_to), f.confidence,
                      json.dumps(f.source_ids), f.text, f.closed_by,
                      json.dumps(f.ended_by) if f.ended_by else None,
                      json.dumps(f.text_from) if f.text_from else None, _confirmations(f),
                      json.dumps(f.started_by) if f.started_by else None, 1 if f.start_guessed else None,
-                     f.session_id, _other_words(f), user_id, f.id)
+                     f.session_id, _other_words(f), _later_dates(f.later_starts), _later_dates(f.later_ends),
+                     user_id, f.id)
                     for f in facts])
 
     def facts(self, user_id: str, *, ids: Sequence[str] | None = None,
