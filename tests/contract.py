@@ -639,6 +639,65 @@ def test_a_start_said_later_keeps_the_ending_statements_words(cmem: Memory) -> N
         None, "Maya left Porto in June", ["m2"], [])
 
 
+def lisbon_again(cmem: Memory, user: str = U) -> None:
+    """Maya lives in Lisbon from 2017 (s1) and, said in s2, from 2021: one fact, the second start kept."""
+    for sid, start in (("s1", "2024-01-01"), ("s2", "2024-02-01"), ("s3", "2024-03-01")):
+        cmem.store.ensure_session(user, sid, started_at=dt(start))
+    cmem.store.add_messages(user, [msg(1, "s1", "I moved to Lisbon in 2017"), msg(2, "s2", "Back in Lisbon since 2021"),
+                                   msg(3, "s3", "I lived in Porto from October 2018")])
+    lives(cmem, "Lisbon", "2017-01-01", c=0.8, user=user, session_id="s1", source_ids=["m1"],
+          text="Maya moved to Lisbon in 2017")
+    lives(cmem, "Lisbon", "2021-03-01", c=0.9, user=user, session_id="s2", source_ids=["m2"],
+          text="Maya is back in Lisbon since 2021")
+
+
+def test_a_value_learned_later_splits_a_fact_said_again_with_a_later_start(cmem: Memory) -> None:
+    """"Lisbon from 2017", "Lisbon since 2021" (one fact, its second start kept in ``later_starts``), then
+    "Porto from October 2018": Lisbon 2017–2018, Porto 2018–2021, Lisbon from 2021 — each Lisbon with its
+    own statement's turns, words and confidence.  The later start survives an export and import, and
+    forgetting the turn that said it takes it away."""
+    lisbon_again(cmem)
+    [lisbon] = cmem.history(user_id=U)
+    assert [(d.at, d.turns) for d in lisbon.later_starts] == [(dt("2021-03-01"), ["m2"])]
+    exported = cmem.export(user_id=U)
+    rep = lives(cmem, "Porto", "2018-10-01", session_id="s3", source_ids=["m3"])
+    assert versions(cmem) == [("Lisbon", "2017-01-01", "2018-10-01"), ("Porto", "2018-10-01", "2021-03-01"),
+                              ("Lisbon", "2021-03-01", None)]
+    first, porto, back = cmem.history(user_id=U)
+    assert {f.id for f in rep.added} == {porto.id, back.id} and porto.closed_by == back.id
+    assert (first.source_ids, first.text, first.confidence, first.confirmations, first.later_starts) == (
+        ["m1"], "Maya moved to Lisbon in 2017", 0.8, [], [])
+    assert (back.source_ids, back.text, back.text_from, back.confidence, back.other_words) == (
+        ["m2"], "Maya is back in Lisbon since 2021", ["m2"], 0.9, [])
+    assert [f.object for f in cmem.facts(user_id=U, subject="Maya", as_of="2022-01-01")] == ["Lisbon"]
+
+    cmem.import_(exported, user_id="u-copy")
+    lives(cmem, "Porto", "2018-10-01", user="u-copy")
+    assert versions(cmem, user="u-copy") == versions(cmem)
+
+    lisbon_again(cmem, user="u-forgot")
+    cmem.forget(user_id="u-forgot", session_id="s2")
+    assert cmem.history(user_id="u-forgot")[0].later_starts == []
+    lives(cmem, "Porto", "2018-10-01", user="u-forgot")
+    assert versions(cmem, user="u-forgot") == [("Lisbon", "2017-01-01", "2018-10-01"), ("Porto", "2018-10-01", None)]
+
+
+def test_an_ending_said_after_a_stints_end_ends_a_stint_learned_later(cmem: Memory) -> None:
+    """"the cat from 2015", "it died in 2018", "it died in 2022" (kept in ``later_ends``), then "a cat from
+    2020": the new stint ends in 2022, as it would have had it been said before the second ending."""
+    def cat(**when: str) -> None:
+        cmem.add_facts([{"subject": "Maya", "relation": "has_pet", "object": "cat", **when}], user_id=U)
+
+    cat(valid_from="2015-01-01")
+    cat(valid_to="2018-01-01")
+    cat(valid_to="2022-01-01")
+    [held] = cmem.history(user_id=U)
+    assert held.stated_to == dt("2018-01-01") and [d.at for d in held.later_ends] == [dt("2022-01-01")]
+    cat(valid_from="2020-01-01")
+    assert versions(cmem, "has_pet") == [("cat", "2015-01-01", "2018-01-01"), ("cat", "2020-01-01", "2022-01-01")]
+    assert [f.later_ends for f in cmem.history(user_id=U)] == [[], []]
+
+
 def test_forgetting_a_repetition_takes_its_confidence_back(cmem: Memory) -> None:
     porto_sessions(cmem)  # m1 says it (at 0.8 below), m2 ends it, m3 says the ending again
     theta = cmem.graph.theta

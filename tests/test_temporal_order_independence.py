@@ -4,10 +4,10 @@ Statements of one slot: dated starts ("Maya lives in Porto from 2018") and dated
 Porto in June 2021", ``valid_to`` only).  Whatever order they are added in, the facts valid at every
 instant ("as of" answers) are the same; history rows may differ in bookkeeping.
 
-Not covered here (known limits, see the xfail tests at the end): a value started twice ("Lisbon from
-2017", "Lisbon from 2021": the second is folded into the first as a repetition, and its start is not
-kept, so a value placed between them later cannot reopen it), and endings dated before any stated
-start of their value (stints whose start stays unknown).
+A value may be started twice ("Lisbon from 2017", "Lisbon from 2021"): the second start is folded
+into the first fact and kept (``Fact.later_starts``), so a value placed between them later splits the
+fact there.  Not covered (known limit): endings dated before any stated start of their value (stints
+whose start stays unknown).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chronomem import Memory
+from chronomem import Memory, Message
 
 BASE = datetime(2010, 1, 1, tzinfo=timezone.utc)
 U = "u"
@@ -56,21 +56,19 @@ def timeline(relation: str, statements: list[tuple[str, str, str]], order: tuple
 
 
 @st.composite
-def slot_statements(draw: st.DrawFn, values: list[str]) -> list[tuple[str, str, str]]:
-    """At most one start per value, and endings of values after their start; all dates distinct."""
-    months = draw(st.lists(st.integers(0, 150), min_size=2, max_size=4, unique=True))
+def slot_statements(draw: st.DrawFn, values: list[str], starts_each: int = 1) -> list[tuple[str, str, str]]:
+    """At most ``starts_each`` starts per value, and endings of values after a start of theirs; all dates
+    distinct."""
+    months = sorted(draw(st.lists(st.integers(0, 150), min_size=2, max_size=4, unique=True)))
     out: list[tuple[str, str, str]] = []
-    started: dict[str, int] = {}
+    started: dict[str, list[int]] = {}
     for m in months:
         obj = draw(st.sampled_from(values))
-        if obj not in started and (draw(st.booleans()) or not started):
-            started[obj] = m
+        ends = [v for v, at in started.items() if at]
+        if len(started.get(obj, [])) < starts_each and (draw(st.booleans()) or not ends):
+            started.setdefault(obj, []).append(m)
             out.append((obj, "start", month(m)))
-    for m in months:
-        if m in started.values():
-            continue
-        ends = [v for v, s in started.items() if s < m]
-        if ends:
+        elif ends:
             out.append((draw(st.sampled_from(ends)), "end", month(m)))
     return draw(st.permutations(out))
 
@@ -91,6 +89,20 @@ def test_single_valued_answers_do_not_depend_on_arrival_order(statements) -> Non
 @settings(deadline=None, max_examples=30)
 @given(slot_statements(["cat"]))
 def test_many_valued_answers_do_not_depend_on_arrival_order(statements) -> None:
+    assert_order_independent("has_pet", statements)
+
+
+@settings(deadline=None, max_examples=40)
+@given(slot_statements(["Porto", "Lisbon"], starts_each=2))
+def test_a_value_started_twice_gives_the_same_answers_in_any_order(statements) -> None:
+    """"Lisbon from 2017", "Lisbon from 2021" and a value placed between them: the second start is kept
+    (``Fact.later_starts``) and splits Lisbon where the other value comes, whenever it comes."""
+    assert_order_independent("lives_in", statements)
+
+
+@settings(deadline=None, max_examples=30)
+@given(slot_statements(["cat"], starts_each=2))
+def test_a_pet_got_twice_gives_the_same_answers_in_any_order(statements) -> None:
     assert_order_independent("has_pet", statements)
 
 
@@ -147,15 +159,61 @@ def test_a_stint_said_again_after_a_later_value_cut_it_short_is_a_repetition() -
         assert held.valid_to == datetime(2017, 1, 1, tzinfo=timezone.utc)
 
 
-# -- known limits: a value started twice (the second start is folded into the first, its date not kept)
+# -- a value started twice: the second start is kept (Fact.later_starts) and splits the fact where needed
 
-@pytest.mark.xfail(strict=True, reason="a repetition's own start is not stored (needs a Fact field)")
 def test_a_return_to_a_city_survives_a_stint_learned_later() -> None:
     statements = [("Lisbon", "start", "2017-01-01"), ("Porto", "start", "2018-10-01"), ("Lisbon", "start", "2021-03-01")]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, "lives_in", [statements[i] for i in (0, 2, 1)])  # the return is said before Porto
+        at = {p: [f.object for f in mem.facts(user_id=U, subject="Maya", as_of=p)]
+              for p in ("2018-01-01", "2020-01-01", "2022-01-01")}
+        assert at == {"2018-01-01": ["Lisbon"], "2020-01-01": ["Porto"], "2022-01-01": ["Lisbon"]}
+        lisbon = sorted((f for f in mem.history(user_id=U) if f.object == "Lisbon"), key=lambda f: f.valid_from)
+        assert [(f.valid_from.date().isoformat(), f.valid_to and f.valid_to.date().isoformat()) for f in lisbon] == [
+            ("2017-01-01", "2018-10-01"), ("2021-03-01", None)]
+        assert lisbon[0].later_starts == [] and lisbon[1].later_starts == []
     assert_order_independent("lives_in", statements)
 
 
-@pytest.mark.xfail(strict=True, reason="a repetition's own start is not stored (needs a Fact field)")
 def test_a_cat_said_again_survives_an_earlier_ending_learned_later() -> None:
     statements = [("cat", "start", "2015-01-01"), ("cat", "start", "2020-01-01"), ("cat", "end", "2018-01-01")]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        add_all(mem, "has_pet", statements)
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2019-01-01")] == []
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2021-01-01")] == ["cat"]
     assert_order_independent("has_pet", statements)
+
+
+def test_an_entity_merge_splits_a_fact_the_merged_value_cuts_before_its_later_start() -> None:
+    """Lisbon 2017 and again 2021 said of "Maya", Porto 2018 of "Maya S": merged, the slot is replayed and
+    Lisbon splits at Porto as a write would have split it (no later start left outside its fact)."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        for who, city, start in (("Maya", "Lisbon", "2017-01-01"), ("Maya", "Lisbon", "2021-03-01"),
+                                 ("Maya S", "Porto", "2018-10-01")):
+            mem.add_facts([{"subject": who, "relation": "lives_in", "object": city, "valid_from": start}], user_id=U)
+        mem.merge_entities("Maya S", "Maya", user_id=U)
+        assert [f.object for f in mem.facts(user_id=U, subject="Maya", as_of="2022-01-01")] == ["Lisbon"]
+        assert all(f.valid_to is None or all(d.at < f.valid_to for d in f.later_starts)
+                   for f in mem.history(user_id=U))
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Lisbon", "valid_to": "2017-06-01"}],
+                      user_id=U)
+        assert all(f.valid_to is None or f.valid_from is None or f.valid_from < f.valid_to
+                   for f in mem.history(user_id=U))
+
+
+def test_forgetting_an_ending_leaves_the_ending_said_after_it() -> None:
+    """The cat from 2015, "it died in 2018" (m2), "it died in 2022" (m3, kept in later_ends): forgetting m2's
+    session ends the cat in 2022, whichever ending came first."""
+    for first, second in (("2018-01-01", "2022-01-01"), ("2022-01-01", "2018-01-01")):
+        with Memory(":memory:", llm=False, embedder=False) as mem:
+            for i, (when, kind) in enumerate((("2015-01-01", "valid_from"), (first, "valid_to"),
+                                              (second, "valid_to")), 1):
+                t = BASE + timedelta(days=i)
+                mem.store.ensure_session(U, f"s{i}", started_at=t)
+                mem.store.add_messages(U, [Message(id=f"m{i}", user_id=U, session_id=f"s{i}", speaker="Maya",
+                                                   text=f"the cat: {kind} {when}", timestamp=t, recorded_at=t, seq=i)])
+                mem.add_facts([{"subject": "Maya", "relation": "has_pet", "object": "cat", kind: when,
+                                "source_ids": [f"m{i}"], "session_id": f"s{i}"}], user_id=U)
+            mem.forget(user_id=U, session_id="s2" if first == "2018-01-01" else "s3")
+            [cat] = mem.history(user_id=U)
+            assert (cat.valid_to, cat.later_ends) == (datetime(2022, 1, 1, tzinfo=timezone.utc), []), (first, second)

@@ -294,9 +294,9 @@ class _Batch:
             self.closed[f.id] = f
         if plan.reinforced is not None:
             self.reinforced[plan.reinforced.id] = plan.reinforced
-        if plan.insert is not None:
-            self._index(plan.insert)
-            self.inserted[plan.insert.id] = plan.insert
+        for f in [*([plan.insert] if plan.insert is not None else []), *plan.split]:
+            self._index(f)
+            self.inserted[f.id] = f
 
     def report(self) -> UpdateReport:
         """The final state of each fact the batch added, closed or reinforced."""
@@ -444,10 +444,12 @@ class GraphWriter:
         return len(moved), len(folded)
 
     def rebuild(self, user_id: str, facts: Sequence[Fact]) -> list[Fact]:
-        """Recompute closures of the slots these facts belong to (after forgetting)."""
+        """Recompute closures of the slots these facts belong to (after forgetting, a merge, an import); stints
+        split out of a fact cut before a later start of its are inserted.  Returns the facts changed and added."""
         from .temporal import rebuild_slot
 
         changed: list[Fact] = []
+        split: list[Fact] = []  # stints split out of a fact cut before a later start of its
         groups: dict[tuple[str, str], list[Fact]] = defaultdict(list)
         for f in facts:
             groups[(f.subject_id or f.subject, slot_family(self.registry, f.relation)[0].name)].append(f)
@@ -459,8 +461,12 @@ class GraphWriter:
             # Acme" beside Maya's) would be replayed without what closed it, and come back open
             ours = in_their_slots(members, spec, self.key)
             slot = [f for f in near if ours(f)]
-            changed.extend(rebuild_slot(slot, spec, self.key, self.theta))
+            held = {f.id for f in slot}
+            for f in rebuild_slot(slot, spec, self.key, self.theta):
+                (changed if f.id in held else split).append(f)
+        if split:
+            self.store.insert_facts(user_id, split)
         if changed:
             self.store.update_facts(user_id, changed)
-        return changed
+        return [*changed, *split]
 

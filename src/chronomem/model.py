@@ -379,7 +379,12 @@ class FactInput:
 
 @dataclass(slots=True)
 class UpdateReport:
-    """What one write did to the graph (returned by ``add_facts``/``add``)."""
+    """What one write did to the graph (returned by ``add_facts``/``add``).
+
+    ``added`` holds every fact the write stored: the statements' own, and the stints split out of stored
+    facts that a value placed by the write cut where they had been said again later
+    (:class:`LaterDate`): "Porto from 2018" leaves Lisbon 2017–2018, closed, and a new Lisbon from 2021.
+    """
 
     added: list[Fact] = field(default_factory=list)
     closed: list[Fact] = field(default_factory=list)

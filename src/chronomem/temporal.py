@@ -15,7 +15,14 @@ and which stored facts change.  The rules (step 6 of REAL's write path):
 * the *same fact again* (same key, same stability class, starting inside a
   stored interval) reinforces it: provenance merged, confidence raised, the
   statement kept in its ``confirmations`` (forgetting it lowers the confidence
-  again: :func:`unconfirm`);
+  again: :func:`unconfirm`); a later start than the fact's is kept in its
+  ``later_starts`` and an end said after its stated end in its ``later_ends``
+  (:class:`~chronomem.model.LaterDate`), so that a stint learned later takes
+  them back as if it had come first: a value placed between the fact's start and
+  a later start splits the fact there (:func:`split_later_starts`: "Lisbon from
+  2017", "Lisbon since 2021", then "Porto from 2018" leave Lisbon, Porto, Lisbon),
+  and a start said between a stint's end and an ending said after it takes that
+  ending (rule 3b, :func:`_take_stated_end`);
 * otherwise the fact is inserted; if it is stable (``c >= θ``) it is placed in
   time order among the stable facts of its *slot* — the subject's facts of the
   relation for single-valued relations, the identical fact for multi-valued
@@ -44,6 +51,13 @@ ever removed.  One known limit: two endings whose starts both stay unknown
 ("I left Porto in 2015", "I left Lisbon in 2016", nothing else known) both
 reach back to an unknown start, so before the earlier end both hold; a start
 learned later (or a stored fact with a known start) orders them.
+
+Order independence (tested with hypothesis, ``tests/test_temporal_order_independence.py``):
+dated starts (a value started up to twice) and dated endings of a started value
+give the same facts at every instant whatever order they arrive in.  Endings
+dated before any stated start of their value, and statements giving both a start
+and an end, are outside it.  A slot replayed after a forget keeps stints split
+out of one fact apart (the same answers; two rows where one would do).
 """
 
 from __future__ import annotations
@@ -54,8 +68,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from .limits import MAX_OTHER_WORDS
-from .model import Fact
+from .entities import new_id
+from .limits import MAX_LATER_STARTS, MAX_OTHER_WORDS
+from .model import Fact, LaterDate
 from .registry import RelationSpec
 
 Key = tuple[str, str, str]
@@ -67,6 +82,9 @@ class Plan:
 
     insert: Fact | None = None
     changed: list[Fact] = field(default_factory=list)  # new versions of stored facts
+    # stints split out of the facts the insert or an ending cut: a statement said again with a later start
+    # than its fact's, after the cut (:func:`split_later_starts`); new facts, to insert with ``insert``
+    split: list[Fact] = field(default_factory=list)
     closed: list[Fact] = field(default_factory=list)  # subset of changed: closed by the insert
     reinforced: Fact | None = None  # new version of a reinforced fact (also in changed)
 
@@ -116,8 +134,8 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
         f,
         source_ids=merge_ids(f.source_ids, again.source_ids),
         # an ending said again: forgetting one of the two sayings must not reopen the fact
-        ended_by=merge_ids(f.ended_by, again.ended_by or again.source_ids) if f.ended_by and again.valid_to
-        else f.ended_by,
+        ended_by=merge_ids(f.ended_by, again.ended_by or again.source_ids)
+        if f.ended_by and again.valid_to and not (f.stated_to and f.stated_to < again.valid_to) else f.ended_by,
         text=f.text or again.text,
         # a fact stored without words takes the repetition's: forgetting its turns takes them back
         text_from=(again.text_from or list(again.source_ids)) if not f.text and again.text else f.text_from,
@@ -127,7 +145,93 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
     for c, _ in theirs:
         changed.confidence = reinforce_confidence(changed.confidence, c, theta)
     changed.confirmations = [*(f.confirmations or [(f.confidence, list(f.source_ids))]), *theirs]
+    # a later start than f's is kept: a value learned later to hold in between splits f there
+    said = again.confirmations[0][1] if again.confirmations else again.source_ids  # its own statement's turns
+    later = [d for d in again.later_starts if _before(f.valid_from, d.at)]
+    if again.valid_from is not None and _before(f.valid_from, again.valid_from):
+        later.append(LaterDate(again.valid_from, again.recorded_at, list(said)))
+    changed.later_starts = keep_later_dates(f.later_starts, later)
+    # an end said after f's stated end is kept too: a stint of f that starts in between, learned later, takes it
+    ends = [d for d in again.later_ends if f.stated_to is not None and f.stated_to < d.at]
+    end = again.stated_to or again.valid_to
+    if end is not None and f.stated_to is not None and f.stated_to < end:
+        ends.append(LaterDate(end, again.recorded_at, list(said)))
+    changed.later_ends = keep_later_dates(f.later_ends, ends)
     return changed
+
+
+def keep_later_dates(kept: Sequence[LaterDate], more: Sequence[LaterDate]) -> list[LaterDate]:
+    """``kept`` with ``more`` (a fact's :attr:`~chronomem.model.Fact.later_starts` or ``later_ends``), in order of
+    date: a date already kept gains the turns (and keeps the earlier record); beyond
+    :data:`~chronomem.limits.MAX_LATER_STARTS` the two closest are kept as one, at the later.
+
+    >>> from datetime import datetime as d
+    >>> a, b = LaterDate(d(2021, 1, 1), d(2021, 1, 1), ["m5"]), LaterDate(d(2021, 1, 1), d(2022, 1, 1), ["m9"])
+    >>> [(x.at.year, x.recorded_at.year, x.turns) for x in keep_later_dates([a], [b])]
+    [(2021, 2021, ['m5', 'm9'])]
+    """
+    by_date: dict[datetime, LaterDate] = {}
+    for s in [*kept, *more]:
+        had = by_date.get(s.at)
+        by_date[s.at] = s if had is None else LaterDate(
+            s.at, min(had.recorded_at, s.recorded_at), merge_ids(had.turns, s.turns))
+    out = sorted(by_date.values(), key=lambda s: s.at)
+    while len(out) > MAX_LATER_STARTS:
+        i = min(range(1, len(out)), key=lambda i: out[i].at - out[i - 1].at)
+        earlier, later = out[i - 1], out[i]
+        out[i - 1: i + 1] = [LaterDate(later.at, min(earlier.recorded_at, later.recorded_at),
+                                        merge_ids(earlier.turns, later.turns))]
+    return out
+
+
+def split_later_starts(f: Fact, at: datetime, theta: float) -> tuple[Fact, Fact | None]:
+    """``f`` about to be cut at ``at`` (closed there, or superseded by a value starting there), and the stint
+    that its statements said again with a start at or after the cut stand for: "Lisbon" said in 2021 of a
+    fact held since 2017, cut in 2018 by "Porto from 2018", is split out as its own fact from the earliest
+    of those starts, as if it had been said after the cut.  Returns ``f`` without those statements and the
+    new fact (``None``, and ``f`` itself, when none is that late).
+
+    The new fact takes ``f``'s end as it was (its stated end, later ends and the turns that said them, what
+    closed it), the statements' turns, their confirmations (the confidence refolded from them) and words;
+    ``f`` keeps the rest, with no end: the caller sets the end of the cut.  Pure."""
+    # inside f from the cut on (one left outside by an older write is never a stint that ends before it starts)
+    moved = [d for d in f.later_starts if at <= d.at and (f.valid_to is None or d.at < f.valid_to)]
+    if not moved:
+        return f, None
+    left = [d for d in f.later_starts if d not in moved]
+    moved_turns = set().union(*(d.turns for d in [*moved, *f.later_ends]), f.ended_by)
+    host, theirs, words = _hand_over(f, moved_turns, {t for d in left for t in d.turns}, theta)
+    first = moved[0]
+    split = replace(
+        f, id=new_id(), valid_from=first.at, start_guessed=False, started_by=[], recorded_at=first.recorded_at,
+        source_ids=[i for i in f.source_ids if i in moved_turns],
+        confidence=refold(theirs, theta) if theirs else f.confidence, confirmations=theirs if len(theirs) > 1 else [],
+        text=words[0][1] if words else "", text_from=words[0][0] if words else [], other_words=words[1:],
+        later_starts=[d for d in moved if d.at > first.at])
+    return replace(host, stated_to=None, ended_by=[], later_starts=left, later_ends=[]), split
+
+
+def _hand_over(f: Fact, turns: set[str], keep: set[str],
+               theta: float) -> tuple[Fact, list[tuple[float, list[str]]], list[tuple[list[str], str]]]:
+    """``f`` without the statements said in ``turns`` (its first statement always stays), and what those
+    statements take to another fact: their confirmations and words (with their turns among ``turns``).
+    ``f``'s confidence is refolded from the confirmations left; a turn goes from its ``source_ids`` unless
+    what stays needs it (``keep``: the turns of the later dates it keeps, and of its other statements)."""
+    went = {i for i, (_, ids) in enumerate(f.confirmations) if i > 0 and ids and set(ids) <= turns}
+    theirs = [c for i, c in enumerate(f.confirmations) if i in went]
+    mine = [c for i, c in enumerate(f.confirmations) if i not in went]
+    needed = set().union(*(ids for _, ids in mine), keep, f.started_by, f.text_from) if f.confirmations \
+        else set(f.source_ids) - turns
+
+    def stays(i: str) -> bool:
+        return i not in turns or i in needed
+
+    words = [([i for i in ids if i in turns], text) for ids, text in f.other_words if turns & set(ids)]
+    host = replace(
+        f, source_ids=[i for i in f.source_ids if stays(i)],
+        confidence=refold(mine, theta) if went else f.confidence, confirmations=mine if len(mine) > 1 else [],
+        other_words=[(kept, text) for ids, text in f.other_words if (kept := [i for i in ids if stays(i)]) or not ids])
+    return host, theirs, words
 
 
 def refold(confirmations: Sequence[tuple[float, Sequence[str]]], theta: float) -> float:
@@ -143,13 +247,17 @@ def refold(confirmations: Sequence[tuple[float, Sequence[str]]], theta: float) -
 
 
 def unconfirm(f: Fact, forgotten: set[str], theta: float) -> None:
-    """Drop from ``f`` the confirmations said only in ``forgotten`` turns and lower its confidence to
-    what the others give.  Mutates ``f``.  A fact confirmed before confirmations were recorded (its
+    """Drop from ``f`` the confirmations and later dates said only in ``forgotten`` turns and lower its
+    confidence to what the others give.  Mutates ``f``.  A fact confirmed before confirmations were recorded (its
     list is empty) keeps its confidence: nothing tells the raise."""
     kept = [(c, ids) for c, ids in f.confirmations if not ids or not set(ids) <= forgotten]
     if kept and len(kept) < len(f.confirmations):
         f.confidence = refold(kept, theta)
         f.confirmations = kept if len(kept) > 1 else []
+    # the later dates said only there go too; the others lose those turns
+    f.later_starts, f.later_ends = (
+        [d._replace(turns=[i for i in d.turns if i not in forgotten]) for d in dates
+         if not d.turns or not set(d.turns) <= forgotten] for dates in (f.later_starts, f.later_ends))
 
 
 def words_turns(f: Fact) -> list[str]:
@@ -325,6 +433,8 @@ def plan_update(
             open_ = alike if len(alike) == 1 else []
         if open_:
             target = max(open_, key=lambda f: (f.valid_from is not None, f.valid_from or new.valid_to))
+            split: list[Fact] = []
+            target = _cut(target, new.valid_to, split, theta)  # said again after the ending: a stint of its own
             changed = replace(
                 target,
                 valid_to=new.valid_to,
@@ -337,7 +447,7 @@ def plan_update(
                 else target.other_words,
             )
             changed.confidence, changed.confirmations = confirm(target, new, theta)
-            plan = Plan(changed=[changed], closed=[changed])
+            plan = Plan(changed=[changed], closed=[changed], split=split)
             if new.valid_from is not None and target.valid_from is not None and new.valid_from < target.valid_from:
                 # "from 2016 to 2021" about a stint known only since 2018: the earlier part is
                 # news too; it is kept as its own fact, placed in order (the stored one closes it)
@@ -347,7 +457,9 @@ def plan_update(
                 if stable:
                     rivals = [changed if f.id == target.id else f for f in stored
                               if f.id != new.id and _live(f, theta) and in_slot(new, f, spec, key)]
-                    earlier = list(_place_in_slot(new, rivals).values())
+                    more: list[Fact] = []
+                    earlier = list(_place_in_slot(new, rivals, more, theta).values())
+                    plan.split += more
                     plan.changed += earlier
                     plan.closed += earlier
             return plan
@@ -381,7 +493,7 @@ def plan_update(
             if stable:
                 rivals = [f for f in stored if f.id not in (target.id, new.id) and _live(f, theta)
                           and in_slot(learned, f, spec, key)]
-                moved = _place_in_slot(learned, rivals)
+                moved = _place_in_slot(learned, rivals, plan.split, theta)
                 plan.changed += list(moved.values())
                 plan.closed += list(moved.values())
             return plan
@@ -400,13 +512,65 @@ def plan_update(
     if ins.stated_to is None:
         ins.stated_to = ins.valid_to
     plan = Plan(insert=ins)
+    gave = _take_stated_end(ins, same, theta)  # an ending said after its stint was closed: this stint's
+    if gave is not None:
+        plan.changed.append(gave)
     if not stable:
         return plan
-    rivals = [f for f in stored if f.id != ins.id and _live(f, theta) and in_slot(ins, f, spec, key)]
+    rivals = [gave if gave is not None and f.id == gave.id else f for f in stored
+              if f.id != ins.id and _live(f, theta) and in_slot(ins, f, spec, key)]
     _resolve_unknown_starts(ins, rivals)
-    plan.changed = list(_place_in_slot(ins, rivals).values())
-    plan.closed = list(plan.changed)
+    placed = _place_in_slot(ins, rivals, plan.split, theta)
+    plan.changed = [*plan.changed, *placed.values()]
+    plan.closed = list(placed.values())
     return plan
+
+
+def _take_stated_end(ins: Fact, same: Sequence[Fact], theta: float) -> Fact | None:
+    """Rule 3b: a start said after an ending that rule 1c gave an earlier stint of the same fact ("Porto from
+    2014", "Lisbon from 2018" closing it, "I left Porto in June 2021", then "Porto again from April 2021"):
+    the ending, dated inside the new stint, ends it, as it would have had the start come first; the earlier
+    stint gives the ending up (its end is again the one inferred, or the one stated before), with its
+    turns, confirmation and words, and the endings said after it.  A stated end the earlier stint's own
+    statement gave ("Porto from 2014 to 2021", cut by Lisbon) ends the new stint too, as the statements in
+    the other order do (rule 1), and stays.  Mutates ``ins``; returns the new version of the stint that gave
+    the ending up, or ``None`` when none did."""
+    s = ins.valid_from
+    if s is None or ins.valid_to is not None:
+        return None
+
+    def end_after(f: Fact) -> datetime | LaterDate | None:  # f's first end after s, f being closed by s
+        if f.valid_to is None or s < f.valid_to:
+            return None
+        if f.stated_to is not None and s < f.stated_to:
+            return f.stated_to
+        return next((d for d in f.later_ends if s < d.at), None)
+
+    donors = [(f, end) for f in same if (end := end_after(f)) is not None]
+    if not donors:
+        return None
+    f, end = max(donors, key=lambda d: d[0].valid_to or s)
+    if isinstance(end, datetime):
+        if not f.ended_by:  # its own statement's end, or an ending said without turns: both stints keep it
+            ins.valid_to = ins.stated_to = end
+            return None
+        at, ended, later = end, list(f.ended_by), f.later_ends
+    else:
+        at, ended, later = end.at, end.turns, [d for d in f.later_ends if d.at > end.at]
+    kept = [d for d in f.later_ends if d not in later and d != end]
+    moved_turns = set().union(ended, *(d.turns for d in later))
+    host, theirs, words = _hand_over(f, moved_turns, {t for d in [*f.later_starts, *kept] for t in d.turns}, theta)
+    if theirs:  # the ending confirmed f: it confirms ins instead
+        ins.confirmations = [(ins.confidence, list(ins.source_ids)), *theirs]
+        ins.confidence = refold(ins.confirmations, theta)
+    ins.valid_to = ins.stated_to = at
+    ins.ended_by = list(ended)
+    ins.source_ids = merge_ids(ins.source_ids, [i for i in f.source_ids if i in moved_turns])
+    ins.other_words = keep_words(ins.other_words, *words)
+    ins.later_ends = later
+    if isinstance(end, datetime):
+        return replace(host, stated_to=None, ended_by=[], later_ends=kept)
+    return replace(host, later_ends=kept)
 
 
 def _end_closed_stint(new: Fact, same: Sequence[Fact], theta: float) -> Plan | None:
@@ -437,40 +601,69 @@ def _end_closed_stint(new: Fact, same: Sequence[Fact], theta: float) -> Plan | N
             changed.ended_by = list(new.source_ids)
         return Plan(changed=[changed], reinforced=changed)
     earlier = end < target.valid_to
+    split: list[Fact] = []
+    if earlier:  # said again after the ending: a stint of its own
+        target = _cut(target, end, split, theta)
+    # the end stated before, later than this one, is kept: a stint learned later to start in between takes it
+    later = [LaterDate(target.stated_to, target.recorded_at, list(target.ended_by))] \
+        if target.stated_to is not None else []
     changed = replace(
         target,
         valid_to=end if earlier else target.valid_to,
         stated_to=end,
         closed_by=None if earlier else target.closed_by,
-        ended_by=merge_ids(target.ended_by, new.source_ids),
+        ended_by=list(new.source_ids) if later else merge_ids(target.ended_by, new.source_ids),
+        later_ends=keep_later_dates(target.later_ends, later),
         source_ids=merge_ids(target.source_ids, new.source_ids),
         other_words=keep_words(target.other_words, (new.source_ids, new.text)) if target.text
         else target.other_words,
     )
     changed.confidence, changed.confirmations = confirm(target, new, theta)
     if earlier:
-        return Plan(changed=[changed], closed=[changed])
+        return Plan(changed=[changed], closed=[changed], split=split)
     return Plan(changed=[changed], reinforced=changed)
 
 
-def _place_in_slot(ins: Fact, rivals: Sequence[Fact]) -> dict[str, Fact]:
+def _place_in_slot(ins: Fact, rivals: Sequence[Fact], split: list[Fact] | None = None,
+                   theta: float = 0.0) -> dict[str, Fact]:
     """Put stable ``ins`` in time order among its stable ``rivals``.
 
     Mutates ``ins`` (a later rival closes it) and returns new versions of the
     rivals it closes (an earlier rival ends where ``ins`` starts) or supersedes
-    (a rival with the same known start: the tie rule, see the module doc).
+    (a rival with the same known start: the tie rule, see the module doc).  With
+    ``split``, a rival cut where it was said again later gives that stint up
+    (:func:`split_later_starts`): the new facts are appended to ``split``, and the
+    first of them to start closes ``ins``, as a later rival does.
     """
     changed: dict[str, Fact] = {}
     for f in sorted(rivals, key=lambda f: (f.valid_from is not None, f.valid_from or ins.recorded_at)):
         if _tied(f, ins):
-            changed[f.id] = replace(f, valid_to=None, closed_by=ins.id)  # superseded, never empty
+            changed[f.id] = replace(_cut(f, f.valid_from, split, theta), valid_to=None, closed_by=ins.id)
         elif f.valid_from is None or _before(f.valid_from, ins.valid_from):
             if ins.valid_from is not None and (f.valid_to is None or f.valid_to > ins.valid_from):
-                changed[f.id] = replace(f, valid_to=ins.valid_from, closed_by=ins.id)
+                changed[f.id] = replace(_cut(f, ins.valid_from, split, theta), valid_to=ins.valid_from,
+                                        closed_by=ins.id)
         elif ins.valid_to is None or ins.valid_to > f.valid_from:
             ins.valid_to = f.valid_from
             ins.closed_by = f.id
+    for g in split or ():
+        if g.valid_from == ins.valid_from:  # said again at the start of ins: ins is the later statement
+            g.valid_to, g.closed_by = None, ins.id
+        elif g.valid_from is not None and (ins.valid_to is None or ins.valid_to > g.valid_from):
+            ins.valid_to = g.valid_from
+            ins.closed_by = g.id
     return changed
+
+
+def _cut(f: Fact, at: datetime | None, split: list[Fact] | None, theta: float) -> Fact:
+    """``f`` without the stint its later starts from ``at`` on stand for, which goes to ``split``
+    (:func:`split_later_starts`); ``f`` itself without ``split`` (a slot replayed keeps its facts)."""
+    if split is None or at is None:
+        return f
+    host, stint = split_later_starts(f, at, theta)
+    if stint is not None:
+        split.append(stint)
+    return host
 
 
 def _tied(f: Fact, ins: Fact) -> bool:
@@ -513,7 +706,10 @@ def rebuild_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
 
     Used after a fact is forgotten: facts it had closed reopen as if it had
     never been said, and starts that were only inferred are inferred again
-    from what remains.  Returns the facts whose interval changed, in recorded order.
+    from what remains; a fact cut before a later start of its gives that stint
+    up as a new fact (:func:`split_later_starts`: an entity merge or a restored
+    backup brings such cuts).  Returns the facts whose interval changed and the
+    new ones (ids the slot did not hold), in recorded order.
 
     Only facts of one slot meet, so each slot is replayed on its own (:func:`slot_of`): 70,000
     "Maya likes …" facts are 70,000 slots of one fact, not one slot compared pair by pair.
@@ -534,15 +730,21 @@ def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
                                                         valid_to=f.stated_to, closed_by=None) for f in facts),
                    key=lambda f: f.recorded_at)
     current: dict[str, Fact] = {}
+    split: list[Fact] = []  # stints split out where a fact is cut before a later start of its (new facts)
     for f in reset:
         if is_stable(f, theta):
             rivals = [g for g in current.values() if _live(g, theta) and in_slot(f, g, spec, key)]
             if not replaced_by_correction(f):
                 _resolve_unknown_starts(f, rivals)  # as when it was inserted (plan_update, step 3)
-            current.update(_place_in_slot(f, rivals))
+            more: list[Fact] = []
+            current.update(_place_in_slot(f, rivals, more, theta))
+            current.update((g.id, g) for g in more)
+            split += more
         current[f.id] = f
     originals = {f.id: f for f in facts}
-    return [f for f in current.values() if _interval_of(f) != _interval_of(originals[f.id])]
+    new = {g.id for g in split}
+    return [f for f in current.values() if f.id in new or _interval_of(f) != _interval_of(originals[f.id])
+            or f.later_starts != originals[f.id].later_starts]
 
 
 def _interval_of(f: Fact) -> tuple[object, ...]:
