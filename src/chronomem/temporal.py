@@ -657,7 +657,7 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact], split: list[Fact] | None =
 
 def _cut(f: Fact, at: datetime | None, split: list[Fact] | None, theta: float) -> Fact:
     """``f`` without the stint its later starts from ``at`` on stand for, which goes to ``split``
-    (:func:`split_later_starts`); ``f`` itself without ``split`` (a slot replayed keeps its facts)."""
+    (:func:`split_later_starts`); ``f`` itself when no ``split`` list is given or ``f`` has no start to cut at."""
     if split is None or at is None:
         return f
     host, stint = split_later_starts(f, at, theta)
