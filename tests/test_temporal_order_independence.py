@@ -217,3 +217,23 @@ def test_forgetting_an_ending_leaves_the_ending_said_after_it() -> None:
             mem.forget(user_id=U, session_id="s2" if first == "2018-01-01" else "s3")
             [cat] = mem.history(user_id=U)
             assert (cat.valid_to, cat.later_ends) == (datetime(2022, 1, 1, tzinfo=timezone.utc), []), (first, second)
+
+
+def test_the_later_ending_that_takes_over_keeps_no_forgotten_turn() -> None:
+    """The cat from 2015 (s1); "it died in 2018" and "it died in 2022" (s2); "it died in 2022" again (s3): the
+    2022 ending is kept with both its turns.  Forgetting s2 ends the cat in 2022, ended by s3's turn only."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        said = [("s1", "m1", "valid_from", "2015-01-01"), ("s2", "m2", "valid_to", "2018-01-01"),
+                ("s2", "m3", "valid_to", "2022-01-01"), ("s3", "m5", "valid_to", "2022-01-01")]
+        for i, (sid, mid, kind, when) in enumerate(said, 1):
+            t = BASE + timedelta(days=i)
+            mem.store.ensure_session(U, sid, started_at=t)
+            mem.store.add_messages(U, [Message(id=mid, user_id=U, session_id=sid, speaker="Maya",
+                                               text=f"the cat: {kind} {when}", timestamp=t, recorded_at=t, seq=i)])
+            mem.add_facts([{"subject": "Maya", "relation": "has_pet", "object": "cat", kind: when,
+                            "source_ids": [mid], "session_id": sid}], user_id=U)
+        assert [d.turns for d in mem.history(user_id=U)[0].later_ends] == [["m3", "m5"]]
+        mem.forget(user_id=U, session_id="s2")
+        [cat] = mem.history(user_id=U)
+        assert (cat.valid_to, cat.ended_by, cat.later_ends) == (datetime(2022, 1, 1, tzinfo=timezone.utc), ["m5"], [])
+        assert '"m3"' not in repr(mem.store.dump_user(U)) and "'m3'" not in repr(mem.store.dump_user(U))

@@ -137,8 +137,9 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                         f.ended_by, f.stated_to = [], None  # as if never said: its slot is replayed below
                         # an ending said after it, kept (Fact.later_ends), is its end now
                         later = [d for d in f.later_ends if not d.turns or not set(d.turns) <= msg_ids]
-                        if later:
-                            f.stated_to, f.ended_by, f.later_ends = later[0].at, list(later[0].turns), later[1:]
+                        if later:  # (its turns, less the forgotten ones: the same ending said in two sessions)
+                            f.stated_to, f.later_ends = later[0].at, later[1:]
+                            f.ended_by = [i for i in later[0].turns if i not in msg_ids]
                         unended.append(f)
                     else:
                         f.ended_by = [s for s in f.ended_by if s not in msg_ids]
