@@ -605,9 +605,10 @@ def test_each_statements_words_are_kept_and_the_next_stand_in_for_forgotten_ones
     assert (porto.text, porto.text_from) == ("Maya still lives in Porto", ["m2"])
     assert porto.other_words == [(["m3"], "Maya left Porto in June")]
     assert "zqwvmarkone" not in json.dumps(everything_of(cmem, U)).lower()
-    cmem.forget(user_id=U, session_id="s2")
+    cmem.forget(user_id=U, session_id="s2")  # the ending alone is left: its words, and no start any more
     [porto] = cmem.history(user_id=U)
-    assert (porto.text, porto.text_from, porto.other_words) == ("Maya left Porto in June", ["m3"], [])
+    assert (porto.text, porto.source_ids, porto.other_words) == ("Maya left Porto in June", ["m3"], [])
+    assert (porto.valid_from, porto.valid_to) == (None, dt("2023-06-01"))
     cmem.import_(exported, user_id="u-copy")
     [copy] = cmem.history(user_id="u-copy")
     assert copy.other_words == [(["m2"], "Maya still lives in Porto"), (["m3"], "Maya left Porto in June")]
@@ -633,10 +634,10 @@ def test_a_start_said_later_keeps_the_ending_statements_words(cmem: Memory) -> N
     [porto] = cmem.history(user_id=U)
     assert (porto.valid_from, porto.text) == (dt("2018-01-01"), "Maya moved to Porto in 2018")
     assert porto.other_words == [(["m2"], "Maya left Porto in June")]
-    cmem.forget(user_id=U, session_id="s3")
+    cmem.forget(user_id=U, session_id="s3")  # as if only the ending had been said: its words are the fact's own
     [porto] = cmem.history(user_id=U)
-    assert (porto.valid_from, porto.text, porto.text_from, porto.other_words) == (
-        None, "Maya left Porto in June", ["m2"], [])
+    assert (porto.valid_from, porto.text, porto.source_ids, porto.text_from, porto.other_words) == (
+        None, "Maya left Porto in June", ["m2"], [], [])
 
 
 def lisbon_again(cmem: Memory, user: str = U) -> None:

@@ -174,10 +174,10 @@ def test_a_batch_reads_the_facts_of_its_keys_as_the_rules_would_meet_them_all(tm
     the histories equal those of reading every fact of the batch's relations touching its entities."""
     from chronomem.graph import GraphWriter, _Batch
 
-    def read_wide(self, user_id, inputs, ents):  # type: ignore[no-untyped-def]
-        relations = {f.relation for f in inputs}
+    def read_wide(self, user_id, facts):  # type: ignore[no-untyped-def]
+        relations = {relation for relation, _, _ in facts}
         relations |= {inv for r in relations if (inv := self.registry.spec(r).inverse)}
-        ids = list({ents[f.subject].id for f in inputs} | {ents[f.object].id for f in inputs})
+        ids = list({end for _, subject_id, object_id in facts for end in (subject_id, object_id)})
         return _Batch(self.registry, self.theta, self._cached_key(),
                       self.store.facts(user_id, touching=ids, relations=sorted(relations)))
 

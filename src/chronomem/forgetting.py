@@ -3,8 +3,11 @@
 Nothing forgotten stays in search indexes, vectors or the session buffer (turns of an
 active session that wait there, in process or in Redis, for ``end_session``: left
 behind, they would be written back when the session ends).  Forgetting a
-correction forgets the versions it replaced (:func:`replaced_versions`).  A fact that
-a forgotten turn ended in place ("we had to rehome Pixel") holds again.  Facts that a forgotten
+correction forgets the versions it replaced (:func:`replaced_versions`).  A fact other turns
+said too loses the forgotten turns' statements (:func:`~chronomem.unsaying.unsay`): a fact that
+a forgotten turn ended in place ("we had to rehome Pixel") holds again, a start only they said
+moves to the next one said, and a fact only endings are left of gives way to them, planned again
+by the update rules.  Facts that a forgotten
 fact had closed hold again, as if it had never been said (the graph writer
 replays the update rules over them).  A name or alias that only the
 forgotten turns used goes: an entity that other turns still name by another
@@ -28,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from .errors import NotFoundError, ValidationError, log_reason
 from .model import Fact, Origin
-from .temporal import unconfirm, unsay_words
+from .unsaying import unsay
 
 if TYPE_CHECKING:
     from .graph import GraphWriter
@@ -110,7 +113,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             store.delete_user(user_id)
             return res
         doomed: list[Fact]
-        unended: list[Fact] = []  # facts a forgotten turn had ended in place
+        replayed: list[Fact] = []  # facts whose start or end moved, or that hold again
+        replanned: list[Fact] = []  # the endings left of facts whose start only forgotten turns said
         if fact_id is not None:
             doomed = store.facts(user_id, ids=[fact_id])
             if not doomed:
@@ -129,39 +133,31 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                 # A fact another session's turns said too stays, as that session told it
                 if set(f.source_ids) <= msg_ids if f.source_ids else f.session_id == session_id:
                     doomed.append(f)
-                elif msg_ids & set(f.source_ids):
-                    f.source_ids = [s for s in f.source_ids if s not in msg_ids]
+                elif not msg_ids & set(f.source_ids):
+                    if f.session_id == session_id:  # its statement that was said there went to another fact
+                        moved.append(f)
+                        trimmed.append(f)
+                else:
                     if f.session_id == session_id:  # first said in the forgotten session: now in the next
                         moved.append(f)
-                    if f.ended_by and set(f.ended_by) <= msg_ids:  # only forgotten turns ended it
-                        f.ended_by, f.stated_to = [], None  # as if never said: its slot is replayed below
-                        # an ending said after it, kept (Fact.later_ends), is its end now
-                        later = [d for d in f.later_ends if not d.turns or not set(d.turns) <= msg_ids]
-                        if later:  # (its turns, less the forgotten ones: the same ending said in two sessions)
-                            f.stated_to, f.later_ends = later[0].at, later[1:]
-                            f.ended_by = [i for i in later[0].turns if i not in msg_ids]
-                        unended.append(f)
-                    else:
-                        f.ended_by = [s for s in f.ended_by if s not in msg_ids]
-                    if f.started_by and set(f.started_by) <= msg_ids:  # only forgotten turns gave its start
-                        f.valid_from, f.started_by = None, []  # unknown again: its slot is replayed below
-                        if f not in unended:
-                            unended.append(f)
-                    else:
-                        f.started_by = [s for s in f.started_by if s not in msg_ids]
-                    worded = bool(f.text) and _worded_by(f, msg_ids)  # its words were the forgotten turns'
-                    if worded:
-                        f.text, f.text_from = "", []
-                    # the words of its other statements said only there go too (and so do the job results
-                    # that quoted them); the oldest left takes the place of its own
-                    if unsay_words(f, msg_ids) or worded:
-                        reworded.append(f.id)  # and what was made of them goes: its vector, job results
-                    unconfirm(f, msg_ids, graph.theta)  # a repetition's raise goes with its turns
+                    unsaid = unsay(f, msg_ids, graph.theta)
+                    if unsaid.reworded:  # what was made of its old words goes: its vector, job results
+                        reworded.append(f.id)
+                    if unsaid.endings:  # the fact goes; the endings said of it are planned again in its place
+                        doomed.append(f)
+                        replanned += unsaid.endings
+                        continue
+                    if unsaid.replay:  # its start or end moved, or it holds again: its slot is replayed below
+                        replayed.append(f)
                     trimmed.append(f)
-            if moved:
-                told = {m.id: m.session_id for m in store.messages(user_id, ids=[f.source_ids[0] for f in moved])}
+            if moved or replanned:
+                told = {m.id: m.session_id for m in store.messages(
+                    user_id, ids=[f.source_ids[0] for f in [*moved, *replanned] if f.source_ids])}
                 for f in moved:
                     f.session_id = told.get(f.source_ids[0])
+                for f in replanned:  # told in the session of its turns; one said without turns, in its fact's
+                    f.session_id = told.get(f.source_ids[0]) if f.source_ids else (
+                        None if f.session_id == session_id else f.session_id)
             store.update_facts(user_id, trimmed)
             store.drop_fact_copies(user_id, reworded)
             res.messages_deleted = len(msgs) + sum(buffered.values())
@@ -171,8 +167,13 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
         doomed_relations = {f.relation for f in doomed}
         # what a forgotten fact closed reopens; a start inferred beside it is inferred again
         affected = [f for f in store.facts(user_id, touching=list(touched)) if f.id not in doomed_ids and (
-            f.closed_by in doomed_ids or (f.start_guessed and f.relation in doomed_relations))] + unended
+            f.closed_by in doomed_ids or (f.start_guessed and f.relation in doomed_relations))] + [
+            f for f in replayed if f.id not in doomed_ids]
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
+        res.reopened = len(graph.rebuild(user_id, affected))
+        if replanned:  # before the session's names go: a name only it said is replaced in these too
+            kept = {f.id for f in graph.replan(user_id, replanned).added} & doomed_ids
+            res.facts_deleted -= len(kept)  # an ending that stands alone keeps its fact's id
         if session_id is not None:
             from .summarize.rsum import erase_after_gap  # the summaries' module, on first use as elsewhere
 
@@ -181,7 +182,6 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
             res.summaries_pending = erase_after_gap(store, user_id)
             if res.summaries_pending and schedule is not None:
                 res.job_id = schedule(res.summaries_pending).id
-        res.reopened = len(graph.rebuild(user_id, affected))
         res.entities_deleted = store.delete_orphan_entities(user_id)
     if res.summaries_pending and schedule is None:
         _rewrite_now(rsum, user_id, res)
@@ -201,14 +201,6 @@ def _rewrite_now(rsum: Callable[[], RsumMemory], user_id: str, res: ForgetResult
         res.warnings.append(f"the session is deleted; rewriting the later summaries without it failed ({e}). "
                             "Their texts are erased: until they are rewritten, summary() reads the one before "
                             "it; the next end_session, or mem.rewrite_summaries(user_id=…), rewrites them")
-
-
-def _worded_by(f: Fact, forgotten: set[str]) -> bool:
-    """Did only ``forgotten`` turns give ``f`` its words?  They came with the statement recorded in
-    ``text_from``, else with the first statement (``confirmations``' first).  A fact said more than once
-    before confirmations were recorded cannot tell: its words may quote a forgotten turn, so they go."""
-    said_by = f.text_from or (f.confirmations[0][1] if f.confirmations else [])
-    return not said_by or set(said_by) <= forgotten
 
 
 def replaced_versions(store: Store, user_id: str, fact: Fact) -> list[Fact]:

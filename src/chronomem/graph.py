@@ -362,7 +362,7 @@ class GraphWriter:
             ents = self.resolver.resolve_many(
                 user_id, [(f.subject, f.subject_type) for f in inputs] +
                 [(f.object, f.object_type) for f in inputs], sources={n: list(ids) for n, ids in used.items()})
-            batch = self._load_batch(user_id, inputs, ents)
+            batch = self._load_batch(user_id, [(f.relation, ents[f.subject].id, ents[f.object].id) for f in inputs])
             for i, fi in enumerate(inputs):
                 s, o = ents[fi.subject], ents[fi.object]
                 new = Fact(
@@ -376,22 +376,41 @@ class GraphWriter:
                 if new.id in batch.pool:
                     raise ValidationError(f"facts[{i}].id", new.id, "a fact with this id already exists")
                 batch.add(new)
-            self.store.insert_facts(user_id, list(batch.inserted.values()))
-            self.store.update_facts(user_id, [f for k, f in batch.changed.items() if k not in batch.inserted])
+            self._write(user_id, batch)
         return batch.report()
 
-    def _load_batch(self, user_id: str, inputs: Sequence[FactInput], ents: Mapping[str, Entity]) -> _Batch:
-        """The stored facts a batch can interact with (:meth:`_Batch.add`): for a fact of a single-valued
-        slot, its relation family touching its subject or object; for a many-valued one, the facts of its
-        key, which name the same two entities ("Maya likes song 9" meets "Maya likes song 9", not the
-        thousands of Maya's other likes, which were read whole for each batch)."""
+    def replan(self, user_id: str, facts: Sequence[Fact]) -> UpdateReport:
+        """Write ``facts``, statements already checked and resolved (stored endpoints, ids, recorded times),
+        through the update rules again, in order, in one transaction: the endings left of a fact whose start
+        was forgotten (:func:`chronomem.unsaying.unsay`).  A fact ``plan_update`` inserts keeps its id,
+        so the fact it was planned from must be gone from the store first."""
+        if not facts:
+            return UpdateReport()
+        with self.store.transaction(user_id):
+            batch = self._load_batch(user_id, [(f.relation, f.subject_id or f.subject, f.object_id or f.object)
+                                               for f in facts])
+            for f in facts:
+                batch.add(f)
+            self._write(user_id, batch)
+        return batch.report()
+
+    def _write(self, user_id: str, batch: _Batch) -> None:
+        self.store.insert_facts(user_id, list(batch.inserted.values()))
+        self.store.update_facts(user_id, [f for k, f in batch.changed.items() if k not in batch.inserted])
+
+    def _load_batch(self, user_id: str, facts: Sequence[tuple[str, str, str]]) -> _Batch:
+        """The stored facts a batch of facts, given as (relation, subject id, object id), can interact with
+        (:meth:`_Batch.add`): for a fact of a single-valued slot, its relation family touching its subject or
+        object; for a many-valued one, the facts of its key, which name the same two entities ("Maya likes
+        song 9" meets "Maya likes song 9", not the thousands of Maya's other likes, which were read whole for
+        each batch)."""
         wide: tuple[set[str], set[str]] = (set(), set())  # relations, entity ids
         keyed: tuple[set[str], set[str]] = (set(), set())
-        for f in inputs:
-            spec, family = slot_family(self.registry, f.relation)
+        for relation, subject_id, object_id in facts:
+            spec, family = slot_family(self.registry, relation)
             relations, ids = wide if spec.single_valued else keyed
             relations.update(family)
-            ids.update((ents[f.subject].id, ents[f.object].id))
+            ids.update((subject_id, object_id))
         if len(keyed[1]) > _KEYED_ENDS:  # both ends listed would pass a statement's parameter limit: read wide
             wide[0].update(keyed[0])
             wide[1].update(keyed[1])

@@ -192,7 +192,8 @@ def split_later_starts(f: Fact, at: datetime, theta: float) -> tuple[Fact, Fact 
     new fact (``None``, and ``f`` itself, when none is that late).
 
     The new fact takes ``f``'s end as it was (its stated end, later ends and the turns that said them, what
-    closed it), the statements' turns, their confirmations (the confidence refolded from them) and words;
+    closed it), the statements' turns (the earliest start's as ``started_by``: forgetting them moves its
+    start, :func:`chronomem.unsaying.unsay`), their confirmations (the confidence refolded from them) and words;
     ``f`` keeps the rest, with no end: the caller sets the end of the cut.  Pure."""
     # inside f from the cut on (one left outside by an older write is never a stint that ends before it starts)
     moved = [d for d in f.later_starts if at <= d.at and (f.valid_to is None or d.at < f.valid_to)]
@@ -203,7 +204,8 @@ def split_later_starts(f: Fact, at: datetime, theta: float) -> tuple[Fact, Fact 
     host, theirs, words = _hand_over(f, moved_turns, {t for d in left for t in d.turns}, theta)
     first = moved[0]
     split = replace(
-        f, id=new_id(), valid_from=first.at, start_guessed=False, started_by=[], recorded_at=first.recorded_at,
+        f, id=new_id(), valid_from=first.at, start_guessed=False, started_by=list(first.turns),
+        recorded_at=first.recorded_at,
         source_ids=[i for i in f.source_ids if i in moved_turns],
         confidence=refold(theirs, theta) if theirs else f.confidence, confirmations=theirs if len(theirs) > 1 else [],
         text=words[0][1] if words else "", text_from=words[0][0] if words else [], other_words=words[1:],
@@ -213,11 +215,15 @@ def split_later_starts(f: Fact, at: datetime, theta: float) -> tuple[Fact, Fact 
 
 def _hand_over(f: Fact, turns: set[str], keep: set[str],
                theta: float) -> tuple[Fact, list[tuple[float, list[str]]], list[tuple[list[str], str]]]:
-    """``f`` without the statements said in ``turns`` (its first statement always stays), and what those
-    statements take to another fact: their confirmations and words (with their turns among ``turns``).
+    """``f`` without the statements said in ``turns``, and what those statements take to another fact: their
+    confirmations and words (with their turns among ``turns``).  Its first statement stays, unless a start
+    said later gave ``f`` its start (``started_by``: the first was an ending, and can go) and another stays.
     ``f``'s confidence is refolded from the confirmations left; a turn goes from its ``source_ids`` unless
     what stays needs it (``keep``: the turns of the later dates it keeps, and of its other statements)."""
-    went = {i for i, (_, ids) in enumerate(f.confirmations) if i > 0 and ids and set(ids) <= turns}
+    went = {i for i, (_, ids) in enumerate(f.confirmations)
+            if (i > 0 or f.started_by) and ids and set(ids) <= turns}
+    if len(went) == len(f.confirmations):
+        went.discard(0)
     theirs = [c for i, c in enumerate(f.confirmations) if i in went]
     mine = [c for i, c in enumerate(f.confirmations) if i not in went]
     needed = set().union(*(ids for _, ids in mine), keep, f.started_by, f.text_from) if f.confirmations \
@@ -260,9 +266,15 @@ def unconfirm(f: Fact, forgotten: set[str], theta: float) -> None:
          if not d.turns or not set(d.turns) <= forgotten] for dates in (f.later_starts, f.later_ends))
 
 
+def first_statement(f: Fact) -> list[str]:
+    """The turns of ``f``'s first statement: the first of its ``confirmations``, or all its turns when it
+    was said once."""
+    return list(f.confirmations[0][1] if f.confirmations else f.source_ids)
+
+
 def words_turns(f: Fact) -> list[str]:
     """The turns that gave ``f`` its words: ``text_from``, else its first statement's turns."""
-    return list(f.text_from or (f.confirmations[0][1] if f.confirmations else f.source_ids))
+    return list(f.text_from) or first_statement(f)
 
 
 def keep_words(words: Sequence[tuple[list[str], str]],
@@ -476,10 +488,10 @@ def plan_update(
                  and new.valid_from < f.stated_to and (new.valid_to is None or new.valid_to == f.stated_to)]
         if ended:
             target = min(ended, key=lambda f: f.stated_to or f.recorded_at)  # the first stint it can start
-            # each half stays undoable: forgetting the start's turns makes the start unknown again
+            # each half stays undoable: forgetting the start's turns leaves the ending as it was said
             # (started_by), forgetting the end's turns reopens the stint (ended_by), and the words go
             # with the turns that said them (text_from: the start's words, which tell the stint)
-            said_end = target.ended_by or [i for i in target.source_ids if i not in new.source_ids]
+            said_end = target.ended_by or [i for i in first_statement(target) if i not in new.source_ids]
             learned = replace(
                 target, valid_from=new.valid_from, start_guessed=False, valid_to=target.stated_to, closed_by=None,
                 started_by=list(new.source_ids), ended_by=said_end,
@@ -597,15 +609,18 @@ def _end_closed_stint(new: Fact, same: Sequence[Fact], theta: float) -> Plan | N
     assert target.valid_to is not None  # an open stint begun before the ending was rule 1's to end
     if target.stated_to is not None and target.stated_to <= end:  # the same end again, or a later one
         changed = fold_repetition(target, new, theta)
-        if not changed.ended_by:
-            changed.ended_by = list(new.source_ids)
+        if not changed.ended_by and target.stated_to == end:
+            # the end its own statement gave, said again: each of the two ends it, so forgetting one leaves
+            # it ended (a later end is kept in later_ends, and ends it only when this one is forgotten)
+            changed.ended_by = merge_ids(first_statement(target), new.source_ids)
         return Plan(changed=[changed], reinforced=changed)
     earlier = end < target.valid_to
     split: list[Fact] = []
     if earlier:  # said again after the ending: a stint of its own
         target = _cut(target, end, split, theta)
     # the end stated before, later than this one, is kept: a stint learned later to start in between takes it
-    later = [LaterDate(target.stated_to, target.recorded_at, list(target.ended_by))] \
+    # (with the turns that said it: an ending's, else its own statement's)
+    later = [LaterDate(target.stated_to, target.recorded_at, list(target.ended_by) or first_statement(target))] \
         if target.stated_to is not None else []
     changed = replace(
         target,
@@ -678,8 +693,11 @@ def _resolve_unknown_starts(ins: Fact, rivals: list[Fact]) -> None:
     """Place facts whose start is unknown (endings with no matching open fact).
 
     Two facts with unknown starts are ordered by their ends: the one that ended
-    first came first, so the other one starts when it ended.  Only unknown
-    starts are filled in, marked ``start_guessed``; nothing known is changed.
+    first came first, so the other one starts when it ended.  So does an ending after
+    stints of known start that all ended before it ("Porto from 2010", "left Porto in
+    2012", then "I left Lisbon in 2021": Lisbon from 2012, not an unknown start cut
+    short where Porto began).  Only unknown starts are filled in, marked
+    ``start_guessed``; nothing known is changed.
     """
     if ins.valid_from is not None:
         return

@@ -1,0 +1,154 @@
+"""Forgetting a statement leaves the timeline it would have had if it had never been said (chronomem.unsaying).
+
+Each dated statement of one slot (a start of a value, at most two per value, or an ending of a value
+started before it) is said in a session of its own, in a random order; one session is forgotten.  The facts
+valid at every probe instant equal those of the same statements, less that one, said in the same order, and
+no trace of the forgotten turn is left in the user's rows.  Outside: a forget that leaves an ending with no
+start of its value before it (see :func:`forgettable`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_temporal_order_independence import answers, probes_for, slot_statements
+
+from chronomem import Memory, Message
+
+U = "u"
+T0 = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+
+def say_each_in_its_session(mem: Memory, relation: str, statements: list[tuple[str, str, str]],
+                            turns: list[str]) -> None:
+    for i, ((obj, kind, when), turn) in enumerate(zip(statements, turns, strict=True)):
+        t = T0 + timedelta(days=i)
+        mem.store.ensure_session(U, f"s-{turn}", started_at=t)
+        mem.store.add_messages(U, [Message(id=turn, user_id=U, session_id=f"s-{turn}", speaker="Maya",
+                                           text=f"{obj}: {kind} {when}", timestamp=t, recorded_at=t, seq=i)])
+        mem.add_facts([{"subject": "Maya", "relation": relation, "object": obj,
+                        ("valid_from" if kind == "start" else "valid_to"): when,
+                        "source_ids": [turn], "session_id": f"s-{turn}"}], user_id=U)
+
+
+def check_forget(relation: str, statements: list[tuple[str, str, str]], k: int) -> None:
+    turns = [f"turn{i:02d}" for i in range(len(statements))]
+    at = probes_for(statements)
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_each_in_its_session(mem, relation, statements, turns)
+        mem.forget(user_id=U, session_id=f"s-{turns[k]}")
+        got = answers(mem, relation, at)
+        assert turns[k] not in repr(mem.store.dump_user(U)), "a trace of the forgotten turn is left"
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_each_in_its_session(mem, relation, statements[:k] + statements[k + 1:], turns[:k] + turns[k + 1:])
+        assert got == answers(mem, relation, at), (statements, k)
+
+
+def started_before_ending(statements: list[tuple[str, str, str]]) -> bool:
+    return all(any(o == obj and k == "start" and w < when for o, k, w in statements)
+               for obj, kind, when in statements if kind == "end")
+
+
+def forgettable(statements: list[tuple[str, str, str]]) -> list[int]:
+    """The statements whose forgetting leaves every ending after a start of its value: an ending left with
+    none before it stands for a stint whose start is inferred from the order things were said in (the
+    order rules' known limit).  Endings are always among them."""
+    return [k for k in range(len(statements)) if started_before_ending(statements[:k] + statements[k + 1:])]
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.data())
+def test_forgetting_a_place_said_leaves_the_places_of_never_having_said_it(data: st.DataObject) -> None:
+    statements = data.draw(slot_statements(["Porto", "Lisbon"], starts_each=2))
+    check_forget("lives_in", statements, data.draw(st.sampled_from(forgettable(statements))))
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.data())
+def test_forgetting_a_pet_said_leaves_the_pets_of_never_having_said_it(data: st.DataObject) -> None:
+    statements = data.draw(slot_statements(["cat"], starts_each=2))
+    check_forget("has_pet", statements, data.draw(st.sampled_from(forgettable(statements))))
+
+
+def test_a_stint_only_an_ending_is_left_of_gives_way_to_that_ending() -> None:
+    """Lisbon from 2017, back in Lisbon 2021, left Lisbon 2023, Porto from 2019 (the return said before
+    Porto: a later start, split out when Porto came).  Forgetting the return leaves "left Lisbon 2023"
+    without a stint of its own: Porto from 2019 on, as if the return had never been said."""
+    said = [("Lisbon", "start", "2017-01-01"), ("Lisbon", "start", "2021-01-01"), ("Lisbon", "end", "2023-01-01"),
+            ("Porto", "start", "2019-01-01")]
+    turns = ["a", "b", "c", "d"]
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_each_in_its_session(mem, "lives_in", said, turns)
+        assert [f.object for f in mem.facts(user_id=U, as_of="2022-01-01")] == ["Lisbon"]
+        mem.forget(user_id=U, session_id="s-b")
+        assert [f.object for f in mem.facts(user_id=U, as_of="2022-01-01")] == ["Porto"]
+        assert [f.object for f in mem.facts(user_id=U, as_of="2024-01-01")] == ["Porto"]
+        lisbon = [f for f in mem.history(user_id=U) if f.object == "Lisbon"]
+        assert [(f.valid_from.year, f.valid_to and f.valid_to.year, f.ended_by) for f in lisbon] == [(2017, 2019, ["c"])]
+
+
+def test_forgetting_the_first_start_moves_the_fact_to_the_start_said_after_it() -> None:
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_each_in_its_session(mem, "lives_in", [("Lisbon", "start", "2017-01-01"), ("Lisbon", "start", "2021-03-01")],
+                                ["a", "b"])
+        [lisbon] = mem.history(user_id=U)
+        mem.forget(user_id=U, session_id="s-a")
+        [after] = mem.history(user_id=U)
+        assert (after.id, after.valid_from, after.started_by, after.later_starts, after.source_ids) == (
+            lisbon.id, datetime(2021, 3, 1, tzinfo=timezone.utc), ["b"], [], ["b"])
+
+
+def test_the_same_start_said_again_keeps_it_when_one_saying_is_forgotten() -> None:
+    """A repetition records no start equal to its fact's: a statement left that is no later start and no
+    ending may have said the start again, so the start stays."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_each_in_its_session(mem, "lives_in", [("Lisbon", "start", "2017-01-01"), ("Lisbon", "start", "2017-01-01"),
+                                                  ("Lisbon", "end", "2020-01-01")], ["a", "b", "c"])
+        mem.forget(user_id=U, session_id="s-a")
+        [lisbon] = mem.history(user_id=U)
+        assert (lisbon.valid_from.year, lisbon.valid_to.year, lisbon.source_ids) == (2017, 2020, ["b", "c"])
+
+
+def test_an_ending_said_twice_stays_when_one_saying_is_forgotten() -> None:
+    """"I left Porto in 2013" in two sessions: forgetting either leaves Porto ended in 2013 (before, forgetting
+    the second left a Porto with no start and no end, holding at every instant)."""
+    for forgotten in ("a", "b"):
+        with Memory(":memory:", llm=False, embedder=False) as mem:
+            say_each_in_its_session(mem, "lives_in", [("Porto", "end", "2013-01-01"), ("Porto", "end", "2013-01-01")],
+                                    ["a", "b"])
+            mem.forget(user_id=U, session_id=f"s-{forgotten}")
+            [porto] = mem.history(user_id=U)
+            assert (porto.valid_from, porto.valid_to) == (None, datetime(2013, 1, 1, tzinfo=timezone.utc))
+            assert mem.facts(user_id=U, as_of="2014-01-01") == []
+
+
+def test_a_start_and_end_said_together_go_together() -> None:
+    """"Porto from 2010 to 2016" (a), then "I left Porto in 2013" (b, which ends it earlier and keeps 2016 as a
+    later end, with a's turn).  Forgetting a leaves b alone: Porto until 2013, start unknown, and no 2016
+    (before, the later end was kept without turns, so nothing could forget it, and the 2010 start stayed)."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        for i, (turn, dates) in enumerate((("a", {"valid_from": "2010-01-01", "valid_to": "2016-01-01"}),
+                                           ("b", {"valid_to": "2013-01-01"}))):
+            t = T0 + timedelta(days=i)
+            mem.store.ensure_session(U, f"s-{turn}", started_at=t)
+            mem.store.add_messages(U, [Message(id=turn, user_id=U, session_id=f"s-{turn}", speaker="Maya",
+                                               text="Porto", timestamp=t, recorded_at=t, seq=i)])
+            mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "source_ids": [turn],
+                            "session_id": f"s-{turn}", **dates}], user_id=U)
+        [porto] = mem.history(user_id=U)
+        assert [(d.at.year, d.turns) for d in porto.later_ends] == [(2016, ["a"])]
+        mem.forget(user_id=U, session_id="s-a")
+        [porto] = mem.history(user_id=U)
+        assert (porto.valid_from, porto.valid_to, porto.later_ends, porto.source_ids) == (
+            None, datetime(2013, 1, 1, tzinfo=timezone.utc), [], ["b"])
+
+
+def test_a_fact_whose_statement_from_the_forgotten_session_moved_away_keeps_no_trace_of_it() -> None:
+    """"Left Porto in 2017" (the first session: a fact of its own), "Porto from 2010" (its start, rule 1b),
+    "left Porto in 2011" (an earlier end: 2017 is kept as a later end), "Porto again from 2014" (takes the 2017
+    ending, rule 3b).  The first fact holds no turn of the first session any more, but was told there: forgetting
+    that session leaves it told in the session of its start, not in the deleted one."""
+    check_forget("lives_in", [("Porto", "end", "2017-11-20"), ("Porto", "start", "2010-06-30"),
+                              ("Porto", "end", "2011-06-25"), ("Porto", "start", "2014-05-10")], 0)
