@@ -133,6 +133,29 @@ def test_ending_without_open_fact_is_recorded_with_unknown_start(mem: Memory) ->
     assert mem.facts(user_id=U) == []
 
 
+def test_an_ending_after_stints_that_all_ended_follows_the_last_of_them(mem: Memory) -> None:
+    """"Porto from 2010", "Berlin from 2012" (closing Porto), "left Berlin in 2014", then "I left Lisbon in
+    2021": Lisbon is taken to start when Berlin ended, a guess a start said later replaces.  Before, Lisbon
+    reached back to an unknown start and was cut where Porto began: Lisbon until 2010, nothing from 2014."""
+    lives(mem, "Porto", "2010-01-01")
+    lives(mem, "Berlin", "2012-01-01")
+    lives(mem, "Berlin", end="2014-01-01")
+    lives(mem, "Lisbon", end="2021-01-01")
+    assert versions(mem) == [("Porto", "2010-01-01", "2012-01-01"), ("Berlin", "2012-01-01", "2014-01-01"),
+                             ("Lisbon", "2014-01-01", "2021-01-01")]
+    assert [f.start_guessed for f in mem.history(user_id=U, object="Lisbon")] == [True]
+    assert [f.object for f in mem.facts(user_id=U, as_of="2009-01-01")] == []
+    lives(mem, "Lisbon", "2016-01-01")  # the start, said later
+    assert versions(mem)[-1] == ("Lisbon", "2016-01-01", "2021-01-01")
+
+
+def test_an_ending_with_an_open_stint_before_it_keeps_the_unknown_start(mem: Memory) -> None:
+    """A stint of known start still open ("Porto from 2010") before the ending: no guess overlaps it."""
+    lives(mem, "Porto", "2010-01-01")
+    lives(mem, "Lisbon", end="2021-01-01")
+    assert versions(mem) == [("Lisbon", None, "2010-01-01"), ("Porto", "2010-01-01", None)]
+
+
 def test_low_confidence_never_closes_a_stable_fact(mem: Memory) -> None:
     lives(mem, "Berlin", "2019-01-01")
     rep = lives(mem, "Paris", "2024-06-01", c=0.3)  # "I might move to Paris"

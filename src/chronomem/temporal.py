@@ -702,6 +702,10 @@ def _resolve_unknown_starts(ins: Fact, rivals: list[Fact]) -> None:
     if ins.valid_from is not None:
         return
     ends = [f.valid_to for f in rivals if f.valid_from is None and f.valid_to is not None]
+    if ins.valid_to is not None:
+        began = [f for f in rivals if f.valid_from is not None and f.valid_from < ins.valid_to]
+        if all(f.valid_to is not None and f.valid_to < ins.valid_to for f in began):
+            ends += [f.valid_to for f in began if f.valid_to is not None]
     earlier = [e for e in ends if ins.valid_to is None or e < ins.valid_to]  # an equal end is a tie
     if earlier:
         ins.valid_from = max(earlier)
