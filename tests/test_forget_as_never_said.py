@@ -152,3 +152,19 @@ def test_a_fact_whose_statement_from_the_forgotten_session_moved_away_keeps_no_t
     that session leaves it told in the session of its start, not in the deleted one."""
     check_forget("lives_in", [("Porto", "end", "2017-11-20"), ("Porto", "start", "2010-06-30"),
                               ("Porto", "end", "2011-06-25"), ("Porto", "start", "2014-05-10")], 0)
+
+
+def test_a_statement_left_is_read_by_the_turns_still_said() -> None:
+    """:func:`unsay` (pure): the later start was said over two turns, one of them forgotten with the first
+    statement; what is left of it still says the later start, so the start moves there."""
+    from chronomem.model import Fact, Intent, LaterDate, Origin
+    from chronomem.unsaying import unsay
+
+    later = datetime(2021, 1, 1, tzinfo=timezone.utc)
+    f = Fact(id="f1", user_id=U, subject="Maya", relation="lives_in", object="Lisbon",
+             valid_from=datetime(2017, 1, 1, tzinfo=timezone.utc), valid_to=None, confidence=0.9,
+             intent=Intent.FACT, origin=Origin.STATED, recorded_at=T0, source_ids=["a", "b", "x"],
+             confirmations=[(0.9, ["a"]), (0.9, ["b", "x"])], later_starts=[LaterDate(later, T0, ["b", "x"])])
+    out = unsay(f, {"a", "x"}, 0.6)
+    assert (out.replay, out.endings, f.valid_from, f.started_by, f.later_starts, f.source_ids) == (
+        True, [], later, ["b"], [], ["b"])

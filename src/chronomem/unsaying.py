@@ -50,7 +50,8 @@ def unsay(f: Fact, forgotten: set[str], theta: float) -> Unsaid:
     first = first_statement(f)
     own_end_unsaid = not f.ended_by and f.stated_to is not None and bool(first) and set(first) <= forgotten
     end_unsaid = bool(f.ended_by) and set(f.ended_by) <= forgotten
-    left = [ids for _, ids in f.confirmations if not ids or not set(ids) <= forgotten]
+    # the statements left, each by its turns still said
+    left = [set(ids) - forgotten for _, ids in f.confirmations if not ids or not set(ids) <= forgotten]
     out = Unsaid()
     f.source_ids, f.ended_by, f.started_by = ([i for i in ids if i not in forgotten]
                                               for ids in (f.source_ids, f.ended_by, f.started_by))
@@ -62,7 +63,7 @@ def unsay(f: Fact, forgotten: set[str], theta: float) -> Unsaid:
     unconfirm(f, forgotten, theta)  # a repetition's raise goes with its turns, and so do its later dates
     if end_unsaid or (own_end_unsaid and f.later_ends and (f.valid_from is None or f.start_guessed)):
         out.replay = _unsay_end(f)
-    if not start_unsaid or not all(ids and set(ids) <= _later_or_ending(f) for ids in left):
+    if not start_unsaid or not all(ids and ids <= _later_or_ending(f) for ids in left):
         return out
     if own_end_unsaid:  # the start and the end came in one statement: both go
         out.replay = _unsay_end(f)
