@@ -168,3 +168,11 @@ def test_a_statement_left_is_read_by_the_turns_still_said() -> None:
     out = unsay(f, {"a", "x"}, 0.6)
     assert (out.replay, out.endings, f.valid_from, f.started_by, f.later_starts, f.source_ids) == (
         True, [], later, ["b"], [], ["b"])
+
+
+def test_forgetting_the_start_a_handed_over_ending_came_to_leaves_the_ending_where_it_was() -> None:
+    """"Left Porto in 2017" (a fact of its own), "left Porto in 2011" (an earlier end: 2017 kept as a later end),
+    "Porto again from 2014" (takes the 2017 ending, rule 3b), "Porto from 2010": forgetting "again from 2014"
+    gives the 2017 ending back to the first stint, as a later end."""
+    check_forget("lives_in", [("Porto", "end", "2017-11-20"), ("Porto", "end", "2011-06-25"),
+                              ("Porto", "start", "2014-05-10"), ("Porto", "start", "2010-06-30")], 2)

@@ -572,6 +572,9 @@ def _take_stated_end(ins: Fact, same: Sequence[Fact], theta: float) -> Fact | No
     kept = [d for d in f.later_ends if d not in later and d != end]
     moved_turns = set().union(ended, *(d.turns for d in later))
     host, theirs, words = _hand_over(f, moved_turns, {t for d in [*f.later_starts, *kept] for t in d.turns}, theta)
+    if not theirs and ended:  # f's first statement (it stays f's too) or f said once: recorded on ins all the same,
+        # so that forgetting ins's own statement leaves the ending alone (chronomem.unsaying)
+        theirs = [(f.confirmations[0][0] if f.confirmations else f.confidence, list(ended))]
     if theirs:  # the ending confirmed f: it confirms ins instead
         ins.confirmations = [(ins.confidence, list(ins.source_ids)), *theirs]
         ins.confidence = refold(ins.confirmations, theta)
