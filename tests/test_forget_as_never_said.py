@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from test_temporal_order_independence import answers, probes_for, slot_statements
 
 from chronomem import Memory, Message
+from chronomem.temporal import abutting_repetitions
 
 U = "u"
 T0 = datetime(2030, 1, 1, tzinfo=timezone.utc)
@@ -41,6 +42,8 @@ def check_forget(relation: str, statements: list[tuple[str, str, str]], k: int) 
         mem.forget(user_id=U, session_id=f"s-{turns[k]}")
         got = answers(mem, relation, at)
         assert turns[k] not in repr(mem.store.dump_user(U)), "a trace of the forgotten turn is left"
+        # no two stints of one fact kept apart by what was forgotten
+        assert abutting_repetitions(mem.history(user_id=U), mem.graph.key, mem.graph.theta) == []
     with Memory(":memory:", llm=False, embedder=False) as mem:
         say_each_in_its_session(mem, relation, statements[:k] + statements[k + 1:], turns[:k] + turns[k + 1:])
         assert got == answers(mem, relation, at), (statements, k)
@@ -176,3 +179,21 @@ def test_forgetting_the_start_a_handed_over_ending_came_to_leaves_the_ending_whe
     gives the 2017 ending back to the first stint, as a later end."""
     check_forget("lives_in", [("Porto", "end", "2017-11-20"), ("Porto", "end", "2011-06-25"),
                               ("Porto", "start", "2014-05-10"), ("Porto", "start", "2010-06-30")], 2)
+
+
+def test_two_stints_a_forgotten_value_kept_apart_are_one_fact_again() -> None:
+    """"Lisbon from 2012" (a), "Porto from 2013" (b), "Lisbon from 2015" (c): two Lisbon facts.  Forgetting b
+    leaves one Lisbon fact from 2012, with c's start kept as a later start, as if Porto had never been said."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_each_in_its_session(mem, "lives_in", [("Lisbon", "start", "2012-01-01"), ("Porto", "start", "2013-01-01"),
+                                                  ("Lisbon", "start", "2015-01-01")], ["a", "b", "c"])
+        first = next(f for f in mem.history(user_id=U) if f.object == "Lisbon")
+        res = mem.forget(user_id=U, session_id="s-b")
+        [lisbon] = mem.history(user_id=U)
+        assert (res.facts_deleted, res.rejoined) == (1, 1)
+        assert (lisbon.id, lisbon.valid_from.year, lisbon.valid_to, lisbon.source_ids) == (first.id, 2012, None, ["a", "c"])
+        assert [(d.at.year, d.turns) for d in lisbon.later_starts] == [(2015, ["c"])]
+        mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": "Porto", "valid_from": "2014-01-01"}],
+                      user_id=U)  # Porto said again, with another date: Lisbon splits there as before
+        assert [(f.object, f.valid_from.year) for f in mem.history(user_id=U)] == [
+            ("Lisbon", 2012), ("Porto", 2014), ("Lisbon", 2015)]

@@ -55,6 +55,7 @@ class ForgetResult:
     entities_deleted: int = 0
     entities_renamed: int = 0  # entities whose name only the forgotten turns said: they take another spelling
     reopened: int = 0  # facts that a forgotten fact had closed, or a forgotten turn ended, and hold again
+    rejoined: int = 0  # stints of one fact a forgotten value kept apart, folded into the first again
     summaries_rebuilt: int = 0  # Rsum checkpoints recomputed without the forgotten session in this call
     summaries_pending: int = 0  # later summaries erased and waiting for their rewrite (by ``job_id``)
     job_id: str | None = None  # the job rewriting them: Memory.job / wait, GET /v1/jobs/{job_id}
@@ -174,6 +175,8 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
         if replanned:  # before the session's names go: a name only it said is replaced in these too
             kept = {f.id for f in graph.replan(user_id, replanned).added} & doomed_ids
             res.facts_deleted -= len(kept)  # an ending that stands alone keeps its fact's id
+        # "Lisbon", "Porto", "Lisbon again" with Porto forgotten: one Lisbon fact, as if Porto had never been said
+        res.rejoined = graph.rejoin(user_id, [*affected, *replanned])
         if session_id is not None:
             from .summarize.rsum import erase_after_gap  # the summaries' module, on first use as elsewhere
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
@@ -469,6 +469,42 @@ class GraphWriter:
 
         changed: list[Fact] = []
         split: list[Fact] = []  # stints split out of a fact cut before a later start of its
+        for spec, slot in self._slots(user_id, facts):
+            held = {f.id for f in slot}
+            for f in rebuild_slot(slot, spec, self.key, self.theta):
+                (changed if f.id in held else split).append(f)
+        if split:
+            self.store.insert_facts(user_id, split)
+        if changed:
+            self.store.update_facts(user_id, changed)
+        return [*changed, *split]
+
+    def rejoin(self, user_id: str, facts: Sequence[Fact]) -> int:
+        """Fold into one fact the stints of it that a value now forgotten kept apart, in the slots of ``facts``
+        (:func:`~chronomem.temporal.abutting_repetitions`: "Lisbon", "Porto", "Lisbon again", Porto forgotten,
+        is one Lisbon fact with a later start, as if Porto had never been said), and place those slots in
+        order again.  Returns how many stints were folded (and deleted)."""
+        from .temporal import abutting_repetitions, fold_repetition
+
+        host_of: dict[str, str] = {}  # folded fact id -> the fact it went into
+        hosts: dict[str, Fact] = {}
+        with self.store.transaction(user_id):
+            for _, slot in self._slots(user_id, facts):
+                for g, f in abutting_repetitions(slot, self.key, self.theta):
+                    into = host_of.get(g.id, g.id)
+                    host = hosts.get(into, g)
+                    hosts[into] = fold_repetition(replace(host, valid_to=host.stated_to, closed_by=None), f, self.theta)
+                    host_of[f.id] = into
+            if host_of:
+                self.store.update_facts(user_id, list(hosts.values()))
+                self.store.delete_facts(user_id, list(host_of))
+                self.rebuild(user_id, list(hosts.values()))
+        return len(host_of)
+
+    def _slots(self, user_id: str, facts: Sequence[Fact]) -> list[tuple[RelationSpec, list[Fact]]]:
+        """The stored facts of the slots ``facts`` belong to, slot by slot (grouped by holder and relation
+        family), with each slot's relation."""
+        out: list[tuple[RelationSpec, list[Fact]]] = []
         groups: dict[tuple[str, str], list[Fact]] = defaultdict(list)
         for f in facts:
             groups[(f.subject_id or f.subject, slot_family(self.registry, f.relation)[0].name)].append(f)
@@ -479,13 +515,6 @@ class GraphWriter:
             # only the members' own slots: a fact that shares an endpoint but not a slot ("Tom works_at
             # Acme" beside Maya's) would be replayed without what closed it, and come back open
             ours = in_their_slots(members, spec, self.key)
-            slot = [f for f in near if ours(f)]
-            held = {f.id for f in slot}
-            for f in rebuild_slot(slot, spec, self.key, self.theta):
-                (changed if f.id in held else split).append(f)
-        if split:
-            self.store.insert_facts(user_id, split)
-        if changed:
-            self.store.update_facts(user_id, changed)
-        return [*changed, *split]
+            out.append((spec, [f for f in near if ours(f)]))
+        return out
 

@@ -70,7 +70,7 @@ from datetime import datetime
 
 from .entities import new_id
 from .limits import MAX_LATER_STARTS, MAX_OTHER_WORDS
-from .model import Fact, LaterDate
+from .model import Fact, LaterDate, Origin
 from .registry import RelationSpec
 
 Key = tuple[str, str, str]
@@ -770,6 +770,28 @@ def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
     new = {g.id for g in split}
     return [f for f in current.values() if f.id in new or _interval_of(f) != _interval_of(originals[f.id])
             or f.later_starts != originals[f.id].later_starts]
+
+
+def abutting_repetitions(facts: Sequence[Fact], key: Callable[[Fact], Key], theta: float) -> list[tuple[Fact, Fact]]:
+    """Pairs ``(g, f)`` among ``facts`` (one slot, closures current) where ``f``, a later stint of the same fact,
+    ends ``g`` only by starting: ``g`` was closed at ``f``'s start by ``f`` and ``f`` lies within ``g``'s stated
+    interval.  Another value stood between them once ("Lisbon", "Porto", "Lisbon again"); with it forgotten,
+    ``f`` says ``g`` again (rule 2) and is folded into it (:func:`fold_repetition`), as it would have been had
+    the value in between never been said.  In recorded order, so a chain folds into its first.  Pure."""
+    by_id = {f.id: f for f in facts}
+    out: list[tuple[Fact, Fact]] = []
+    for g in sorted(facts, key=lambda f: f.recorded_at):
+        f = by_id.get(g.closed_by or "")
+        if (f is not None and g.valid_to is not None and g.valid_to == f.valid_from and key(f) == key(g)
+                and _plain(f) and _plain(g) and is_stable(f, theta) == is_stable(g, theta)
+                and said_inside(replace(g, valid_to=g.stated_to), f.valid_from, f.stated_to)):
+            out.append((g, f))
+    return out
+
+
+def _plain(f: Fact) -> bool:
+    """Neither a correction nor a version one replaced nor superseded: a fact the update rules may fold."""
+    return f.origin is not Origin.CORRECTED and not replaced_by_correction(f) and not f.superseded
 
 
 def _interval_of(f: Fact) -> tuple[object, ...]:

@@ -283,6 +283,8 @@ def forget_report(res: ForgetResult, user: str, tenant: str) -> str:
     extras = [counted(res.entities_renamed, "entity renamed to a spelling still said",
                       "entities renamed to spellings still said"),
               counted(res.reopened, "fact it had closed holds again", "facts it had closed hold again"),
+              counted(res.rejoined, "stint it kept apart joined to its fact",
+                      "stints it kept apart joined to their facts"),
               counted(res.summaries_rebuilt, "later summary rebuilt", "later summaries rebuilt"),
               counted(res.cache_entries_deleted, "cached model entry purged", "cached model entries purged")]
     line += "".join(f"; {e}" for e in extras if not e.startswith("0 "))

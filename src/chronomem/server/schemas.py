@@ -247,6 +247,8 @@ class ForgetOut(BaseModel):
     entities_renamed: int = Field(0, description="entities whose name only the forgotten turns said; "
                                                  "they now carry another spelling still said")
     reopened: int = 0
+    rejoined: int = Field(0, description="stints of one fact that a forgotten value had kept apart, folded into "
+                                         "the first of them again")
     summaries_rebuilt: int = Field(0, description="later summaries rewritten without the session before the reply "
                                                   "(the library's wait=True; 0 over REST)")
     summaries_pending: int = Field(0, description="later summaries that quoted the forgotten session: erased now, "
