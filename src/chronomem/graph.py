@@ -20,7 +20,7 @@ from typing import Any
 from .entities import ExactResolver, Resolver, new_id, normalize_name
 from .errors import ValidationError
 from .limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_TEXT_CHARS
-from .model import Entity, Fact, FactInput, FactPosition, Intent, Origin, UpdateReport
+from .model import Fact, FactInput, FactPosition, Intent, Origin, UpdateReport
 from .registry import RelationRegistry, RelationSpec, statement_identity
 from .store.base import Store
 from .temporal import in_their_slots, plan_update
@@ -433,10 +433,7 @@ class GraphWriter:
         repetition is (:func:`~chronomem.temporal.fold_repetition`: its turns, its raise, still undoable
         by forgetting); then every slot of the target is placed in time order again, as after forgetting.
         Returns (facts moved, of them folded)."""
-        from .temporal import fold_repetition, is_stable, replaced_by_correction, said_inside
-
-        def plain(f: Fact) -> bool:  # corrections and the versions they replaced keep their links
-            return f.origin is not Origin.CORRECTED and not replaced_by_correction(f) and not f.superseded
+        from .temporal import fold_repetition, foldable, is_stable, said_inside
 
         with self.store.transaction(user_id):
             moved = set(self.store.merge_entities(user_id, source_id, target_id))
@@ -447,8 +444,8 @@ class GraphWriter:
             for f in facts:
                 k = self.key(f)
                 host = None
-                if plain(f):  # only across the two entities: each one's own history stays as it was written
-                    host = next((g for g in kept[k] if (g.id in moved) != (f.id in moved) and plain(g)
+                if foldable(f):  # only across the two entities: each one's own history stays as it was written
+                    host = next((g for g in kept[k] if (g.id in moved) != (f.id in moved) and foldable(g)
                                  and is_stable(g, self.theta) == is_stable(f, self.theta)
                                  and said_inside(g, f.valid_from, f.stated_to or f.valid_to)), None)
                 if host is None:

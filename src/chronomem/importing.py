@@ -31,11 +31,11 @@ from .errors import ValidationError
 from .exports import RowChecker
 from .extract.entities import FuzzyEntityResolver
 from .graph import GraphWriter, slot_family
-from .model import Fact, Origin
+from .model import Fact
 from .registry import RelationRegistry
 from .store import Store
 from .store.sql import TABLES, chunks
-from .temporal import Key, fold_repetition, is_stable, replaced_by_correction, said_inside_stated
+from .temporal import Key, fold_repetition, foldable, is_stable, replaced_by_correction, said_inside_stated
 
 __all__ = ["ExportBatches", "IMPORT_BATCH", "import_batches"]
 
@@ -144,7 +144,7 @@ class _Import:
         and delete it.  Returns how many were folded."""
         total = 0
         for chunk in chunks(ids, IMPORT_BATCH):  # an import_ hands a whole table as one batch
-            incoming = [f for f in self.store.facts(self.user_id, ids=chunk) if _plain(f)]
+            incoming = [f for f in self.store.facts(self.user_id, ids=chunk) if foldable(f)]
             if not incoming:
                 continue
             ends = sorted({e for f in incoming for e in (f.subject_id, f.object_id) if e is not None})
@@ -187,12 +187,6 @@ class _Import:
         for where, value in refs:
             if value not in self.kept and value not in self.held:
                 raise ValidationError(where, value, "names no entity of this export or of the user")
-
-
-def _plain(f: Fact) -> bool:
-    """A fact that can be a repetition: not a correction or a version one replaced (their links stay), not
-    superseded (a superseded fact takes no part in updates)."""
-    return f.origin is not Origin.CORRECTED and not replaced_by_correction(f) and not f.superseded
 
 
 def _repeats(held: Fact, f: Fact, theta: float) -> bool:

@@ -783,14 +783,15 @@ def abutting_repetitions(facts: Sequence[Fact], key: Callable[[Fact], Key], thet
     for g in sorted(facts, key=lambda f: f.recorded_at):
         f = by_id.get(g.closed_by or "")
         if (f is not None and g.valid_to is not None and g.valid_to == f.valid_from and key(f) == key(g)
-                and _plain(f) and _plain(g) and is_stable(f, theta) == is_stable(g, theta)
+                and foldable(f) and foldable(g) and is_stable(f, theta) == is_stable(g, theta)
                 and said_inside(replace(g, valid_to=g.stated_to), f.valid_from, f.stated_to)):
             out.append((g, f))
     return out
 
 
-def _plain(f: Fact) -> bool:
-    """Neither a correction nor a version one replaced nor superseded: a fact the update rules may fold."""
+def foldable(f: Fact) -> bool:
+    """A fact that can be a repetition, or take one in: not a correction or a version one replaced (their links
+    stay), not superseded (a superseded fact takes no part in updates)."""
     return f.origin is not Origin.CORRECTED and not replaced_by_correction(f) and not f.superseded
 
 
