@@ -197,3 +197,77 @@ def test_two_stints_a_forgotten_value_kept_apart_are_one_fact_again() -> None:
                       user_id=U)  # Porto said again, with another date: Lisbon splits there as before
         assert [(f.object, f.valid_from.year) for f in mem.history(user_id=U)] == [
             ("Lisbon", 2012), ("Porto", 2014), ("Lisbon", 2015)]
+
+
+# -- statements that give a start and an end at once, corrections, cut stints (a reviewer's counterexamples)
+
+Dated = tuple[str, str, dict[str, str]]  # turn, object, dates
+
+
+def say_dated(mem: Memory, relation: str, said: list[Dated]) -> None:
+    """Each statement in a session of its own, ``s-turn-{turn}``, with one turn, ``turn-{turn}``."""
+    for i, (name, obj, dates) in enumerate(said):
+        turn, t = f"turn-{name}", T0 + timedelta(days=i)
+        mem.store.ensure_session(U, f"s-{turn}", started_at=t)
+        mem.store.add_messages(U, [Message(id=turn, user_id=U, session_id=f"s-{turn}", speaker="Maya",
+                                           text=f"{obj} {dates}", timestamp=t, recorded_at=t, seq=i)])
+        mem.add_facts([{"subject": "Maya", "relation": relation, "object": obj, "source_ids": [turn],
+                        "session_id": f"s-{turn}", **dates}], user_id=U)
+
+
+def same_as_never_said(relation: str, said: list[Dated], forgotten: str) -> list[tuple[str, ...]]:
+    at = probes_for([(obj, "start", when) for _, obj, dates in said for when in dates.values()])
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_dated(mem, relation, said)
+        mem.forget(user_id=U, session_id=f"s-turn-{forgotten}")
+        got = answers(mem, relation, at)
+        assert f"turn-{forgotten}" not in repr(mem.store.dump_user(U))
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_dated(mem, relation, [s for s in said if s[0] != forgotten])
+        assert got == answers(mem, relation, at), (said, forgotten)
+    return got
+
+
+def test_a_start_said_again_with_an_end_stays_when_the_first_saying_is_forgotten() -> None:
+    """"Porto from 2016" (a), "Porto from 2016 to 2019" (b): b gave the start too, not only the end."""
+    for forgotten in ("a", "b"):
+        same_as_never_said("lives_in", [("a", "Porto", {"valid_from": "2016-09-26"}),
+                                        ("b", "Porto", {"valid_from": "2016-09-26", "valid_to": "2019-08-12"})],
+                           forgotten)
+    same_as_never_said("lives_in", [("a", "Porto", {"valid_from": "2010-01-01"}),  # a later start with the end
+                                    ("b", "Porto", {"valid_from": "2014-01-01", "valid_to": "2019-01-01"})], "a")
+    same_as_never_said("lives_in", [("a", "Porto", {"valid_to": "2014-10-07"}),  # rule 1b: the start with the end
+                                    ("b", "Porto", {"valid_from": "2013-01-01", "valid_to": "2014-10-07"})], "a")
+
+
+def test_an_ending_cut_short_by_a_forgotten_stint_reaches_its_end_again() -> None:
+    """"Porto from October 2016", then "I left Lisbon in 2021" (cut where Porto began, with nothing closing it):
+    forgetting Porto leaves no trace of its date in Lisbon."""
+    got = same_as_never_said("lives_in", [("a", "Porto", {"valid_from": "2016-10-26"}),
+                                          ("b", "Lisbon", {"valid_to": "2021-10-30"})], "a")
+    assert ("Lisbon",) in got
+
+
+def test_forgetting_a_repetition_leaves_the_version_a_correction_replaced_replaced() -> None:
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_dated(mem, "lives_in", [("a", "Porto", {"valid_from": "2010-01-01"}),
+                                    ("b", "Porto", {"valid_from": "2010-01-01"})])
+        [porto] = mem.history(user_id=U)
+        mem.correct(porto.id, user_id=U, valid_from="2011-01-01")
+        mem.forget(user_id=U, session_id="s-turn-a")
+        assert [f.object for f in mem.facts(user_id=U, as_of="2012-01-01")] == ["Porto"]
+        assert mem.facts(user_id=U, as_of="2010-06-01") == []
+
+
+def test_a_start_learned_after_a_later_start_was_kept_leaves_no_later_start_at_or_before_it() -> None:
+    """"The cat died in 2018", "the cat 2016 to 2017" (kept as a later start of the cat, whose start was unknown),
+    "the cat from 2016" (its start, rule 1b): no later start equal to the start is left, and a backup of it
+    imports again (it was refused: "later_starts must lie after valid_from")."""
+    with Memory(":memory:", llm=False, embedder=False) as mem:
+        say_dated(mem, "has_pet", [("a", "cat", {"valid_to": "2018-02-18"}),
+                                   ("b", "cat", {"valid_from": "2016-01-30", "valid_to": "2017-05-01"}),
+                                   ("c", "cat", {"valid_from": "2016-01-30"})])
+        assert all(f.valid_from is None or all(d.at > f.valid_from for d in f.later_starts)
+                   for f in mem.history(user_id=U))
+        mem.import_(mem.export(user_id=U), user_id="u-copy")
+        assert len(mem.history(user_id="u-copy")) == len(mem.history(user_id=U))

@@ -166,9 +166,11 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
         doomed_ids = {f.id for f in doomed}
         touched = {x for f in doomed for x in (f.subject_id, f.object_id) if x is not None}
         doomed_relations = {f.relation for f in doomed}
-        # what a forgotten fact closed reopens; a start inferred beside it is inferred again
+        # what a forgotten fact closed reopens; a start inferred beside it is inferred again, and so is the
+        # place of a stint with no start (an ending a forgotten stint cut short without closing it)
         affected = [f for f in store.facts(user_id, touching=list(touched)) if f.id not in doomed_ids and (
-            f.closed_by in doomed_ids or (f.start_guessed and f.relation in doomed_relations))] + [
+            f.closed_by in doomed_ids or ((f.start_guessed or f.valid_from is None)
+                                          and f.relation in doomed_relations))] + [
             f for f in replayed if f.id not in doomed_ids]
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         res.reopened = len(graph.rebuild(user_id, affected))

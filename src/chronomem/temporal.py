@@ -130,12 +130,12 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
     """
     # words f has: the repetition's are kept beside them, for when f's go (chronomem.forgetting)
     said_beside = [(words_turns(again), again.text)] if f.text else []
+    # an ending said again: forgetting one of the two sayings must not reopen the fact
+    ends_too = bool(f.ended_by) and again.valid_to is not None and not (f.stated_to and f.stated_to < again.valid_to)
     changed = replace(
         f,
         source_ids=merge_ids(f.source_ids, again.source_ids),
-        # an ending said again: forgetting one of the two sayings must not reopen the fact
-        ended_by=merge_ids(f.ended_by, again.ended_by or again.source_ids)
-        if f.ended_by and again.valid_to and not (f.stated_to and f.stated_to < again.valid_to) else f.ended_by,
+        ended_by=merge_ids(f.ended_by, again.ended_by or again.source_ids) if ends_too else f.ended_by,
         text=f.text or again.text,
         # a fact stored without words takes the repetition's: forgetting its turns takes them back
         text_from=(again.text_from or list(again.source_ids)) if not f.text and again.text else f.text_from,
@@ -151,6 +151,9 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
     if again.valid_from is not None and _before(f.valid_from, again.valid_from):
         later.append(LaterDate(again.valid_from, again.recorded_at, list(said)))
     changed.later_starts = keep_later_dates(f.later_starts, later)
+    if ends_too and again.valid_from is not None and again.valid_from == f.valid_from and not f.start_guessed:
+        # it gives the start too, not only the end: forgetting the others leaves it the start (chronomem.unsaying)
+        changed.started_by = merge_ids(f.started_by or first_statement(f), said)
     # an end said after f's stated end is kept too: a stint of f that starts in between, learned later, takes it
     ends = [d for d in again.later_ends if f.stated_to is not None and f.stated_to < d.at]
     end = again.stated_to or again.valid_to
@@ -221,7 +224,7 @@ def _hand_over(f: Fact, turns: set[str], keep: set[str],
     ``f``'s confidence is refolded from the confirmations left; a turn goes from its ``source_ids`` unless
     what stays needs it (``keep``: the turns of the later dates it keeps, and of its other statements)."""
     went = {i for i, (_, ids) in enumerate(f.confirmations)
-            if (i > 0 or f.started_by) and ids and set(ids) <= turns}
+            if (i > 0 or (f.started_by and not set(ids) & set(f.started_by))) and ids and set(ids) <= turns}
     if len(went) == len(f.confirmations):
         went.discard(0)
     theirs = [c for i, c in enumerate(f.confirmations) if i in went]
@@ -258,7 +261,8 @@ def unconfirm(f: Fact, forgotten: set[str], theta: float) -> None:
     list is empty) keeps its confidence: nothing tells the raise."""
     kept = [(c, ids) for c, ids in f.confirmations if not ids or not set(ids) <= forgotten]
     if kept and len(kept) < len(f.confirmations):
-        f.confidence = refold(kept, theta)
+        if not replaced_by_correction(f):  # a version a correction replaced keeps its confidence 0
+            f.confidence = refold(kept, theta)
         f.confirmations = kept if len(kept) > 1 else []
     # the later dates said only there go too; the others lose those turns
     f.later_starts, f.later_ends = (
@@ -459,6 +463,14 @@ def plan_update(
                 else target.other_words,
             )
             changed.confidence, changed.confirmations = confirm(target, new, theta)
+            if new.valid_from is not None and target.valid_from is not None and not target.start_guessed:
+                # a start said with the ending is kept too, so that forgetting the statements that gave the
+                # start leaves this one's ("Porto from 2016", then "from 2016 to 2019"; chronomem.unsaying)
+                if new.valid_from == target.valid_from:
+                    changed.started_by = merge_ids(target.started_by or first_statement(target), new.source_ids)
+                elif target.valid_from < new.valid_from:
+                    changed.later_starts = keep_later_dates(
+                        target.later_starts, [LaterDate(new.valid_from, new.recorded_at, list(new.source_ids))])
             plan = Plan(changed=[changed], closed=[changed], split=split)
             if new.valid_from is not None and target.valid_from is not None and new.valid_from < target.valid_from:
                 # "from 2016 to 2021" about a stint known only since 2018: the earlier part is
@@ -494,7 +506,11 @@ def plan_update(
             said_end = target.ended_by or [i for i in first_statement(target) if i not in new.source_ids]
             learned = replace(
                 target, valid_from=new.valid_from, start_guessed=False, valid_to=target.stated_to, closed_by=None,
-                started_by=list(new.source_ids), ended_by=said_end,
+                started_by=list(new.source_ids),
+                # a statement that gives the end too ends it as well ("Porto from 2013 to October 2014")
+                ended_by=merge_ids(said_end, new.source_ids) if new.valid_to is not None else said_end,
+                # later starts kept while the start was unknown are later only after the one learned now
+                later_starts=[d for d in target.later_starts if new.valid_from < d.at],
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 text=new.text or target.text,
                 text_from=list(new.source_ids) if new.text else ((target.text_from or said_end) if target.text else []),
