@@ -789,16 +789,19 @@ def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
 
 
 def abutting_repetitions(facts: Sequence[Fact], key: Callable[[Fact], Key], theta: float) -> list[tuple[Fact, Fact]]:
-    """Pairs ``(g, f)`` among ``facts`` (one slot, closures current) where ``f``, a later stint of the same fact,
-    ends ``g`` only by starting: ``g`` was closed at ``f``'s start by ``f`` and ``f`` lies within ``g``'s stated
-    interval.  Another value stood between them once ("Lisbon", "Porto", "Lisbon again"); with it forgotten,
-    ``f`` says ``g`` again (rule 2) and is folded into it (:func:`fold_repetition`), as it would have been had
-    the value in between never been said.  In recorded order, so a chain folds into its first.  Pure."""
+    """Pairs ``(g, f)`` among ``facts`` (one slot, closures current) where ``f``, a later stint of the same fact
+    said after it, ends ``g`` only by starting: ``g`` was closed at ``f``'s start by ``f`` and ``f`` lies within
+    ``g``'s stated interval.  Another value stood between them when ``f`` was said ("Lisbon", "Porto", "Lisbon
+    again"); with it forgotten, ``f`` says ``g`` again (rule 2) and is folded into it (:func:`fold_repetition`),
+    as it would have been had the value in between never been said.  (A stint said before ``g`` and placed after
+    it was never folded: rule 2 folds a statement into what was said before it.)  In recorded order, so a chain
+    folds into its first.  Pure."""
     by_id = {f.id: f for f in facts}
     out: list[tuple[Fact, Fact]] = []
     for g in sorted(facts, key=lambda f: f.recorded_at):
         f = by_id.get(g.closed_by or "")
-        if (f is not None and g.valid_to is not None and g.valid_to == f.valid_from and key(f) == key(g)
+        if (f is not None and g.recorded_at < f.recorded_at and g.valid_to is not None and g.valid_to == f.valid_from
+                and key(f) == key(g)
                 and foldable(f) and foldable(g) and is_stable(f, theta) == is_stable(g, theta)
                 and said_inside(replace(g, valid_to=g.stated_to), f.valid_from, f.stated_to)):
             out.append((g, f))
