@@ -237,3 +237,22 @@ def test_the_later_ending_that_takes_over_keeps_no_forgotten_turn() -> None:
         [cat] = mem.history(user_id=U)
         assert (cat.valid_to, cat.ended_by, cat.later_ends) == (datetime(2022, 1, 1, tzinfo=timezone.utc), ["m5"], [])
         assert '"m3"' not in repr(mem.store.dump_user(U)) and "'m3'" not in repr(mem.store.dump_user(U))
+
+
+def test_merging_an_ending_said_of_one_name_into_a_stint_said_of_the_other_ends_it() -> None:
+    """"Porto from 2010", "I left Oporto in 2015" (another entity), "Lisbon from 2018"; Oporto merged into Porto:
+    Porto ends in 2015, in either order of the first two (before, the ending was folded in as a repetition and
+    its end lost, or kept apart as a Porto reaching back before 2010)."""
+    said = [("Porto", {"valid_from": "2010-01-01"}), ("Oporto", {"valid_to": "2015-01-01"}),
+            ("Lisbon", {"valid_from": "2018-01-01"})]
+    for order in ((0, 1, 2), (1, 0, 2), (2, 1, 0)):
+        with Memory(":memory:", llm=False, embedder=False) as mem:
+            for i in order:
+                obj, dates = said[i]
+                mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": obj, **dates,
+                                "source_ids": [f"m{i}"]}], user_id=U)
+            mem.merge_entities("Oporto", "Porto", user_id=U)
+            stints = sorted((f.object, f.valid_from and f.valid_from.year, f.valid_to and f.valid_to.year)
+                            for f in mem.history(user_id=U) if not f.superseded)
+            assert stints == [("Lisbon", 2018, None), ("Porto", 2010, 2015)], order
+            assert [f.object for f in mem.facts(user_id=U, as_of="2016-01-01")] == [], order

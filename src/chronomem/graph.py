@@ -432,8 +432,13 @@ class GraphWriter:
         again what a fact of the other says, inside that one's interval, is folded into the older one as a
         repetition is (:func:`~chronomem.temporal.fold_repetition`: its turns, its raise, still undoable
         by forgetting); then every slot of the target is placed in time order again, as after forgetting.
-        Returns (facts moved, of them folded)."""
+        Where one of the two is an ending with no start ("left Oporto in 2015" beside "Porto from 2010"), the
+        later one is written again through the update rules instead (:meth:`replan`: it ends the stint, or
+        gives the ending its start), not folded away with its end.  Returns (facts moved, of them folded)."""
         from .temporal import fold_repetition, foldable, is_stable, said_inside
+
+        def startless(f: Fact) -> bool:
+            return f.valid_from is None and f.stated_to is not None
 
         with self.store.transaction(user_id):
             moved = set(self.store.merge_entities(user_id, source_id, target_id))
@@ -441,23 +446,28 @@ class GraphWriter:
             kept: dict[tuple[str, str, str], list[Fact]] = defaultdict(list)
             changed: dict[str, Fact] = {}
             folded: list[str] = []
+            again: list[Fact] = []  # said again of the other entity's stint, to write through the rules
             for f in facts:
                 k = self.key(f)
-                host = None
-                if foldable(f):  # only across the two entities: each one's own history stays as it was written
-                    host = next((g for g in kept[k] if (g.id in moved) != (f.id in moved) and foldable(g)
-                                 and is_stable(g, self.theta) == is_stable(f, self.theta)
-                                 and said_inside(g, f.valid_from, f.stated_to or f.valid_to)), None)
+                # only across the two entities: each one's own history stays as it was written
+                others = [g for g in kept[k] if (g.id in moved) != (f.id in moved) and foldable(g)
+                          and is_stable(g, self.theta) == is_stable(f, self.theta)] if foldable(f) else []
+                if others and (startless(f) or any(startless(g) for g in others)):
+                    again.append(replace(f, valid_from=None if f.start_guessed else f.valid_from, start_guessed=False,
+                                         valid_to=f.stated_to, stated_to=None, closed_by=None))
+                    continue
+                host = next((g for g in others if said_inside(g, f.valid_from, f.stated_to or f.valid_to)), None)
                 if host is None:
                     kept[k].append(f)
-                    continue
-                new = fold_repetition(host, f, self.theta)
-                kept[k][kept[k].index(host)] = changed[host.id] = new
-                folded.append(f.id)
+                else:
+                    new = fold_repetition(host, f, self.theta)
+                    kept[k][kept[k].index(host)] = changed[host.id] = new
+                    folded.append(f.id)
             self.store.update_facts(user_id, list(changed.values()))
-            self.store.delete_facts(user_id, folded)
+            self.store.delete_facts(user_id, [*folded, *(f.id for f in again)])
             self.rebuild(user_id, [f for group in kept.values() for f in group])
-        return len(moved), len(folded)
+            back = {f.id for f in self.replan(user_id, again).added}
+        return len(moved), len(folded) + sum(f.id not in back for f in again)
 
     def rebuild(self, user_id: str, facts: Sequence[Fact]) -> list[Fact]:
         """Recompute closures of the slots these facts belong to (after forgetting, a merge, an import); stints
