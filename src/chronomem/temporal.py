@@ -219,8 +219,8 @@ def split_later_starts(f: Fact, at: datetime, theta: float) -> tuple[Fact, Fact 
 def _hand_over(f: Fact, turns: set[str], keep: set[str],
                theta: float) -> tuple[Fact, list[tuple[float, list[str]]], list[tuple[list[str], str]]]:
     """``f`` without the statements said in ``turns``, and what those statements take to another fact: their
-    confirmations and words (with their turns among ``turns``).  Its first statement stays, unless a start
-    said later gave ``f`` its start (``started_by``: the first was an ending, and can go) and another stays.
+    confirmations and words (with their turns among ``turns``).  Its first statement stays, unless statements
+    other than it gave ``f`` its start (``started_by``: the first was an ending, and can go) and another stays.
     ``f``'s confidence is refolded from the confirmations left; a turn goes from its ``source_ids`` unless
     what stays needs it (``keep``: the turns of the later dates it keeps, and of its other statements)."""
     went = {i for i, (_, ids) in enumerate(f.confirmations)

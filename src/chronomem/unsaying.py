@@ -8,8 +8,9 @@ reads as if they had never been said: a start or an end only they gave goes (to 
 if any), and a fact that only endings are left of gives way to those endings, planned again by the update
 rules (:func:`chronomem.forgetting.forget` does the writing and the replaying).
 
-Known limit: a repetition records no start equal to its fact's, so a statement left that says neither a
-later start nor an ending may have said the same start again; the start then stays.
+Known limit: a repetition records a start equal to its fact's only when it says an end too (``started_by``),
+so a statement left that says neither a later start nor an ending may have said the same start again: the
+start then stays, and so does an end the forgotten statement gave with it.
 """
 
 from __future__ import annotations
