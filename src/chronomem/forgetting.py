@@ -134,13 +134,14 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
                 # A fact another session's turns said too stays, as that session told it
                 if set(f.source_ids) <= msg_ids if f.source_ids else f.session_id == session_id:
                     doomed.append(f)
-                elif not msg_ids & set(f.source_ids):
-                    if f.session_id == session_id:  # its statement that was said there went to another fact
+                elif msg_ids & set(f.source_ids) or f.session_id == session_id:
+                    # first said in the forgotten session (the statement said there may have gone to another
+                    # fact): now told in the session of its first turn left
+                    if f.session_id == session_id:
                         moved.append(f)
+                    if not msg_ids & set(f.source_ids):
                         trimmed.append(f)
-                else:
-                    if f.session_id == session_id:  # first said in the forgotten session: now in the next
-                        moved.append(f)
+                        continue
                     unsaid = unsay(f, msg_ids, graph.theta)
                     if unsaid.reworded:  # what was made of its old words goes: its vector, job results
                         reworded.append(f.id)
@@ -170,8 +171,7 @@ def forget(store: Store, graph: GraphWriter, rsum: Callable[[], RsumMemory], *, 
         # place of a stint with no start (an ending a forgotten stint cut short without closing it)
         affected = [f for f in store.facts(user_id, touching=list(touched)) if f.id not in doomed_ids and (
             f.closed_by in doomed_ids or ((f.start_guessed or f.valid_from is None)
-                                          and f.relation in doomed_relations))] + [
-            f for f in replayed if f.id not in doomed_ids]
+                                          and f.relation in doomed_relations))] + replayed
         res.facts_deleted = store.delete_facts(user_id, sorted(doomed_ids))
         res.reopened = len(graph.rebuild(user_id, affected))
         if replanned:  # before the session's names go: a name only it said is replaced in these too
