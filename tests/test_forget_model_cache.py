@@ -146,3 +146,70 @@ def test_a_cache_that_cannot_be_purged_is_reported_and_the_memory_still_forgotte
     res = mem.forget(user_id="u1", everything=True)
     assert mem.facts(user_id="u1") == [] and res.cache_entries_deleted == 0
     assert "purge_model_cache" in res.warnings[-1] and "disk I/O error" in res.warnings[-1]
+
+
+def test_a_block_that_began_before_a_purge_writes_and_tags_nothing(tmp_path: Path) -> None:
+    """A call racing a forget (begun before the purge, answered after it) must not put the forgotten
+    user's reply back; reads still work, and a block begun after the purge writes again."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache.put("shared", "m", reply("an untagged benchmark reply"))
+    with cache_owner("A"):
+        cache.put("a0", "m", reply("Maya likes tea"))
+        assert ResponseCache(cache.path).purge_owner("A") == 1  # another process's forget, say
+        cache.put("a1", "m", reply(f"Maya lives in {MARKER}"))
+        assert cache.get("shared") is not None
+        cache.own("shared")
+        assert cache.get("a1") is None and len(cache) == 1
+        with cache_owner(None):
+            cache.put("bench", "m", reply("untagged, never purged"))  # outside any owner: written
+    assert ResponseCache(cache.path).purge_owner("A") == 0  # "shared" was never tagged for A
+    assert MARKER.encode() not in file_bytes(cache.path)
+    with cache_owner("A"):
+        cache.put("a2", "m", reply("Maya likes coffee"))
+    assert cache.get("a2") is not None and len(cache) == 3
+    cache.close()
+
+
+def test_an_embedding_call_racing_a_purge_keeps_its_vectors_out_of_both_caches(tmp_path: Path) -> None:
+    disk = EmbeddingCache(tmp_path / "c.sqlite")
+    inner = CountingEmbedder()
+    emb = CachedEmbedder(inner, disk)
+    emb.embed(["hello"])
+    with cache_owner("A"):
+        emb.purge_owner("B")  # any purge: the file does not say whose
+        emb.embed([f"I moved to {MARKER}", "hello"])
+    assert len(disk) == 1 and MARKER.lower().encode() not in file_bytes(disk.path).lower()
+    inner.seen.clear()
+    emb.embed([f"I moved to {MARKER}"])
+    assert inner.seen == [f"I moved to {MARKER}"]  # not kept in memory either
+    disk.close()
+
+
+def test_an_extraction_racing_forget_leaves_nothing_in_the_cache(tmp_path: Path) -> None:
+    """A turn's extraction is waiting on the model when the user is forgotten (a worker's job and a
+    REST forget, say): the reply that arrives afterwards is not cached."""
+    import threading
+
+    asked, answer = threading.Event(), threading.Event()
+
+    class SlowLLM(SessionLLM):
+        def chat(self, messages, **kw):  # type: ignore[no-untyped-def]
+            if kw.get("purpose") == "extract" and MARKER in str(messages):
+                asked.set()
+                assert answer.wait(30)
+            return super().chat(messages, **kw)
+
+    path = tmp_path / "model-cache.sqlite"
+    llm = TrackedLLM(SlowLLM(), usage=UsageTracker(), cache=ResponseCache(path))
+    with Memory(tmp_path / "m.db", llm=llm, embedder=False) as mem:
+        talk(mem, "u1", "I moved to Munich last week.", prefix="b")  # a reply of u1's cached before the forget
+        assert len(llm.cache) == 2
+        worker = threading.Thread(target=mem.add, args=(conv(f"I live in {MARKER} and work at Acme."),),
+                                  kwargs={"user_id": "u1", "session_id": "s2"})
+        worker.start()
+        assert asked.wait(30)
+        assert mem.forget(user_id="u1", everything=True).cache_entries_deleted == 2
+        answer.set()
+        worker.join(30)
+        assert not worker.is_alive()
+        assert len(llm.cache) == 0 and MARKER.lower().encode() not in file_bytes(path).lower()

@@ -19,6 +19,12 @@ deletes every entry an owner touched, zeroing the freed pages
 or vector of a forgotten user in the cache.  Untagged entries (benchmarks)
 are never purged.
 
+A call still running when a purge happens (a worker's job extracting the
+turns a ``forget`` then deletes) would write its reply after the purge.  So
+each :func:`cache_owner` block remembers when it began, the file records when
+it was last purged (of anyone: the file keeps no trace of whom), and a block
+that began before that purge writes and tags nothing more; it still reads.
+
 Default location: ``$CHRONOMEM_CACHE_DIR/model-cache.sqlite`` or
 ``~/.cache/chronomem/model-cache.sqlite``.
 """
@@ -64,6 +70,9 @@ CREATE TABLE IF NOT EXISTS response_owners (
     key TEXT NOT NULL,
     PRIMARY KEY (owner, key)
 );
+CREATE TABLE IF NOT EXISTS last_purge (
+    at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS embedding_owners (
     owner TEXT NOT NULL,
     model TEXT NOT NULL,
@@ -72,13 +81,14 @@ CREATE TABLE IF NOT EXISTS embedding_owners (
 );
 """
 
-_OWNER: ContextVar[str | None] = ContextVar("chronomem_cache_owner", default=None)
+_OWNER: ContextVar[tuple[str, float] | None] = ContextVar("chronomem_cache_owner", default=None)
 
 
 @contextmanager
 def cache_owner(owner: str | None) -> Iterator[None]:
-    """Tag the cache entries written or read inside the block (in this thread or task) with ``owner``."""
-    token = _OWNER.set(owner)
+    """Tag the cache entries written or read inside the block (in this thread or task) with ``owner``;
+    a purge that happens while the block runs ends its writes (see the module's doc)."""
+    token = _OWNER.set(None if owner is None else (owner, time.time()))
     try:
         yield
     finally:
@@ -87,7 +97,14 @@ def cache_owner(owner: str | None) -> Iterator[None]:
 
 def current_cache_owner() -> str | None:
     """The owner set by the innermost :func:`cache_owner` block, or None."""
-    return _OWNER.get()
+    held = _OWNER.get()
+    return None if held is None else held[0]
+
+
+def owner_since() -> float | None:
+    """When the innermost :func:`cache_owner` block with an owner began (``time.time()``), or None."""
+    held = _OWNER.get()
+    return None if held is None else held[1]
 
 
 def default_cache_path() -> Path:
@@ -130,11 +147,19 @@ class _SQLiteFile:
         self.write([(sql, rows)])
 
     def write(self, batches: list[tuple[str, list[tuple[Any, ...]]]]) -> list[int]:
-        """Run each ``(sql, rows)`` in one transaction; returns the rows each changed."""
+        """Run each ``(sql, rows)`` in one transaction; returns the rows each changed.
+
+        Inside a :func:`cache_owner` block that began before the file's last purge nothing is written
+        (a call racing a forget); the check and the write are one transaction, so a purge comes before
+        the write, and sees it, or after."""
+        since = owner_since()
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                if since is not None and since <= self._last_purge(conn):
+                    conn.execute("COMMIT")
+                    return [0] * len(batches)
                 changed = []
                 for sql, rows in batches:
                     before = conn.total_changes
@@ -146,9 +171,17 @@ class _SQLiteFile:
                 raise
             return changed
 
+    @staticmethod
+    def _last_purge(conn: Any) -> float:
+        row = conn.execute("SELECT max(at) FROM last_purge").fetchone()
+        return float(row[0]) if row and row[0] is not None else float("-inf")
+
     def purge(self, batches: list[tuple[str, list[tuple[Any, ...]]]]) -> list[int]:
-        """:meth:`write` the deletions, then truncate the WAL so no copy of a deleted page stays in it."""
-        changed = self.write(batches)
+        """:meth:`write` the deletions and the purge's time (outside any owner's block: a purge from inside
+        one is never held back), then truncate the WAL so no copy of a deleted page stays in it."""
+        with cache_owner(None):
+            changed = self.write([*batches, ("DELETE FROM last_purge", [()]),
+                                  ("INSERT INTO last_purge (at) VALUES (?)", [(time.time(),)])])[:len(batches)]
         with self._lock:
             self._connect().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         return changed

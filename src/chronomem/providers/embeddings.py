@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import ModelUnavailableError
 from .base import Embedder
-from .cache import EmbeddingCache, text_hash
+from .cache import EmbeddingCache, owner_since, text_hash
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,7 @@ class CachedEmbedder:
         self.memory_items = memory_items
         self._mem: OrderedDict[str, list[float]] = OrderedDict()
         self._lock = threading.Lock()
+        self._cleared_at = float("-inf")
         self.hits = 0
         self.misses = 0
 
@@ -144,6 +145,7 @@ class CachedEmbedder:
         empty the in-memory one, which does not know owners."""
         with self._lock:
             self._mem.clear()
+            self._cleared_at = time.time()  # a call that began before keeps its vectors out of it
         return self.disk.purge_owner(owner) if self.disk is not None else 0
 
     def embed(self, texts: list[str]) -> list[list[float]]:
@@ -171,9 +173,12 @@ class CachedEmbedder:
         if self.disk is not None:  # hits: a user whose text it is shares the entry
             fresh = {text_hash(t) for t, _ in new}
             self.disk.own(self.name, [h for h in hashes if h not in fresh])
+        since = owner_since()
         with self._lock:
             self.misses += len(set(missing))
             self.hits += len(texts) - len(missing)
+            if since is not None and since <= self._cleared_at:  # racing the purge (chronomem.providers.cache)
+                return [found[h] for h in hashes]
             for h in hashes:
                 self._mem[h] = found[h]
                 self._mem.move_to_end(h)
