@@ -351,3 +351,27 @@ def test_restoring_a_backup_gives_what_add_facts_of_its_lost_facts_would(
         once = state(restored)
         assert restored.import_(backup)["facts"] == 0, history
         assert state(restored) == once, history  # again: nothing
+
+
+def test_a_correction_cut_by_a_restored_stint_gives_up_its_later_start(mem: Memory) -> None:
+    """A backup restored into a correction: the backup's original statement says the corrected fact again
+    (a later start), and a stint forgotten since comes back and cuts the correction before that start.  The
+    later start is split out as its own stint (as a rival cut there would give it up), not left outside the
+    correction's interval, where the next export was refused ("later_starts must lie after valid_from")."""
+    mem.add_facts([fact("Mom", "lives_in", "Porto", "2020-01-01"),
+                   fact("Mom", "lives_in", "Porto", "2015-04-01", "2015-06-30")], user_id=U)
+    backup = mem.export(user_id=U)
+    first = next(f for f in rows(mem) if f.valid_from and f.valid_from.year == 2020)
+    mem.correct(first.id, user_id=U, valid_from="2015-01-01")
+    stint = next(f for f in rows(mem) if f.stated_to is not None)
+    mem.forget(user_id=U, fact_id=stint.id)
+    mem.forget(user_id=U, fact_id=first.id)  # the version the correction replaced
+    mem.import_(backup)
+    spans = sorted((f.valid_from, f.valid_to) for f in rows(mem) if f.confidence > 0)
+    d = lambda y, mo: datetime(y, mo, 1, tzinfo=timezone.utc)  # noqa: E731
+    assert spans == [(d(2015, 1), d(2015, 4)), (d(2015, 4), datetime(2015, 6, 30, tzinfo=timezone.utc)),
+                     (d(2020, 1), None)]
+    assert all(not f.later_starts for f in rows(mem))
+    data = mem.export(user_id=U)
+    mem.import_(data, user_id="copy")  # refused before
+    assert mem.export(user_id="copy")["tables"]["facts"] == [{**r, "user_id": "copy"} for r in data["tables"]["facts"]]

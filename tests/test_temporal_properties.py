@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -10,7 +11,8 @@ from hypothesis import strategies as st
 
 from chronomem import Fact, Intent, Memory, Origin
 from chronomem.registry import RelationRegistry
-from chronomem.temporal import _replay_slot, in_slot, in_their_slots, rebuild_slot
+from chronomem.model import LaterDate
+from chronomem.temporal import _replay_slot, in_slot, in_their_slots, overlaps, rebuild_slot
 
 BASE = datetime(2010, 1, 1, tzinfo=timezone.utc)
 CITIES = ["Porto", "Lisbon", "Braga", "Oslo", "Paris"]
@@ -150,6 +152,35 @@ def test_slots_replayed_apart_as_when_every_pair_is_compared(spec_name, rows, da
     ours = in_their_slots(members, spec, registry_key)
     for f in facts:
         assert ours(f) == any(f.id == m.id or in_slot(m, f, spec, registry_key) for m in members), (f, members)
+
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(said, min_size=1, max_size=8), st.lists(st.tuples(st.integers(0, 7), st.integers(1, 30)), max_size=4))
+def test_a_replayed_fact_keeps_its_later_starts_inside_it(rows, later) -> None:
+    """A fact replayed after a rival recorded before it (a correction, a restored backup) and cut by it
+    before a later start of its gives that stint up, as a cut rival does: no later start is left outside its
+    fact's interval (an export refuses that), and the slot still holds one stable value at a time."""
+    spec = REGISTRY.spec("lives_in")
+    # known starts (endings with unknown starts have their own limits: chronomem.temporal), none guessed
+    facts = slot_facts("lives_in", [("Maya", 0, o, start or 0, n, c, False) for _, _, o, start, n, c, _ in rows])
+    taken = {g.valid_from for g in facts}
+    for i, (which, months) in enumerate(later):  # said again later, inside its stated interval, on a day of its own
+        f = facts[which % len(facts)]
+        assert f.valid_from is not None
+        at = f.valid_from + timedelta(days=30 * months)
+        if (f.stated_to is None or at < f.stated_to) and at not in taken:
+            taken.add(at)
+            f.later_starts = sorted([*f.later_starts, LaterDate(at, BASE + timedelta(days=900 + i), [f"t{i}"])])
+    changed = {f.id: f for f in rebuild_slot(facts, spec, registry_key, 0.5)}
+    after = [changed.get(f.id, f) for f in facts] + [f for f in changed.values() if f.id not in {g.id for g in facts}]
+    for f in after:
+        for d in f.later_starts:
+            assert f.valid_from is None or f.valid_from < d.at, f  # the export's check
+            assert (f.valid_to or f.stated_to) is None or d.at < (f.valid_to or f.stated_to), f
+    live = [f for f in after if f.confidence >= 0.5 and not f.superseded and f.valid_from is not None]
+    for a, b in itertools.combinations(live, 2):
+        assert not overlaps(a.valid_from, a.valid_to, b.valid_from, b.valid_to), (a, b)
 
 
 _PEOPLE = ["Maya", "Rui", "Ana", "Tiago"]

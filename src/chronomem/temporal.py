@@ -667,8 +667,12 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact], split: list[Fact] | None =
     (a rival with the same known start: the tie rule, see the module doc).  With
     ``split``, a rival cut where it was said again later gives that stint up
     (:func:`split_later_starts`): the new facts are appended to ``split``, and the
-    first of them to start closes ``ins``, as a later rival does.
+    first of them to start closes ``ins``, as a later rival does.  So does ``ins``
+    itself, cut by a later rival before a later start of its (a fact replayed after
+    a rival recorded before it: a correction, a restored backup), and its stint
+    takes its place among the rivals.
     """
+    said_end, said_closed = ins.valid_to, ins.closed_by
     changed: dict[str, Fact] = {}
     for f in sorted(rivals, key=lambda f: (f.valid_from is not None, f.valid_from or ins.recorded_at)):
         if _tied(f, ins):
@@ -686,6 +690,19 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact], split: list[Fact] | None =
         elif g.valid_from is not None and (ins.valid_to is None or ins.valid_to > g.valid_from):
             ins.valid_to = g.valid_from
             ins.closed_by = g.id
+    if split is not None and ins.later_starts and ins.valid_to is not None and ins.valid_to != said_end:
+        cut, closer = ins.valid_to, ins.closed_by
+        host, stint = split_later_starts(replace(ins, valid_to=said_end, closed_by=said_closed), cut, theta)
+        if stint is not None:
+            for name in Fact.__slots__:  # ins is the caller's object: it becomes the host, cut where it was
+                setattr(ins, name, getattr(host, name))
+            ins.valid_to, ins.closed_by = cut, closer
+            more: list[Fact] = []  # its rivals: those left live (a tie superseded some), and the stints split so far
+            placed = [g for g in (*(changed.get(f.id, f) for f in rivals), *split) if _live(g, theta)]
+            moved = _place_in_slot(stint, placed, more, theta)
+            split[:] = [moved.pop(g.id, g) for g in split]  # a new fact is inserted as it ends up, not changed
+            changed.update(moved)
+            split += [stint, *more]
     return changed
 
 
