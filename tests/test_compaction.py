@@ -280,6 +280,18 @@ def test_a_tool_result_is_never_kept_without_its_call() -> None:
     assert res.dropped_turns == 3
 
 
+
+@pytest.mark.parametrize(("turn", "reason"), [
+    ({"role": "user", "content": "hi", "tool_calls": [tool_call("c1", 1)]}, "only an assistant turn calls tools"),
+    ({"role": "assistant", "content": None, "tool_calls": []}, "non-empty list of tool calls"),
+    ({"role": "assistant", "content": None, "tool_calls": ["weather(Oslo)"]}, "non-empty list of tool calls"),
+])
+def test_a_tool_call_a_chat_api_would_refuse_is_named(turn: dict[str, Any], reason: str) -> None:
+    with pytest.raises(ValidationError) as e:
+        compact([turn, {"role": "user", "content": "and now?"}], None, budget_tokens=500, strategy="token_budget",
+                count_tokens=words)
+    assert e.value.field == "messages[0].tool_calls" and reason in e.value.reason
+
 @pytest.mark.parametrize(
     ("strategy", "budget", "keep"),
     [("token_budget", 20, 6), ("sliding_window", 20, 6), ("sliding_window", 1000, 1), ("summary", 1000, 1)],

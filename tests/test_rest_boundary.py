@@ -262,3 +262,48 @@ def test_context_takes_content_parts_and_hands_them_back_as_sent(mem: Memory) ->
         assert r.json()["messages"][-1] == {"role": "user", "content": parts}
         r = c.post("/v1/users/u1/context", json={"messages": [{"role": "user", "content": [{"text": "x"}]}]})
         assert r.status_code == 422 and r.json()["field"].startswith("messages[0].content"), r.text
+
+
+TOOL_ROUND = [
+    {"role": "system", "content": "You are Maya's assistant."},
+    {"role": "user", "content": "What's the weather in Oslo? " + "Please be thorough. " * 60},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "Rain, 7 C"},
+    {"role": "assistant", "content": "It rains in Oslo, 7 C."},
+    {"role": "user", "content": "And in Porto?"},
+    {"role": "assistant", "tool_calls": [  # content left out, arguments as an object (Ollama's shape)
+        {"function": {"name": "weather", "arguments": {"city": "Porto"}}}]},
+    {"role": "tool", "content": "Sun, 18 C"},
+]
+
+
+def test_context_takes_tool_rounds_and_keeps_them_whole(mem: Memory) -> None:
+    """An agent's conversation, tool calls and results included, goes through /context as through the Python
+    context(): handed back as sent (a null content stays null, an omitted one omitted), the current step's
+    round kept with the newest user turn, an older round dropped whole when the budget is short."""
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/context", json={"messages": TOOL_ROUND, "budget_tokens": 4096})
+        assert r.status_code == 200, r.text
+        assert r.json()["messages"] == TOOL_ROUND == mem.context(TOOL_ROUND, user_id="u1", budget_tokens=4096)
+        r = c.post("/v1/users/u1/context", json={"messages": TOOL_ROUND, "budget_tokens": 200})
+        assert r.status_code == 200, r.text
+        assert r.json()["messages"] == [TOOL_ROUND[0], *TOOL_ROUND[5:]]  # the first question's round went whole
+
+
+@pytest.mark.parametrize(("message", "field"), [
+    ({"role": "user", "content": "hi", "tool_calls": [{"id": "c1", "type": "function",
+                                                       "function": {"name": "f", "arguments": "{}"}}]},
+     "messages[0].tool_calls"),
+    ({"role": "assistant", "content": None, "tool_calls": "weather(Oslo)"}, "messages[0].tool_calls"),
+    ({"role": "assistant", "content": None, "tool_calls": [{"function": {"arguments": "{}"}}]},
+     "messages[0].tool_calls[0].function.name"),
+    ({"role": "tool", "tool_call_id": "", "content": "Rain"}, "messages[0].tool_call_id"),
+    ({"role": "tool", "call_id": "c1", "content": "Rain"}, "messages[0].call_id"),
+    ({"role": "assistant", "content": None}, "messages[0].content"),
+    ({"role": "assistant"}, "messages[0].content"),
+])
+def test_a_malformed_tool_round_is_refused_by_name(mem: Memory, message: dict[str, Any], field: str) -> None:
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/context", json={"messages": [message, {"role": "user", "content": "and now?"}]})
+        assert (r.status_code, r.json()["field"]) == (422, field), r.text

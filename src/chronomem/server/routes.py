@@ -244,8 +244,9 @@ def summary(user_id: UserId, mem: Mem, as_of: IsoTime | None = None) -> dict[str
 
 @router.post("/users/{user_id}/context", response_model=ContextOut, tags=["sessions"])
 def context(user_id: UserId, body: ContextIn, mem: Mem) -> dict[str, Any]:
-    """The message list for your next LLM call: the summary, then the conversation within the budget."""
-    msgs = [m.model_dump(exclude_none=True) for m in body.messages]
+    """The message list for your next LLM call: the summary, then the conversation within the budget.  Tool
+    rounds count against it and are kept whole (a result never without the turn that called the tool)."""
+    msgs = [m.model_dump(exclude_unset=True) for m in body.messages]  # handed back as sent: a null stays null
     return {"messages": mem.context(msgs, user_id=user_id, budget_tokens=body.budget_tokens,
                                     strategy=body.strategy, keep_turns=body.keep_turns)}
 

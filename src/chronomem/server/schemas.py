@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationInfo, WithJsonSchema
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, ValidationInfo, WithJsonSchema,
+                      field_validator)
 
 from ..errors import ValidationError
 from ..limits import MAX_ID_CHARS, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_TEXT_CHARS
@@ -153,13 +154,47 @@ class ContentPart(BaseModel):
     type: str = Field(min_length=1, max_length=50)
 
 
+class FunctionCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(min_length=1, max_length=200)
+    arguments: Annotated[str, Field(max_length=200_000)] | dict[str, Any] = Field(
+        description="the arguments as the model wrote them: a JSON string (OpenAI), or an object (Ollama)")
+
+
+class ToolCall(BaseModel):
+    """One tool call of an assistant turn, as the chat API takes it: ``{"id": …, "type": "function",
+    "function": {"name": …, "arguments": "…"}}``; other fields (another type's) pass as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str | None = Field(None, min_length=1, max_length=200)
+    type: str | None = Field(None, min_length=1, max_length=50)
+    function: FunctionCall | None = None
+
+
 class ChatMessage(BaseModel):
+    """A chat message as OpenAI's chat API takes it, tool rounds included: an assistant turn that calls tools
+    (``tool_calls``, its ``content`` null or left out) and the results (``role: "tool"``, ``tool_call_id``)."""
+
     model_config = ConfigDict(extra="forbid")
 
     role: str = Field(min_length=1, max_length=50)
-    content: Annotated[str, Field(max_length=200_000)] | Annotated[list[ContentPart], Field(max_length=100)] = \
-        Field(description="the text, or a list of content parts (text beside images), as the chat API takes it")
+    tool_calls: list[ToolCall] | None = Field(None, max_length=128, description="an assistant turn's tool calls")
+    content: Annotated[str, Field(max_length=200_000)] | Annotated[list[ContentPart], Field(max_length=100)] | None \
+        = Field(None, validate_default=True,
+                description="the text, or a list of content parts (text beside images), as the chat API takes it; "
+                            "null or left out only beside tool_calls")
     name: str | None = Field(None, max_length=200)
+    tool_call_id: str | None = Field(None, min_length=1, max_length=200,
+                                     description="a tool result: the id of the call it answers")
+
+    @field_validator("content")
+    @classmethod
+    def _content_or_calls(cls, v: Any, info: ValidationInfo) -> Any:
+        if v is None and not info.data.get("tool_calls"):
+            raise ValueError("a message needs content, unless it is an assistant turn that calls tools")
+        return v
 
 
 class ContextIn(BaseModel):

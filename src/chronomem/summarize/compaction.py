@@ -368,7 +368,22 @@ def _check_messages(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, 
         text = content_text(content, f"messages[{i}].content")
         if m["role"] == "user" and not text.strip():
             raise ValidationError(f"messages[{i}].content", content, "a user turn needs text")
+        _check_tool_round(m, f"messages[{i}]")
     return list(messages)
+
+
+def _check_tool_round(m: Mapping[str, Any], where: str) -> None:
+    """Only an assistant turn calls tools, with a list of calls: what a chat API would refuse after the budget
+    was spent on it (a tool result's ``tool_call_id`` is left to the API: Ollama's results carry none)."""
+    calls = m.get("tool_calls")
+    if calls is None:
+        return
+    if m["role"] != "assistant":
+        raise ValidationError(f"{where}.tool_calls", _preview(calls), f"only an assistant turn calls tools, "
+                                                                        f"not a {m['role']} turn")
+    if not isinstance(calls, list) or not calls or not all(isinstance(c, Mapping) for c in calls):
+        raise ValidationError(f"{where}.tool_calls", _preview(calls),
+                              "expected a non-empty list of tool calls ({\"id\": ..., \"type\": \"function\", ...})")
 
 
 def _preview(value: Any) -> Any:
