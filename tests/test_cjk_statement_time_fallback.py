@@ -46,6 +46,8 @@ def test_a_japanese_statement_without_the_lines_time_words_is_dated_by_them() ->
 @pytest.mark.parametrize("line, statement, obj, since", [
     ("我上个月搬到了上海。", "李明现在住在上海。", "上海", FEBRUARY),
     ("我2019年搬到了北京,一直住在那里。", "李明现在住在北京。", "北京", datetime(2019, 1, 1, tzinfo=timezone.utc)),
+    ("我去年夏天搬到了广州。", "李明现在住在广州。", "广州", datetime(2020, 6, 1, tzinfo=timezone.utc)),  # a season
+    ("我二〇一八年十月搬到了杭州。", "李明现在住在杭州。", "杭州", datetime(2018, 10, 1, tzinfo=timezone.utc)),
 ])
 def test_a_chinese_statement_without_the_lines_time_words_is_dated_by_them(
         line: str, statement: str, obj: str, since: datetime) -> None:

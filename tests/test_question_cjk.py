@@ -219,6 +219,40 @@ ENGLISH = {  # what the analysis said before it read Japanese and Chinese
 }
 
 
+
+@pytest.mark.parametrize(("question", "phrase", "window"), [
+    # seasons, of a year or alone where a particle or 天/季 says it is one (the last summer before January 2026)
+    ("マヤは去年の夏どこにいましたか?", "去年の夏", (_utc(2025, 6, 1), _utc(2025, 9, 1))),
+    ("玛雅去年夏天住在哪里?", "去年夏天", (_utc(2025, 6, 1), _utc(2025, 9, 1))),
+    ("マヤは二〇二〇年の冬どこにいましたか?", "二〇二〇年の冬", (_utc(2020, 12, 1), _utc(2021, 3, 1))),
+    ("マヤは2020年春からどこに住んでいますか?", "2020年春から", (_utc(2020, 3, 1), None)),
+    ("マヤは夏にどこに行きましたか?", "夏に", (_utc(2025, 6, 1), _utc(2025, 9, 1))),
+    # numbers in kanji past 十, and "a few"
+    ("マヤは二十年前どこに住んでいましたか?", "二十年前", (_utc(2006, 1, 15), _utc(2006, 1, 16))),
+    ("マヤは十五日前どこにいましたか?", "十五日前", (_utc(2025, 12, 31), _utc(2026, 1, 1))),
+    ("マヤは数年前どこに住んでいましたか?", "数年前", (_utc(2023, 1, 15), _utc(2023, 1, 16))),
+    ("玛雅几年前住在哪里?", "几年前", (_utc(2023, 1, 15), _utc(2023, 1, 16))),
+    ("マヤは五月にどこにいましたか?", "五月に", (_utc(2025, 5, 1), _utc(2025, 6, 1))),
+    ("玛雅二〇一九年十二月三日在哪里?", "二〇一九年十二月三日", (_utc(2019, 12, 3), _utc(2019, 12, 4))),
+    # 以前 and 以後 hold the year they follow; より前 does not
+    ("マヤは2019年以前どこに住んでいましたか?", "2019年以前", (None, _utc(2020, 1, 1))),
+    ("マヤは2019年以後どこに住んでいますか?", "2019年以後", (_utc(2019, 1, 1), None)),
+])
+def test_seasons_kanji_numbers_and_inclusive_bounds_are_time_phrases(
+        question: str, phrase: str, window: tuple[datetime | None, datetime | None]) -> None:
+    assert find_cjk_time_window(question, REF) == (window, phrase)
+
+
+@pytest.mark.parametrize("question", [
+    "マヤは秋葉原に住んでいますか?",  # 秋 in a name
+    "マヤは青春時代どこにいましたか?",  # 春 in a word
+    "マヤは一昨年の夏どこにいましたか?",  # the summer of a year word not read: not this summer
+    "玛雅前年夏天住在哪里?",
+])
+def test_a_season_character_inside_a_word_or_after_an_unread_year_is_no_time(question: str) -> None:
+    assert find_cjk_time_window(question, REF) is None
+
+
 @pytest.mark.parametrize("question", list(ENGLISH))
 def test_a_question_without_cjk_characters_reads_as_before(question: str) -> None:
     assert _read(question) == ENGLISH[question]
