@@ -173,7 +173,8 @@ def test_a_time_phrase_is_the_window(question: str, phrase: str,
 
 
 def test_time_words_that_hold_another_are_not_it() -> None:
-    assert find_cjk_time_window("マヤは一昨年どこにいましたか?", REF) is None  # the year before last
+    # 一昨年 holds 昨年 (last year) and is the year before last
+    assert find_cjk_time_window("マヤは一昨年どこにいましたか?", REF) == ((_utc(2024, 1, 1), _utc(2025, 1, 1)), "一昨年")
     assert find_cjk_time_window("マヤは今日本に住んでいますか?", REF) is None  # 今 日本: now, in Japan
     assert [cjk_time_in_english(p) for p in ("2020年13月", "3年前", "十日前")] == [None, "3 years ago", "10 days ago"]
 
@@ -237,6 +238,8 @@ ENGLISH = {  # what the analysis said before it read Japanese and Chinese
     # 以前 and 以後 hold the year they follow; より前 does not
     ("マヤは2019年以前どこに住んでいましたか?", "2019年以前", (None, _utc(2020, 1, 1))),
     ("マヤは2019年以後どこに住んでいますか?", "2019年以後", (_utc(2019, 1, 1), None)),
+    ("マヤは一昨年の夏どこにいましたか?", "一昨年", (_utc(2024, 1, 1), _utc(2025, 1, 1))),  # the year, at least
+    ("玛雅前天在哪里?", "前天", (_utc(2026, 1, 13), _utc(2026, 1, 14))),
 ])
 def test_seasons_kanji_numbers_and_inclusive_bounds_are_time_phrases(
         question: str, phrase: str, window: tuple[datetime | None, datetime | None]) -> None:
@@ -246,8 +249,7 @@ def test_seasons_kanji_numbers_and_inclusive_bounds_are_time_phrases(
 @pytest.mark.parametrize("question", [
     "マヤは秋葉原に住んでいますか?",  # 秋 in a name
     "マヤは青春時代どこにいましたか?",  # 春 in a word
-    "マヤは一昨年の夏どこにいましたか?",  # the summer of a year word not read: not this summer
-    "玛雅前年夏天住在哪里?",
+    "玛雅前年夏天住在哪里?",  # the summer of a year word not read: not this summer
 ])
 def test_a_season_character_inside_a_word_or_after_an_unread_year_is_no_time(question: str) -> None:
     assert find_cjk_time_window(question, REF) is None

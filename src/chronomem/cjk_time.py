@@ -25,8 +25,8 @@ _CJK_RELATIVE: dict[str, str | None] = {
     "先週": "last week", "上周": "last week", "上星期": "last week", "上个星期": "last week", "今週": "this week",
     "这周": "this week", "本周": "this week", "来週": "next week", "下周": "next week",
     "昨日": "yesterday", "昨天": "yesterday", "今日": "today", "今天": "today",
-    # words that hold one of those and are not it: the year or day before last, "now Japan"
-    "一昨年": None, "一昨日": None, "今日本": None,
+    "一昨年": "the year before last", "一昨日": "the day before yesterday", "前天": "the day before yesterday",
+    "今日本": None,  # a word that holds one of those and is not it: "now Japan"
 }
 _KANJI_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "兩": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
                  "八": 8, "九": 9}
@@ -43,7 +43,7 @@ _YEAR, _MONTH, _DAY = rf"{_YEAR_N}\s*年", rf"{_MONTH_N}\s*月", rf"{_DAY_N}\s*[
 _CJK_DATE = rf"{_YEAR}(?:\s*{_MONTH}(?:\s*{_DAY})?)?|{_MONTH}(?:\s*{_DAY})?"
 _CJK_AGO = rf"{_COUNT}\s*(?:年|[かヶカヵケ个個]月|週間|周|星期|日|天)\s*前"
 # a season with its year ("去年の夏", "2020年夏天"), or alone where a particle or 天/季 says it is one ("夏に",
-# "夏天"; not "秋葉原", nor the season of a year word not read here: "一昨年の夏", "前年夏天")
+# "夏天"; not "秋葉原", nor the season of another year word: "一昨年の夏" is read as the year, "前年夏天" not at all)
 _CJK_SEASON = (rf"(?:(?:{_YEAR}|{'|'.join(_SEASON_YEARS)})の?)[春夏秋冬](?:天|季)?"
                r"|(?<![の年])[春夏秋冬](?:天|季|(?=から|以来|まで|には|に))")
 _CJK_WORD = "|".join(re.escape(w) for w in sorted(_CJK_RELATIVE, key=len, reverse=True))
@@ -87,8 +87,8 @@ def cjk_time_in_english(phrase: str) -> str | None:
     """A Japanese or Chinese time phrase (no modifier) in the English words :func:`chronomem.timeexpr.resolve`
     reads: "2020年5月" → "May 2020", "去年" → "last year", "3年前" → "3 years ago".  Pure.
 
-    >>> [cjk_time_in_english(p) for p in ("2020年5月3日", "12月", "先月", "三年前", "2か月前", "一昨年")]
-    ['3 May 2020', 'December', 'last month', '3 years ago', '2 months ago', None]
+    >>> [cjk_time_in_english(p) for p in ("2020年5月3日", "12月", "先月", "三年前", "2か月前", "一昨年", "2020年13月")]
+    ['3 May 2020', 'December', 'last month', '3 years ago', '2 months ago', 'the year before last', None]
     >>> [cjk_time_in_english(p) for p in ("去年の夏", "2020年冬", "春天", "二十年前", "数年前", "二〇一九年十月")]
     ['summer last year', 'winter 2020', 'spring', '20 years ago', 'a few years ago', 'October 2019']
     """
