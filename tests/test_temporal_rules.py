@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from chronomem import Memory, Origin
+from chronomem import Memory, Origin, SearchOptions
+from chronomem.cli.render import interval
 
 U = "u1"
 
@@ -145,8 +146,15 @@ def test_an_ending_after_stints_that_all_ended_follows_the_last_of_them(mem: Mem
                              ("Lisbon", "2014-01-01", "2021-01-01")]
     assert [f.start_guessed for f in mem.history(user_id=U, object="Lisbon")] == [True]
     assert [f.object for f in mem.facts(user_id=U, as_of="2009-01-01")] == []
+    # what a reader is shown: a start nobody said is no date the user gave
+    context = mem.search("Where does Maya live?", user_id=U, as_of="2015-06-01",
+                         options=SearchOptions(embeddings=False)).context
+    assert "Lisbon [after 1 January 2014 -> 1 January 2021)" in context
+    assert interval(mem.history(user_id=U, object="Lisbon")[0]) == "after 2014-01-01 → 2021-01-01"
     lives(mem, "Lisbon", "2016-01-01")  # the start, said later
     assert versions(mem)[-1] == ("Lisbon", "2016-01-01", "2021-01-01")
+    assert "Lisbon [1 January 2016 -> 1 January 2021)" in mem.search(
+        "Where does Maya live?", user_id=U, as_of="2017-06-01", options=SearchOptions(embeddings=False)).context
 
 
 def test_an_ending_with_an_open_stint_before_it_keeps_the_unknown_start(mem: Memory) -> None:

@@ -33,6 +33,8 @@ def plain(value: object, style: str = "") -> Text:
 
 def interval(f: Fact) -> str:
     start = f.valid_from.date().isoformat() if f.valid_from else "?"
+    if f.start_guessed:  # not said: the stint began no earlier than the stints before it ended
+        start = f"after {start}"
     if f.superseded:
         return f"{start}, superseded by {f.closed_by[:8]}"  # type: ignore[index]
     end = f.valid_to.date().isoformat() if f.valid_to else "now"

@@ -51,9 +51,13 @@ def fact_text(f: Fact) -> str:
 
 def fact_dates(f: Fact) -> str:
     """``[1 September 2020 -> now) c=0.95`` (+ `` derived:rule`` for derived facts): how a fact's
-    interval, confidence and origin read after its text."""
+    interval, confidence and origin read after its text.  A start nobody said, guessed from where the
+    stints before it ended (:attr:`~chronomem.model.Fact.start_guessed`), reads ``[after 1 September 2020 -> …``:
+    the model must not state it as a date the user gave."""
     end = "now" if f.valid_to is None else fmt_time(f.valid_to)
     start = "?" if f.valid_from is None else fmt_time(f.valid_from)
+    if f.start_guessed and f.valid_from is not None:
+        start = f"after {start}"
     out = f"[{start} -> {end}) c={f.confidence:.2f}"
     if f.origin == Origin.DERIVED:
         out += f" derived:{f.rule}"
