@@ -27,6 +27,7 @@ Tune on conv-26, conv-30 and conv-42 only (#21 holds conv-41/43/44/47 out).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -128,7 +129,10 @@ def main() -> None:
                 if out:
                     out.write(json.dumps({"conversation": conv.sample_id, "qid": qa.qid, "method": name,
                                           "category": qa.category, "recall_at_k": r_k, "recall_context": r_all,
-                                          "tokens": tokens, "ids": ret.ids[:20]}) + "\n")
+                                          "tokens": tokens, "ids": ret.ids[:20],
+                                          # two runs' contexts compared without storing them
+                                          "context_sha": hashlib.sha256(ret.context.encode()).hexdigest()[:16]})
+                              + "\n")
             mine = rows["recall"][before:]
             print(f"{conv.sample_id} {name}: recall@{args.top_k} {statistics.mean(mine):.3f} ({len(mine)} questions)",
                   file=sys.stderr)

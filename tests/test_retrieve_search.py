@@ -534,3 +534,26 @@ def test_a_hub_is_cut_on_its_heads_as_on_its_whole_facts(monkeypatch: pytest.Mon
             search(m, q)
     assert compared and min(compared) > CFG.max_neighbours
     assert bool(read_heads) == (3 * per_batch + 2 > 2 * CFG.max_neighbours)
+
+
+def test_a_question_about_the_past_finds_what_ended_when_nothing_holds_now() -> None:
+    """"Where did Tom work?" once every job of his ended: the versions that ended are searched (as "before"
+    would ask), not nothing; a question in the present tense, or one about the past while something holds,
+    reads what holds, as before."""
+    with Memory(":memory:", embedder=False) as m:
+        m.add_facts([{"subject": "Tom", "relation": "works_at", "object": "Acme", "valid_from": "2015-01-01",
+                      "valid_to": "2019-01-01"},
+                     {"subject": "Tom", "relation": "works_at", "object": "Globex", "valid_from": "2019-01-01",
+                      "valid_to": "2022-01-01"}], user_id=U)
+        res = m.search("Where did Tom work?", user_id=U, config=CFG)
+        assert {f.object for f in res.facts} == {"Acme", "Globex"} and "Globex" in res.context
+        assert any("the versions that ended searched" in n for n in res.trace.notes)
+        assert m.search("Where does Tom work?", user_id=U, config=CFG).facts == []  # nothing holds now
+        off = m.search("Where did Tom work?", user_id=U, config=replace(CFG, past_versions=False))
+        assert off.facts == [] and off.context == ""
+        m.add_facts([{"subject": "Tom", "relation": "works_at", "object": "Initech", "valid_from": "2023-01-01"}],
+                     user_id=U)
+        now = m.search("Where did Tom work?", user_id=U, config=CFG)
+        assert [f.object for f in now.facts] == ["Initech"]  # what holds answers; "before" asks for the rest
+    with pytest.raises(ValidationError):
+        SearchConfig(past_versions="no")  # type: ignore[arg-type]

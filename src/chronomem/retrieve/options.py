@@ -133,6 +133,10 @@ class SearchConfig:
         organisations ("where did Nikos work in 2015?") reaches the answer model with
         "Name the employer …, not the town it is in." (:func:`chronomem.retrieve.answer.organisation_hint`);
         off, as asked (the ablation).
+        ``past_versions`` (on): a question in the past tense with no time of its own ("Where did Maya
+        live?", :func:`chronomem.retrieve.lookup.asks_the_past`) that finds no path valid at ``as_of``
+        searches the versions that ended by then, as a history question does — else everything that
+        ended reads as nothing known.
     """
 
     max_depth: int = 3
@@ -178,6 +182,7 @@ class SearchConfig:
     expand_query: bool = False
     state_facts: int = 4
     organisation_hint: bool = True
+    past_versions: bool = True
 
     def __post_init__(self) -> None:
         for name in ("max_depth", "beam_width", "expand_per_beam", "max_neighbours", "max_roots",
@@ -211,7 +216,7 @@ class SearchConfig:
         # A truthy non-bool ("no", 1) would silently turn a switch on: the read path tests them by truth.
         for name in ("counterfactual", "evaluator", "intent_llm", "use_validity", "include_unstable",
                      "use_confidence", "use_intents", "turn_replies", "expand_query", "fused_turns_first",
-                     "turn_questions", "date_quotes", "organisation_hint"):
+                     "turn_questions", "date_quotes", "organisation_hint", "past_versions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValidationError(f"config.{name}", getattr(self, name), "must be True or False")
         if self.embeddings is not None and not isinstance(self.embeddings, bool):  # checked with `is False`

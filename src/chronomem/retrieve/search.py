@@ -37,6 +37,7 @@ from .beam import Budget, BeamSearch, Path, Relevance, SearchConfig, SubSearch
 from .intents import (QueryAnalysis, analyze, asks_for_a_date, asks_time_or_state, intents_messages, parse_intents,
                       INTENT_SCHEMA)
 from .fusion import asks, pick_groups_within_budget, reciprocal_rank_fusion
+from .lookup import asks_the_past
 from .serialize import QUOTES_HEADER, SEARCH_HEADER, Context, append_quotes, approx_tokens, quote_line, serialize
 
 if TYPE_CHECKING:
@@ -226,6 +227,15 @@ def _history_for(intent: Intent, analysis: QueryAnalysis) -> bool:
     return analysis.history
 
 
+def _run_sub_search(beam: BeamSearch, roots: list[anchoring.Anchor], sub: SubSearch, found: dict[tuple[str, ...], Path],
+                    trace: Trace) -> None:
+    """Run one intent's sub-search; its paths join ``found``, the best score kept for a path found twice."""
+    trace.sub_searches.append({"intent": sub.intent.value, "filter": sub.describe()})
+    for p in beam.run(roots, sub):
+        if p.key not in found or found[p.key].score < p.score:
+            found[p.key] = p
+
+
 def search(store: Store, registry: RelationRegistry, models: ModelSource, query: str, *, user_id: str,
            theta_stable: float, as_of: datetime | str | None = None, top_k: int = 10,
            config: SearchConfig | None = None, speaker: str | None = None,
@@ -294,13 +304,15 @@ def search(store: Store, registry: RelationRegistry, models: ModelSource, query:
                       analysis=analysis, spec=spec, config=cfg, relevance=relevance, budget=budget,
                       llm_factory=lambda: models.llm, trace=trace.iterations, stats=stats)
     found: dict[tuple[str, ...], Path] = {}
-    for intent in analysis.intents:
-        sub = SubSearch(intent, when, history=_history_for(intent, analysis) and cfg.use_validity,
-                        window=analysis.window if cfg.use_validity else None)
-        trace.sub_searches.append({"intent": intent.value, "filter": sub.describe()})
-        for p in beam.run(roots, sub):
-            if p.key not in found or found[p.key].score < p.score:
-                found[p.key] = p
+    subs = [SubSearch(intent, when, history=_history_for(intent, analysis) and cfg.use_validity,
+                      window=analysis.window if cfg.use_validity else None) for intent in analysis.intents]
+    for sub in subs:
+        _run_sub_search(beam, roots, sub, found, trace)
+    if not found and cfg.past_versions and cfg.use_validity and asks_the_past(query) and not any(
+            sub.history or sub.window is not None for sub in subs):
+        trace.notes.append("nothing found valid now and the question asks the past: the versions that ended searched")
+        for sub in subs:
+            _run_sub_search(beam, roots, replace(sub, history=True), found, trace)
     t4 = time.perf_counter()
     relevant = [p for p in found.values() if p.s_qr > cfg.min_relevance]
     if len(relevant) < len(found):
