@@ -307,3 +307,25 @@ def test_a_malformed_tool_round_is_refused_by_name(mem: Memory, message: dict[st
     with TestClient(create_app(mem)) as c:
         r = c.post("/v1/users/u1/context", json={"messages": [message, {"role": "user", "content": "and now?"}]})
         assert (r.status_code, r.json()["field"]) == (422, field), r.text
+
+
+def test_a_correction_the_rules_do_not_keep_as_asked_says_so(mem: Memory) -> None:
+    """A corrected end after the next value's start: the rules place the version as any statement (the next
+    value still closes it), and the reply's notes say that the asked end did not hold."""
+    with TestClient(create_app(mem)) as c:
+        c.post("/v1/users/u1/facts", json={"facts": [FACT, {**FACT, "object": "Lisbon", "valid_from": "2020-01-01"}]})
+        porto = next(f for f in c.get("/v1/users/u1/history").json()["items"] if f["object"] == "Porto")
+        r = c.patch(f"/v1/users/u1/facts/{porto['id']}", json={"valid_to": "2022-01-01"})
+        assert r.status_code == 200, r.text
+        assert r.json()["fact"]["valid_to"].startswith("2020-01-01")
+        [note] = r.json()["notes"]
+        assert note.startswith("valid_to: the version holds until 2020-01-01") and "(2022-01-01" in note
+        r = c.patch(f"/v1/users/u1/facts/{r.json()['fact']['id']}", json={"valid_to": "2019-06-01"})
+        assert r.status_code == 200 and r.json()["notes"] == [], r.text  # before Lisbon: held as asked
+        # Lisbon, the current value, said to start before Porto did: Porto now closes it
+        lisbon = next(f for f in c.get("/v1/users/u1/facts").json()["items"] if f["object"] == "Lisbon")
+        r = c.patch(f"/v1/users/u1/facts/{lisbon['id']}", json={"valid_from": "2017-01-01"})
+        assert r.status_code == 200, r.text
+        [note] = r.json()["notes"]
+        assert note.startswith("valid_from:") and "closes this version at 2018-01-01" in note
+        assert c.get("/v1/users/u1/facts").json()["items"] == []  # Porto ended in 2019: nothing holds now

@@ -120,6 +120,7 @@ def test_two_tenants_each_with_u1_never_see_each_other(deployment) -> None:
     assert r.status_code == 200, r.text
     new, old = r.json()["fact"], r.json()["corrected"]
     assert new["origin"] == "corrected" and new["object"] == "Lisbon" and old["closed_by"] == new["id"]
+    assert r.json()["notes"] == []  # held as asked
     assert c.get(f"/v1/users/u1/facts/{new['id']}", headers=acme).json()["object"] == "Lisbon"
     now = [f["object"] for f in c.get("/v1/users/u1/facts", headers=acme).json()["items"]]
     assert "Lisbon" in now and "Porto" not in now

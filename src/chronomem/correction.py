@@ -20,7 +20,7 @@ from .errors import NotFoundError, ValidationError
 from .entities import new_id
 from .graph import FactValidator
 from .model import Fact, Origin
-from .timeutil import utcnow
+from .timeutil import iso, utcnow
 from .validation import check_id, check_user
 
 if TYPE_CHECKING:
@@ -96,3 +96,31 @@ def correct_fact(mem: Memory, user_id: str | None, fact_id: str,
         mem.graph.rebuild(user_id, [old, new])  # the new version takes the old one's place in time
         new = store.facts(user_id, ids=[new.id])[0]
     return old, new
+
+
+def correction_notes(old: Fact, new: Fact, changes: Mapping[str, Any]) -> list[str]:
+    """What of the asked ``changes`` the update rules did not keep as the user may expect, in words: an end
+    after the start of the slot's next value (that value still closes the version there); a start moved
+    before another value's, which now closes the version that held until now.  Empty when it holds as
+    asked.  (A start equal to another value's is no case: the correction, said last, wins the tie.)  Pure.
+
+    >>> from datetime import datetime, timezone as tz
+    >>> from dataclasses import replace
+    >>> from chronomem.model import Intent
+    >>> d = lambda y: datetime(y, 1, 1, tzinfo=tz.utc)
+    >>> f = Fact(id="f2", user_id="u", subject="Maya", relation="lives_in", object="Porto", valid_from=d(2015),
+    ...          valid_to=d(2018), stated_to=d(2020), closed_by="f9", confidence=1.0, intent=Intent.FACT,
+    ...          origin=Origin.CORRECTED, recorded_at=d(2024))
+    >>> [note[:59] for note in correction_notes(replace(f, id="f1"), f, {"valid_to": "2020"})]
+    ['valid_to: the version holds until 2018-01-01T00:00:00+00:00']
+    """
+    notes = []
+    if "valid_to" in changes and new.stated_to is not None and new.valid_to is not None \
+            and new.valid_to < new.stated_to:
+        notes.append(f"valid_to: the version holds until {iso(new.valid_to)}, where fact {new.closed_by} of the same "
+                     f"slot begins; its asked end ({iso(new.stated_to)}) is kept as stated_to")
+    if "valid_from" in changes and "valid_to" not in changes and old.stated_to is None and old.closed_by == new.id \
+            and new.stated_to is None and new.valid_to is not None and new.closed_by is not None:
+        notes.append(f"valid_from: fact {new.closed_by} of the same slot begins after the corrected start and closes "
+                     f"this version at {iso(new.valid_to)}: it no longer holds after that")
+    return notes

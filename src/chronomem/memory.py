@@ -516,7 +516,8 @@ class Memory:
         New times are placed by the update rules as any statement is: a ``valid_to`` after the start of
         the slot's next value is kept as the version's ``stated_to``, and its ``valid_to`` stays that start
         (the next value still closes it); a ``valid_from`` moved before another value's start is closed by
-        that value.  Compare ``stated_to`` with ``valid_to`` to see whether the asked end held.
+        that value.  Compare ``stated_to`` with ``valid_to`` to see whether the asked end held
+        (:func:`chronomem.correction.correction_notes` says both in words, as REST's reply does).
         """
         from .correction import correct_fact
 

@@ -304,9 +304,11 @@ def get_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 def correct_fact(user_id: UserId, fact_id: FactId, body: FactPatch, mem: Mem) -> dict[str, Any]:
     """Correct a fact: a new version with origin ``corrected``; the old one stays in history, closed."""
     from ..correction import correct_fact as correct
+    from ..correction import correction_notes
 
-    old, new = correct(mem, user_id, fact_id, body.model_dump(exclude_unset=True))
-    return {"fact": fact_out(new), "corrected": fact_out(old)}
+    changes = body.model_dump(exclude_unset=True)
+    old, new = correct(mem, user_id, fact_id, changes)
+    return {"fact": fact_out(new), "corrected": fact_out(old), "notes": correction_notes(old, new, changes)}
 
 
 @router.delete("/users/{user_id}/facts/{fact_id}", response_model=ForgetOut, tags=["forget"])

@@ -272,6 +272,10 @@ class UpdateOut(BaseModel):
 class CorrectionOut(BaseModel):
     fact: FactOut = Field(description="the new version (origin 'corrected')")
     corrected: FactOut = Field(description="the old version, kept in history, closed")
+    notes: list[str] = Field(default_factory=list,
+                             description="what the update rules did not keep as asked: an end after the next "
+                                         "value's start, which still closes the version there; a start moved "
+                                         "before another value's, which now closes a version that held")
 
 
 class ForgetOut(BaseModel):
