@@ -240,6 +240,21 @@ def test_a_start_said_again_with_an_end_stays_when_the_first_saying_is_forgotten
                                     ("b", "Porto", {"valid_from": "2013-01-01", "valid_to": "2014-10-07"})], "a")
 
 
+
+def test_an_end_only_the_forgotten_statement_gave_goes_when_a_repetition_said_the_start_alone() -> None:
+    """"Porto from 2014 to 2018" (a), then "Porto from 2014" (b): forgetting a leaves Porto from 2014, open (it
+    stayed ended in 2018: what b said could not be told); said twice with the end, the end stays."""
+    for forgotten in ("a", "b"):
+        same_as_never_said("lives_in", [("a", "Porto", {"valid_from": "2014-01-01", "valid_to": "2018-01-01"}),
+                                        ("b", "Porto", {"valid_from": "2014-01-01"})], forgotten)
+        same_as_never_said("lives_in", [("a", "Porto", {"valid_from": "2014-01-01", "valid_to": "2018-01-01"}),
+                                        ("b", "Porto", {"valid_from": "2014-01-01", "valid_to": "2018-01-01"})],
+                           forgotten)
+    for forgotten in ("a", "b"):  # the other order: the start alone first
+        same_as_never_said("lives_in", [("a", "Porto", {"valid_from": "2014-01-01"}),
+                                        ("b", "Porto", {"valid_from": "2014-01-01", "valid_to": "2018-01-01"})],
+                           forgotten)
+
 def test_an_ending_cut_short_by_a_forgotten_stint_reaches_its_end_again() -> None:
     """"Porto from October 2016", then "I left Lisbon in 2021" (cut where Porto began, with nothing closing it):
     forgetting Porto leaves no trace of its date in Lisbon."""

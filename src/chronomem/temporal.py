@@ -151,8 +151,10 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
     if again.valid_from is not None and _before(f.valid_from, again.valid_from):
         later.append(LaterDate(again.valid_from, again.recorded_at, list(said)))
     changed.later_starts = keep_later_dates(f.later_starts, later)
-    if ends_too and again.valid_from is not None and again.valid_from == f.valid_from and not f.start_guessed:
-        # it gives the start too, not only the end: forgetting the others leaves it the start (chronomem.unsaying)
+    if (again.valid_from is not None and again.valid_from == f.valid_from and not f.start_guessed
+            and not again.start_guessed and (ends_too or again.valid_to is None)):
+        # it gives the start too (with the ending it repeats, or alone): forgetting the others leaves it the
+        # start, and an end only they gave goes (chronomem.unsaying)
         changed.started_by = merge_ids(f.started_by or first_statement(f), said)
     # an end said after f's stated end is kept too: a stint of f that starts in between, learned later, takes it
     ends = [d for d in again.later_ends if f.stated_to is not None and f.stated_to < d.at]

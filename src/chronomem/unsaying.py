@@ -8,9 +8,11 @@ reads as if they had never been said: a start or an end only they gave goes (to 
 if any), and a fact that only endings are left of gives way to those endings, planned again by the update
 rules (:func:`chronomem.forgetting.forget` does the writing and the replaying).
 
-Known limit: a repetition records a start equal to its fact's only when it says an end too (``started_by``),
-so a statement left that says neither a later start nor an ending may have said the same start again: the
-start then stays, and so does an end the forgotten statement gave with it.
+A repetition that says its fact's start again records it (``started_by``) when it says no end, or repeats the
+ending that ended the fact; one that says the start and the same end as the fact's own statement records
+neither, so the end stays.  Known limit: a fact stored before repetitions recorded their starts (session 51)
+cannot tell a statement left that said the same start: its start stays, and so does an end the forgotten
+statement gave with it.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def unsay(f: Fact, forgotten: set[str], theta: float) -> Unsaid:
     * Its turns, its confirmations (the confidence refolded from the rest), later dates and words said only
       there go; the others lose those turns.
     * An end only they said goes: the first later end still said is the end, else the fact is open again
-      (the end its own first statement gave stays when nothing else says one).
+      (the end its own first statement gave stays when nothing else says one, unless another statement left
+      said the start alone: ``started_by``).
     * A start only they said (:func:`start_said_by`) goes when each statement left is a later start or an
       ending: the earliest later start is the start, else the fact is only its endings (``endings``).
       Otherwise (a statement left may have said the same start) the start stays.
@@ -62,7 +65,8 @@ def unsay(f: Fact, forgotten: set[str], theta: float) -> Unsaid:
     # the words of its other statements said only there go too; the oldest left takes the place of its own
     out.reworded = unsay_words(f, forgotten) or worded
     unconfirm(f, forgotten, theta)  # a repetition's raise goes with its turns, and so do its later dates
-    if end_unsaid or (own_end_unsaid and f.later_ends and (f.valid_from is None or f.start_guessed)):
+    if end_unsaid or (own_end_unsaid and (f.started_by or f.later_ends and (f.valid_from is None or f.start_guessed))):
+        # (a statement left in started_by said the start without an end: the end was the forgotten one's)
         out.replay = _unsay_end(f)
     if not start_unsaid or not all(ids and ids <= _later_or_ending(f) for ids in left):
         return out
