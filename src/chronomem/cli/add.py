@@ -144,6 +144,10 @@ def run_demo(mem: Memory, user: str = "maya") -> None:
     changed = [f for f in mem.history(user_id=user) if f.valid_to is not None]
     out.print(facts_table(changed, "What changed over time (closed versions)", theta))
     unstable = [f for f in mem.facts(user_id=user, include_unstable=True) if f.confidence < theta]
-    out.print(facts_table(unstable, f"Tentative (confidence < θ_stable = {theta}), kept but not used by default",
-                          theta))
+    if unstable:
+        out.print(facts_table(unstable, f"Tentative (confidence < θ_stable = {theta}), kept but not used by default",
+                              theta))
+    else:  # an empty table reads like a fault; the model decides which statements it hedges
+        out.print(f"Tentative (confidence < θ_stable = {theta}): none this run, the model hedged no statement",
+                  markup=False)
     out.print(f"model usage: {mem.usage.snapshot()}", markup=False)
