@@ -272,9 +272,9 @@ TOOL_ROUND = [
     {"role": "tool", "tool_call_id": "call_1", "content": "Rain, 7 C"},
     {"role": "assistant", "content": "It rains in Oslo, 7 C."},
     {"role": "user", "content": "And in Porto?"},
-    {"role": "assistant", "tool_calls": [  # content left out, arguments as an object (Ollama's shape)
-        {"function": {"name": "weather", "arguments": {"city": "Porto"}}}]},
-    {"role": "tool", "content": "Sun, 18 C"},
+    {"role": "assistant", "thinking": "Porto next.", "tool_calls": [  # Ollama's shape: content left out,
+        {"function": {"name": "weather", "arguments": {"city": "Porto"}}}]},  # arguments as an object
+    {"role": "tool", "tool_name": "weather", "content": "Sun, 18 C"},
 ]
 
 
@@ -291,7 +291,25 @@ def test_context_takes_tool_rounds_and_keeps_them_whole(mem: Memory) -> None:
         assert r.json()["messages"] == [TOOL_ROUND[0], *TOOL_ROUND[5:]]  # the first question's round went whole
 
 
+def test_context_hands_back_an_sdks_message_as_sent(mem: Memory) -> None:
+    """An OpenAI SDK's assistant message dumped whole (``message.model_dump()``: nulls and all) is a message too."""
+    dumped = {"role": "assistant", "content": None, "refusal": None, "annotations": [], "audio": None,
+              "function_call": None, "tool_calls": [{"id": "call_9", "type": "function",
+                                                     "function": {"name": "lookup", "arguments": "{}"}}]}
+    said = [{"role": "user", "content": "Look it up."}, dumped, {"role": "tool", "tool_call_id": "call_9",
+                                                                "content": "found"}]
+    with TestClient(create_app(mem)) as c:
+        r = c.post("/v1/users/u1/context", json={"messages": said})
+        assert r.status_code == 200 and r.json()["messages"] == said, r.text
+        refused = {"role": "assistant", "content": None, "refusal": "I can't help with that."}
+        r = c.post("/v1/users/u1/context", json={"messages": [said[0], refused, {"role": "user", "content": "ok"}]})
+        assert r.status_code == 200 and r.json()["messages"][1] == refused, r.text
+
+
 @pytest.mark.parametrize(("message", "field"), [
+    ({"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "f", "arguments": 5}}]},
+     "messages[0].tool_calls[0].function.arguments"),  # no union member's tag in the name
+    ({"role": "user", "content": 5}, "messages[0].content"),
     ({"role": "user", "content": "hi", "tool_calls": [{"id": "c1", "type": "function",
                                                        "function": {"name": "f", "arguments": "{}"}}]},
      "messages[0].tool_calls"),

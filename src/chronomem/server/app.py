@@ -89,10 +89,15 @@ class StoreErrorsAs503:
 _SOURCES = ("body", "query", "path", "header", "cookie")
 
 
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "none", "dict", "list", "any"})
+
+
 def _loc_field(loc: Sequence[object]) -> str:
     """A validation error's location as a field name (``messages[0].text``).  Only the first element
     is the request part it came from: a body field may itself be named ``query`` or ``path``."""
     parts = [str(p) for p in (loc[1:] if loc and loc[0] in _SOURCES else loc)]
+    # a union's member tags ("constrained-str", "list[ContentPart]", "str") name no field of the request
+    parts = [p for p in parts if p.isdigit() or (p.isidentifier() and p not in _TYPE_TAGS)]
     out = ""
     for p in parts:
         out += f"[{p}]" if p.isdigit() else (f".{p}" if out else p)

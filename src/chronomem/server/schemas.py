@@ -158,8 +158,8 @@ class FunctionCall(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     name: str = Field(min_length=1, max_length=200)
-    arguments: Annotated[str, Field(max_length=200_000)] | dict[str, Any] = Field(
-        description="the arguments as the model wrote them: a JSON string (OpenAI), or an object (Ollama)")
+    arguments: Annotated[str, Field(max_length=200_000)] | dict[str, Any] | list[Any] | None = Field(
+        None, description="the arguments as the model wrote them: a JSON string (OpenAI), an object (Ollama)")
 
 
 class ToolCall(BaseModel):
@@ -175,12 +175,16 @@ class ToolCall(BaseModel):
 
 class ChatMessage(BaseModel):
     """A chat message as OpenAI's chat API takes it, tool rounds included: an assistant turn that calls tools
-    (``tool_calls``, its ``content`` null or left out) and the results (``role: "tool"``, ``tool_call_id``)."""
+    (``tool_calls``, its ``content`` null or left out) and the results (``role: "tool"``, ``tool_call_id``);
+    the other fields an SDK's message carries (OpenAI's ``refusal``, ``annotations``, ``audio``,
+    ``function_call``; Ollama's ``tool_name``, ``thinking``, ``images``) pass as sent."""
 
     model_config = ConfigDict(extra="forbid")
 
     role: str = Field(min_length=1, max_length=50)
     tool_calls: list[ToolCall] | None = Field(None, max_length=128, description="an assistant turn's tool calls")
+    function_call: FunctionCall | None = Field(None, description="OpenAI's older single call, as sent")
+    refusal: str | None = Field(None, max_length=200_000, description="an assistant's refusal (OpenAI), as sent")
     content: Annotated[str, Field(max_length=200_000)] | Annotated[list[ContentPart], Field(max_length=100)] | None \
         = Field(None, validate_default=True,
                 description="the text, or a list of content parts (text beside images), as the chat API takes it; "
@@ -188,12 +192,17 @@ class ChatMessage(BaseModel):
     name: str | None = Field(None, max_length=200)
     tool_call_id: str | None = Field(None, min_length=1, max_length=200,
                                      description="a tool result: the id of the call it answers")
+    annotations: list[Any] | None = Field(None, max_length=1000, description="OpenAI's annotations, as sent")
+    audio: dict[str, Any] | None = Field(None, description="OpenAI's audio reference, as sent")
+    tool_name: str | None = Field(None, max_length=200, description="Ollama: the tool a result came from")
+    thinking: str | None = Field(None, max_length=200_000, description="Ollama: the model's thinking, as sent")
+    images: list[str] | None = Field(None, max_length=100, description="Ollama: a message's images, as sent")
 
     @field_validator("content")
     @classmethod
     def _content_or_calls(cls, v: Any, info: ValidationInfo) -> Any:
-        if v is None and not info.data.get("tool_calls"):
-            raise ValueError("a message needs content, unless it is an assistant turn that calls tools")
+        if v is None and not any(info.data.get(k) for k in ("tool_calls", "function_call", "refusal")):
+            raise ValueError("a message needs content, unless it is an assistant turn that calls tools or refuses")
         return v
 
 
