@@ -148,25 +148,26 @@ def test_a_cache_that_cannot_be_purged_is_reported_and_the_memory_still_forgotte
     assert "purge_model_cache" in res.warnings[-1] and "disk I/O error" in res.warnings[-1]
 
 
-def test_a_block_that_began_before_a_purge_writes_and_tags_nothing(tmp_path: Path) -> None:
+def test_a_block_that_began_before_a_purge_writes_no_reply(tmp_path: Path) -> None:
     """A call racing a forget (begun before the purge, answered after it) must not put the forgotten
-    user's reply back; reads still work, and a block begun after the purge writes again."""
+    user's reply back; reads still work, a reused entry is still tagged (forgetting its user later must
+    find it), and a block begun after the purge writes again."""
     cache = ResponseCache(tmp_path / "c.sqlite")
-    cache.put("shared", "m", reply("an untagged benchmark reply"))
+    cache.put("shared", "m", reply("another user's reply, the same prompt"))
     with cache_owner("A"):
         cache.put("a0", "m", reply("Maya likes tea"))
-        assert ResponseCache(cache.path).purge_owner("A") == 1  # another process's forget, say
+        assert ResponseCache(cache.path).purge_owner("B") == 0  # another process's forget of anyone
         cache.put("a1", "m", reply(f"Maya lives in {MARKER}"))
         assert cache.get("shared") is not None
-        cache.own("shared")
-        assert cache.get("a1") is None and len(cache) == 1
+        cache.own("shared")  # A reused it
+        assert cache.get("a1") is None and len(cache) == 2
         with cache_owner(None):
             cache.put("bench", "m", reply("untagged, never purged"))  # outside any owner: written
-    assert ResponseCache(cache.path).purge_owner("A") == 0  # "shared" was never tagged for A
     assert MARKER.encode() not in file_bytes(cache.path)
+    assert ResponseCache(cache.path).purge_owner("A") == 2  # what A wrote before, and what it reused after
     with cache_owner("A"):
         cache.put("a2", "m", reply("Maya likes coffee"))
-    assert cache.get("a2") is not None and len(cache) == 3
+    assert cache.get("a2") is not None and len(cache) == 2
     cache.close()
 
 

@@ -23,7 +23,10 @@ A call still running when a purge happens (a worker's job extracting the
 turns a ``forget`` then deletes) would write its reply after the purge.  So
 each :func:`cache_owner` block remembers when it began, the file records when
 it was last purged (of anyone: the file keeps no trace of whom), and a block
-that began before that purge writes and tags nothing more; it still reads.
+that began before that purge writes no reply or vector; it still reads, and
+still tags an entry it reuses, so that forgetting its owner later finds it
+(a block racing its own owner's forget may so leave a tag naming that owner
+on another's entry; the next purge of that owner takes it).
 
 Default location: ``$CHRONOMEM_CACHE_DIR/model-cache.sqlite`` or
 ``~/.cache/chronomem/model-cache.sqlite``.
@@ -146,13 +149,13 @@ class _SQLiteFile:
     def executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self.write([(sql, rows)])
 
-    def write(self, batches: list[tuple[str, list[tuple[Any, ...]]]]) -> list[int]:
+    def write(self, batches: list[tuple[str, list[tuple[Any, ...]]]], *, fenced: bool = True) -> list[int]:
         """Run each ``(sql, rows)`` in one transaction; returns the rows each changed.
 
-        Inside a :func:`cache_owner` block that began before the file's last purge nothing is written
-        (a call racing a forget); the check and the write are one transaction, so a purge comes before
-        the write, and sees it, or after."""
-        since = owner_since()
+        ``fenced``: inside a :func:`cache_owner` block that began before the file's last purge nothing is
+        written (a call racing a forget); the check and the write are one transaction, so a purge comes
+        before the write, and sees it, or after."""
+        since = owner_since() if fenced else None
         with self._lock:
             conn = self._connect()
             conn.execute("BEGIN IMMEDIATE")
@@ -280,7 +283,7 @@ class ResponseCache:
     def own(self, key: str) -> None:
         """Tag the entry ``key`` (a hit) with the current :func:`cache_owner`, if any."""
         if current_cache_owner() is not None:
-            self._db.write(self._owned([key]))
+            self._db.write(self._owned([key]), fenced=False)  # a tag, no words: a later forget must find it
 
     @staticmethod
     def _owned(keys: list[str]) -> list[tuple[str, list[tuple[Any, ...]]]]:
@@ -357,7 +360,7 @@ class EmbeddingCache:
     def own(self, model: str, hashes: list[str]) -> None:
         """Tag the vectors of ``hashes`` (hits) with the current :func:`cache_owner`, if any."""
         if current_cache_owner() is not None and hashes:
-            self._db.write(self._owned(model, hashes))
+            self._db.write(self._owned(model, hashes), fenced=False)  # as ResponseCache.own
 
     @staticmethod
     def _owned(model: str, hashes: list[str]) -> list[tuple[str, list[tuple[Any, ...]]]]:
