@@ -502,6 +502,9 @@ def plan_update(
                  and new.valid_from < f.stated_to and (new.valid_to is None or new.valid_to == f.stated_to)]
         if ended:
             target = min(ended, key=lambda f: f.stated_to or f.recorded_at)  # the first stint it can start
+            stint: Fact | None = None  # a fact planned again (a merge, a forget's replay) may have been said
+            if new.later_starts and target.stated_to is not None:  # again after that end: a stint of its own
+                new, stint = split_later_starts(new, target.stated_to, theta)
             # each half stays undoable: forgetting the start's turns leaves the ending as it was said
             # (started_by), forgetting the end's turns reopens the stint (ended_by), and the words go
             # with the turns that said them (text_from: the start's words, which tell the stint)
@@ -512,7 +515,8 @@ def plan_update(
                 # a statement that gives the end too ends it as well ("Porto from 2013 to October 2014")
                 ended_by=merge_ids(said_end, new.source_ids) if new.valid_to is not None else said_end,
                 # later starts kept while the start was unknown are later only after the one learned now
-                later_starts=[d for d in target.later_starts if new.valid_from < d.at],
+                later_starts=keep_later_dates([d for d in target.later_starts if new.valid_from < d.at],
+                                              [d for d in new.later_starts if new.valid_from < d.at]),
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 text=new.text or target.text,
                 text_from=list(new.source_ids) if new.text else ((target.text_from or said_end) if target.text else []),
@@ -524,8 +528,15 @@ def plan_update(
                 rivals = [f for f in stored if f.id not in (target.id, new.id) and _live(f, theta)
                           and in_slot(learned, f, spec, key)]
                 moved = _place_in_slot(learned, rivals, plan.split, theta)
+                if stint is not None:  # it takes its place among them too
+                    placed = [g for g in (moved.get(f.id, f) for f in rivals) if _live(g, theta)]
+                    moved.update(_place_in_slot(stint, [*placed, learned], plan.split, theta))
+                    learned = moved.pop(learned.id, learned)
+                    plan.changed[0] = plan.reinforced = learned
                 plan.changed += list(moved.values())
                 plan.closed += list(moved.values())
+            if stint is not None:
+                plan.split.append(stint)
             return plan
 
     # 2. the same fact again reinforces
