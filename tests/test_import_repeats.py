@@ -375,3 +375,25 @@ def test_a_correction_cut_by_a_restored_stint_gives_up_its_later_start(mem: Memo
     data = mem.export(user_id=U)
     mem.import_(data, user_id="copy")  # refused before
     assert mem.export(user_id="copy")["tables"]["facts"] == [{**r, "user_id": "copy"} for r in data["tables"]["facts"]]
+
+
+def test_a_restored_fact_said_again_after_its_hosts_end_gives_that_stint_apart(mem: Memory) -> None:
+    """A backup's "Porto from January 2015" that holds "Porto again from 2020" as a later start, restored into
+    a Porto that an ending learned since closes in April 2015 (here by a merge): the return is split off and
+    folded into the held stint of 2020, not kept as a later start outside April 2015, where the next export
+    was refused (a reviewer's find); a backup restored into a user who no longer has the return brings it back."""
+    mem.add_facts([fact("Mom", "lives_in", "Porto", end="2015-04-01"), fact("Maya", "lives_in", "Porto", "2015-01-01"),
+                   fact("Maya", "lives_in", "Porto", "2020-01-01")], user_id=U)
+    backup = mem.export(user_id=U)
+    mem.merge_entities("Mom", "Maya", user_id=U)
+    after_merge = per_start(mem)
+    mem.import_(backup)
+    porto = [("Maya", "lives_in", "Porto", datetime(y, 1, 1, tzinfo=timezone.utc)) for y in (2015, 2020)]
+    assert per_start(mem) == after_merge == Counter(porto)
+    assert all(f.valid_to is None or all(d.at < f.valid_to for d in f.later_starts) for f in rows(mem))
+    mem.import_(mem.export(user_id=U), user_id="copy")  # refused before
+    stint = next(f for f in rows(mem) if f.valid_from and f.valid_from.year == 2020)
+    mem.forget(user_id=U, fact_id=stint.id)
+    mem.import_(backup)
+    assert sorted((f.valid_from.year, f.valid_to and f.valid_to.year) for f in rows(mem) if f.valid_from) == [
+        (2015, 2015), (2020, None)]

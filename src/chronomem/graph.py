@@ -435,7 +435,7 @@ class GraphWriter:
         Where one of the two is an ending with no start ("left Oporto in 2015" beside "Porto from 2010"), the
         later one is written again through the update rules instead (:meth:`replan`: it ends the stint, or
         gives the ending its start), not folded away with its end.  Returns (facts moved, of them folded)."""
-        from .temporal import fold_repetition, foldable, is_stable, said_inside
+        from .temporal import beyond_its_end, fold_repetition, foldable, is_stable, said_inside
 
         def startless(f: Fact) -> bool:
             return f.valid_from is None and f.stated_to is not None
@@ -447,6 +447,7 @@ class GraphWriter:
             changed: dict[str, Fact] = {}
             folded: list[str] = []
             again: list[Fact] = []  # said again of the other entity's stint, to write through the rules
+            stints: list[Fact] = []  # said again after the end of the stint a fact folds into: their own
             for f in facts:
                 k = self.key(f)
                 # only across the two entities: each one's own history stays as it was written
@@ -460,11 +461,16 @@ class GraphWriter:
                 if host is None:
                     kept[k].append(f)
                 else:
+                    f, stint = beyond_its_end(host, f, self.theta)
+                    if stint is not None:
+                        stints.append(stint)
+                        kept[k].append(stint)
                     new = fold_repetition(host, f, self.theta)
                     kept[k][kept[k].index(host)] = changed[host.id] = new
                     folded.append(f.id)
             self.store.update_facts(user_id, list(changed.values()))
             self.store.delete_facts(user_id, [*folded, *(f.id for f in again)])
+            self.store.insert_facts(user_id, stints)
             self.rebuild(user_id, [f for group in kept.values() for f in group])
             back = {f.id for f in self.replan(user_id, again).added}
         return len(moved), len(folded) + sum(f.id not in back for f in again)

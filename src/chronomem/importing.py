@@ -35,7 +35,8 @@ from .model import Fact
 from .registry import RelationRegistry
 from .store import Store
 from .store.sql import TABLES, chunks
-from .temporal import Key, fold_repetition, foldable, is_stable, replaced_by_correction, said_inside_stated
+from .temporal import (Key, beyond_its_end, fold_repetition, foldable, is_stable, replaced_by_correction,
+                       said_inside_stated)
 
 __all__ = ["ExportBatches", "IMPORT_BATCH", "import_batches"]
 
@@ -156,19 +157,31 @@ class _Import:
             changed: dict[str, Fact] = {}
             reworded: list[str] = []  # held facts that take a repetition's words: embedded again from them
             folded: list[str] = []
-            for f in incoming:
+            stints: dict[str, Fact] = {}  # said again after their host's end: split off, stored unless folded
+            pending = list(incoming)
+            while pending:
+                f = pending.pop(0)
                 same = hosts.get(self.key(f), [])
                 at = next((i for i, g in enumerate(same) if _repeats(g, f, self.theta)), None)
                 if at is None:
                     continue
                 host = same[at]
+                f, stint = beyond_its_end(host, f, self.theta)
+                if stint is not None:
+                    pending.append(stint)
+                    stints[stint.id] = stint
                 unsaid = _unsaid(host, f)
                 if unsaid:  # else said only in statements the held fact has folded in already: nothing to add
                     same[at] = changed[host.id] = fold_repetition(host, replace(f, confirmations=unsaid),
                                                                   self.theta)
                     if same[at].text != host.text:
                         reworded.append(host.id)
-                folded.append(f.id)
+                if stints.pop(f.id, None) is None:  # a stint split off here was never stored
+                    folded.append(f.id)
+            if stints:  # placed with the rest of the import (joining)
+                self.store.insert_facts(self.user_id, list(stints.values()))
+                self.imported |= set(stints)
+                self.joining += list(stints)
             if changed:
                 self.store.update_facts(self.user_id, list(changed.values()))
                 self.store.drop_fact_copies(self.user_id, reworded)

@@ -165,6 +165,20 @@ def fold_repetition(f: Fact, again: Fact, theta: float) -> Fact:
     return changed
 
 
+def beyond_its_end(host: Fact, again: Fact, theta: float) -> tuple[Fact, Fact | None]:
+    """``again``, a stored fact about to be folded into ``host`` (a restored backup's row, a merged entity's
+    fact), without the statements it holds as later starts at or after ``host``'s end, and those statements
+    as a stint of their own (:func:`split_later_starts`: from the first of them, with ``again``'s end), or
+    ``None``.  Folded whole, they would be later starts outside ``host`` ("Porto from 2015, again now" into
+    "Porto 2015 to April 2015"), which an export refuses; apart, the stint is placed, or folded, on its own.
+    ``again`` keeps no end then (its end was the stint's).  Pure."""
+    end = host.valid_to or host.stated_to
+    if end is None or not any(end <= d.at for d in again.later_starts):
+        return again, None
+    rest, stint = split_later_starts(again, end, theta)
+    return (again, None) if stint is None else (replace(rest, valid_to=None, closed_by=None), stint)
+
+
 def keep_later_dates(kept: Sequence[LaterDate], more: Sequence[LaterDate]) -> list[LaterDate]:
     """``kept`` with ``more`` (a fact's :attr:`~chronomem.model.Fact.later_starts` or ``later_ends``), in order of
     date: a date already kept gains the turns (and keeps the earlier record); beyond
@@ -502,6 +516,7 @@ def plan_update(
                  and new.valid_from < f.stated_to and (new.valid_to is None or new.valid_to == f.stated_to)]
         if ended:
             target = min(ended, key=lambda f: f.stated_to or f.recorded_at)  # the first stint it can start
+            start = new.valid_from
             stint: Fact | None = None  # a fact planned again (a merge, a forget's replay) may have been said
             if new.later_starts and target.stated_to is not None:  # again after that end: a stint of its own
                 new, stint = split_later_starts(new, target.stated_to, theta)
@@ -515,8 +530,8 @@ def plan_update(
                 # a statement that gives the end too ends it as well ("Porto from 2013 to October 2014")
                 ended_by=merge_ids(said_end, new.source_ids) if new.valid_to is not None else said_end,
                 # later starts kept while the start was unknown are later only after the one learned now
-                later_starts=keep_later_dates([d for d in target.later_starts if new.valid_from < d.at],
-                                              [d for d in new.later_starts if new.valid_from < d.at]),
+                later_starts=keep_later_dates([d for d in target.later_starts if start < d.at],
+                                              [d for d in new.later_starts if start < d.at]),
                 source_ids=merge_ids(target.source_ids, new.source_ids),
                 text=new.text or target.text,
                 text_from=list(new.source_ids) if new.text else ((target.text_from or said_end) if target.text else []),
@@ -527,14 +542,14 @@ def plan_update(
             if stable:
                 rivals = [f for f in stored if f.id not in (target.id, new.id) and _live(f, theta)
                           and in_slot(learned, f, spec, key)]
-                moved = _place_in_slot(learned, rivals, plan.split, theta)
+                closing = _place_in_slot(learned, rivals, plan.split, theta)
                 if stint is not None:  # it takes its place among them too
-                    placed = [g for g in (moved.get(f.id, f) for f in rivals) if _live(g, theta)]
-                    moved.update(_place_in_slot(stint, [*placed, learned], plan.split, theta))
-                    learned = moved.pop(learned.id, learned)
+                    left = [g for g in (closing.get(f.id, f) for f in rivals) if _live(g, theta)]
+                    closing.update(_place_in_slot(stint, [*left, learned], plan.split, theta))
+                    learned = closing.pop(learned.id, learned)
                     plan.changed[0] = plan.reinforced = learned
-                plan.changed += list(moved.values())
-                plan.closed += list(moved.values())
+                plan.changed += list(closing.values())
+                plan.closed += list(closing.values())
             if stint is not None:
                 plan.split.append(stint)
             return plan
