@@ -142,7 +142,8 @@ class _Import:
         """Fold each of the new facts ``ids`` that says again what a fact the user held says into that
         fact, as ``add_facts`` would have (:func:`~chronomem.temporal.plan_update`, rule 2: the same key and
         stability class, said inside the held fact's interval; :func:`~chronomem.temporal.fold_repetition`),
-        and delete it.  Returns how many were folded."""
+        and delete it; what one holds as said again after the held fact's end is a stint of its own
+        (:func:`~chronomem.temporal.beyond_its_end`), folded in turn or stored.  Returns how many were folded."""
         total = 0
         for chunk in chunks(ids, IMPORT_BATCH):  # an import_ hands a whole table as one batch
             incoming = [f for f in self.store.facts(self.user_id, ids=chunk) if foldable(f)]
