@@ -431,7 +431,9 @@ class GraphWriter:
         "Linda"), in one transaction.  Its facts and names move to the target; a fact of one that says
         again what a fact of the other says, inside that one's interval, is folded into the older one as a
         repetition is (:func:`~chronomem.temporal.fold_repetition`: its turns, its raise, still undoable
-        by forgetting); then every slot of the target is placed in time order again, as after forgetting.
+        by forgetting; what it said again after that one's end stays a stint of its own:
+        :func:`~chronomem.temporal.beyond_its_end`); then every slot of the target is placed in time order
+        again, as after forgetting.
         Where one of the two is an ending with no start ("left Oporto in 2015" beside "Porto from 2010"), the
         later one is written again through the update rules instead (:meth:`replan`: it ends the stint, or
         gives the ending its start), not folded away with its end.  Returns (facts moved, of them folded)."""
