@@ -278,3 +278,22 @@ def test_merging_keeps_a_start_said_again_after_the_ending_as_its_own_stint() ->
                           for f in mem.history(user_id=U) if not f.superseded)
 
     assert stints(merge=True) == stints(merge=False) == [("Porto", 2015, 2015), ("Porto", 2020, None)]
+
+
+def test_merging_a_stint_said_from_the_same_start_as_a_later_start_folds_them() -> None:
+    """"Porto from 2020" of Mom; "Porto from 2015" and "Porto from 2020" of Maya (kept as a later start).  Mom
+    merged into Maya: Porto 2015-2020 and one Porto from 2020 holding both sayings, as when all were said of one
+    name; before, the stint split out at 2020 superseded Mom's (a third row, a duplicate of the same value)."""
+    said = [("Mom", "2020-01-01"), ("Maya", "2015-01-01"), ("Maya", "2020-01-01")]
+
+    def rows(merge: bool) -> list[tuple[int, int | None, int]]:
+        with Memory(":memory:", llm=False, embedder=False) as mem:
+            for i, (who, start) in enumerate(said):
+                mem.add_facts([{"subject": who if merge else "Maya", "relation": "lives_in", "object": "Porto",
+                                "valid_from": start, "source_ids": [f"m{i}"]}], user_id=U)
+            if merge:
+                assert mem.merge_entities("Mom", "Maya", user_id=U).facts_folded == 0
+            return sorted((f.valid_from.year, f.valid_to and f.valid_to.year, len(f.source_ids))
+                          for f in mem.history(user_id=U))
+
+    assert rows(merge=True) == rows(merge=False) == [(2015, 2020, 1), (2020, None, 2)]

@@ -712,8 +712,11 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact], split: list[Fact] | None =
         elif ins.valid_to is None or ins.valid_to > f.valid_from:
             ins.valid_to = f.valid_from
             ins.closed_by = f.id
-    for g in split or ():
-        if g.valid_from == ins.valid_from:  # said again at the start of ins: ins is the later statement
+    for g in list(split or ()):
+        if g.valid_from == ins.valid_from and _same_value(g, ins, theta):  # the same said again: one fact
+            _become(ins, fold_repetition(ins, g, theta))
+            split.remove(g)  # type: ignore[union-attr]
+        elif g.valid_from == ins.valid_from:  # said again at the start of ins: ins is the later statement
             g.valid_to, g.closed_by = None, ins.id
         elif g.valid_from is not None and (ins.valid_to is None or ins.valid_to > g.valid_from):
             ins.valid_to = g.valid_from
@@ -722,16 +725,36 @@ def _place_in_slot(ins: Fact, rivals: Sequence[Fact], split: list[Fact] | None =
         cut, closer = ins.valid_to, ins.closed_by
         host, stint = split_later_starts(replace(ins, valid_to=said_end, closed_by=said_closed), cut, theta)
         if stint is not None:
-            for name in Fact.__slots__:  # ins is the caller's object: it becomes the host, cut where it was
-                setattr(ins, name, getattr(host, name))
+            _become(ins, host)  # cut where it was
             ins.valid_to, ins.closed_by = cut, closer
             more: list[Fact] = []  # its rivals: those left live (a tie superseded some), and the stints split so far
             placed = [g for g in (*(changed.get(f.id, f) for f in rivals), *split) if _live(g, theta)]
+            twin = next((g for g in placed if g.valid_from == stint.valid_from and _same_value(g, stint, theta)), None)
+            if twin is not None:  # the same value said from the same start: the stint's statements join it
+                joined = fold_repetition(twin, stint, theta)
+                if twin in split:
+                    split[split.index(twin)] = joined
+                else:
+                    changed[twin.id] = joined
+                return changed
             moved = _place_in_slot(stint, placed, more, theta)
             split[:] = [moved.pop(g.id, g) for g in split]  # a new fact is inserted as it ends up, not changed
             changed.update(moved)
             split += [stint, *more]
     return changed
+
+
+def _become(f: Fact, version: Fact) -> None:
+    """Make ``f``, an object a caller holds, ``version`` (the placing rules mutate the fact they place)."""
+    for name in Fact.__slots__:
+        setattr(f, name, getattr(version, name))
+
+
+def _same_value(a: Fact, b: Fact, theta: float) -> bool:
+    """Do ``a`` and ``b`` of one slot say the same value, so that one can fold into the other (:func:`foldable`)?"""
+    return ((a.relation, a.subject_id or a.subject, a.object_id or a.object)
+            == (b.relation, b.subject_id or b.subject, b.object_id or b.object)
+            and is_stable(a, theta) == is_stable(b, theta) and foldable(a) and foldable(b))
 
 
 def _cut(f: Fact, at: datetime | None, split: list[Fact] | None, theta: float) -> Fact:
@@ -829,8 +852,8 @@ def _replay_slot(facts: Sequence[Fact], spec: RelationSpec, key: Callable[[Fact]
         current[f.id] = f
     originals = {f.id: f for f in facts}
     new = {g.id for g in split}
-    return [f for f in current.values() if f.id in new or _interval_of(f) != _interval_of(originals[f.id])
-            or f.later_starts != originals[f.id].later_starts]
+    # its interval, its later starts, or the statements a stint of the same value gave it (_place_in_slot)
+    return [f for f in current.values() if f.id in new or f != originals[f.id]]
 
 
 def abutting_repetitions(facts: Sequence[Fact], key: Callable[[Fact], Key], theta: float) -> list[tuple[Fact, Fact]]:
@@ -857,10 +880,6 @@ def foldable(f: Fact) -> bool:
     """A fact that can be a repetition, or take one in: not a correction or a version one replaced (their links
     stay), not superseded (a superseded fact takes no part in updates)."""
     return f.origin is not Origin.CORRECTED and not replaced_by_correction(f) and not f.superseded
-
-
-def _interval_of(f: Fact) -> tuple[object, ...]:
-    return f.valid_from, f.start_guessed, f.valid_to, f.closed_by
 
 
 def replaced_by_correction(f: Fact) -> bool:
