@@ -55,10 +55,15 @@ def test_purge_owner_deletes_what_the_owner_wrote_or_reused(tmp_path: Path) -> N
     cache.close()
 
 
-def test_embedding_purge_and_the_in_memory_copy(tmp_path: Path) -> None:
+def cached_embedder(tmp_path: Path) -> tuple[EmbeddingCache, CountingEmbedder, CachedEmbedder]:
+    """An embedder double behind the in-memory copy and a disk cache: (the disk, the double, the cached one)."""
     disk = EmbeddingCache(tmp_path / "c.sqlite")
     inner = CountingEmbedder()
-    emb = CachedEmbedder(inner, disk)
+    return disk, inner, CachedEmbedder(inner, disk)
+
+
+def test_embedding_purge_and_the_in_memory_copy(tmp_path: Path) -> None:
+    disk, inner, emb = cached_embedder(tmp_path)
     emb.embed(["untagged"])
     with cache_owner("A"):
         emb.embed([f"I moved to {MARKER}", "hello"])
@@ -172,9 +177,7 @@ def test_a_block_that_began_before_a_purge_writes_no_reply(tmp_path: Path) -> No
 
 
 def test_an_embedding_call_racing_a_purge_keeps_its_vectors_out_of_both_caches(tmp_path: Path) -> None:
-    disk = EmbeddingCache(tmp_path / "c.sqlite")
-    inner = CountingEmbedder()
-    emb = CachedEmbedder(inner, disk)
+    disk, inner, emb = cached_embedder(tmp_path)
     emb.embed(["hello"])
     with cache_owner("A"):
         emb.purge_owner("B")  # any purge: the file does not say whose
