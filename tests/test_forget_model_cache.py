@@ -217,3 +217,21 @@ def test_an_extraction_racing_forget_leaves_nothing_in_the_cache(tmp_path: Path)
         worker.join(30)
         assert not worker.is_alive()
         assert len(llm.cache) == 0 and MARKER.lower().encode() not in file_bytes(path).lower()
+
+
+def test_a_forget_before_the_cache_file_exists_still_fences_a_call_racing_it(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The configured cache file does not exist yet when the user is forgotten (its first use is a worker's
+    call still running): the forget creates it to record the purge, and the racing call caches nothing."""
+    path = tmp_path / "sub" / "llm-cache.sqlite"
+    monkeypatch.setenv("CHRONOMEM_LLM_CACHE", str(path))
+    with cache_owner(json.dumps(["default", "u1"])):  # the worker's call, begun before the forget
+        with Memory(tmp_path / "m.db", llm="local", embedder=False) as mem:
+            mem.add_facts([{"subject": "Maya", "relation": "lives_in", "object": MARKER}], user_id="u1")
+            assert mem.forget(user_id="u1", everything=True).cache_entries_deleted == 0
+        assert path.exists()
+        late = ResponseCache(path)
+        late.put("k", "m", reply(f"Maya lives in {MARKER}"))  # its reply arrives after the forget
+        assert len(late) == 0
+        late.close()
+    assert MARKER.encode() not in file_bytes(path)

@@ -26,7 +26,10 @@ it was last purged (of anyone: the file keeps no trace of whom), and a block
 that began before that purge writes no reply or vector; it still reads, and
 still tags an entry it reuses, so that forgetting its owner later finds it
 (a block racing its own owner's forget may so leave a tag naming that owner
-on another's entry; the next purge of that owner takes it).
+on another's entry; the next purge of that owner takes it).  A forget creates
+a configured cache file that does not exist yet, to record its purge there.
+The times compared are wall-clock (``time.time()``): a clock stepped back
+past a purge lets a racing write through.
 
 Default location: ``$CHRONOMEM_CACHE_DIR/model-cache.sqlite`` or
 ``~/.cache/chronomem/model-cache.sqlite``.

@@ -137,14 +137,12 @@ class ModelSet:
 
 
 def _purge_file(kind: type[ResponseCache] | type[EmbeddingCache], setting: str | None, owner: str) -> int:
-    """Purge ``owner`` from the cache file a setting names (``None``: no cache; ``"default"``); a
-    file that does not exist holds nothing and is not created."""
+    """Purge ``owner`` from the cache file a setting names (``None``: no cache; ``"default"``).  A file that
+    does not exist yet holds nothing, and is created all the same: it records the purge, which a call of
+    another process that began before it and creates the file later must see (:mod:`.cache`)."""
     if setting is None:
         return 0
-    path = cache_path(setting)
-    if not path.exists():
-        return 0
-    cache = kind(path)
+    cache = kind(cache_path(setting))
     try:
         return cache.purge_owner(owner)
     finally:
