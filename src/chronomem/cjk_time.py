@@ -94,9 +94,10 @@ def cjk_time_in_english(phrase: str) -> str | None:
     """
     if phrase in _CJK_RELATIVE:
         return _CJK_RELATIVE[phrase]
-    if phrase.rstrip("天季")[-1:] in _SEASONS:  # a season, of a year or alone
-        season = _SEASONS[phrase.rstrip("天季")[-1]]
-        year = phrase.rstrip("天季")[:-1].removesuffix("の").strip()
+    bare = phrase.rstrip("天季")  # 夏天, 夏季: 夏
+    if bare[-1:] in _SEASONS:  # a season, of a year or alone
+        season = _SEASONS[bare[-1]]
+        year = bare[:-1].removesuffix("の").strip()
         if not year:
             return season
         of = _SEASON_YEARS.get(year) or cjk_number(year.removesuffix("年"))

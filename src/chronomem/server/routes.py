@@ -303,8 +303,7 @@ def get_fact(user_id: UserId, fact_id: FactId, mem: Mem) -> dict[str, Any]:
 @router.patch("/users/{user_id}/facts/{fact_id}", response_model=CorrectionOut, tags=["facts"])
 def correct_fact(user_id: UserId, fact_id: FactId, body: FactPatch, mem: Mem) -> dict[str, Any]:
     """Correct a fact: a new version with origin ``corrected``; the old one stays in history, closed."""
-    from ..correction import correct_fact as correct
-    from ..correction import correction_notes
+    from ..correction import correct_fact as correct, correction_notes
 
     changes = body.model_dump(exclude_unset=True)
     old, new = correct(mem, user_id, fact_id, changes)

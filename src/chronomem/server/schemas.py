@@ -188,7 +188,7 @@ class ChatMessage(BaseModel):
     content: Annotated[str, Field(max_length=200_000)] | Annotated[list[ContentPart], Field(max_length=100)] | None \
         = Field(None, validate_default=True,
                 description="the text, or a list of content parts (text beside images), as the chat API takes it; "
-                            "null or left out only beside tool_calls")
+                            "null or left out only beside tool_calls, function_call or refusal")
     name: str | None = Field(None, max_length=200)
     tool_call_id: str | None = Field(None, min_length=1, max_length=200,
                                      description="a tool result: the id of the call it answers")
